@@ -1,0 +1,7 @@
+//! ServeSim's core: everything the page and the CLI compute, in pure Rust.
+//!
+//! Architecture invariant: no wasm-bindgen, web-sys, Leptos or plotters; no wall clock, file
+//! system, threads or OS randomness. The crate builds for `wasm32-unknown-unknown` and gives
+//! bit-identical results there and natively. See ARCHITECTURE.md for the code map.
+
+pub mod units;
