@@ -4,4 +4,6 @@
 //! system, threads or OS randomness. The crate builds for `wasm32-unknown-unknown` and gives
 //! bit-identical results there and natively. See ARCHITECTURE.md for the code map.
 
+pub mod dtype;
+pub mod parallel;
 pub mod units;

@@ -1,0 +1,171 @@
+//! Data types of weights and KV cache, by vLLM's names.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Storage type of a tensor. Sub-byte formats carry their block scales in [`DType::bytes_per_element`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    F32,
+    Bf16,
+    F16,
+    /// 8-bit float (e4m3 or e5m2). Block-quantised checkpoints add their scales separately.
+    Fp8,
+    /// MXFP4: 4-bit elements with one 8-bit (e8m0) scale per 32 elements (OCP MX spec).
+    Mxfp4,
+    /// NVFP4: 4-bit elements with one fp8 (e4m3) scale per 16 elements (NVIDIA Blackwell).
+    Nvfp4,
+}
+
+impl DType {
+    /// Bytes per element, including the per-block scales of the microscaled formats:
+    /// MXFP4 = 0.5 + 1/32, NVFP4 = 0.5 + 1/16 (the per-tensor fp32 scale is negligible).
+    pub fn bytes_per_element(self) -> f64 {
+        match self {
+            DType::F32 => 4.0,
+            DType::Bf16 | DType::F16 => 2.0,
+            DType::Fp8 => 1.0,
+            DType::Mxfp4 => 0.5 + 1.0 / 32.0,
+            DType::Nvfp4 => 0.5 + 1.0 / 16.0,
+        }
+    }
+
+    /// The compute class of tensor-core math for this storage type (what TFLOPS figure applies).
+    pub fn compute_class(self) -> ComputeClass {
+        match self {
+            DType::F32 | DType::Bf16 | DType::F16 => ComputeClass::Bf16,
+            DType::Fp8 => ComputeClass::Fp8,
+            DType::Mxfp4 | DType::Nvfp4 => ComputeClass::Fp4,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            DType::F32 => "f32",
+            DType::Bf16 => "bf16",
+            DType::F16 => "f16",
+            DType::Fp8 => "fp8",
+            DType::Mxfp4 => "mxfp4",
+            DType::Nvfp4 => "nvfp4",
+        };
+        f.write_str(s)
+    }
+}
+
+/// Which dense tensor-core peak a matmul runs at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ComputeClass {
+    Bf16,
+    Fp8,
+    Fp4,
+}
+
+/// vLLM's `--kv-cache-dtype`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum KvCacheDtype {
+    /// The model's dtype (bf16 or fp16: 2 bytes).
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    #[serde(rename = "bfloat16")]
+    Bfloat16,
+    #[serde(rename = "fp8")]
+    Fp8,
+    #[serde(rename = "fp8_e4m3")]
+    Fp8E4m3,
+    #[serde(rename = "fp8_e5m2")]
+    Fp8E5m2,
+    /// DeepSeek's MLA layout: fp8 NoPE part with fp32 scales and a bf16 RoPE part
+    /// (656 B/token for V3.2-style MLA, 584 B per stored entry for DeepSeek-V4).
+    #[serde(rename = "fp8_ds_mla")]
+    Fp8DsMla,
+}
+
+impl KvCacheDtype {
+    /// Every accepted spelling, as vLLM's CLI takes them.
+    pub const NAMES: [&'static str; 6] =
+        ["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"];
+
+    /// Parses vLLM's spelling of `--kv-cache-dtype`.
+    pub fn parse(s: &str) -> Option<KvCacheDtype> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => KvCacheDtype::Auto,
+            "bfloat16" | "bf16" => KvCacheDtype::Bfloat16,
+            "fp8" => KvCacheDtype::Fp8,
+            "fp8_e4m3" => KvCacheDtype::Fp8E4m3,
+            "fp8_e5m2" => KvCacheDtype::Fp8E5m2,
+            "fp8_ds_mla" => KvCacheDtype::Fp8DsMla,
+            _ => return None,
+        })
+    }
+
+    /// vLLM's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            KvCacheDtype::Auto => "auto",
+            KvCacheDtype::Bfloat16 => "bfloat16",
+            KvCacheDtype::Fp8 => "fp8",
+            KvCacheDtype::Fp8E4m3 => "fp8_e4m3",
+            KvCacheDtype::Fp8E5m2 => "fp8_e5m2",
+            KvCacheDtype::Fp8DsMla => "fp8_ds_mla",
+        }
+    }
+
+    /// True for the one-byte element types (every fp8 variant, including `fp8_ds_mla`).
+    pub fn is_fp8(self) -> bool {
+        matches!(
+            self,
+            KvCacheDtype::Fp8 | KvCacheDtype::Fp8E4m3 | KvCacheDtype::Fp8E5m2 | KvCacheDtype::Fp8DsMla
+        )
+    }
+}
+
+/// Serving precision of the weights.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightPrecision {
+    /// As the checkpoint stores them (`torch_dtype`, `quantization_config`, `expert_dtype`).
+    #[default]
+    Checkpoint,
+    Bf16,
+    /// Online fp8 quantisation of the linear layers (vLLM `--quantization fp8`).
+    Fp8,
+    /// 4-bit weights (NVFP4 on NVIDIA Blackwell, MXFP4 elsewhere).
+    Fp4,
+}
+
+impl WeightPrecision {
+    pub fn parse(s: &str) -> Option<WeightPrecision> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "checkpoint" | "auto" => WeightPrecision::Checkpoint,
+            "bf16" | "bfloat16" => WeightPrecision::Bf16,
+            "fp8" => WeightPrecision::Fp8,
+            "fp4" | "nvfp4" | "mxfp4" => WeightPrecision::Fp4,
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kv_dtype_names_round_trip() {
+        for n in KvCacheDtype::NAMES {
+            assert_eq!(KvCacheDtype::parse(n).unwrap().name(), n);
+        }
+        assert!(KvCacheDtype::parse("int3").is_none());
+    }
+
+    #[test]
+    fn microscaled_bytes_include_scales() {
+        assert_eq!(DType::Mxfp4.bytes_per_element(), 0.53125);
+        assert_eq!(DType::Nvfp4.bytes_per_element(), 0.5625);
+        assert_eq!(DType::Fp8.compute_class(), ComputeClass::Fp8);
+    }
+}
