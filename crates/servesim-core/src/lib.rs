@@ -5,5 +5,6 @@
 //! bit-identical results there and natively. See ARCHITECTURE.md for the code map.
 
 pub mod dtype;
+pub mod metric;
 pub mod parallel;
 pub mod units;
