@@ -6,5 +6,6 @@
 
 pub mod dtype;
 pub mod metric;
+pub mod model;
 pub mod parallel;
 pub mod units;
