@@ -9,5 +9,6 @@ pub mod deploy;
 pub mod dtype;
 pub mod gpu;
 pub mod metric;
+pub mod model;
 pub mod parallel;
 pub mod units;
