@@ -15,7 +15,10 @@ mod tests;
 use crate::dtype::DType;
 use serde::{Deserialize, Serialize};
 
-pub use kv::{KvCacheSpec, KvGroup};
+pub use kv::{
+    KvCacheSpec, KvGroup, KvPacking, DSV4_ENTRY_BYTES, DSV4_INDEXER_ENTRY_BYTES,
+    DSV4_PAGE_ALIGNMENT, FP8_DS_MLA_BYTES,
+};
 
 /// Errors from parsing or using a model configuration. Each names the field and the fix.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -280,6 +283,8 @@ pub struct LinearFlops {
     pub shared_experts: f64,
     pub router: f64,
     pub lm_head: f64,
+    /// DeepSeek-V4 hyper-connection mixing matmuls (replicated, tiny).
+    pub other: f64,
 }
 
 impl LinearFlops {
@@ -292,6 +297,7 @@ impl LinearFlops {
             + self.shared_experts
             + self.router
             + self.lm_head
+            + self.other
     }
 }
 
