@@ -193,7 +193,7 @@ fn fmt_thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -221,7 +221,8 @@ pub fn activation_bytes(
         } => {
             let qh = (*num_heads as u64 / tp).max(1);
             let kvh = (*num_kv_heads as u64 / tp).max(1);
-            qh * *head_dim as u64 + kvh * (*head_dim as u64 + *v_head_dim as u64)
+            qh * *head_dim as u64
+                + kvh * (*head_dim as u64 + *v_head_dim as u64)
                 + qh * *v_head_dim as u64
         }
         AttentionSpec::Mla {
@@ -234,7 +235,8 @@ pub fn activation_bytes(
         } => {
             let qh = (*num_heads as u64 / tp).max(1);
             let qk = (*qk_nope_head_dim + *qk_rope_head_dim) as u64;
-            qh * qk + qh * (*qk_nope_head_dim + *v_head_dim) as u64
+            qh * qk
+                + qh * (*qk_nope_head_dim + *v_head_dim) as u64
                 + (*kv_lora_rank + *qk_rope_head_dim) as u64
                 + qh * *v_head_dim as u64
         }
@@ -290,7 +292,11 @@ pub fn non_torch_bytes(model: &ModelConfig, par: Parallelism, backend: All2AllBa
             All2AllBackend::DeepepLowLatency => {
                 // DeepEP's low-latency size hint: send+recv, double-buffered, for every expert
                 // slot of DEEPEP_LL_TOKENS tokens of hidden bf16 plus scales/metadata.
-                let e = model.moe.as_ref().map(|m| m.num_experts as u64).unwrap_or(0);
+                let e = model
+                    .moe
+                    .as_ref()
+                    .map(|m| m.num_experts as u64)
+                    .unwrap_or(0);
                 2 * 2 * DEEPEP_LL_TOKENS * e * (2 * model.hidden_size + 32)
             }
         };
@@ -348,7 +354,10 @@ fn vllm_group_count(spec: &KvCacheSpec) -> u64 {
 }
 
 /// Sizes the KV cache of `d` as vLLM does at start-up. `request` adds "how many of these fit".
-pub fn compute(d: &Deployment, request: Option<RequestShape>) -> Result<CapacityReport, CapacityError> {
+pub fn compute(
+    d: &Deployment,
+    request: Option<RequestShape>,
+) -> Result<CapacityReport, CapacityError> {
     let report = compute_inner(d, request)?;
     if report.fits {
         return Ok(report);
@@ -375,9 +384,7 @@ fn compute_inner(
     let model = &d.model;
     let visible = d.gpu.memory_visible.get();
     let budget = libm::floor(visible as f64 * e.gpu_memory_utilization) as u64;
-    let weights = model
-        .weight_bytes_per_gpu(d.weight_precision, d.par)?
-        .get();
+    let weights = model.weight_bytes_per_gpu(d.weight_precision, d.par)?.get();
     let spec = model.kv_cache_spec(d.kv_cache_dtype, d.par.tp, e.block_size)?;
     let activation = activation_bytes(model, d.par, e.max_num_batched_tokens, e.max_num_seqs);
     let non_torch = non_torch_bytes(model, d.par, e.all2all_backend);
@@ -457,7 +464,9 @@ fn compute_inner(
     }
     let avail_gib = kv_available as f64 / GIB as f64;
     let mut log_lines = vec![format!("Available KV cache memory: {avail_gib:.2} GiB")];
-    let (fits, reason, vllm_error, deficit) = if weights > budget && e.kv_cache_memory_bytes.is_none() {
+    let (fits, reason, vllm_error, deficit) = if weights > budget
+        && e.kv_cache_memory_bytes.is_none()
+    {
         (
             false,
             format!(
@@ -511,7 +520,10 @@ fn compute_inner(
         )
     };
     if fits {
-        log_lines.push(format!("GPU KV cache size: {} tokens", fmt_thousands(kv_tokens)));
+        log_lines.push(format!(
+            "GPU KV cache size: {} tokens",
+            fmt_thousands(kv_tokens)
+        ));
         log_lines.push(format!(
             "Maximum concurrency for {} tokens per request: {:.2}x",
             fmt_thousands(mml),
@@ -587,13 +599,20 @@ fn estimate_max_len(spec: &KvCacheSpec, available: u64, mnbt: u64, upper: u64) -
     lo
 }
 
-fn rebuild(d: &Deployment, f: impl FnOnce(&mut RawEngineSettings, &mut Parallelism, &mut KvCacheDtype)) -> Option<CapacityReport> {
+fn rebuild(
+    d: &Deployment,
+    f: impl FnOnce(&mut RawEngineSettings, &mut Parallelism, &mut KvCacheDtype),
+) -> Option<CapacityReport> {
     let mut raw = raw_of(d);
     let mut par = d.par;
     let mut kv = d.kv_cache_dtype;
     f(&mut raw, &mut par, &mut kv);
     let per = par.tp * par.dp;
-    let num_gpus = if d.num_gpus % per == 0 { d.num_gpus } else { per };
+    let num_gpus = if d.num_gpus.is_multiple_of(per) {
+        d.num_gpus
+    } else {
+        per
+    };
     let nd = Deployment::new(
         d.model.clone(),
         d.gpu.clone(),
@@ -621,7 +640,12 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
         cudagraph_capture_sizes: if e.cudagraph_capture_sizes.is_empty() {
             None
         } else {
-            Some(e.cudagraph_capture_sizes.iter().map(|&s| s as i64).collect())
+            Some(
+                e.cudagraph_capture_sizes
+                    .iter()
+                    .map(|&s| s as i64)
+                    .collect(),
+            )
         },
         kv_cache_memory_bytes: e.kv_cache_memory_bytes.map(|b| b.get() as i64),
         estimate_cudagraphs_in_profile: Some(e.estimate_cudagraphs_in_profile),
@@ -761,7 +785,9 @@ pub fn kv_tokens(d: &Deployment) -> Result<Tokens, CapacityError> {
 
 /// `Bytes` of the per-GPU KV pool.
 pub fn kv_pool_bytes(d: &Deployment) -> Result<Bytes, CapacityError> {
-    Ok(Bytes(compute_inner(d, None)?.breakdown.kv_pool.bytes.max(0) as u64))
+    Ok(Bytes(
+        compute_inner(d, None)?.breakdown.kv_pool.bytes.max(0) as u64,
+    ))
 }
 
 #[cfg(test)]

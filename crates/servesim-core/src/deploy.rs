@@ -495,7 +495,7 @@ fn par_err(field: &'static str, value: impl ToString, fix: impl Into<String>) ->
 
 fn divisors_up_to(n: u64, max: u64) -> String {
     (1..=n.min(max))
-        .filter(|d| n % d == 0)
+        .filter(|d| n.is_multiple_of(*d))
         .map(|d| d.to_string())
         .collect::<Vec<_>>()
         .join(", ")
@@ -552,7 +552,7 @@ impl Deployment {
                     ),
                 ));
             }
-            if tp > kvh && tp % kvh != 0 {
+            if tp > kvh && !tp.is_multiple_of(kvh) {
                 return Err(par_err(
                     "tp",
                     tp,
@@ -618,7 +618,7 @@ impl Deployment {
                 }
             }
         }
-        if model.dense_intermediate_size > 0 && model.dense_intermediate_size % tp != 0 {
+        if model.dense_intermediate_size > 0 && !model.dense_intermediate_size.is_multiple_of(tp) {
             return Err(par_err(
                 "tp",
                 tp,
@@ -640,7 +640,7 @@ impl Deployment {
                     }
                 }
                 for (what, size) in shards {
-                    if size > 0 && (size / tp) % bn != 0 {
+                    if size > 0 && !(size / tp).is_multiple_of(bn) {
                         return Err(par_err(
                             "tp",
                             tp,
@@ -659,7 +659,7 @@ impl Deployment {
         if num_gpus == 0 {
             return Err(invalid("num_gpus", 0, "must be at least 1"));
         }
-        if num_gpus % per_replica != 0 {
+        if !num_gpus.is_multiple_of(per_replica) {
             return Err(par_err(
                 "num_gpus",
                 num_gpus,
@@ -686,7 +686,10 @@ impl Deployment {
                     return Err(DeployError::Unsupported {
                         field: "weight_precision",
                         value: "fp8".into(),
-                        fix: format!("{} has no fp8 support in vLLM; use bf16 or checkpoint", gpu.id),
+                        fix: format!(
+                            "{} has no fp8 support in vLLM; use bf16 or checkpoint",
+                            gpu.id
+                        ),
                     });
                 }
             }
@@ -703,20 +706,20 @@ impl Deployment {
             _ => {}
         }
         match kv_cache_dtype {
-            KvCacheDtype::Fp8DsMla => {
+            KvCacheDtype::Fp8DsMla
                 if !matches!(
                     model.attention,
                     AttentionSpec::Mla { .. } | AttentionSpec::DeepseekV4 { .. }
-                ) {
-                    return Err(DeployError::Unsupported {
-                        field: "kv_cache_dtype",
-                        value: "fp8_ds_mla".into(),
-                        fix: format!(
-                            "fp8_ds_mla is DeepSeek's MLA layout; {} uses GQA — use fp8 instead",
-                            model.name
-                        ),
-                    });
-                }
+                ) =>
+            {
+                return Err(DeployError::Unsupported {
+                    field: "kv_cache_dtype",
+                    value: "fp8_ds_mla".into(),
+                    fix: format!(
+                        "fp8_ds_mla is DeepSeek's MLA layout; {} uses GQA — use fp8 instead",
+                        model.name
+                    ),
+                });
             }
             k if k.is_fp8() && !gpu.supports_fp8() => {
                 notes.push(format!(
@@ -726,11 +729,15 @@ impl Deployment {
             }
             _ => {}
         }
-        if model.family == ModelFamily::DeepseekV4 && !kv_cache_dtype.is_fp8() && kv_cache_dtype != KvCacheDtype::Auto {
+        if model.family == ModelFamily::DeepseekV4
+            && !kv_cache_dtype.is_fp8()
+            && kv_cache_dtype != KvCacheDtype::Auto
+        {
             return Err(DeployError::Unsupported {
                 field: "kv_cache_dtype",
                 value: kv_cache_dtype.name().into(),
-                fix: "DeepSeek-V4's fp8_ds_mla KV layout supports only fp8; use fp8 (or auto)".into(),
+                fix: "DeepSeek-V4's fp8_ds_mla KV layout supports only fp8; use fp8 (or auto)"
+                    .into(),
             });
         }
         let engine = EngineSettings::resolve(engine, &model, &gpu)?;

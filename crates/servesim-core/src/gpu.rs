@@ -423,11 +423,21 @@ mod tests {
 
     #[test]
     fn recorded_visible_memory_matches_sources() {
-        assert_eq!(find_gpu("GB200").unwrap().memory_visible, Bytes(189_471 * MIB));
-        assert_eq!(find_gpu("B300").unwrap().memory_visible, Bytes(275_040 * MIB));
+        assert_eq!(
+            find_gpu("GB200").unwrap().memory_visible,
+            Bytes(189_471 * MIB)
+        );
+        assert_eq!(
+            find_gpu("B300").unwrap().memory_visible,
+            Bytes(275_040 * MIB)
+        );
         // visible memory never exceeds the physical capacity label
         for g in catalog() {
-            assert!(g.memory_visible.get() <= (g.memory_marketed_gb * 1.06 * GIB as f64) as u64, "{}", g.id);
+            assert!(
+                g.memory_visible.get() <= (g.memory_marketed_gb * 1.06 * GIB as f64) as u64,
+                "{}",
+                g.id
+            );
             assert!(g.memory_visible.gib() > 10.0);
         }
     }
@@ -458,11 +468,41 @@ mod tests {
         let g = ok.validate().unwrap();
         assert_eq!(g.bf16_flops, 900e12);
         for (field, bad) in [
-            ("memory_visible_mib", RawGpu { memory_visible_mib: 0.0, ..ok.clone() }),
-            ("hbm_bandwidth_tb_s", RawGpu { hbm_bandwidth_tb_s: f64::NAN, ..ok.clone() }),
-            ("bf16_dense_tflops", RawGpu { bf16_dense_tflops: -1.0, ..ok.clone() }),
-            ("fp8_dense_tflops", RawGpu { fp8_dense_tflops: Some(0.0), ..ok.clone() }),
-            ("scaleup_domain", RawGpu { scaleup_domain: 0, ..ok.clone() }),
+            (
+                "memory_visible_mib",
+                RawGpu {
+                    memory_visible_mib: 0.0,
+                    ..ok.clone()
+                },
+            ),
+            (
+                "hbm_bandwidth_tb_s",
+                RawGpu {
+                    hbm_bandwidth_tb_s: f64::NAN,
+                    ..ok.clone()
+                },
+            ),
+            (
+                "bf16_dense_tflops",
+                RawGpu {
+                    bf16_dense_tflops: -1.0,
+                    ..ok.clone()
+                },
+            ),
+            (
+                "fp8_dense_tflops",
+                RawGpu {
+                    fp8_dense_tflops: Some(0.0),
+                    ..ok.clone()
+                },
+            ),
+            (
+                "scaleup_domain",
+                RawGpu {
+                    scaleup_domain: 0,
+                    ..ok.clone()
+                },
+            ),
         ] {
             match bad.validate() {
                 Err(GpuError::InvalidField { field: f, .. }) => assert_eq!(f, field),
