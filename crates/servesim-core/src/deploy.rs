@@ -6,7 +6,7 @@
 //! the precisions against the GPU. Defaults and rules, with their vLLM sources, are in
 //! `docs/capacity.md` ("Engine defaults").
 
-use crate::dtype::{KvCacheDtype, WeightPrecision};
+use crate::dtype::{DType, KvCacheDtype, WeightPrecision};
 use crate::gpu::{find_gpu, GpuError, GpuSpec};
 use crate::model::{catalog, AttentionSpec, ModelConfig, ModelError, ModelFamily};
 use crate::parallel::Parallelism;
@@ -633,9 +633,12 @@ impl Deployment {
         if let Some((block_n, _)) = model.checkpoint.fp8_block {
             if weight_precision == WeightPrecision::Checkpoint {
                 let bn = block_n as u64;
-                let mut shards = vec![("dense MLP", model.dense_intermediate_size)];
+                let mut shards = Vec::new();
+                if model.checkpoint.dense == DType::Fp8 {
+                    shards.push(("dense MLP", model.dense_intermediate_size));
+                }
                 if let Some(moe) = &model.moe {
-                    if par.ep == 1 {
+                    if par.ep == 1 && model.checkpoint.experts == DType::Fp8 {
                         shards.push(("expert", moe.moe_intermediate_size));
                     }
                 }

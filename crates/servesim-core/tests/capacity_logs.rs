@@ -69,7 +69,11 @@ const TOL_OTHER_GIB: f64 = 2.0;
 fn fits_verdict_matches_every_public_log() {
     for l in logs() {
         let r = compute(&deployment(&l), None).unwrap();
-        assert_eq!(r.fits, l.logged_fits, "{} ({}): {}", l.id, l.source, r.reason);
+        assert_eq!(
+            r.fits, l.logged_fits,
+            "{} ({}): {}",
+            l.id, l.source, r.reason
+        );
     }
 }
 
@@ -87,8 +91,16 @@ fn available_kv_memory_matches_public_logs_within_tolerance() {
         } else {
             TOL_OTHER_GIB
         };
-        println!("{}: ours {:.2} GiB, logged {:.2} GiB, error {:+.2} GiB", l.id, r.breakdown.kv_available.gib, logged, err);
-        assert!(err.abs() <= tol, "{}: ours {:.2} vs logged {logged:.2} GiB", l.id, r.breakdown.kv_available.gib);
+        println!(
+            "{}: ours {:.2} GiB, logged {:.2} GiB, error {:+.2} GiB",
+            l.id, r.breakdown.kv_available.gib, logged, err
+        );
+        assert!(
+            err.abs() <= tol,
+            "{}: ours {:.2} vs logged {logged:.2} GiB",
+            l.id,
+            r.breakdown.kv_available.gib
+        );
         n += 1;
     }
     assert!(n >= 7);
@@ -106,14 +118,21 @@ fn logged_token_counts_follow_from_logged_memory_and_our_block_bytes() {
         let r = compute(&d, None).unwrap();
         let ours = (avail * (1u64 << 30) as f64) as u64 / r.block_bytes * r.block_size as u64;
         let rel = (ours as f64 - tokens as f64) / tokens as f64;
-        println!("{}: tokens from logged memory {ours}, logged {tokens} ({:+.2}%)", l.id, rel * 100.0);
+        println!(
+            "{}: tokens from logged memory {ours}, logged {tokens} ({:+.2}%)",
+            l.id,
+            rel * 100.0
+        );
         assert!(rel.abs() < 0.02, "{}: {ours} vs {tokens}", l.id);
     }
 }
 
 #[test]
 fn failing_log_gets_vllm_error_text_and_a_fix() {
-    let l = logs().into_iter().find(|l| l.id == "llmd-qwen3-32b-tp1-32k").unwrap();
+    let l = logs()
+        .into_iter()
+        .find(|l| l.id == "llmd-qwen3-32b-tp1-32k")
+        .unwrap();
     let r = compute(&deployment(&l), None).unwrap();
     assert!(!r.fits);
     let msg = r.vllm_error.unwrap();
