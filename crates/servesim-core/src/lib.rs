@@ -4,7 +4,10 @@
 //! system, threads or OS randomness. The crate builds for `wasm32-unknown-unknown` and gives
 //! bit-identical results there and natively. See ARCHITECTURE.md for the code map.
 
+pub mod capacity;
+pub mod deploy;
 pub mod dtype;
+pub mod gpu;
 pub mod metric;
 pub mod model;
 pub mod parallel;
