@@ -320,7 +320,7 @@ impl ModelConfig {
                     LayerAttn::Compressed { ratio } => ratio,
                     _ => 0,
                 });
-                if bs % 128 != 0 {
+                if !bs.is_multiple_of(128) {
                     notes.push(format!(
                         "block size {block_size} is below/not a multiple of the largest compress ratio; vLLM recipes use --block-size 256"
                     ));

@@ -489,7 +489,7 @@ impl ModelConfig {
             | AttentionSpec::Mla { num_heads, .. }
             | AttentionSpec::DeepseekV4 { num_heads, .. } => *num_heads,
         };
-        if nh % tp != 0 {
+        if !nh.is_multiple_of(tp) {
             return Err(self.layout_error(
                 par,
                 format!("num_attention_heads = {nh} is not divisible by tp = {tp}; pick a tp that divides {nh}"),
@@ -497,13 +497,13 @@ impl ModelConfig {
         }
         if let AttentionSpec::Gqa { num_kv_heads, .. } = &self.attention {
             let kv = *num_kv_heads;
-            if tp <= kv && kv % tp != 0 {
+            if tp <= kv && !kv.is_multiple_of(tp) {
                 return Err(self.layout_error(
                     par,
                     format!("num_key_value_heads = {kv} is not divisible by tp = {tp}"),
                 ));
             }
-            if tp > kv && tp % kv != 0 {
+            if tp > kv && !tp.is_multiple_of(kv) {
                 return Err(self.layout_error(
                     par,
                     format!("tp = {tp} exceeds num_key_value_heads = {kv} but is not a multiple of it (vLLM replicates KV heads only in whole copies)"),

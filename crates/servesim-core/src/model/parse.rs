@@ -578,7 +578,7 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
             let step = opt(o, "decoder_sparse_step")?.unwrap_or(1);
             let mlp_only = u32_list(o, "mlp_only_layers")?.unwrap_or_default();
             for (i, k) in ffn_kinds.iter_mut().enumerate() {
-                if !mlp_only.contains(&(i as u32)) && (i as u64 + 1) % step == 0 {
+                if !mlp_only.contains(&(i as u32)) && (i as u64 + 1).is_multiple_of(step) {
                     *k = LayerFfn::Moe;
                 }
             }
@@ -607,7 +607,7 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
             let first_dense = opt_nonneg(o, "first_k_dense_replace")?.unwrap_or(0);
             let freq = opt(o, "moe_layer_freq")?.unwrap_or(1);
             for (i, k) in ffn_kinds.iter_mut().enumerate() {
-                if i as u64 >= first_dense && (i as u64) % freq == 0 {
+                if i as u64 >= first_dense && (i as u64).is_multiple_of(freq) {
                     *k = LayerFfn::Moe;
                 }
             }
