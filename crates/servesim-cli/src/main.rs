@@ -19,7 +19,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// vLLM's start-up KV sizing: will it start, and how many KV tokens?
-    Capacity(cmd_capacity::CapacityArgs),
+    Capacity(Box<cmd_capacity::CapacityArgs>),
     /// The GPU catalog.
     Gpus(cmd_capacity::ListArgs),
     /// The model catalog.
