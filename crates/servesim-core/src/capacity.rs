@@ -48,6 +48,8 @@ pub const DEEPEP_LL_TOKENS: u64 = 256;
 pub const CUDAGRAPH_BASE: u64 = 256 * MIB;
 /// CUDA-graph memory per captured graph (same rough fit).
 pub const CUDAGRAPH_PER_GRAPH: u64 = 4 * MIB;
+/// A profile-run saving smaller than this is not offered as a fix unless it makes the deployment fit.
+pub const MIN_USEFUL_GAIN: u64 = 256 * MIB;
 /// vLLM's redundancy buffer in its `--kv-cache-memory` suggestion (150 MiB).
 pub const KV_SUGGESTION_MARGIN: u64 = 150 * MIB;
 
@@ -727,7 +729,7 @@ fn suggest_fixes(d: &Deployment, r: &CapacityReport) -> Vec<Fix> {
             raw.cudagraph_capture_sizes = None;
         }) {
             let gain = r.breakdown.activation.bytes - nr.breakdown.activation.bytes;
-            if gain > 0 {
+            if nr.fits || gain >= MIN_USEFUL_GAIN as i64 {
                 fixes.push(Fix {
                     setting: "max_num_batched_tokens".into(),
                     value: smaller_mnbt.to_string(),
@@ -747,7 +749,7 @@ fn suggest_fixes(d: &Deployment, r: &CapacityReport) -> Vec<Fix> {
             raw.cudagraph_capture_sizes = None;
         }) {
             let gain = r.breakdown.activation.bytes - nr.breakdown.activation.bytes;
-            if gain > 0 {
+            if nr.fits || gain >= MIN_USEFUL_GAIN as i64 {
                 fixes.push(Fix {
                     setting: "max_num_seqs".into(),
                     value: fewer_seqs.to_string(),
