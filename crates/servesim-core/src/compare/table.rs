@@ -81,7 +81,8 @@ fn split_lines(file: &str, text: &str) -> Result<(Kind, Vec<Line>), ImportError>
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.starts_with('#'))
         .unwrap_or("");
-    let kind = if first.starts_with('|') {
+    let any_pipe_row = text.lines().any(|l| l.trim_start().starts_with('|'));
+    let kind = if any_pipe_row {
         Kind::Markdown
     } else if first.contains('\t') {
         Kind::Tsv
