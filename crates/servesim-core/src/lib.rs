@@ -6,6 +6,7 @@
 
 pub mod capacity;
 pub mod deploy;
+pub mod compare;
 pub mod dtype;
 pub mod gpu;
 pub mod metric;
