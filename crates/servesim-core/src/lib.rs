@@ -8,3 +8,8 @@ pub mod dtype;
 pub mod metric;
 pub mod parallel;
 pub mod units;
+pub mod engine;
+pub mod metrics;
+pub mod rng;
+pub mod sweep;
+pub mod workload;
