@@ -404,6 +404,8 @@ impl<'m> Engine<'m> {
                 l.computed = l.eff_len + steps;
                 if steps > 0 {
                     l.runs.push((s0, k - 1));
+                    // step k starts when step k-1 ended: its last token's time
+                    l.last_token = t;
                 }
                 l.gen = l.gen.wrapping_add(1);
                 let ctx = l.computed;
