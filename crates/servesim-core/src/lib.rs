@@ -13,3 +13,8 @@ pub mod metric;
 pub mod model;
 pub mod parallel;
 pub mod units;
+pub mod engine;
+pub mod metrics;
+pub mod rng;
+pub mod sweep;
+pub mod workload;
