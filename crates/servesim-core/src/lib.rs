@@ -5,16 +5,16 @@
 //! bit-identical results there and natively. See ARCHITECTURE.md for the code map.
 
 pub mod capacity;
-pub mod deploy;
 pub mod compare;
+pub mod deploy;
 pub mod dtype;
+pub mod engine;
 pub mod gpu;
 pub mod metric;
+pub mod metrics;
 pub mod model;
 pub mod parallel;
-pub mod units;
-pub mod engine;
-pub mod metrics;
 pub mod rng;
 pub mod sweep;
+pub mod units;
 pub mod workload;
