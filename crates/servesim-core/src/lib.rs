@@ -5,11 +5,11 @@
 //! bit-identical results there and natively. See ARCHITECTURE.md for the code map.
 
 pub mod dtype;
-pub mod metric;
-pub mod parallel;
-pub mod units;
 pub mod engine;
+pub mod metric;
 pub mod metrics;
+pub mod parallel;
 pub mod rng;
 pub mod sweep;
+pub mod units;
 pub mod workload;

@@ -304,8 +304,11 @@ impl Collector {
         let win_s = win_ns as f64 / 1e9;
         let in_window = |t: Ticks| t >= ws && t <= we;
 
-        let done: Vec<&FinishedRequest> =
-            self.finished.iter().filter(|r| in_window(r.finish)).collect();
+        let done: Vec<&FinishedRequest> = self
+            .finished
+            .iter()
+            .filter(|r| in_window(r.finish))
+            .collect();
         let measured: Vec<&FinishedRequest> =
             done.iter().copied().filter(|r| r.arrival >= ws).collect();
 
@@ -324,13 +327,23 @@ impl Collector {
                 .iter()
                 .map(|r| (r.first_token.0 - r.arrival.0) as f64 / 1e6),
         );
-        let e2e = Dist::of(measured.iter().map(|r| (r.finish.0 - r.arrival.0) as f64 / 1e9));
-        let tpot = mean(measured.iter().filter(|r| r.output_len > 1).map(|r| {
-            (r.finish.0 - r.first_token.0) as f64 / 1e6 / (r.output_len - 1) as f64
-        }));
-        let per_user = mean(measured.iter().filter(|r| r.finish > r.arrival).map(|r| {
-            r.output_len as f64 / ((r.finish.0 - r.arrival.0) as f64 / 1e9)
-        }));
+        let e2e = Dist::of(
+            measured
+                .iter()
+                .map(|r| (r.finish.0 - r.arrival.0) as f64 / 1e9),
+        );
+        let tpot = mean(
+            measured
+                .iter()
+                .filter(|r| r.output_len > 1)
+                .map(|r| (r.finish.0 - r.first_token.0) as f64 / 1e6 / (r.output_len - 1) as f64),
+        );
+        let per_user = mean(
+            measured
+                .iter()
+                .filter(|r| r.finish > r.arrival)
+                .map(|r| r.output_len as f64 / ((r.finish.0 - r.arrival.0) as f64 / 1e9)),
+        );
         let queueing = mean(
             measured
                 .iter()

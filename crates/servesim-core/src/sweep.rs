@@ -156,7 +156,10 @@ impl Default for SweepSpec {
 
 fn count(field: &str, v: f64) -> Result<u64, SweepError> {
     if !v.is_finite() || v < 1.0 || v.fract() != 0.0 || v > 1e15 {
-        return Err(spec_err(field, format!("must be a whole number >= 1 (got {v})")));
+        return Err(spec_err(
+            field,
+            format!("must be a whole number >= 1 (got {v})"),
+        ));
     }
     Ok(v as u64)
 }
@@ -246,7 +249,10 @@ impl RawSweepSpec {
             engines: count("engines", self.engines.unwrap_or(1.0))?.min(4096) as u32,
             gpus: count("gpus", self.gpus.unwrap_or(1.0))?.min(u32::MAX as u64) as u32,
             sla,
-            max_events: count("max_events", self.max_events.unwrap_or(DEFAULT_MAX_EVENTS as f64))?,
+            max_events: count(
+                "max_events",
+                self.max_events.unwrap_or(DEFAULT_MAX_EVENTS as f64),
+            )?,
             max_requests: count(
                 "max_requests",
                 self.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS as f64),

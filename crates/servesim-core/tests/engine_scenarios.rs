@@ -1,11 +1,11 @@
 //! Scenario tests of the serving simulator: invariants, properties over random small scenarios,
 //! determinism, sanity shapes, preemption, prefix caching, errors and caps.
 
+use servesim_core::engine::Engine;
 use servesim_core::engine::{
     EngineConfig, FinishedRequest, KvFootprint, LinearStepTime, NullObserver, Observer, Request,
     SimError, SlidingGroup, StepRecord,
 };
-use servesim_core::engine::Engine;
 use servesim_core::metric::{MetricId, Stat};
 use servesim_core::metrics::{Collector, LevelResult};
 use servesim_core::rng::{Rng, Stream};
@@ -69,7 +69,11 @@ fn check_invariants(r: &LevelResult, col: &Collector) {
         assert!(f.first_scheduled <= f.first_token);
         assert!(f.first_token <= f.finish, "TTFT <= E2E");
         let itls = col.request_itls(f);
-        assert_eq!(itls.len() as u64, f.output_len - 1, "one ITL per token after the first");
+        assert_eq!(
+            itls.len() as u64,
+            f.output_len - 1,
+            "one ITL per token after the first"
+        );
         let sum: u64 = itls.iter().map(|x| x.0).sum();
         assert_eq!(sum, f.finish.0 - f.first_token.0, "ITLs sum to E2E - TTFT");
     }
@@ -119,8 +123,8 @@ fn property_random_small_scenarios_keep_invariants() {
         let w = workload(&w);
         let level = w.own_level().unwrap();
         let s = sweep_spec(r#"{"duration_s":30,"warmup_s":5}"#);
-        let (r, col) = run_level(&c, &model(), &w, &s, level)
-            .unwrap_or_else(|e| panic!("case {case}: {e}"));
+        let (r, col) =
+            run_level(&c, &model(), &w, &s, level).unwrap_or_else(|e| panic!("case {case}: {e}"));
         check_invariants(&r, &col);
         // requests too big for the pool are rejected, not dropped
         for (_, reason) in col.rejected() {
@@ -239,7 +243,10 @@ fn agentic_coding_preset_reuses_about_ninety_percent() {
     assert!((0.85..0.92).contains(&h), "hit rate {h}");
     let mean_in = col.finished().iter().map(|f| f.prompt_len).sum::<u64>() as f64
         / col.finished().len() as f64;
-    assert!((50_000.0..80_000.0).contains(&mean_in), "mean input {mean_in}");
+    assert!(
+        (50_000.0..80_000.0).contains(&mean_in),
+        "mean input {mean_in}"
+    );
     assert!(col.finished().iter().all(|f| f.output_len == 400));
 }
 
@@ -262,11 +269,25 @@ fn mooncake_trace_replays_timestamps_and_rejects_oversized_requests() {
     check_invariants(&r, &col);
     assert_eq!(r.rejected_requests, 1, "9000 + 20 > max_model_len 8192");
     assert_eq!(r.totals.completed, 3);
-    let arrivals: Vec<f64> = col.finished().iter().map(|f| f.arrival.as_secs_f64()).collect();
-    assert!(arrivals.contains(&0.5) && arrivals.contains(&1.5), "{arrivals:?}");
+    let arrivals: Vec<f64> = col
+        .finished()
+        .iter()
+        .map(|f| f.arrival.as_secs_f64())
+        .collect();
+    assert!(
+        arrivals.contains(&0.5) && arrivals.contains(&1.5),
+        "{arrivals:?}"
+    );
     // request 2 reuses blocks 1,2 (1024 tokens); request 4 reuses block 1 (512)
-    let cached: Vec<u64> = col.finished().iter().map(|f| f.cached_prompt_tokens).collect();
-    assert!(cached.contains(&1024) && cached.contains(&512), "{cached:?}");
+    let cached: Vec<u64> = col
+        .finished()
+        .iter()
+        .map(|f| f.cached_prompt_tokens)
+        .collect();
+    assert!(
+        cached.contains(&1024) && cached.contains(&512),
+        "{cached:?}"
+    );
 }
 
 #[test]
@@ -285,7 +306,10 @@ fn bad_inputs_give_typed_errors() {
         .unwrap()
         .validate()
         .unwrap_err();
-    assert!(matches!(&e, SweepError::Spec { field, .. } if field == "warmup_s"), "{e}");
+    assert!(
+        matches!(&e, SweepError::Spec { field, .. } if field == "warmup_s"),
+        "{e}"
+    );
     let e = RawSweepSpec::from_json(r#"{"sla":[{"metric":"ttft_p50","op":"<","value":5}]}"#)
         .unwrap()
         .validate()
@@ -367,8 +391,14 @@ fn level_result_get_matches_json_fields() {
     let (r, _) = run_level(&cfg(4000), &model(), &w, &s, Level::Concurrency(4)).unwrap();
     let v = serde_json::to_value(&r).unwrap();
     assert_eq!(v["concurrency"], 4);
-    assert_eq!(v["ttft_ms"]["p50"].as_f64(), r.get(MetricId::TtftMs(Stat::P50)));
-    assert_eq!(v["itl_ms"]["p99"].as_f64(), r.get(MetricId::ItlMs(Stat::P99)));
+    assert_eq!(
+        v["ttft_ms"]["p50"].as_f64(),
+        r.get(MetricId::TtftMs(Stat::P50))
+    );
+    assert_eq!(
+        v["itl_ms"]["p99"].as_f64(),
+        r.get(MetricId::ItlMs(Stat::P99))
+    );
     for m in MetricId::all() {
         let name = m.name();
         let flat = match m {
@@ -411,7 +441,8 @@ fn single_request_timeline_matches_hand_computation() {
     let mut e = Engine::new(0, c, &m).unwrap();
     let mut rec = Rec::default();
     // 600-token prompt with a 256-token budget: 3 prefill steps, then 9 decode steps for 10 tokens
-    e.submit(Request::unique(1, Ticks(0), 600, 10), Ticks(0), &mut rec).unwrap();
+    e.submit(Request::unique(1, Ticks(0), 600, 10), Ticks(0), &mut rec)
+        .unwrap();
     e.advance_to(Ticks(1_000_000_000), &mut rec).unwrap();
     assert_eq!(rec.fin.len(), 1);
     let f = &rec.fin[0];
@@ -444,7 +475,8 @@ fn sliding_window_footprint_caps_blocks() {
     c.kv = fp;
     let mut e = Engine::new(0, c, &m).unwrap();
     let mut rec = Rec::default();
-    e.submit(Request::unique(1, Ticks(0), 1600, 5), Ticks(0), &mut rec).unwrap();
+    e.submit(Request::unique(1, Ticks(0), 1600, 5), Ticks(0), &mut rec)
+        .unwrap();
     e.advance_to(Ticks(10_000_000_000), &mut rec).unwrap();
     let peak = rec.steps.iter().map(|s| s.kv_used_blocks).max().unwrap();
     assert_eq!(peak, 101 + 10 + 2);

@@ -15,8 +15,8 @@ pub mod cluster;
 mod kv;
 mod sched;
 
-pub use sched::Engine;
 pub(crate) use kv::IdMap;
+pub use sched::Engine;
 
 use crate::units::Ticks;
 use serde::{Deserialize, Serialize};
@@ -359,5 +359,9 @@ pub enum SimError {
     #[error("the simulation exceeded its cap of {cap} requests; lower the duration or the level, or raise `max_requests`")]
     RequestCap { cap: u64 },
     #[error("engine {engine} stalled at t={t_ns} ns with {waiting} waiting requests and nothing schedulable (internal error)")]
-    Stalled { engine: u32, t_ns: u64, waiting: u32 },
+    Stalled {
+        engine: u32,
+        t_ns: u64,
+        waiting: u32,
+    },
 }

@@ -192,7 +192,12 @@ impl<'m> Engine<'m> {
     }
     /// (submitted, finished, rejected, preemptions) since creation.
     pub fn counters(&self) -> (u64, u64, u64, u64) {
-        (self.submitted, self.finished, self.rejected, self.preemptions)
+        (
+            self.submitted,
+            self.finished,
+            self.rejected,
+            self.preemptions,
+        )
     }
     /// Steps completed.
     pub fn steps(&self) -> u64 {

@@ -385,7 +385,8 @@ impl WorkloadGen {
             s.turn += 1;
             let next_prompt = a.system_prompt_tokens + s.conv_len;
             // A session also ends when its next turn could not fit max_model_len.
-            let more = s.turn <= a.turns && next_prompt + a.output_tokens.nominal_mean() as u64 <= mml;
+            let more =
+                s.turn <= a.turns && next_prompt + a.output_tokens.nominal_mean() as u64 <= mml;
             let client = s.client.or(owner.client);
             if more {
                 // the next turn inherits the client (closed loop) or stays open-loop

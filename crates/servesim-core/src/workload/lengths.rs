@@ -48,17 +48,36 @@ pub enum RawLengthDist {
         max: Option<f64>,
     },
     /// Uniform choice from a list of lengths.
-    Empirical { values: Vec<f64> },
+    Empirical {
+        values: Vec<f64>,
+    },
 }
 
 /// A validated length distribution. All samples are integers >= 1.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LengthDist {
     Constant(u64),
-    Uniform { min: u64, max: u64 },
-    Normal { mean: f64, std: f64, min: u64, max: u64 },
-    Lognormal { mu: f64, sigma: f64, min: u64, max: u64 },
-    Exponential { mean: f64, min: u64, max: u64 },
+    Uniform {
+        min: u64,
+        max: u64,
+    },
+    Normal {
+        mean: f64,
+        std: f64,
+        min: u64,
+        max: u64,
+    },
+    Lognormal {
+        mu: f64,
+        sigma: f64,
+        min: u64,
+        max: u64,
+    },
+    Exponential {
+        mean: f64,
+        min: u64,
+        max: u64,
+    },
     Empirical(Vec<u64>),
 }
 
@@ -98,7 +117,9 @@ impl RawLengthDist {
     pub fn validate(&self, field: &str) -> Result<LengthDist, WorkloadError> {
         let f = |s: &str| format!("{field}.{s}");
         Ok(match self {
-            RawLengthDist::Constant { tokens } => LengthDist::Constant(count(&f("tokens"), *tokens)?),
+            RawLengthDist::Constant { tokens } => {
+                LengthDist::Constant(count(&f("tokens"), *tokens)?)
+            }
             RawLengthDist::Uniform { min, max } => {
                 let (a, b) = (count(&f("min"), *min)?, count(&f("max"), *max)?);
                 ordered(field, a, b)?;

@@ -298,11 +298,7 @@ fn validate_content(c: &RawContent) -> Result<Content, WorkloadError> {
             },
         },
         RawContent::Agentic(a) => {
-            let sys = whole(
-                "requests.system_prompt_tokens",
-                a.system_prompt_tokens,
-                0.0,
-            )?;
+            let sys = whole("requests.system_prompt_tokens", a.system_prompt_tokens, 0.0)?;
             let first = whole("requests.first_turn_tokens", a.first_turn_tokens, 1.0)?;
             if first <= sys {
                 return Err(WorkloadError::Invalid {
@@ -347,7 +343,7 @@ impl WorkloadSpec {
         let mut s = self.clone();
         let bad = |what: &str| WorkloadError::Invalid {
             field: "sweep.levels".into(),
-            problem: format!("{what}"),
+            problem: what.to_string(),
         };
         match (&mut s.arrival, level) {
             (Arrival::ClosedLoop { concurrency, .. }, Level::Concurrency(c)) => {
@@ -363,7 +359,9 @@ impl WorkloadSpec {
                 *count = c as u64
             }
             (
-                Arrival::Poisson { rate } | Arrival::Constant { rate } | Arrival::Gamma { rate, .. },
+                Arrival::Poisson { rate }
+                | Arrival::Constant { rate }
+                | Arrival::Gamma { rate, .. },
                 Level::RequestRate(r),
             ) => {
                 *rate = pos("sweep.levels", r)?;
@@ -372,10 +370,14 @@ impl WorkloadSpec {
                 *rate = Some(pos("sweep.levels", r)?);
             }
             (Arrival::ClosedLoop { .. } | Arrival::Burst { .. }, Level::RequestRate(_)) => {
-                return Err(bad("closed-loop and burst workloads sweep concurrency levels, not request rates"));
+                return Err(bad(
+                    "closed-loop and burst workloads sweep concurrency levels, not request rates",
+                ));
             }
             (_, Level::Concurrency(_)) => {
-                return Err(bad("open-loop workloads sweep request-rate levels, not concurrency"));
+                return Err(bad(
+                    "open-loop workloads sweep request-rate levels, not concurrency",
+                ));
             }
         }
         Ok(s)
@@ -385,10 +387,12 @@ impl WorkloadSpec {
     pub fn own_level(&self) -> Option<Level> {
         match &self.arrival {
             Arrival::ClosedLoop { concurrency, .. } => Some(Level::Concurrency(*concurrency)),
-            Arrival::Burst { count } => Some(Level::Concurrency((*count).min(u32::MAX as u64) as u32)),
-            Arrival::Poisson { rate } | Arrival::Constant { rate } | Arrival::Gamma { rate, .. } => {
-                Some(Level::RequestRate(*rate))
+            Arrival::Burst { count } => {
+                Some(Level::Concurrency((*count).min(u32::MAX as u64) as u32))
             }
+            Arrival::Poisson { rate }
+            | Arrival::Constant { rate }
+            | Arrival::Gamma { rate, .. } => Some(Level::RequestRate(*rate)),
             Arrival::Trace { rate } => rate.map(Level::RequestRate),
         }
     }
@@ -425,12 +429,17 @@ mod tests {
             r#"{"arrival":{"type":"closed_loop","concurrency":0},"requests":{"type":"preset","name":"agentic-coding"}}"#,
         )
         .unwrap();
-        assert!(matches!(raw.validate(), Err(WorkloadError::BadCount { field, .. }) if field == "arrival.concurrency"));
+        assert!(
+            matches!(raw.validate(), Err(WorkloadError::BadCount { field, .. }) if field == "arrival.concurrency")
+        );
         let raw = RawWorkloadSpec::from_json(
             r#"{"arrival":{"type":"burst","count":3},"requests":{"type":"preset","name":"chat"}}"#,
         )
         .unwrap();
-        assert_eq!(raw.validate(), Err(WorkloadError::UnknownPreset("chat".into())));
+        assert_eq!(
+            raw.validate(),
+            Err(WorkloadError::UnknownPreset("chat".into()))
+        );
     }
 
     #[test]
