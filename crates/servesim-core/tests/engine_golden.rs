@@ -56,12 +56,8 @@ fn run_golden(name: &str, cfg: &EngineConfig, workload: &str, sweep: &str) {
         std::fs::write(&path, &text).unwrap();
         return;
     }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "missing {}; create it with UPDATE_GOLDEN=1",
-            path.display()
-        )
-    });
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing {}; create it with UPDATE_GOLDEN=1", path.display()));
     assert!(
         want == text,
         "{name} differs from the golden output; if intended, regenerate with UPDATE_GOLDEN=1 and review the diff"
