@@ -126,11 +126,13 @@ impl KvPool {
     /// false if `h` was already cached (the block stays a private duplicate, as vLLM keeps
     /// duplicate blocks uncached for reuse).
     pub fn register(&mut self, h: u64) -> bool {
-        if self.map.contains_key(&h) {
-            return false;
+        match self.map.entry(h) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(Entry { refs: 1, stamp: 0 });
+                true
+            }
         }
-        self.map.insert(h, Entry { refs: 1, stamp: 0 });
-        true
     }
 
     /// Returns `n` private (never-hashed) physical blocks to the pool.

@@ -343,7 +343,7 @@ impl WorkloadSpec {
         let mut s = self.clone();
         let bad = |what: &str| WorkloadError::Invalid {
             field: "sweep.levels".into(),
-            problem: format!("{what}"),
+            problem: what.to_string(),
         };
         match (&mut s.arrival, level) {
             (Arrival::ClosedLoop { concurrency, .. }, Level::Concurrency(c)) => {
