@@ -11,4 +11,5 @@ pub mod gpu;
 pub mod metric;
 pub mod model;
 pub mod parallel;
+pub mod perf;
 pub mod units;
