@@ -250,3 +250,35 @@ fn same_input_gives_the_same_ticks() {
         assert_eq!(a.breakdown(&w), b.breakdown(&w));
     }
 }
+
+#[test]
+fn deepseek_v3_h200_dp8_ep8_decode_spends_time_in_dispatch() {
+    let d = dep(
+        "deepseek-ai/DeepSeek-V3",
+        "H200",
+        Parallelism {
+            tp: 1,
+            dp: 8,
+            ep: 8,
+        },
+    )
+    .unwrap();
+    let m = cost(&d);
+    for n in [1u64, 64, 256] {
+        let b = m.breakdown(&decode(n, 1024));
+        // Default all-gather/reduce-scatter path: per MoE layer two ring passes over the 8 DP
+        // ranks' hidden states (7/8 x 8n x 7168 x 2 B each) at 450 GB/s x bus eff, plus latency.
+        let e = Efficiencies::default_for(d.gpu.generation);
+        let pass = 7.0 / 8.0 * 8.0 * b.work.padded_tokens as f64 * 7168.0 * 2.0
+            / (450e9 * e.allreduce_bus_eff)
+            + e.allreduce_latency_s;
+        let want = 58.0 * 2.0 * pass;
+        println!(
+            "DeepSeek-V3 8xH200 DP8/EP8 ITL batch {n}/rank @1k ctx: {:.2} ms (dispatch {:.2} ms)",
+            b.total() * 1e3,
+            b.ep_alltoall * 1e3
+        );
+        assert!((b.ep_alltoall - want).abs() < 1e-9 * want);
+        assert_eq!(b.tp_allreduce, 0.0);
+    }
+}
