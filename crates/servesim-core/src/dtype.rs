@@ -65,7 +65,9 @@ pub enum ComputeClass {
 }
 
 /// vLLM's `--kv-cache-dtype`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub enum KvCacheDtype {
     /// The model's dtype (bf16 or fp16: 2 bytes).
     #[default]
@@ -87,8 +89,14 @@ pub enum KvCacheDtype {
 
 impl KvCacheDtype {
     /// Every accepted spelling, as vLLM's CLI takes them.
-    pub const NAMES: [&'static str; 6] =
-        ["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"];
+    pub const NAMES: [&'static str; 6] = [
+        "auto",
+        "bfloat16",
+        "fp8",
+        "fp8_e4m3",
+        "fp8_e5m2",
+        "fp8_ds_mla",
+    ];
 
     /// Parses vLLM's spelling of `--kv-cache-dtype`.
     pub fn parse(s: &str) -> Option<KvCacheDtype> {
@@ -119,13 +127,18 @@ impl KvCacheDtype {
     pub fn is_fp8(self) -> bool {
         matches!(
             self,
-            KvCacheDtype::Fp8 | KvCacheDtype::Fp8E4m3 | KvCacheDtype::Fp8E5m2 | KvCacheDtype::Fp8DsMla
+            KvCacheDtype::Fp8
+                | KvCacheDtype::Fp8E4m3
+                | KvCacheDtype::Fp8E5m2
+                | KvCacheDtype::Fp8DsMla
         )
     }
 }
 
 /// Serving precision of the weights.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum WeightPrecision {
     /// As the checkpoint stores them (`torch_dtype`, `quantization_config`, `expert_dtype`).

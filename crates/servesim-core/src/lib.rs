@@ -7,4 +7,5 @@
 pub mod dtype;
 pub mod metric;
 pub mod parallel;
+pub mod share;
 pub mod units;

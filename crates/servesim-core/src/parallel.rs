@@ -16,7 +16,11 @@ pub struct Parallelism {
 
 impl Default for Parallelism {
     fn default() -> Self {
-        Parallelism { tp: 1, dp: 1, ep: 1 }
+        Parallelism {
+            tp: 1,
+            dp: 1,
+            ep: 1,
+        }
     }
 }
 
