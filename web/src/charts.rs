@@ -262,8 +262,9 @@ pub fn ranges(spec: &ChartSpec) -> ((f64, f64), (f64, f64)) {
     let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let x = padded(min(&xs), max(&xs), spec.log_x);
-    let (y0, y1) = padded(min(&ys), max(&ys), false);
-    (x, (y0.min(0.0).max(0.0), y1))
+    // Every charted metric is non-negative: the y axis starts at 0 so heights compare honestly.
+    let (_, y1) = padded(min(&ys), max(&ys), false);
+    (x, (0.0, y1))
 }
 
 /// Draws one chart filling `root`.

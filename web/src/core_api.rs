@@ -426,3 +426,171 @@ pub fn operating_point(s: &Scenario, rows: &[LevelRow]) -> Option<OperatingPoint
                 .total_cmp(&b.output_tokens_per_s_per_gpu)
         })
 }
+
+/// Fields whose catalog reference is unknown (the form's own validation cannot know the
+/// catalogs).
+pub fn check_refs(s: &Scenario) -> crate::form::FieldErrors {
+    let mut e = crate::form::FieldErrors::new();
+    if let ModelRef::Catalog(id) = &s.model {
+        if !models().iter().any(|m| &m.id == id) {
+            e.insert("model_id", format!("`{id}` is not in the catalog: pick one from the list or paste its config.json"));
+        }
+    }
+    if let GpuRef::Catalog(id) = &s.gpu {
+        if !gpus().iter().any(|g| &g.id == id) {
+            e.insert("gpu_id", format!("`{id}` is not in the catalog: pick one or enter a custom GPU"));
+        }
+    }
+    e
+}
+
+/// The URL fragment (without `#`) that carries a scenario: `s=v1.<...>`.
+pub fn fragment_for(s: &Scenario) -> String {
+    format!("s={}", servesim_core::share::encode(&s.to_json()))
+}
+
+/// The scenario a URL fragment carries: `Ok(None)` when the fragment has no scenario,
+/// `Err(message)` when it has a damaged one (the page then shows the message and the default).
+pub fn scenario_from_fragment(frag: &str) -> Result<Option<Scenario>, String> {
+    let frag = frag.trim_start_matches('#');
+    let Some(code) = frag.strip_prefix("s=") else {
+        return Ok(None);
+    };
+    let json = servesim_core::share::decode(code).map_err(|e| e.to_string())?;
+    Scenario::from_json(&json).map(Some)
+}
+
+/// A one-line summary for the recent-scenarios list.
+pub fn scenario_label(s: &Scenario) -> String {
+    let model = match &s.model {
+        ModelRef::Catalog(id) => id.rsplit('/').next().unwrap_or(id).to_string(),
+        ModelRef::ConfigJson(_) => "pasted config".into(),
+    };
+    let gpu = match &s.gpu {
+        GpuRef::Catalog(id) => id.clone(),
+        GpuRef::Custom(c) => c.name.clone(),
+    };
+    let p = s.parallelism;
+    format!(
+        "{model} · {}× {gpu} · TP{} DP{} · KV {} · {}/{} tok",
+        s.gpus,
+        p.tp,
+        p.dp,
+        s.kv_cache_dtype.name(),
+        s.workload.isl,
+        s.workload.osl
+    )
+}
+
+/// One entry of the recent-scenarios list kept in localStorage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Recent {
+    pub label: String,
+    pub fragment: String,
+}
+
+/// Most recent first, no duplicates, at most [`RECENT_MAX`].
+pub fn push_recent(list: &mut Vec<Recent>, r: Recent) {
+    list.retain(|x| x.fragment != r.fragment);
+    list.insert(0, r);
+    list.truncate(RECENT_MAX);
+}
+
+pub const RECENT_MAX: usize = 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fragment_round_trip_restores_the_scenario() {
+        let s = Scenario {
+            gpus: 4,
+            parallelism: Parallelism { tp: 4, dp: 1, ep: 1 },
+            kv_cache_dtype: KvCacheDtype::Fp8,
+            ..Scenario::default()
+        };
+        let f = fragment_for(&s);
+        assert!(f.starts_with("s=v1."));
+        assert_eq!(scenario_from_fragment(&format!("#{f}")).unwrap(), Some(s));
+    }
+
+    #[test]
+    fn fragment_without_scenario_is_none_and_damaged_one_is_a_message() {
+        assert_eq!(scenario_from_fragment(""), Ok(None));
+        assert_eq!(scenario_from_fragment("#results"), Ok(None));
+        let err = scenario_from_fragment("s=v1.@@@").unwrap_err();
+        assert!(err.contains("not base64url"), "{err}");
+        // Valid link, but not a scenario: the serde message names the problem.
+        let not_scenario = format!("s={}", servesim_core::share::encode("{\"x\":1}"));
+        assert!(scenario_from_fragment(&not_scenario)
+            .unwrap_err()
+            .contains("not valid"));
+    }
+
+    #[test]
+    fn recent_list_is_deduplicated_newest_first_and_capped() {
+        let mut l = Vec::new();
+        for i in 0..10 {
+            push_recent(
+                &mut l,
+                Recent {
+                    label: format!("{i}"),
+                    fragment: format!("f{i}"),
+                },
+            );
+        }
+        push_recent(
+            &mut l,
+            Recent {
+                label: "again".into(),
+                fragment: "f5".into(),
+            },
+        );
+        assert_eq!(l.len(), RECENT_MAX);
+        assert_eq!(l[0].fragment, "f5");
+        assert_eq!(l.iter().filter(|r| r.fragment == "f5").count(), 1);
+        assert_eq!(l[1].fragment, "f9");
+    }
+
+    #[test]
+    fn unknown_catalog_ids_are_field_errors() {
+        let s = Scenario {
+            model: ModelRef::Catalog("nobody/nothing".into()),
+            gpu: GpuRef::Catalog("Z9000".into()),
+            ..Scenario::default()
+        };
+        let e = check_refs(&s);
+        assert!(e["model_id"].contains("nobody/nothing"));
+        assert!(e["gpu_id"].contains("Z9000"));
+        assert!(check_refs(&Scenario::default()).is_empty());
+    }
+
+    #[test]
+    fn operating_point_is_the_best_level_meeting_every_gate() {
+        let s = Scenario::default(); // gates: TTFT p90 <= 2000 ms, ITL p90 <= 50 ms
+        let mk = |c: u32, tpg: f64, itl: f64| {
+            let mut v = BTreeMap::new();
+            v.insert(MetricId::OutputTokensPerSPerGpu.name(), tpg);
+            v.insert(MetricId::OutputTokensPerSPerUser.name(), 1000.0 / itl);
+            v.insert(MetricId::TtftMs(Stat::P90).name(), 100.0);
+            v.insert(MetricId::ItlMs(Stat::P90).name(), itl);
+            LevelRow {
+                concurrency: c,
+                values: v,
+            }
+        };
+        let rows = vec![mk(1, 100.0, 10.0), mk(8, 700.0, 40.0), mk(64, 2000.0, 80.0)];
+        let op = operating_point(&s, &rows).unwrap();
+        assert_eq!(op.concurrency, 8);
+        let strict = Scenario {
+            sla: Sla {
+                ttft_p90_ms: Some(50.0),
+                itl_p90_ms: None,
+                min_tokens_per_s_per_user: None,
+            },
+            ..Scenario::default()
+        };
+        assert_eq!(operating_point(&strict, &rows), None);
+    }
+}

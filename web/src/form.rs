@@ -222,7 +222,7 @@ impl Form {
         let tp = pos_u(&mut e, "tp", &self.tp, 1024) as u32;
         let dp = pos_u(&mut e, "dp", &self.dp, 1024) as u32;
         let ep = pos_u(&mut e, "ep", &self.ep, 4096) as u32;
-        if tp > 0 && dp > 0 && gpus > 0 && !e.contains_key("gpus") && gpus % (tp * dp) != 0 {
+        if tp > 0 && dp > 0 && gpus > 0 && !e.contains_key("gpus") && !gpus.is_multiple_of(tp * dp) {
             e.insert(
                 "gpus",
                 format!(
