@@ -301,7 +301,8 @@ fn App() -> impl IntoView {
     // Back/Forward and links pasted into the address bar.
     for event in ["popstate", "hashchange"] {
         let cb = Closure::<dyn Fn()>::new(move || load_fragment(st, &browser::hash()));
-        let _ = browser::window().add_event_listener_with_callback(event, cb.as_ref().unchecked_ref());
+        let _ =
+            browser::window().add_event_listener_with_callback(event, cb.as_ref().unchecked_ref());
         cb.forget();
     }
 
@@ -371,8 +372,15 @@ fn CopyLink(st: State) -> impl IntoView {
         let url = format!("{}#{}", browser::base_url(), browser::hash());
         wasm_bindgen_futures::spawn_local(async move {
             let ok = browser::copy_text(&url).await;
-            copied.set(if ok { "Link copied".into() } else { "Copy failed: copy the address bar".into() });
-            set_timeout(move || copied.set(String::new()), Duration::from_millis(2500));
+            copied.set(if ok {
+                "Link copied".into()
+            } else {
+                "Copy failed: copy the address bar".into()
+            });
+            set_timeout(
+                move || copied.set(String::new()),
+                Duration::from_millis(2500),
+            );
         });
     };
     view! {
@@ -617,7 +625,10 @@ fn ScenarioPanel(st: State) -> impl IntoView {
 
 #[component]
 fn CapacityCard(st: State) -> impl IntoView {
-    let cap = Memo::new(move |_| st.scenario.with(|s| s.as_ref().ok().map(core_api::capacity)));
+    let cap = Memo::new(move |_| {
+        st.scenario
+            .with(|s| s.as_ref().ok().map(core_api::capacity))
+    });
     let body = move || -> AnyView {
         match cap.get() {
             None => view! {
@@ -677,9 +688,18 @@ fn capacity_body(c: CapacityView) -> impl IntoView {
 
 #[component]
 fn RunPanel(st: State) -> impl IntoView {
-    let running = move || matches!(st.status.get(), RunStatus::Running { .. } | RunStatus::Cancelling);
+    let running = move || {
+        matches!(
+            st.status.get(),
+            RunStatus::Running { .. } | RunStatus::Cancelling
+        )
+    };
     let sweep_frac = move || match st.status.get() {
-        RunStatus::Running { index, levels, fraction } => sweep_fraction(index, levels, fraction),
+        RunStatus::Running {
+            index,
+            levels,
+            fraction,
+        } => sweep_fraction(index, levels, fraction),
         RunStatus::Done => 1.0,
         _ => 0.0,
     };
@@ -691,7 +711,11 @@ fn RunPanel(st: State) -> impl IntoView {
     let status_text = move || match st.status.get() {
         RunStatus::Idle => "Ready.".to_string(),
         RunStatus::Running { index, levels, .. } => {
-            let c = st.results_for.with(|s| s.as_ref().and_then(|s| s.levels.get(index).copied()).unwrap_or(0));
+            let c = st.results_for.with(|s| {
+                s.as_ref()
+                    .and_then(|s| s.levels.get(index).copied())
+                    .unwrap_or(0)
+            });
             format!("Running level {} of {levels} (concurrency {c})…", index + 1)
         }
         RunStatus::Cancelling => "Cancelling…".into(),
@@ -791,7 +815,9 @@ fn Charts(st: State) -> impl IntoView {
         let rows = st.rows.get();
         let op = st.op.get();
         let theme = effective_theme(&st.theme.get());
-        let Some(s) = st.results_for.get() else { return };
+        let Some(s) = st.results_for.get() else {
+            return;
+        };
         let specs = charts::chart_specs(&s, &rows, op.as_ref());
         for (spec, r) in specs.iter().zip(refs.iter()) {
             let Some(canvas) = r.get() else { continue };
@@ -812,7 +838,9 @@ fn Charts(st: State) -> impl IntoView {
         }
     };
     let save_svg = move |i: usize| {
-        let Some(s) = st.results_for.get_untracked() else { return };
+        let Some(s) = st.results_for.get_untracked() else {
+            return;
+        };
         let rows = st.rows.get_untracked();
         let specs = charts::chart_specs(&s, &rows, st.op.get_untracked().as_ref());
         let mut svg = String::new();
@@ -820,7 +848,13 @@ fn Charts(st: State) -> impl IntoView {
             let root = plotters::prelude::IntoDrawingArea::into_drawing_area(
                 plotters::prelude::SVGBackend::with_string(&mut svg, (800, 420)),
             );
-            if charts::draw(&root, &specs[i], &effective_theme(&st.theme.get_untracked())).is_err() {
+            if charts::draw(
+                &root,
+                &specs[i],
+                &effective_theme(&st.theme.get_untracked()),
+            )
+            .is_err()
+            {
                 return;
             }
         }

@@ -122,5 +122,6 @@ pub fn apply_theme(choice: &str) {
 
 /// Starts the sweep worker from the loader Trunk writes next to the page.
 pub fn spawn_worker() -> Result<Worker, String> {
-    Worker::new("./worker_loader.js").map_err(|e| format!("could not start the sweep worker: {e:?}"))
+    Worker::new("./worker_loader.js")
+        .map_err(|e| format!("could not start the sweep worker: {e:?}"))
 }

@@ -347,11 +347,7 @@ where
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
             });
-        chart.draw_series(
-            s.points
-                .iter()
-                .map(|p| Circle::new(*p, 3, color.filled())),
-        )?;
+        chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
     }
     for r in &spec.ref_lines {
         let style = theme.reference.stroke_width(1);

@@ -433,12 +433,20 @@ pub fn check_refs(s: &Scenario) -> crate::form::FieldErrors {
     let mut e = crate::form::FieldErrors::new();
     if let ModelRef::Catalog(id) = &s.model {
         if !models().iter().any(|m| &m.id == id) {
-            e.insert("model_id", format!("`{id}` is not in the catalog: pick one from the list or paste its config.json"));
+            e.insert(
+                "model_id",
+                format!(
+                    "`{id}` is not in the catalog: pick one from the list or paste its config.json"
+                ),
+            );
         }
     }
     if let GpuRef::Catalog(id) = &s.gpu {
         if !gpus().iter().any(|g| &g.id == id) {
-            e.insert("gpu_id", format!("`{id}` is not in the catalog: pick one or enter a custom GPU"));
+            e.insert(
+                "gpu_id",
+                format!("`{id}` is not in the catalog: pick one or enter a custom GPU"),
+            );
         }
     }
     e
@@ -506,7 +514,11 @@ mod tests {
     fn fragment_round_trip_restores_the_scenario() {
         let s = Scenario {
             gpus: 4,
-            parallelism: Parallelism { tp: 4, dp: 1, ep: 1 },
+            parallelism: Parallelism {
+                tp: 4,
+                dp: 1,
+                ep: 1,
+            },
             kv_cache_dtype: KvCacheDtype::Fp8,
             ..Scenario::default()
         };

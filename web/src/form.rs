@@ -222,7 +222,8 @@ impl Form {
         let tp = pos_u(&mut e, "tp", &self.tp, 1024) as u32;
         let dp = pos_u(&mut e, "dp", &self.dp, 1024) as u32;
         let ep = pos_u(&mut e, "ep", &self.ep, 4096) as u32;
-        if tp > 0 && dp > 0 && gpus > 0 && !e.contains_key("gpus") && !gpus.is_multiple_of(tp * dp) {
+        if tp > 0 && dp > 0 && gpus > 0 && !e.contains_key("gpus") && !gpus.is_multiple_of(tp * dp)
+        {
             e.insert(
                 "gpus",
                 format!(
@@ -234,13 +235,17 @@ impl Form {
         if ep > 1 && tp > 0 && dp > 0 && ep != tp * dp && !e.contains_key("ep") {
             e.insert(
                 "ep",
-                format!("with expert parallelism vLLM uses EP = TP x DP = {}", tp * dp),
+                format!(
+                    "with expert parallelism vLLM uses EP = TP x DP = {}",
+                    tp * dp
+                ),
             );
         }
-        let weight_precision = WeightPrecision::parse(&self.weight_precision).unwrap_or_else(|| {
-            e.insert("weight_precision", "choose a weight precision".into());
-            WeightPrecision::Checkpoint
-        });
+        let weight_precision =
+            WeightPrecision::parse(&self.weight_precision).unwrap_or_else(|| {
+                e.insert("weight_precision", "choose a weight precision".into());
+                WeightPrecision::Checkpoint
+            });
         let kv_cache_dtype = KvCacheDtype::parse(&self.kv_cache_dtype).unwrap_or_else(|| {
             e.insert(
                 "kv_cache_dtype",
@@ -248,7 +253,11 @@ impl Form {
             );
             KvCacheDtype::Auto
         });
-        let gmu = pos_f(&mut e, "gpu_memory_utilization", &self.gpu_memory_utilization);
+        let gmu = pos_f(
+            &mut e,
+            "gpu_memory_utilization",
+            &self.gpu_memory_utilization,
+        );
         if gmu > 1.0 {
             e.insert(
                 "gpu_memory_utilization",
@@ -443,7 +452,11 @@ mod tests {
                 fp4_dense_tflops: None,
             }),
             gpus: 8,
-            parallelism: Parallelism { tp: 4, dp: 2, ep: 8 },
+            parallelism: Parallelism {
+                tp: 4,
+                dp: 2,
+                ep: 8,
+            },
             kv_cache_dtype: KvCacheDtype::Fp8,
             weight_precision: WeightPrecision::Fp8,
             ..Scenario::default()

@@ -262,7 +262,9 @@ mod tests {
     fn bad_scenario_json_is_an_error_message_not_a_panic() {
         let mut got = Vec::new();
         run_sweep(2, "{not json", &mut |m| got.push(m), &mut || false);
-        assert!(matches!(&got[..], [FromWorker::Error { id: 2, message }] if message.contains("not valid")));
+        assert!(
+            matches!(&got[..], [FromWorker::Error { id: 2, message }] if message.contains("not valid"))
+        );
     }
 
     #[test]

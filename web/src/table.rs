@@ -184,9 +184,6 @@ mod tests {
         let j: serde_json::Value = serde_json::from_str(&to_json(&s, &rows, None)).unwrap();
         assert_eq!(j["levels"][0]["concurrency"], 4);
         assert_eq!(j["levels"][0]["values"]["requests_per_s"], 2.0);
-        assert_eq!(
-            Scenario::from_json(&j["scenario"].to_string()).unwrap(),
-            s
-        );
+        assert_eq!(Scenario::from_json(&j["scenario"].to_string()).unwrap(), s);
     }
 }

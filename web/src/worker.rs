@@ -23,7 +23,12 @@ async fn yield_now(scope: &DedicatedWorkerGlobalScope) {
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
-async fn run(scope: DedicatedWorkerGlobalScope, id: u32, scenario: String, cancelled: Rc<RefCell<BTreeSet<u32>>>) {
+async fn run(
+    scope: DedicatedWorkerGlobalScope,
+    id: u32,
+    scenario: String,
+    cancelled: Rc<RefCell<BTreeSet<u32>>>,
+) {
     let mut sweep = match SweepRun::new(id, &scenario) {
         Ok(s) => s,
         Err(m) => return post(&scope, &m),
@@ -51,7 +56,12 @@ pub fn start() {
         };
         match ToWorker::from_json(&text) {
             Ok(ToWorker::Run { id, scenario }) => {
-                wasm_bindgen_futures::spawn_local(run(scope2.clone(), id, scenario, cancelled.clone()));
+                wasm_bindgen_futures::spawn_local(run(
+                    scope2.clone(),
+                    id,
+                    scenario,
+                    cancelled.clone(),
+                ));
             }
             Ok(ToWorker::Cancel { id }) => {
                 cancelled.borrow_mut().insert(id);

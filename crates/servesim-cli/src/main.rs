@@ -3,7 +3,11 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "servesim", version, about = "Capacity and serving simulation for vLLM deployments")]
+#[command(
+    name = "servesim",
+    version,
+    about = "Capacity and serving simulation for vLLM deployments"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
