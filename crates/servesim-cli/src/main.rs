@@ -1,5 +1,8 @@
 //! `servesim`: the command-line front end to servesim-core. `anyhow` lives only here.
 
+mod args;
+mod cmd_capacity;
+
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -14,9 +17,20 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// vLLM's start-up KV sizing: will it start, and how many KV tokens?
+    Capacity(Box<cmd_capacity::CapacityArgs>),
+    /// The GPU catalog.
+    Gpus(cmd_capacity::ListArgs),
+    /// The model catalog.
+    Models(cmd_capacity::ListArgs),
+}
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Capacity(a) => cmd_capacity::run_capacity(&a),
+        Command::Gpus(a) => cmd_capacity::run_gpus(&a),
+        Command::Models(a) => cmd_capacity::run_models(&a),
+    }
 }

@@ -4,8 +4,18 @@
 //! system, threads or OS randomness. The crate builds for `wasm32-unknown-unknown` and gives
 //! bit-identical results there and natively. See ARCHITECTURE.md for the code map.
 
+pub mod capacity;
+pub mod compare;
+pub mod deploy;
 pub mod dtype;
+pub mod engine;
+pub mod gpu;
 pub mod metric;
+pub mod metrics;
+pub mod model;
 pub mod parallel;
+pub mod rng;
 pub mod share;
+pub mod sweep;
 pub mod units;
+pub mod workload;

@@ -1,0 +1,768 @@
+//! Deployment and engine settings, by vLLM's names and defaults.
+//!
+//! [`RawEngineSettings`] is what a user writes (every field optional, unknown fields rejected);
+//! [`EngineSettings::resolve`] fills vLLM's defaults for the GPU and model and validates.
+//! [`Deployment::new`] checks the parallel layout against the model (vLLM's sharding rules) and
+//! the precisions against the GPU. Defaults and rules, with their vLLM sources, are in
+//! `docs/capacity.md` ("Engine defaults").
+
+use crate::dtype::{DType, KvCacheDtype, WeightPrecision};
+use crate::gpu::{find_gpu, GpuError, GpuSpec};
+use crate::model::{catalog, AttentionSpec, ModelConfig, ModelError, ModelFamily};
+use crate::parallel::Parallelism;
+use crate::units::{Bytes, GIB};
+use serde::{Deserialize, Serialize};
+
+/// vLLM's `CUDAGraphMode` (`--compilation-config '{"cudagraph_mode": ...}'`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum CudagraphMode {
+    /// Full graphs for uniform decode batches, piecewise graphs for mixed batches (V1 default).
+    #[default]
+    FullAndPiecewise,
+    /// Full graphs for decode batches only; mixed batches run eagerly.
+    FullDecodeOnly,
+    /// Piecewise graphs (attention outside the graph).
+    Piecewise,
+    /// Full graphs for every captured size.
+    Full,
+    /// No CUDA graphs (`--enforce-eager`).
+    None,
+}
+
+impl CudagraphMode {
+    /// vLLM's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            CudagraphMode::FullAndPiecewise => "FULL_AND_PIECEWISE",
+            CudagraphMode::FullDecodeOnly => "FULL_DECODE_ONLY",
+            CudagraphMode::Piecewise => "PIECEWISE",
+            CudagraphMode::Full => "FULL",
+            CudagraphMode::None => "NONE",
+        }
+    }
+    /// Parses vLLM's spelling (case-insensitive).
+    pub fn parse(s: &str) -> Option<CudagraphMode> {
+        Some(match s.trim().to_ascii_uppercase().as_str() {
+            "FULL_AND_PIECEWISE" => CudagraphMode::FullAndPiecewise,
+            "FULL_DECODE_ONLY" => CudagraphMode::FullDecodeOnly,
+            "PIECEWISE" => CudagraphMode::Piecewise,
+            "FULL" => CudagraphMode::Full,
+            "NONE" => CudagraphMode::None,
+            _ => return None,
+        })
+    }
+    /// Number of graph sets captured per size (FULL_AND_PIECEWISE captures two).
+    pub fn graph_sets(self) -> u32 {
+        match self {
+            CudagraphMode::FullAndPiecewise => 2,
+            CudagraphMode::None => 0,
+            _ => 1,
+        }
+    }
+}
+
+/// vLLM's `UsageContext`: the defaults of `max_num_seqs` / `max_num_batched_tokens` differ between
+/// the OpenAI server (`vllm serve`) and the offline `LLM` class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageContext {
+    #[default]
+    OpenaiApiServer,
+    LlmClass,
+}
+
+/// vLLM's `--all2all-backend` / `VLLM_ALL2ALL_BACKEND` for expert parallelism.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum All2AllBackend {
+    /// All-gather + reduce-scatter over NCCL (vLLM's default): no extra buffers.
+    #[default]
+    AllgatherReducescatter,
+    /// DeepEP high-throughput kernels: a 1 GiB NVLink buffer per rank.
+    DeepepHighThroughput,
+    /// DeepEP low-latency kernels: an RDMA buffer sized by DeepEP's size hint.
+    DeepepLowLatency,
+}
+
+/// Engine settings as a user writes them. `None` = vLLM's default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEngineSettings {
+    pub gpu_memory_utilization: Option<f64>,
+    pub max_num_seqs: Option<i64>,
+    pub max_num_batched_tokens: Option<i64>,
+    pub block_size: Option<i64>,
+    pub max_model_len: Option<i64>,
+    pub enable_prefix_caching: Option<bool>,
+    pub cudagraph_mode: Option<CudagraphMode>,
+    pub cudagraph_capture_sizes: Option<Vec<i64>>,
+    /// `--kv-cache-memory` in bytes: replaces the profiled KV budget.
+    pub kv_cache_memory_bytes: Option<i64>,
+    /// `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1`.
+    pub estimate_cudagraphs_in_profile: Option<bool>,
+    pub long_prefill_token_threshold: Option<i64>,
+    pub enforce_eager: Option<bool>,
+    pub usage_context: Option<UsageContext>,
+    pub all2all_backend: Option<All2AllBackend>,
+    /// `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`: accept `max_model_len` above the model's maximum.
+    pub allow_long_max_model_len: Option<bool>,
+}
+
+/// Engine settings with every default resolved. Counts are positive.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EngineSettings {
+    pub gpu_memory_utilization: f64,
+    pub max_num_seqs: u64,
+    pub max_num_batched_tokens: u64,
+    pub block_size: u32,
+    pub max_model_len: u64,
+    pub enable_prefix_caching: bool,
+    pub cudagraph_mode: CudagraphMode,
+    /// Sorted batch sizes graphs are captured for (empty when eager).
+    pub cudagraph_capture_sizes: Vec<u64>,
+    pub kv_cache_memory_bytes: Option<Bytes>,
+    pub estimate_cudagraphs_in_profile: bool,
+    /// 0 = off (vLLM's default).
+    pub long_prefill_token_threshold: u64,
+    pub enforce_eager: bool,
+    pub usage_context: UsageContext,
+    pub all2all_backend: All2AllBackend,
+    /// Which defaults were filled and why (shown to the user).
+    pub notes: Vec<String>,
+}
+
+/// Errors of deployment and engine settings; each names the field and the fix.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum DeployError {
+    #[error("`{field}` = {value} is invalid: {fix}")]
+    InvalidField {
+        field: &'static str,
+        value: String,
+        fix: String,
+    },
+    #[error("`{field}` = {value} does not fit the model: {fix}")]
+    Parallelism {
+        field: &'static str,
+        value: String,
+        fix: String,
+    },
+    #[error("`{field}` = {value} is not supported here: {fix}")]
+    Unsupported {
+        field: &'static str,
+        value: String,
+        fix: String,
+    },
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+}
+
+impl DeployError {
+    /// The field the error is about (`model` / `gpu` for the wrapped errors).
+    pub fn field(&self) -> &'static str {
+        match self {
+            DeployError::InvalidField { field, .. }
+            | DeployError::Parallelism { field, .. }
+            | DeployError::Unsupported { field, .. } => field,
+            DeployError::Model(_) => "model",
+            DeployError::Gpu(_) => "gpu",
+        }
+    }
+}
+
+fn invalid(field: &'static str, value: impl ToString, fix: impl Into<String>) -> DeployError {
+    DeployError::InvalidField {
+        field,
+        value: value.to_string(),
+        fix: fix.into(),
+    }
+}
+
+fn pos_int(field: &'static str, v: Option<i64>) -> Result<Option<u64>, DeployError> {
+    match v {
+        None => Ok(None),
+        Some(x) if x > 0 => Ok(Some(x as u64)),
+        Some(x) => Err(invalid(field, x, "must be a positive integer")),
+    }
+}
+
+/// vLLM's default `max_num_batched_tokens` / `max_num_seqs` (`EngineArgs.get_batch_defaults`,
+/// vLLM >= 0.10): GPUs with >= 70 GiB whose name does not contain "a100" get the large values.
+pub fn default_batch_limits(gpu: &GpuSpec, ctx: UsageContext) -> (u64, u64) {
+    let big = gpu.memory_visible.get() >= 70 * GIB
+        && !gpu.id.to_ascii_lowercase().contains("a100")
+        && !gpu.name.to_ascii_lowercase().contains("a100");
+    match (big, ctx) {
+        (true, UsageContext::OpenaiApiServer) => (8192, 1024),
+        (true, UsageContext::LlmClass) => (16384, 1024),
+        (false, UsageContext::OpenaiApiServer) => (2048, 256),
+        (false, UsageContext::LlmClass) => (8192, 256),
+    }
+}
+
+/// vLLM's default CUDA-graph capture sizes (`VllmConfig._set_cudagraph_sizes`): `[1, 2, 4]`,
+/// then every 8 up to 248, then every 16 from 256, up to `min(2 * max_num_seqs, 512,
+/// max_num_batched_tokens)`; `max_num_batched_tokens` itself is added when it is below the cap.
+pub fn default_capture_sizes(max_num_seqs: u64, max_num_batched_tokens: u64) -> Vec<u64> {
+    let cap = (2 * max_num_seqs).min(512).min(max_num_batched_tokens);
+    let mut v: Vec<u64> = [1, 2, 4].into_iter().filter(|&s| s <= cap).collect();
+    if cap >= 8 {
+        v.extend((8..(cap + 1).min(256)).step_by(8));
+    }
+    if cap >= 256 {
+        v.extend((256..=cap).step_by(16));
+    }
+    if max_num_batched_tokens <= cap && !v.contains(&max_num_batched_tokens) {
+        v.push(max_num_batched_tokens);
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// vLLM's KV block size for this model on this GPU when `--block-size` is not given:
+/// 256 for DeepSeek-V4 (the recipes' value; FlashMLA fp8_ds_mla needs a common size),
+/// 128 for MLA on Blackwell (CUTLASS MLA backend), 64 for MLA elsewhere (FlashMLA),
+/// 16 otherwise (`CacheConfig` default on CUDA/ROCm).
+pub fn default_block_size(model: &ModelConfig, gpu: &GpuSpec) -> (u32, &'static str) {
+    match model.attention {
+        AttentionSpec::DeepseekV4 { .. } => (
+            256,
+            "block_size 256: DeepSeek-V4 recipes use --block-size 256 (FlashMLA fp8_ds_mla and the FP8 indexer need a common block size)",
+        ),
+        AttentionSpec::Mla { .. } if gpu.generation.is_blackwell() => (
+            128,
+            "block_size 128: vLLM forces 128 for the CUTLASS MLA backend it picks on Blackwell",
+        ),
+        AttentionSpec::Mla { .. } => (
+            64,
+            "block_size 64: vLLM forces 64 for the FlashMLA backend (MLA models)",
+        ),
+        AttentionSpec::Gqa { .. } => (16, "block_size 16: vLLM's CacheConfig default on CUDA/ROCm"),
+    }
+}
+
+impl EngineSettings {
+    /// Resolves vLLM's defaults for `gpu` and `model` and validates every field.
+    pub fn resolve(
+        raw: &RawEngineSettings,
+        model: &ModelConfig,
+        gpu: &GpuSpec,
+    ) -> Result<EngineSettings, DeployError> {
+        let mut notes = Vec::new();
+        let util = raw.gpu_memory_utilization.unwrap_or(0.9);
+        if !(util.is_finite() && util > 0.0 && util <= 1.0) {
+            return Err(invalid(
+                "gpu_memory_utilization",
+                util,
+                "must be in (0, 1] (vLLM's default is 0.9)",
+            ));
+        }
+        let ctx = raw.usage_context.unwrap_or_default();
+        let (def_mnbt, def_seqs) = default_batch_limits(gpu, ctx);
+        let max_num_seqs = match pos_int("max_num_seqs", raw.max_num_seqs)? {
+            Some(v) => v,
+            None => {
+                notes.push(format!(
+                    "max_num_seqs {def_seqs}: vLLM's default for {} in the {} context",
+                    gpu.id,
+                    ctx_name(ctx)
+                ));
+                def_seqs
+            }
+        };
+        let mnbt = match pos_int("max_num_batched_tokens", raw.max_num_batched_tokens)? {
+            Some(v) => v,
+            None => {
+                notes.push(format!(
+                    "max_num_batched_tokens {def_mnbt}: vLLM's default for {} in the {} context",
+                    gpu.id,
+                    ctx_name(ctx)
+                ));
+                def_mnbt
+            }
+        };
+        if mnbt < max_num_seqs {
+            return Err(invalid(
+                "max_num_batched_tokens",
+                mnbt,
+                format!(
+                    "vLLM requires max_num_batched_tokens >= max_num_seqs ({max_num_seqs}); raise it or lower max_num_seqs"
+                ),
+            ));
+        }
+        let block_size = match pos_int("block_size", raw.block_size)? {
+            Some(v) if v > 1 << 20 => {
+                return Err(invalid("block_size", v, "must be at most 1,048,576 tokens"))
+            }
+            Some(v) => v as u32,
+            None => {
+                let (b, why) = default_block_size(model, gpu);
+                notes.push(why.to_string());
+                b
+            }
+        };
+        let allow_long = raw.allow_long_max_model_len.unwrap_or(false);
+        let max_model_len = match pos_int("max_model_len", raw.max_model_len)? {
+            Some(v) => {
+                if v > model.max_position_embeddings && !allow_long {
+                    return Err(invalid(
+                        "max_model_len",
+                        v,
+                        format!(
+                            "the model's max_position_embeddings is {}; vLLM refuses a longer max_model_len unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (allow_long_max_model_len); lower it to at most {}",
+                            model.max_position_embeddings, model.max_position_embeddings
+                        ),
+                    ));
+                }
+                v
+            }
+            None => {
+                notes.push(format!(
+                    "max_model_len {}: the model's max_position_embeddings",
+                    model.max_position_embeddings
+                ));
+                model.max_position_embeddings
+            }
+        };
+        let enforce_eager = raw.enforce_eager.unwrap_or(false);
+        let cudagraph_mode = if enforce_eager {
+            if matches!(raw.cudagraph_mode, Some(m) if m != CudagraphMode::None) {
+                return Err(invalid(
+                    "cudagraph_mode",
+                    raw.cudagraph_mode.map(|m| m.name()).unwrap_or_default(),
+                    "enforce_eager turns CUDA graphs off; drop one of the two",
+                ));
+            }
+            CudagraphMode::None
+        } else {
+            raw.cudagraph_mode.unwrap_or_default()
+        };
+        let cudagraph_capture_sizes = if cudagraph_mode == CudagraphMode::None {
+            Vec::new()
+        } else if let Some(sizes) = &raw.cudagraph_capture_sizes {
+            let mut v = Vec::with_capacity(sizes.len());
+            for &s in sizes {
+                if s <= 0 {
+                    return Err(invalid(
+                        "cudagraph_capture_sizes",
+                        s,
+                        "every size must be a positive integer",
+                    ));
+                }
+                // vLLM drops sizes above max_num_batched_tokens.
+                if s as u64 <= mnbt {
+                    v.push(s as u64);
+                }
+            }
+            v.sort_unstable();
+            v.dedup();
+            if v.is_empty() {
+                return Err(invalid(
+                    "cudagraph_capture_sizes",
+                    format!("{sizes:?}"),
+                    format!("no size is <= max_num_batched_tokens ({mnbt}); give smaller sizes"),
+                ));
+            }
+            v
+        } else {
+            default_capture_sizes(max_num_seqs, mnbt)
+        };
+        let kv_cache_memory_bytes =
+            pos_int("kv_cache_memory_bytes", raw.kv_cache_memory_bytes)?.map(Bytes);
+        let long_prefill_token_threshold = match raw.long_prefill_token_threshold {
+            None | Some(0) => 0,
+            Some(x) if x > 0 => x as u64,
+            Some(x) => {
+                return Err(invalid(
+                    "long_prefill_token_threshold",
+                    x,
+                    "must be 0 (off) or a positive number of tokens",
+                ))
+            }
+        };
+        Ok(EngineSettings {
+            gpu_memory_utilization: util,
+            max_num_seqs,
+            max_num_batched_tokens: mnbt,
+            block_size,
+            max_model_len,
+            enable_prefix_caching: raw.enable_prefix_caching.unwrap_or(true),
+            cudagraph_mode,
+            cudagraph_capture_sizes,
+            kv_cache_memory_bytes,
+            estimate_cudagraphs_in_profile: raw.estimate_cudagraphs_in_profile.unwrap_or(false),
+            long_prefill_token_threshold,
+            enforce_eager,
+            usage_context: ctx,
+            all2all_backend: raw.all2all_backend.unwrap_or_default(),
+            notes,
+        })
+    }
+}
+
+fn ctx_name(c: UsageContext) -> &'static str {
+    match c {
+        UsageContext::OpenaiApiServer => "OpenAI API server",
+        UsageContext::LlmClass => "offline LLM class",
+    }
+}
+
+/// A validated deployment: one model on `num_gpus` GPUs of one kind, in replicas of `tp * dp` GPUs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Deployment {
+    pub model: ModelConfig,
+    pub gpu: GpuSpec,
+    pub par: Parallelism,
+    pub num_gpus: u32,
+    pub weight_precision: WeightPrecision,
+    pub kv_cache_dtype: KvCacheDtype,
+    pub engine: EngineSettings,
+    /// Notes on defaults and on combinations vLLM runs with caveats.
+    pub notes: Vec<String>,
+}
+
+/// A deployment as a user writes it (model and GPU by name).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDeployment {
+    /// Catalog id of the model.
+    pub model: String,
+    /// Catalog id or alias of the GPU.
+    pub gpu: String,
+    pub tp: Option<i64>,
+    pub dp: Option<i64>,
+    pub ep: Option<i64>,
+    pub num_gpus: Option<i64>,
+    pub weight_precision: Option<WeightPrecision>,
+    pub kv_cache_dtype: Option<KvCacheDtype>,
+    #[serde(default)]
+    pub engine: RawEngineSettings,
+}
+
+impl RawDeployment {
+    /// Looks up model and GPU in the catalogs and validates.
+    pub fn resolve(&self) -> Result<Deployment, DeployError> {
+        let model = catalog::load(&self.model)?;
+        let gpu = find_gpu(&self.gpu)?;
+        let par = parallelism_from(self.tp, self.dp, self.ep)?;
+        let num_gpus = pos_int("num_gpus", self.num_gpus)?;
+        let num_gpus = match num_gpus {
+            Some(n) if n > u32::MAX as u64 => return Err(invalid("num_gpus", n, "too large")),
+            other => other.map(|n| n as u32),
+        };
+        Deployment::new(
+            model,
+            gpu,
+            par,
+            num_gpus,
+            self.weight_precision.unwrap_or_default(),
+            self.kv_cache_dtype.unwrap_or_default(),
+            &self.engine,
+        )
+    }
+}
+
+/// Builds a [`Parallelism`] from user integers (defaults 1), rejecting zero and negatives.
+pub fn parallelism_from(
+    tp: Option<i64>,
+    dp: Option<i64>,
+    ep: Option<i64>,
+) -> Result<Parallelism, DeployError> {
+    let get = |field: &'static str, v: Option<i64>| -> Result<u32, DeployError> {
+        match pos_int(field, v)? {
+            None => Ok(1),
+            Some(x) if x > 4096 => Err(invalid(field, x, "must be at most 4096")),
+            Some(x) => Ok(x as u32),
+        }
+    };
+    Ok(Parallelism {
+        tp: get("tp", tp)?,
+        dp: get("dp", dp)?,
+        ep: get("ep", ep)?,
+    })
+}
+
+fn par_err(field: &'static str, value: impl ToString, fix: impl Into<String>) -> DeployError {
+    DeployError::Parallelism {
+        field,
+        value: value.to_string(),
+        fix: fix.into(),
+    }
+}
+
+fn divisors_up_to(n: u64, max: u64) -> String {
+    (1..=n.min(max))
+        .filter(|d| n.is_multiple_of(*d))
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Deployment {
+    /// Validates a deployment. `num_gpus` defaults to one replica (`tp * dp`).
+    pub fn new(
+        model: ModelConfig,
+        gpu: GpuSpec,
+        par: Parallelism,
+        num_gpus: Option<u32>,
+        weight_precision: WeightPrecision,
+        kv_cache_dtype: KvCacheDtype,
+        engine: &RawEngineSettings,
+    ) -> Result<Deployment, DeployError> {
+        let mut notes = Vec::new();
+        for (field, v) in [("tp", par.tp), ("dp", par.dp), ("ep", par.ep)] {
+            if v == 0 {
+                return Err(invalid(field, 0, "must be at least 1"));
+            }
+        }
+        let tp = par.tp as u64;
+        // Attention heads.
+        let (heads, kv_heads) = match &model.attention {
+            AttentionSpec::Gqa {
+                num_heads,
+                num_kv_heads,
+                ..
+            } => (*num_heads as u64, Some(*num_kv_heads as u64)),
+            AttentionSpec::Mla { num_heads, .. } => (*num_heads as u64, None),
+            AttentionSpec::DeepseekV4 { num_heads, .. } => (*num_heads as u64, None),
+        };
+        if heads % tp != 0 {
+            return Err(par_err(
+                "tp",
+                tp,
+                format!(
+                    "vLLM needs the {heads} attention heads of {} divisible by the tensor-parallel size; use one of: {}",
+                    model.name,
+                    divisors_up_to(heads, 64)
+                ),
+            ));
+        }
+        if let Some(kvh) = kv_heads {
+            if tp <= kvh && kvh % tp != 0 {
+                return Err(par_err(
+                    "tp",
+                    tp,
+                    format!(
+                        "{} has {kvh} KV heads: vLLM needs them divisible by TP (or TP a multiple of them, which replicates KV heads); use one of: {}",
+                        model.name,
+                        divisors_up_to(kvh, 64)
+                    ),
+                ));
+            }
+            if tp > kvh && !tp.is_multiple_of(kvh) {
+                return Err(par_err(
+                    "tp",
+                    tp,
+                    format!(
+                        "TP {tp} exceeds the {kvh} KV heads of {} and is not a multiple of them, so vLLM cannot replicate them evenly",
+                        model.name
+                    ),
+                ));
+            }
+            if tp > kvh {
+                notes.push(format!(
+                    "TP {tp} > {kvh} KV heads: each KV head is replicated on {} GPUs (KV per GPU does not shrink further)",
+                    tp / kvh
+                ));
+            }
+        }
+        // Expert parallelism.
+        match &model.moe {
+            None => {
+                if par.ep > 1 {
+                    return Err(par_err(
+                        "ep",
+                        par.ep,
+                        format!("{} is dense (no experts); use ep 1", model.name),
+                    ));
+                }
+            }
+            Some(moe) => {
+                if par.ep > 1 {
+                    if par.ep != par.tp * par.dp {
+                        return Err(par_err(
+                            "ep",
+                            par.ep,
+                            format!(
+                                "vLLM's --enable-expert-parallel shards experts over all tp*dp = {} GPUs of a replica; use ep {} or ep 1",
+                                par.tp * par.dp,
+                                par.tp * par.dp
+                            ),
+                        ));
+                    }
+                    if moe.num_experts % par.ep != 0 {
+                        return Err(par_err(
+                            "ep",
+                            par.ep,
+                            format!(
+                                "{} has {} routed experts, not divisible by ep; use an ep dividing {} (e.g. {})",
+                                model.name,
+                                moe.num_experts,
+                                moe.num_experts,
+                                divisors_up_to(moe.num_experts as u64, 128)
+                            ),
+                        ));
+                    }
+                } else if moe.moe_intermediate_size % tp != 0 {
+                    return Err(par_err(
+                        "tp",
+                        tp,
+                        format!(
+                            "without expert parallelism vLLM splits each expert's intermediate size ({}) over TP; it must divide evenly, or enable ep = tp*dp",
+                            moe.moe_intermediate_size
+                        ),
+                    ));
+                }
+            }
+        }
+        if model.dense_intermediate_size > 0 && !model.dense_intermediate_size.is_multiple_of(tp) {
+            return Err(par_err(
+                "tp",
+                tp,
+                format!(
+                    "the dense MLP intermediate size {} is not divisible by TP",
+                    model.dense_intermediate_size
+                ),
+            ));
+        }
+        // fp8 block-quantised checkpoints: each TP shard of a linear must hold whole blocks
+        // (vLLM: "... is not divisible by weight quantization block_n").
+        if let Some((block_n, _)) = model.checkpoint.fp8_block {
+            if weight_precision == WeightPrecision::Checkpoint {
+                let bn = block_n as u64;
+                let mut shards = Vec::new();
+                if model.checkpoint.dense == DType::Fp8 {
+                    shards.push(("dense MLP", model.dense_intermediate_size));
+                }
+                if let Some(moe) = &model.moe {
+                    if par.ep == 1 && model.checkpoint.experts == DType::Fp8 {
+                        shards.push(("expert", moe.moe_intermediate_size));
+                    }
+                }
+                for (what, size) in shards {
+                    if size > 0 && !(size / tp).is_multiple_of(bn) {
+                        return Err(par_err(
+                            "tp",
+                            tp,
+                            format!(
+                                "the {what} intermediate size {size} / TP {tp} = {} is not divisible by the checkpoint's fp8 block size {bn}, which vLLM rejects; use a smaller TP or enable expert parallelism",
+                                size / tp
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        // GPUs.
+        let per_replica = par.tp * par.dp;
+        let num_gpus = num_gpus.unwrap_or(per_replica);
+        if num_gpus == 0 {
+            return Err(invalid("num_gpus", 0, "must be at least 1"));
+        }
+        if !num_gpus.is_multiple_of(per_replica) {
+            return Err(par_err(
+                "num_gpus",
+                num_gpus,
+                format!(
+                    "a replica uses tp*dp = {per_replica} GPUs; num_gpus must be a multiple of it (e.g. {} or {})",
+                    per_replica,
+                    2 * per_replica
+                ),
+            ));
+        }
+        // Precisions vs GPU.
+        if gpu.generation.is_tpu() {
+            notes.push(
+                "TPU: vLLM's TPU worker sizes memory differently; these figures use the CUDA/ROCm rules".into(),
+            );
+        }
+        match weight_precision {
+            WeightPrecision::Fp8 if !gpu.supports_fp8() => {
+                if gpu.generation == crate::gpu::Generation::Ampere {
+                    notes.push(
+                        "fp8 weights on Ampere: vLLM runs them weight-only (FP8 Marlin, W8A16); matmuls compute in bf16".into(),
+                    );
+                } else {
+                    return Err(DeployError::Unsupported {
+                        field: "weight_precision",
+                        value: "fp8".into(),
+                        fix: format!(
+                            "{} has no fp8 support in vLLM; use bf16 or checkpoint",
+                            gpu.id
+                        ),
+                    });
+                }
+            }
+            WeightPrecision::Fp4 if !gpu.supports_fp4() => {
+                return Err(DeployError::Unsupported {
+                    field: "weight_precision",
+                    value: "fp4".into(),
+                    fix: format!(
+                        "{} has no fp4 tensor cores (needs Blackwell or MI355X); use fp8, bf16 or the checkpoint's own precision",
+                        gpu.id
+                    ),
+                });
+            }
+            _ => {}
+        }
+        match kv_cache_dtype {
+            KvCacheDtype::Fp8DsMla
+                if !matches!(
+                    model.attention,
+                    AttentionSpec::Mla { .. } | AttentionSpec::DeepseekV4 { .. }
+                ) =>
+            {
+                return Err(DeployError::Unsupported {
+                    field: "kv_cache_dtype",
+                    value: "fp8_ds_mla".into(),
+                    fix: format!(
+                        "fp8_ds_mla is DeepSeek's MLA layout; {} uses GQA — use fp8 instead",
+                        model.name
+                    ),
+                });
+            }
+            k if k.is_fp8() && !gpu.supports_fp8() => {
+                notes.push(format!(
+                    "fp8 KV cache on {}: vLLM stores the cache in fp8 and dequantises to bf16 for attention (no fp8 tensor cores)",
+                    gpu.id
+                ));
+            }
+            _ => {}
+        }
+        if model.family == ModelFamily::DeepseekV4
+            && !kv_cache_dtype.is_fp8()
+            && kv_cache_dtype != KvCacheDtype::Auto
+        {
+            return Err(DeployError::Unsupported {
+                field: "kv_cache_dtype",
+                value: kv_cache_dtype.name().into(),
+                fix: "DeepSeek-V4's fp8_ds_mla KV layout supports only fp8; use fp8 (or auto)"
+                    .into(),
+            });
+        }
+        let engine = EngineSettings::resolve(engine, &model, &gpu)?;
+        Ok(Deployment {
+            model,
+            gpu,
+            par,
+            num_gpus,
+            weight_precision,
+            kv_cache_dtype,
+            engine,
+            notes,
+        })
+    }
+
+    /// Number of replicas (`num_gpus / (tp * dp)`).
+    pub fn replicas(&self) -> u32 {
+        self.num_gpus / (self.par.tp * self.par.dp)
+    }
+
+    /// Number of engines with their own KV cache and scheduler (`replicas * dp`).
+    pub fn engines(&self) -> u32 {
+        self.replicas() * self.par.dp
+    }
+}

@@ -1,0 +1,367 @@
+//! A discrete-event model of one vLLM v1 engine core: scheduler, paged KV cache with prefix
+//! caching, recompute preemption. `docs/engine.md` describes the model and every deviation from vLLM.
+//!
+//! Architecture invariants:
+//! - Time is integer [`Ticks`] (ns). The engine's only internal events are step starts and step
+//!   ends; arrivals come from outside through [`Engine::submit`]. A driver (see `sweep.rs` and
+//!   [`cluster::Cluster`]) orders all events by `(time, class, insertion sequence)` with class
+//!   external (arrivals, client wake-ups) before engine events, engines by index.
+//! - The per-step cost grows with events (admissions, prefill chunks, finishes, block-boundary
+//!   crossings), not with `steps x batch`: a decoding request is not touched each step; its
+//!   progress is derived from the step counter.
+//! - Metrics are not computed here: everything observable is reported to an [`Observer`].
+
+pub mod cluster;
+mod kv;
+mod sched;
+
+pub(crate) use kv::IdMap;
+pub use sched::Engine;
+
+use crate::units::Ticks;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// A run of tokens drawn from one content stream: tokens `start .. start + len` of stream
+/// `stream`. Two requests share a KV block exactly when their token sequences agree up to the end
+/// of that block, i.e. when their segment lists agree up to there (segments are normalised so that
+/// contiguous runs of one stream are merged).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    pub stream: u64,
+    pub start: u64,
+    pub len: u64,
+}
+
+/// One request as the engine sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// Unique id (assigned by the workload).
+    pub id: u64,
+    /// Arrival time.
+    pub arrival: Ticks,
+    /// The prompt's token content, as segments. Its total length is the prompt length.
+    pub prompt: Vec<Segment>,
+    /// The stream the output tokens are drawn from: output token `i` is token
+    /// `output_start + i` of `output_stream` (agentic sessions continue the conversation stream,
+    /// so the next turn's prompt reuses the output's blocks).
+    pub output_stream: u64,
+    pub output_start: u64,
+    /// Output tokens to generate (vLLM `max_tokens` with `ignore_eos`).
+    pub output_len: u64,
+}
+
+impl Request {
+    /// A request with a fully unique prompt of `prompt_len` tokens (no prefix sharing).
+    pub fn unique(id: u64, arrival: Ticks, prompt_len: u64, output_len: u64) -> Request {
+        let stream = crate::rng::hash2(0x5eed_0000_0000_0001, id);
+        Request {
+            id,
+            arrival,
+            prompt: vec![Segment {
+                stream,
+                start: 0,
+                len: prompt_len,
+            }],
+            output_stream: stream,
+            output_start: prompt_len,
+            output_len,
+        }
+    }
+
+    pub fn prompt_len(&self) -> u64 {
+        self.prompt.iter().map(|s| s.len).sum()
+    }
+
+    /// Merges contiguous runs of the same stream and drops empty segments.
+    pub fn normalize_segments(segs: &mut Vec<Segment>) {
+        let mut out: Vec<Segment> = Vec::with_capacity(segs.len());
+        for s in segs.drain(..) {
+            if s.len == 0 {
+                continue;
+            }
+            if let Some(last) = out.last_mut() {
+                if last.stream == s.stream && last.start + last.len == s.start {
+                    last.len += s.len;
+                    continue;
+                }
+            }
+            out.push(s);
+        }
+        *segs = out;
+    }
+}
+
+/// A sliding-window KV cache group: it never holds more than `max_blocks` blocks per request
+/// (vLLM frees blocks that fell out of the window; the integrator sets
+/// `max_blocks = cdiv(window - 1 + max_num_batched_tokens, block_size) + 1`, vLLM's
+/// `SlidingWindowSpec.max_memory_usage_bytes` bound).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlidingGroup {
+    pub window: u64,
+    pub max_blocks: u64,
+}
+
+/// How many physical KV blocks a request with `n` tokens in its KV cache holds:
+/// `full_groups * cdiv(n, bs) + sum_i min(cdiv(n, bs), sliding[i].max_blocks) + fixed_blocks`
+/// (`fixed_blocks` only when `n > 0`, e.g. a per-request state).
+/// Prefix caching shares only the `full_groups` blocks of full token blocks (one cached "unit"
+/// = `full_groups` physical blocks); sliding and fixed blocks are private to each request.
+/// A uniform full-attention model is `KvFootprint::uniform()`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KvFootprint {
+    pub full_groups: u32,
+    pub sliding: Vec<SlidingGroup>,
+    pub fixed_blocks: u64,
+}
+
+impl KvFootprint {
+    pub fn uniform() -> KvFootprint {
+        KvFootprint {
+            full_groups: 1,
+            sliding: Vec::new(),
+            fixed_blocks: 0,
+        }
+    }
+
+    /// Physical blocks for `n` tokens of KV with block size `bs`.
+    #[inline]
+    pub fn blocks(&self, n: u64, bs: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let b = n.div_ceil(bs);
+        let mut total = self.full_groups as u64 * b + self.fixed_blocks;
+        for g in &self.sliding {
+            total += b.min(g.max_blocks);
+        }
+        total
+    }
+}
+
+/// The engine's settings (one engine core = one DP rank).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EngineConfig {
+    /// vLLM `--max-num-seqs`.
+    pub max_num_seqs: u32,
+    /// vLLM `--max-num-batched-tokens`: the per-step token budget.
+    pub max_num_batched_tokens: u32,
+    /// vLLM `--block-size` (tokens per KV block).
+    pub block_size: u32,
+    /// KV blocks in the pool (vLLM's `num_gpu_blocks`, from the capacity model).
+    pub num_gpu_blocks: u64,
+    /// vLLM `--max-model-len`.
+    pub max_model_len: u64,
+    /// vLLM `--enable-prefix-caching` (on by default in v1).
+    pub enable_prefix_caching: bool,
+    /// vLLM `--long-prefill-token-threshold` (0 = off): caps one request's prefill chunk.
+    pub long_prefill_token_threshold: u32,
+    /// Blocks held per request as a function of its KV length.
+    pub kv: KvFootprint,
+}
+
+impl EngineConfig {
+    /// Checks the settings the way vLLM's `SchedulerConfig` does.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_num_seqs == 0 {
+            return Err(ConfigError::Zero("max_num_seqs"));
+        }
+        if self.max_num_batched_tokens == 0 {
+            return Err(ConfigError::Zero("max_num_batched_tokens"));
+        }
+        if self.block_size == 0 {
+            return Err(ConfigError::Zero("block_size"));
+        }
+        if self.num_gpu_blocks == 0 {
+            return Err(ConfigError::Zero("num_gpu_blocks"));
+        }
+        if self.max_model_len == 0 {
+            return Err(ConfigError::Zero("max_model_len"));
+        }
+        if self.kv.full_groups == 0 && self.kv.sliding.is_empty() && self.kv.fixed_blocks == 0 {
+            return Err(ConfigError::EmptyFootprint);
+        }
+        if self.max_num_batched_tokens < self.max_num_seqs {
+            return Err(ConfigError::BudgetBelowSeqs {
+                mnbt: self.max_num_batched_tokens,
+                max_num_seqs: self.max_num_seqs,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Invalid engine settings.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ConfigError {
+    #[error("engine setting `{0}` must be at least 1")]
+    Zero(&'static str),
+    #[error("KV footprint holds no blocks: set `full_groups` >= 1 (or sliding/fixed blocks)")]
+    EmptyFootprint,
+    #[error("max_num_batched_tokens ({mnbt}) must be >= max_num_seqs ({max_num_seqs}), as vLLM requires; raise max_num_batched_tokens")]
+    BudgetBelowSeqs { mnbt: u32, max_num_seqs: u32 },
+}
+
+/// One prefill chunk in a step: `new_tokens` prompt tokens computed on top of `context_before`
+/// tokens already in the KV cache (prefix-cache hits and earlier chunks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrefillChunk {
+    pub new_tokens: u64,
+    pub context_before: u64,
+}
+
+/// What one engine step computes. Everything a roofline needs is here as aggregates:
+/// - linear-layer FLOPs and communication are proportional to `num_tokens`;
+/// - attention FLOPs to `decode_ctx_sum + num_decode_seqs` (each decode attends to its context
+///   plus itself) plus `prefill_attn_pairs`;
+/// - KV-cache reads to `decode_ctx_sum + prefill_ctx_sum` (plus writes of `num_tokens`);
+/// - weights are read once per step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepBatch<'a> {
+    /// Sequences scheduled (decodes + prefill chunks).
+    pub num_seqs: u32,
+    pub num_decode_seqs: u32,
+    /// Sum over decoding sequences of the tokens already in their KV cache (each attends to
+    /// `ctx + 1` keys).
+    pub decode_ctx_sum: u64,
+    /// The prefill chunks of the step.
+    pub prefills: &'a [PrefillChunk],
+    /// Sum of `new_tokens` over prefill chunks.
+    pub num_prefill_tokens: u64,
+    /// Sum of `context_before` over prefill chunks.
+    pub prefill_ctx_sum: u64,
+    /// Causal attention (query, key) pairs of the prefill chunks:
+    /// `sum new * context_before + new * (new + 1) / 2`.
+    pub prefill_attn_pairs: u64,
+    /// All tokens of the step: `num_decode_seqs + num_prefill_tokens`.
+    pub num_tokens: u64,
+}
+
+/// The duration of one engine step. The roofline model implements this; tests use
+/// [`LinearStepTime`].
+pub trait StepTimeModel {
+    fn step_time(&self, batch: &StepBatch) -> Ticks;
+}
+
+/// A test-only step-time model:
+/// `t = per_step_ns + per_token_ns * num_tokens + per_ctx_token_ns * (decode_ctx_sum + prefill_ctx_sum)`,
+/// rounded to whole ns and at least 1 ns. Not a performance model of any GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinearStepTime {
+    pub per_step_ns: f64,
+    pub per_token_ns: f64,
+    pub per_ctx_token_ns: f64,
+}
+
+impl StepTimeModel for LinearStepTime {
+    fn step_time(&self, b: &StepBatch) -> Ticks {
+        let t = self.per_step_ns
+            + self.per_token_ns * b.num_tokens as f64
+            + self.per_ctx_token_ns * (b.decode_ctx_sum + b.prefill_ctx_sum) as f64;
+        Ticks(libm::round(t.max(1.0)) as u64)
+    }
+}
+
+/// Why a request was rejected at submission.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Error)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum RejectReason {
+    #[error("prompt is empty")]
+    EmptyPrompt,
+    #[error("output length is 0 (vLLM requires max_tokens >= 1)")]
+    ZeroOutput,
+    #[error("prompt ({prompt}) + output ({output}) tokens exceed max_model_len ({max_model_len})")]
+    ExceedsMaxModelLen {
+        prompt: u64,
+        output: u64,
+        max_model_len: u64,
+    },
+    #[error("the request needs {needed} KV blocks but the pool has only {pool}")]
+    ExceedsKvPool { needed: u64, pool: u64 },
+}
+
+/// A finished request's timeline, as the engine reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinishedRequest {
+    pub id: u64,
+    pub arrival: Ticks,
+    /// When the request was first scheduled (queueing ends).
+    pub first_scheduled: Ticks,
+    pub first_token: Ticks,
+    pub finish: Ticks,
+    pub prompt_len: u64,
+    pub output_len: u64,
+    /// Prompt tokens found in the prefix cache at first admission.
+    pub cached_prompt_tokens: u64,
+    pub preemptions: u32,
+    /// Global step-index ranges `[first, last]` in which the request decoded one token per step.
+    /// The inter-token gap of step `j` is `end(j) - end(j - 1)`.
+    pub decode_runs: Vec<(u64, u64)>,
+    /// Inter-token gaps not covered by `decode_runs`: the token produced by a recompute prefill
+    /// after a preemption, measured from the previous token.
+    pub extra_itls: Vec<Ticks>,
+    /// Index of the engine (DP rank / replica) that served it.
+    pub engine: u32,
+}
+
+/// One completed engine step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepRecord {
+    pub engine: u32,
+    /// Per-engine step index (0, 1, 2, ...).
+    pub index: u64,
+    pub start: Ticks,
+    pub end: Ticks,
+    pub num_seqs: u32,
+    pub num_decode_seqs: u32,
+    pub num_prefill_tokens: u64,
+    /// Output tokens produced at the end of the step (one per decode, one per completed prefill).
+    pub output_tokens: u64,
+    /// KV blocks in use during the step (after the step's allocations), and the pool size.
+    pub kv_used_blocks: u64,
+    pub kv_total_blocks: u64,
+    /// Requests running / waiting when the step was scheduled.
+    pub running: u32,
+    pub waiting: u32,
+}
+
+/// Receives everything observable from an engine. All methods default to no-ops.
+pub trait Observer {
+    fn on_arrival(&mut self, _engine: u32, _t: Ticks, _id: u64) {}
+    fn on_rejected(&mut self, _engine: u32, _t: Ticks, _id: u64, _reason: &RejectReason) {}
+    /// First admission; `prompt_len` tokens were looked up, `cached_tokens` hit.
+    fn on_scheduled(
+        &mut self,
+        _engine: u32,
+        _t: Ticks,
+        _id: u64,
+        _prompt_len: u64,
+        _cached_tokens: u64,
+    ) {
+    }
+    fn on_first_token(&mut self, _engine: u32, _t: Ticks, _id: u64) {}
+    fn on_preempted(&mut self, _engine: u32, _t: Ticks, _id: u64) {}
+    fn on_finished(&mut self, _r: &FinishedRequest) {}
+    fn on_step(&mut self, _s: &StepRecord) {}
+}
+
+/// An observer that ignores everything.
+pub struct NullObserver;
+impl Observer for NullObserver {}
+
+/// Simulation failures (never user-input panics).
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("the simulation exceeded its cap of {cap} events; lower the duration or the level, or raise `max_events`")]
+    EventCap { cap: u64 },
+    #[error("the simulation exceeded its cap of {cap} requests; lower the duration or the level, or raise `max_requests`")]
+    RequestCap { cap: u64 },
+    #[error("engine {engine} stalled at t={t_ns} ns with {waiting} waiting requests and nothing schedulable (internal error)")]
+    Stalled {
+        engine: u32,
+        t_ns: u64,
+        waiting: u32,
+    },
+}

@@ -1,0 +1,756 @@
+//! The engine core: vLLM v1's `Scheduler.schedule()` / `update_from_output()` loop as discrete
+//! events. See `docs/engine.md`.
+
+use super::kv::KvPool;
+use super::{
+    EngineConfig, FinishedRequest, Observer, PrefillChunk, RejectReason, Request, Segment,
+    SimError, StepBatch, StepRecord, StepTimeModel,
+};
+use crate::rng::hash2;
+use crate::units::Ticks;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Waiting,
+    Prefilling,
+    /// Decoding one token per step since step `s0`, having generated `gen0` tokens before `s0`.
+    Decoding {
+        s0: u64,
+        gen0: u64,
+    },
+}
+
+/// Root of every block-hash chain.
+const HASH_ROOT: u64 = 0x243F_6A88_85A3_08D3;
+
+struct Live {
+    id: u64,
+    arrival: Ticks,
+    /// Prompt segments followed by the output segment.
+    segs: Vec<Segment>,
+    prompt_len: u64,
+    output_len: u64,
+    /// Tokens generated so far (not maintained while decoding: derived from the step counter).
+    generated: u64,
+    /// Tokens to prefill at this admission: prompt + tokens generated before a preemption.
+    eff_len: u64,
+    /// Tokens with KV computed (not maintained while decoding).
+    computed: u64,
+    phase: Phase,
+    /// Physical KV blocks held.
+    held: u64,
+    /// Cached blocks this request holds a reference on, in acquisition order.
+    refs: Vec<u64>,
+    /// Leading full blocks already offered to the prefix cache.
+    reg_blocks: u64,
+    /// Block hashes of the token sequence, computed lazily.
+    hashes: Vec<u64>,
+    cursor_seg: usize,
+    cursor_off: u64,
+    first_scheduled: Option<Ticks>,
+    first_token: Option<Ticks>,
+    last_token: Ticks,
+    cached_prompt_tokens: u64,
+    preemptions: u32,
+    runs: Vec<(u64, u64)>,
+    extra_itls: Vec<Ticks>,
+    bucket_pos: usize,
+    gen: u32,
+}
+
+impl Live {
+    /// Extends `hashes` to `n` blocks: block `j`'s hash chains block `j-1`'s hash with the
+    /// (stream, offset, length) pieces of tokens `j*bs .. (j+1)*bs` (vLLM chains parent hashes
+    /// the same way; we hash segment descriptors instead of token ids).
+    fn ensure_hashes(&mut self, n: u64, bs: u64) {
+        while (self.hashes.len() as u64) < n {
+            let mut h = self.hashes.last().copied().unwrap_or(HASH_ROOT);
+            let mut remaining = bs;
+            while remaining > 0 {
+                let seg = self.segs[self.cursor_seg];
+                let take = remaining.min(seg.len - self.cursor_off);
+                h = hash2(
+                    h,
+                    hash2(hash2(seg.stream, seg.start + self.cursor_off), take),
+                );
+                self.cursor_off += take;
+                remaining -= take;
+                if self.cursor_off == seg.len {
+                    self.cursor_seg += 1;
+                    self.cursor_off = 0;
+                }
+            }
+            self.hashes.push(h);
+        }
+    }
+}
+
+struct InFlight {
+    start: Ticks,
+    end: Ticks,
+    n_dec: u64,
+    num_seqs: u32,
+    prefill_tokens: u64,
+    kv_used: u64,
+    running: u32,
+    waiting: u32,
+}
+
+/// One engine core (one DP rank). Drive it with [`Engine::submit`], [`Engine::next_event_time`]
+/// and [`Engine::process_next_event`] (or [`Engine::advance_to`]).
+pub struct Engine<'m> {
+    index: u32,
+    cfg: EngineConfig,
+    bs: u64,
+    group: u64,
+    caching: bool,
+    model: &'m dyn StepTimeModel,
+    pool: KvPool,
+    slots: Vec<Option<Live>>,
+    free_slots: Vec<u32>,
+    waiting: VecDeque<u32>,
+    running: Vec<u32>,
+    prefilling: Vec<u32>,
+    n_dec: u64,
+    sum_dec_ctx: u64,
+    buckets: Vec<Vec<u32>>,
+    finish_heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    step: u64,
+    now: Ticks,
+    in_flight: Option<InFlight>,
+    completing: Vec<u32>,
+    chunks: Vec<PrefillChunk>,
+    plans: Vec<(u32, u64, u64)>,
+    submitted: u64,
+    finished: u64,
+    rejected: u64,
+    preemptions: u64,
+}
+
+impl<'m> Engine<'m> {
+    /// A new idle engine with index `index` (reported in events).
+    pub fn new(
+        index: u32,
+        cfg: EngineConfig,
+        model: &'m dyn StepTimeModel,
+    ) -> Result<Engine<'m>, SimError> {
+        cfg.validate()?;
+        let bs = cfg.block_size as u64;
+        let group = cfg.kv.full_groups as u64;
+        Ok(Engine {
+            index,
+            bs,
+            group,
+            caching: cfg.enable_prefix_caching && group > 0,
+            model,
+            pool: KvPool::new(cfg.num_gpu_blocks, group),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            prefilling: Vec::new(),
+            n_dec: 0,
+            sum_dec_ctx: 0,
+            buckets: vec![Vec::new(); bs as usize],
+            finish_heap: BinaryHeap::new(),
+            step: 0,
+            now: Ticks::ZERO,
+            in_flight: None,
+            completing: Vec::new(),
+            chunks: Vec::new(),
+            plans: Vec::new(),
+            submitted: 0,
+            finished: 0,
+            rejected: 0,
+            preemptions: 0,
+            cfg,
+        })
+    }
+
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+    /// Requests waiting (including preempted ones).
+    pub fn num_waiting(&self) -> usize {
+        self.waiting.len()
+    }
+    /// Requests admitted and not finished.
+    pub fn num_running(&self) -> usize {
+        self.running.len()
+    }
+    /// KV blocks in use now.
+    pub fn kv_used_blocks(&self) -> u64 {
+        self.pool.used()
+    }
+    pub fn kv_total_blocks(&self) -> u64 {
+        self.pool.total()
+    }
+    /// (submitted, finished, rejected, preemptions) since creation.
+    pub fn counters(&self) -> (u64, u64, u64, u64) {
+        (
+            self.submitted,
+            self.finished,
+            self.rejected,
+            self.preemptions,
+        )
+    }
+    /// Steps completed.
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+
+    #[inline]
+    fn fp(&self, n: u64) -> u64 {
+        self.cfg.kv.blocks(n, self.bs)
+    }
+
+    fn live(&mut self, s: u32) -> &mut Live {
+        self.slots[s as usize].as_mut().expect("live slot")
+    }
+
+    /// Submits a request arriving at `t` (`t` must not precede earlier events). Rejected
+    /// requests are reported to the observer and returned as `Err`.
+    pub fn submit(
+        &mut self,
+        req: Request,
+        t: Ticks,
+        obs: &mut dyn Observer,
+    ) -> Result<(), RejectReason> {
+        self.submitted += 1;
+        if self.in_flight.is_none() && t > self.now {
+            self.now = t;
+        }
+        obs.on_arrival(self.index, t, req.id);
+        let p = req.prompt_len();
+        let o = req.output_len;
+        let reason = if p == 0 {
+            Some(RejectReason::EmptyPrompt)
+        } else if o == 0 {
+            Some(RejectReason::ZeroOutput)
+        } else if p + o > self.cfg.max_model_len {
+            Some(RejectReason::ExceedsMaxModelLen {
+                prompt: p,
+                output: o,
+                max_model_len: self.cfg.max_model_len,
+            })
+        } else {
+            let needed = self.fp(p + o - 1);
+            (needed > self.pool.total()).then_some(RejectReason::ExceedsKvPool {
+                needed,
+                pool: self.pool.total(),
+            })
+        };
+        if let Some(r) = reason {
+            self.rejected += 1;
+            obs.on_rejected(self.index, t, req.id, &r);
+            return Err(r);
+        }
+        let mut segs = req.prompt;
+        segs.push(Segment {
+            stream: req.output_stream,
+            start: req.output_start,
+            len: o,
+        });
+        Request::normalize_segments(&mut segs);
+        let live = Live {
+            id: req.id,
+            arrival: req.arrival,
+            segs,
+            prompt_len: p,
+            output_len: o,
+            generated: 0,
+            eff_len: p,
+            computed: 0,
+            phase: Phase::Waiting,
+            held: 0,
+            refs: Vec::new(),
+            reg_blocks: 0,
+            hashes: Vec::new(),
+            cursor_seg: 0,
+            cursor_off: 0,
+            first_scheduled: None,
+            first_token: None,
+            last_token: Ticks::ZERO,
+            cached_prompt_tokens: 0,
+            preemptions: 0,
+            runs: Vec::new(),
+            extra_itls: Vec::new(),
+            bucket_pos: 0,
+            gen: 0,
+        };
+        let s = match self.free_slots.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(live);
+                s
+            }
+            None => {
+                self.slots.push(Some(live));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.waiting.push_back(s);
+        Ok(())
+    }
+
+    /// Time of the engine's next internal event: the end of the step in flight, or `now` when
+    /// idle with work to schedule; `None` when idle and empty.
+    pub fn next_event_time(&self) -> Option<Ticks> {
+        if let Some(f) = &self.in_flight {
+            Some(f.end)
+        } else if !self.waiting.is_empty() || !self.running.is_empty() {
+            Some(self.now)
+        } else {
+            None
+        }
+    }
+
+    /// Processes the event at [`Engine::next_event_time`]: completes the step in flight, or
+    /// schedules and starts the next step.
+    pub fn process_next_event(&mut self, obs: &mut dyn Observer) -> Result<(), SimError> {
+        if self.in_flight.is_some() {
+            self.complete_step(obs);
+            Ok(())
+        } else if !self.waiting.is_empty() || !self.running.is_empty() {
+            self.start_step(obs)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Processes every engine event at or before `t` (for a single engine without external
+    /// arrivals in between; a multi-engine driver interleaves [`Engine::process_next_event`]).
+    pub fn advance_to(&mut self, t: Ticks, obs: &mut dyn Observer) -> Result<(), SimError> {
+        while let Some(te) = self.next_event_time() {
+            if te > t {
+                break;
+            }
+            self.process_next_event(obs)?;
+        }
+        Ok(())
+    }
+
+    fn decode_ctx(l: &Live, k: u64) -> u64 {
+        match l.phase {
+            Phase::Decoding { s0, .. } => l.eff_len + (k - s0),
+            _ => l.computed,
+        }
+    }
+
+    fn residue(&self, s0: u64, eff_len: u64) -> usize {
+        let bs = self.bs;
+        ((s0 % bs + bs - eff_len % bs) % bs) as usize
+    }
+
+    /// Offers blocks `reg_blocks .. upto` of a request to the prefix cache.
+    fn register_full(&mut self, s: u32, upto: u64) {
+        if !self.caching {
+            return;
+        }
+        let bs = self.bs;
+        let l = self.slots[s as usize].as_mut().expect("live slot");
+        if upto <= l.reg_blocks {
+            return;
+        }
+        l.ensure_hashes(upto, bs);
+        for j in l.reg_blocks..upto {
+            let h = l.hashes[j as usize];
+            if self.pool.register(h) {
+                l.refs.push(h);
+            }
+        }
+        l.reg_blocks = upto;
+    }
+
+    fn free_blocks(&mut self, s: u32) {
+        let l = self.slots[s as usize].as_mut().expect("live slot");
+        for h in l.refs.iter().rev() {
+            self.pool.release_ref(*h);
+        }
+        let private = l.held - self.group * l.refs.len() as u64;
+        self.pool.release_private(private);
+        l.refs.clear();
+        l.held = 0;
+        l.reg_blocks = 0;
+    }
+
+    fn remove_from_bucket(&mut self, s: u32) {
+        let l = self.slots[s as usize].as_ref().expect("live slot");
+        let Phase::Decoding { s0, .. } = l.phase else {
+            return;
+        };
+        let b = self.residue(s0, l.eff_len);
+        let pos = l.bucket_pos;
+        let bucket = &mut self.buckets[b];
+        debug_assert_eq!(bucket[pos], s);
+        bucket.swap_remove(pos);
+        if pos < bucket.len() {
+            let moved = bucket[pos];
+            self.slots[moved as usize]
+                .as_mut()
+                .expect("live slot")
+                .bucket_pos = pos;
+        }
+    }
+
+    /// Recompute preemption of running request `s` while scheduling step `k` at time `t`.
+    fn preempt(&mut self, s: u32, k: u64, t: Ticks, obs: &mut dyn Observer) {
+        let phase = self.live(s).phase;
+        match phase {
+            Phase::Decoding { s0, gen0 } => {
+                self.remove_from_bucket(s);
+                let l = self.live(s);
+                let steps = k - s0;
+                l.generated = gen0 + steps;
+                l.computed = l.eff_len + steps;
+                if steps > 0 {
+                    l.runs.push((s0, k - 1));
+                    // step k starts when step k-1 ended: its last token's time
+                    l.last_token = t;
+                }
+                l.gen = l.gen.wrapping_add(1);
+                let ctx = l.computed;
+                self.n_dec -= 1;
+                self.sum_dec_ctx -= ctx;
+            }
+            Phase::Prefilling => {
+                if let Some(i) = self.prefilling.iter().rposition(|&x| x == s) {
+                    self.prefilling.remove(i);
+                }
+            }
+            Phase::Waiting => unreachable!("only running requests are preempted"),
+        }
+        let upto = self.live(s).computed / self.bs;
+        self.register_full(s, upto);
+        self.free_blocks(s);
+        let l = self.live(s);
+        l.eff_len = l.prompt_len + l.generated;
+        l.computed = 0;
+        l.phase = Phase::Waiting;
+        l.preemptions += 1;
+        let id = l.id;
+        let popped = self.running.pop();
+        debug_assert_eq!(popped, Some(s));
+        self.waiting.push_front(s);
+        self.preemptions += 1;
+        obs.on_preempted(self.index, t, id);
+    }
+
+    fn start_step(&mut self, obs: &mut dyn Observer) -> Result<(), SimError> {
+        let k = self.step;
+        let t = self.now;
+        let bs = self.bs;
+        let thr = self.cfg.long_prefill_token_threshold as u64;
+        let mut budget = self.cfg.max_num_batched_tokens as u64 - self.n_dec;
+        let bidx = (k % bs) as usize;
+        self.chunks.clear();
+        self.completing.clear();
+        self.plans.clear();
+
+        // 1. Running requests: decodes (1 token each) and the next chunk of unfinished prefills.
+        let mut need_total = 0u64;
+        let members = std::mem::take(&mut self.buckets[bidx]);
+        for &s in &members {
+            let l = self.slots[s as usize].as_ref().expect("live slot");
+            let ctx = Self::decode_ctx(l, k);
+            need_total += self.fp(ctx + 1) - l.held;
+        }
+        self.buckets[bidx] = members;
+        for i in 0..self.prefilling.len() {
+            let s = self.prefilling[i];
+            let l = self.slots[s as usize].as_ref().expect("live slot");
+            let mut chunk = (l.eff_len - l.computed).min(budget);
+            if thr > 0 {
+                chunk = chunk.min(thr);
+            }
+            if chunk == 0 {
+                continue;
+            }
+            let need = self.fp(l.computed + chunk) - l.held;
+            budget -= chunk;
+            need_total += need;
+            self.plans.push((s, chunk, need));
+        }
+        // 2. Not enough KV: preempt the most recently admitted running request until it fits.
+        let mut preempted = false;
+        while need_total > self.pool.available() {
+            let victim = *self.running.last().expect("a request needs blocks");
+            let l = self.slots[victim as usize].as_ref().expect("live slot");
+            match l.phase {
+                Phase::Decoding { s0, .. } => {
+                    if self.residue(s0, l.eff_len) == bidx {
+                        let ctx = Self::decode_ctx(l, k);
+                        need_total -= self.fp(ctx + 1) - l.held;
+                    }
+                }
+                Phase::Prefilling => {
+                    if let Some(i) = self.plans.iter().position(|p| p.0 == victim) {
+                        let (_, chunk, need) = self.plans.remove(i);
+                        need_total -= need;
+                        budget += chunk;
+                    }
+                }
+                Phase::Waiting => unreachable!(),
+            }
+            self.preempt(victim, k, t, obs);
+            preempted = true;
+        }
+        // 3. Allocate for the running requests.
+        let members = std::mem::take(&mut self.buckets[bidx]);
+        for &s in &members {
+            let l = self.slots[s as usize].as_ref().expect("live slot");
+            let ctx = Self::decode_ctx(l, k);
+            let need = self.fp(ctx + 1) - l.held;
+            let ok = self.pool.alloc(need);
+            debug_assert!(ok);
+            self.live(s).held += need;
+            self.register_full(s, ctx / bs);
+        }
+        self.buckets[bidx] = members;
+        let plans = std::mem::take(&mut self.plans);
+        for &(s, chunk, need) in &plans {
+            let ok = self.pool.alloc(need);
+            debug_assert!(ok);
+            let l = self.live(s);
+            l.held += need;
+            let before = l.computed;
+            l.computed += chunk;
+            let done = l.computed == l.eff_len;
+            let upto = l.computed / bs;
+            self.chunks.push(PrefillChunk {
+                new_tokens: chunk,
+                context_before: before,
+            });
+            if done {
+                self.completing.push(s);
+            }
+            self.register_full(s, upto);
+        }
+        self.plans = plans;
+
+        // 3. Waiting requests, FCFS, unless this step preempted (as vLLM).
+        if !preempted {
+            while budget > 0 && self.running.len() < self.cfg.max_num_seqs as usize {
+                let Some(&s) = self.waiting.front() else {
+                    break;
+                };
+                let caching = self.caching;
+                let group = self.group;
+                let l = self.slots[s as usize].as_mut().expect("live slot");
+                let eff = l.eff_len;
+                let (hit_blocks, evict_hits) = if caching {
+                    // vLLM always recomputes the last token: at most (eff - 1) tokens hit.
+                    let maxb = (eff - 1) / bs;
+                    l.ensure_hashes(maxb, bs);
+                    self.pool.lookup(&l.hashes[..maxb as usize])
+                } else {
+                    (0, 0)
+                };
+                let hit = hit_blocks * bs;
+                let mut chunk = (eff - hit).min(budget);
+                if thr > 0 {
+                    chunk = chunk.min(thr);
+                }
+                let need_new = self.cfg.kv.blocks(hit + chunk, bs) - group * hit_blocks;
+                if need_new + group * evict_hits > self.pool.available() {
+                    break;
+                }
+                self.waiting.pop_front();
+                let l = self.slots[s as usize].as_mut().expect("live slot");
+                for j in 0..hit_blocks as usize {
+                    let h = l.hashes[j];
+                    self.pool.take_ref(h);
+                    l.refs.push(h);
+                }
+                let ok = self.pool.alloc(need_new);
+                debug_assert!(ok);
+                l.held = need_new + group * hit_blocks;
+                l.computed = hit + chunk;
+                l.reg_blocks = hit_blocks;
+                l.phase = Phase::Prefilling;
+                let upto = l.computed / bs;
+                let done = l.computed == eff;
+                if l.first_scheduled.is_none() {
+                    l.first_scheduled = Some(t);
+                    l.cached_prompt_tokens = hit;
+                    obs.on_scheduled(self.index, t, l.id, l.prompt_len, hit);
+                }
+                self.register_full(s, upto);
+                self.running.push(s);
+                self.prefilling.push(s);
+                self.chunks.push(PrefillChunk {
+                    new_tokens: chunk,
+                    context_before: hit,
+                });
+                if done {
+                    self.completing.push(s);
+                }
+                budget -= chunk;
+            }
+        }
+
+        // 4. The step's work and duration.
+        let num_prefill_tokens: u64 = self.chunks.iter().map(|c| c.new_tokens).sum();
+        let num_tokens = self.n_dec + num_prefill_tokens;
+        if num_tokens == 0 {
+            if self.waiting.is_empty() && self.running.is_empty() {
+                return Ok(());
+            }
+            return Err(SimError::Stalled {
+                engine: self.index,
+                t_ns: t.0,
+                waiting: self.waiting.len() as u32,
+            });
+        }
+        let batch = StepBatch {
+            num_seqs: (self.n_dec as usize + self.chunks.len()) as u32,
+            num_decode_seqs: self.n_dec as u32,
+            decode_ctx_sum: self.sum_dec_ctx,
+            prefills: &self.chunks,
+            num_prefill_tokens,
+            prefill_ctx_sum: self.chunks.iter().map(|c| c.context_before).sum(),
+            prefill_attn_pairs: self
+                .chunks
+                .iter()
+                .map(|c| c.new_tokens * c.context_before + c.new_tokens * (c.new_tokens + 1) / 2)
+                .sum(),
+            num_tokens,
+        };
+        let dt = self.model.step_time(&batch).0.max(1);
+        self.in_flight = Some(InFlight {
+            start: t,
+            end: Ticks(t.0 + dt),
+            n_dec: self.n_dec,
+            num_seqs: batch.num_seqs,
+            prefill_tokens: num_prefill_tokens,
+            kv_used: self.pool.used(),
+            running: self.running.len() as u32,
+            waiting: self.waiting.len() as u32,
+        });
+        Ok(())
+    }
+
+    fn complete_step(&mut self, obs: &mut dyn Observer) {
+        let f = self.in_flight.take().expect("a step is in flight");
+        let k = self.step;
+        let t = f.end;
+        self.now = t;
+        // Every decode advanced by one token.
+        self.sum_dec_ctx += self.n_dec;
+        while let Some(&Reverse((st, s, gen))) = self.finish_heap.peek() {
+            if st > k {
+                break;
+            }
+            self.finish_heap.pop();
+            let valid = matches!(&self.slots[s as usize],
+                Some(l) if l.gen == gen && matches!(l.phase, Phase::Decoding { .. }));
+            if valid {
+                debug_assert_eq!(st, k);
+                self.finish(s, t, Some(k), obs);
+            }
+        }
+        let completing = std::mem::take(&mut self.completing);
+        for &s in &completing {
+            let id = {
+                let l = self.live(s);
+                l.generated += 1;
+                l.id
+            };
+            let l = self.live(s);
+            if l.first_token.is_none() {
+                l.first_token = Some(t);
+                obs.on_first_token(self.index, t, id);
+            } else {
+                let gap = Ticks(t.0 - l.last_token.0);
+                l.extra_itls.push(gap);
+            }
+            let l = self.live(s);
+            l.last_token = t;
+            if let Some(i) = self.prefilling.iter().position(|&x| x == s) {
+                self.prefilling.remove(i);
+            }
+            let l = self.live(s);
+            if l.generated >= l.output_len {
+                self.finish(s, t, None, obs);
+            } else {
+                let s0 = k + 1;
+                let gen0 = l.generated;
+                let eff = l.eff_len;
+                let remaining = l.output_len - gen0;
+                l.phase = Phase::Decoding { s0, gen0 };
+                let gen = l.gen;
+                self.n_dec += 1;
+                self.sum_dec_ctx += eff;
+                let b = self.residue(s0, eff);
+                self.buckets[b].push(s);
+                let pos = self.buckets[b].len() - 1;
+                self.live(s).bucket_pos = pos;
+                self.finish_heap.push(Reverse((s0 + remaining - 1, s, gen)));
+            }
+        }
+        self.completing = completing;
+        let rec = StepRecord {
+            engine: self.index,
+            index: k,
+            start: f.start,
+            end: t,
+            num_seqs: f.num_seqs,
+            num_decode_seqs: f.n_dec as u32,
+            num_prefill_tokens: f.prefill_tokens,
+            output_tokens: f.n_dec + self.completing.len() as u64,
+            kv_used_blocks: f.kv_used,
+            kv_total_blocks: self.pool.total(),
+            running: f.running,
+            waiting: f.waiting,
+        };
+        self.completing.clear();
+        self.step += 1;
+        obs.on_step(&rec);
+    }
+
+    /// Finishes request `s` at `t`; `last_step` is the step of its last decode token if it was
+    /// decoding.
+    fn finish(&mut self, s: u32, t: Ticks, last_step: Option<u64>, obs: &mut dyn Observer) {
+        if let (Phase::Decoding { s0, gen0 }, Some(k)) = (self.live(s).phase, last_step) {
+            self.remove_from_bucket(s);
+            let l = self.live(s);
+            let steps = k + 1 - s0;
+            l.runs.push((s0, k));
+            l.generated = gen0 + steps;
+            l.computed = l.eff_len + steps;
+            // The context the next step would have seen.
+            let ctx = l.computed;
+            self.n_dec -= 1;
+            self.sum_dec_ctx -= ctx;
+        }
+        let upto = self.live(s).computed / self.bs;
+        self.register_full(s, upto);
+        self.free_blocks(s);
+        if let Some(i) = self.running.iter().position(|&x| x == s) {
+            self.running.remove(i);
+        }
+        let l = self.slots[s as usize].take().expect("live slot");
+        self.free_slots.push(s);
+        self.finished += 1;
+        debug_assert_eq!(l.generated, l.output_len);
+        let rec = FinishedRequest {
+            id: l.id,
+            arrival: l.arrival,
+            first_scheduled: l.first_scheduled.unwrap_or(t),
+            first_token: l.first_token.unwrap_or(t),
+            finish: t,
+            prompt_len: l.prompt_len,
+            output_len: l.output_len,
+            cached_prompt_tokens: l.cached_prompt_tokens,
+            preemptions: l.preemptions,
+            decode_runs: l.runs,
+            extra_itls: l.extra_itls,
+            engine: self.index,
+        };
+        obs.on_finished(&rec);
+    }
+}

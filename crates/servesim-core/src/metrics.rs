@@ -1,0 +1,465 @@
+//! Per-level metrics from per-request timestamps and the step log. `docs/metrics.md` defines each
+//! metric as a formula; names are [`MetricId`]s.
+//!
+//! The [`Collector`] is an engine [`Observer`]: it stores compact per-step and per-request
+//! records during a run; [`Collector::level_result`] computes every metric for a measurement
+//! window afterwards (pooled ITL percentiles use per-step weights, not per-token lists).
+
+use crate::engine::{FinishedRequest, Observer, RejectReason, StepRecord};
+use crate::metric::{MetricId, Stat};
+use crate::units::Ticks;
+use crate::workload::Level;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug)]
+struct StepLite {
+    start: Ticks,
+    end: Ticks,
+    num_seqs: u32,
+    output_tokens: u64,
+    kv_used: u64,
+    kv_total: u64,
+}
+
+/// Records what the engines report.
+#[derive(Default)]
+pub struct Collector {
+    /// Per engine, steps in index order.
+    steps: Vec<Vec<StepLite>>,
+    finished: Vec<FinishedRequest>,
+    /// (time, prompt tokens looked up, tokens hit) at first admission.
+    admissions: Vec<(Ticks, u64, u64)>,
+    preemptions: Vec<Ticks>,
+    rejections: Vec<(Ticks, RejectReason)>,
+    arrivals: u64,
+    /// Latest event time seen, and whether time ever went backwards.
+    last_t: Ticks,
+    pub clock_went_back: bool,
+}
+
+impl Collector {
+    pub fn new() -> Collector {
+        Collector::default()
+    }
+    fn see(&mut self, t: Ticks) {
+        if t < self.last_t {
+            self.clock_went_back = true;
+        }
+        self.last_t = t;
+    }
+    pub fn finished(&self) -> &[FinishedRequest] {
+        &self.finished
+    }
+    pub fn rejected(&self) -> &[(Ticks, RejectReason)] {
+        &self.rejections
+    }
+    pub fn arrivals(&self) -> u64 {
+        self.arrivals
+    }
+    pub fn preemption_count(&self) -> u64 {
+        self.preemptions.len() as u64
+    }
+    /// End time of step `index` of `engine`.
+    pub fn step_end(&self, engine: u32, index: u64) -> Ticks {
+        self.steps[engine as usize][index as usize].end
+    }
+    /// Peak KV blocks in use over all steps, and the pool size.
+    pub fn kv_peak_blocks(&self) -> (u64, u64) {
+        let mut peak = (0, 0);
+        for s in self.steps.iter().flatten() {
+            if s.kv_used >= peak.0 {
+                peak = (s.kv_used, s.kv_total);
+            }
+        }
+        peak
+    }
+    pub fn num_steps(&self) -> u64 {
+        self.steps.iter().map(|v| v.len() as u64).sum()
+    }
+
+    /// The inter-token latencies of one finished request (ns), in order: decode-step gaps and
+    /// the gaps of tokens produced by recompute prefills. Used by tests and exporters; the level
+    /// metrics use the weighted form.
+    pub fn request_itls(&self, r: &FinishedRequest) -> Vec<Ticks> {
+        let mut v = Vec::new();
+        let log = &self.steps[r.engine as usize];
+        for &(a, b) in &r.decode_runs {
+            for j in a..=b {
+                v.push(Ticks(log[j as usize].end.0 - log[j as usize - 1].end.0));
+            }
+        }
+        v.extend(r.extra_itls.iter().copied());
+        v
+    }
+}
+
+impl Observer for Collector {
+    fn on_arrival(&mut self, _e: u32, t: Ticks, _id: u64) {
+        self.see(t);
+        self.arrivals += 1;
+    }
+    fn on_rejected(&mut self, _e: u32, t: Ticks, _id: u64, reason: &RejectReason) {
+        self.see(t);
+        self.rejections.push((t, reason.clone()));
+    }
+    fn on_scheduled(&mut self, _e: u32, t: Ticks, _id: u64, prompt: u64, cached: u64) {
+        self.see(t);
+        self.admissions.push((t, prompt, cached));
+    }
+    fn on_preempted(&mut self, _e: u32, t: Ticks, _id: u64) {
+        self.see(t);
+        self.preemptions.push(t);
+    }
+    fn on_finished(&mut self, r: &FinishedRequest) {
+        self.see(r.finish);
+        self.finished.push(r.clone());
+    }
+    fn on_step(&mut self, s: &StepRecord) {
+        self.see(s.end);
+        let e = s.engine as usize;
+        if self.steps.len() <= e {
+            self.steps.resize(e + 1, Vec::new());
+        }
+        debug_assert_eq!(self.steps[e].len() as u64, s.index);
+        self.steps[e].push(StepLite {
+            start: s.start,
+            end: s.end,
+            num_seqs: s.num_seqs,
+            output_tokens: s.output_tokens,
+            kv_used: s.kv_used_blocks,
+            kv_total: s.kv_total_blocks,
+        });
+    }
+}
+
+/// Mean and percentiles of a distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Dist {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+}
+
+impl Dist {
+    pub fn get(&self, s: Stat) -> f64 {
+        match s {
+            Stat::Mean => self.mean,
+            Stat::P50 => self.p50,
+            Stat::P90 => self.p90,
+            Stat::P99 => self.p99,
+        }
+    }
+    /// From values with integer weights (a weight of `w` counts the value `w` times).
+    /// Percentiles interpolate linearly between order statistics, as numpy's default
+    /// (`method="linear"`): rank `q * (N - 1)` in the expanded sorted list.
+    pub fn weighted(mut v: Vec<(f64, u64)>) -> Option<Dist> {
+        v.retain(|x| x.1 > 0);
+        let n: u64 = v.iter().map(|x| x.1).sum();
+        if n == 0 {
+            return None;
+        }
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mean = v.iter().map(|x| x.0 * x.1 as f64).sum::<f64>() / n as f64;
+        let at = |pos: u64| -> f64 {
+            let mut c = 0;
+            for x in &v {
+                c += x.1;
+                if pos < c {
+                    return x.0;
+                }
+            }
+            v[v.len() - 1].0
+        };
+        let q = |p: f64| -> f64 {
+            let r = p * (n - 1) as f64;
+            let lo = libm::floor(r) as u64;
+            let frac = r - lo as f64;
+            let a = at(lo);
+            if frac == 0.0 {
+                a
+            } else {
+                a + frac * (at(lo + 1) - a)
+            }
+        };
+        Some(Dist {
+            mean,
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+        })
+    }
+    pub fn of(v: impl IntoIterator<Item = f64>) -> Option<Dist> {
+        Dist::weighted(v.into_iter().map(|x| (x, 1)).collect())
+    }
+}
+
+/// The measurement window of a level, in simulated seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    pub start: f64,
+    pub end: f64,
+}
+
+/// Whole-run counts (not windowed), for accounting.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunTotals {
+    pub submitted: u64,
+    pub completed: u64,
+    pub rejected: u64,
+    pub in_flight_at_end: u64,
+    pub preemptions: u64,
+    pub steps: u64,
+    pub simulated_s: f64,
+    /// Synthetic requests whose lengths were capped to fit max_model_len.
+    pub capped_requests: u64,
+}
+
+/// The metrics of one sweep level, in the JSON shape `servesim sweep --json` prints.
+/// Latency metrics are `null` when no request was measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LevelResult {
+    #[serde(flatten)]
+    pub level: Level,
+    pub window_s: Window,
+    pub completed_requests: u64,
+    /// Requests whose latencies are measured (arrived at or after the window start and finished
+    /// by its end).
+    pub measured_requests: u64,
+    pub requests_per_s: f64,
+    pub input_tokens_per_s: f64,
+    pub output_tokens_per_s: f64,
+    pub output_tokens_per_s_per_gpu: f64,
+    pub output_tokens_per_s_per_user: Option<f64>,
+    pub e2e_tokens_per_s_per_user: Option<f64>,
+    pub interactivity: Option<f64>,
+    pub ttft_ms: Option<Dist>,
+    pub itl_ms: Option<Dist>,
+    pub tpot_ms_mean: Option<f64>,
+    pub e2e_s: Option<Dist>,
+    pub queueing_ms_mean: Option<f64>,
+    pub kv_utilization_mean: f64,
+    pub kv_utilization_peak: f64,
+    pub prefix_cache_hit_rate: Option<f64>,
+    pub preemptions: u64,
+    pub mean_running_batch: f64,
+    pub rejected_requests: u64,
+    pub totals: RunTotals,
+}
+
+impl LevelResult {
+    /// The value of one metric.
+    pub fn get(&self, m: MetricId) -> Option<f64> {
+        match m {
+            MetricId::CompletedRequests => Some(self.completed_requests as f64),
+            MetricId::RequestsPerS => Some(self.requests_per_s),
+            MetricId::InputTokensPerS => Some(self.input_tokens_per_s),
+            MetricId::OutputTokensPerS => Some(self.output_tokens_per_s),
+            MetricId::OutputTokensPerSPerGpu => Some(self.output_tokens_per_s_per_gpu),
+            MetricId::OutputTokensPerSPerUser => self.output_tokens_per_s_per_user,
+            MetricId::E2eTokensPerSPerUser => self.e2e_tokens_per_s_per_user,
+            MetricId::Interactivity => self.interactivity,
+            MetricId::TtftMs(s) => self.ttft_ms.map(|d| d.get(s)),
+            MetricId::ItlMs(s) => self.itl_ms.map(|d| d.get(s)),
+            MetricId::TpotMsMean => self.tpot_ms_mean,
+            MetricId::E2eS(s) => self.e2e_s.map(|d| d.get(s)),
+            MetricId::QueueingMsMean => self.queueing_ms_mean,
+            MetricId::KvUtilizationMean => Some(self.kv_utilization_mean),
+            MetricId::KvUtilizationPeak => Some(self.kv_utilization_peak),
+            MetricId::PrefixCacheHitRate => self.prefix_cache_hit_rate,
+            MetricId::Preemptions => Some(self.preemptions as f64),
+            MetricId::MeanRunningBatch => Some(self.mean_running_batch),
+            MetricId::RejectedRequests => Some(self.rejected_requests as f64),
+        }
+    }
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (mut s, mut n) = (0.0, 0u64);
+    for x in v {
+        s += x;
+        n += 1;
+    }
+    (n > 0).then(|| s / n as f64)
+}
+
+fn overlap(a: Ticks, b: Ticks, ws: Ticks, we: Ticks) -> u64 {
+    let lo = a.max(ws);
+    let hi = b.min(we);
+    hi.0.saturating_sub(lo.0)
+}
+
+impl Collector {
+    /// Computes a level's metrics over the window `[ws, we]`. `gpus` divides the throughput;
+    /// `totals` are the run's accounting counts.
+    pub fn level_result(
+        &self,
+        level: Level,
+        ws: Ticks,
+        we: Ticks,
+        gpus: u32,
+        totals: RunTotals,
+    ) -> LevelResult {
+        let win_ns = we.0.saturating_sub(ws.0).max(1);
+        let win_s = win_ns as f64 / 1e9;
+        let in_window = |t: Ticks| t >= ws && t <= we;
+
+        let done: Vec<&FinishedRequest> = self
+            .finished
+            .iter()
+            .filter(|r| in_window(r.finish))
+            .collect();
+        let measured: Vec<&FinishedRequest> =
+            done.iter().copied().filter(|r| r.arrival >= ws).collect();
+
+        let output_tokens: u64 = self
+            .steps
+            .iter()
+            .flatten()
+            .filter(|s| s.end > ws && s.end <= we)
+            .map(|s| s.output_tokens)
+            .sum();
+        let output_tps = output_tokens as f64 / win_s;
+        let input_tps = done.iter().map(|r| r.prompt_len).sum::<u64>() as f64 / win_s;
+
+        let ttft = Dist::of(
+            measured
+                .iter()
+                .map(|r| (r.first_token.0 - r.arrival.0) as f64 / 1e6),
+        );
+        let e2e = Dist::of(
+            measured
+                .iter()
+                .map(|r| (r.finish.0 - r.arrival.0) as f64 / 1e9),
+        );
+        let tpot = mean(
+            measured
+                .iter()
+                .filter(|r| r.output_len > 1)
+                .map(|r| (r.finish.0 - r.first_token.0) as f64 / 1e6 / (r.output_len - 1) as f64),
+        );
+        let per_user = mean(
+            measured
+                .iter()
+                .filter(|r| r.finish > r.arrival)
+                .map(|r| r.output_len as f64 / ((r.finish.0 - r.arrival.0) as f64 / 1e9)),
+        );
+        let queueing = mean(
+            measured
+                .iter()
+                .map(|r| (r.first_scheduled.0 - r.arrival.0) as f64 / 1e6),
+        );
+
+        // Pooled ITL: each decode step j of a measured request contributes the gap
+        // end(j) - end(j-1); weights per step come from a difference array over the runs.
+        let mut itl: Vec<(f64, u64)> = Vec::new();
+        for (e, log) in self.steps.iter().enumerate() {
+            let mut diff = vec![0i64; log.len() + 1];
+            let mut any = false;
+            for r in measured.iter().filter(|r| r.engine as usize == e) {
+                for &(a, b) in &r.decode_runs {
+                    diff[a as usize] += 1;
+                    diff[b as usize + 1] -= 1;
+                    any = true;
+                }
+            }
+            if !any {
+                continue;
+            }
+            let mut w = 0i64;
+            for j in 0..log.len() {
+                w += diff[j];
+                if w > 0 {
+                    let gap = log[j].end.0 - log[j - 1].end.0;
+                    itl.push((gap as f64 / 1e6, w as u64));
+                }
+            }
+        }
+        for r in &measured {
+            for g in &r.extra_itls {
+                itl.push((g.0 as f64 / 1e6, 1));
+            }
+        }
+        let itl = Dist::weighted(itl);
+
+        let e2e_per_user = match (&ttft, &itl) {
+            (Some(tt), Some(it)) => {
+                let osl = measured.iter().map(|r| r.output_len as f64).sum::<f64>()
+                    / measured.len() as f64;
+                Some(osl / (tt.mean / 1e3 + osl * it.mean / 1e3))
+            }
+            _ => None,
+        };
+
+        let n_engines = self.steps.len().max(1) as f64;
+        let (mut kv_int, mut batch_int, mut kv_peak) = (0.0, 0.0, 0.0f64);
+        for s in self.steps.iter().flatten() {
+            let ov = overlap(s.start, s.end, ws, we);
+            let u = s.kv_used as f64 / s.kv_total.max(1) as f64;
+            if ov > 0 || (s.start >= ws && s.start <= we) {
+                kv_peak = kv_peak.max(u);
+            }
+            kv_int += u * ov as f64;
+            batch_int += s.num_seqs as f64 * ov as f64;
+        }
+        let (mut q, mut h) = (0u64, 0u64);
+        for &(t, p, c) in &self.admissions {
+            if in_window(t) {
+                q += p;
+                h += c;
+            }
+        }
+
+        LevelResult {
+            level,
+            window_s: Window {
+                start: ws.as_secs_f64(),
+                end: we.as_secs_f64(),
+            },
+            completed_requests: done.len() as u64,
+            measured_requests: measured.len() as u64,
+            requests_per_s: done.len() as f64 / win_s,
+            input_tokens_per_s: input_tps,
+            output_tokens_per_s: output_tps,
+            output_tokens_per_s_per_gpu: output_tps / gpus.max(1) as f64,
+            output_tokens_per_s_per_user: per_user,
+            e2e_tokens_per_s_per_user: e2e_per_user,
+            interactivity: tpot.filter(|t| *t > 0.0).map(|t| 1000.0 / t),
+            ttft_ms: ttft,
+            itl_ms: itl,
+            tpot_ms_mean: tpot,
+            e2e_s: e2e,
+            queueing_ms_mean: queueing,
+            kv_utilization_mean: kv_int / (win_ns as f64 * n_engines),
+            kv_utilization_peak: kv_peak,
+            prefix_cache_hit_rate: (q > 0).then(|| h as f64 / q as f64),
+            preemptions: self.preemptions.iter().filter(|t| in_window(**t)).count() as u64,
+            mean_running_batch: batch_int / (win_ns as f64 * n_engines),
+            rejected_requests: self.rejections.len() as u64,
+            totals,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_match_numpy_linear() {
+        // numpy.percentile([1,2,3,4,10], [50,90,99]) = 3, 7.6, 9.76
+        let d = Dist::of([4.0, 1.0, 10.0, 3.0, 2.0]).unwrap();
+        assert_eq!(d.p50, 3.0);
+        assert!((d.p90 - 7.6).abs() < 1e-12);
+        assert!((d.p99 - 9.76).abs() < 1e-12);
+        assert_eq!(d.mean, 4.0);
+    }
+
+    #[test]
+    fn weighted_percentiles_equal_expanded_list() {
+        let w = Dist::weighted(vec![(5.0, 3), (1.0, 2), (9.0, 1)]).unwrap();
+        let e = Dist::of([5.0, 5.0, 5.0, 1.0, 1.0, 9.0]).unwrap();
+        assert_eq!(w, e);
+        assert!(Dist::of(std::iter::empty()).is_none());
+    }
+}

@@ -1,0 +1,322 @@
+//! Model architectures: parse a Hugging Face `config.json`, count parameters, size weights and KV
+//! cache (per GPU, by vLLM's rules), and give the FLOP/byte primitives of the step-time model.
+//!
+//! Every formula here is written out, with its source, in `docs/models.md`.
+
+pub mod catalog;
+mod flops;
+mod kv;
+mod params;
+mod parse;
+
+#[cfg(test)]
+mod tests;
+
+use crate::dtype::DType;
+use serde::{Deserialize, Serialize};
+
+pub use kv::{
+    KvCacheSpec, KvGroup, KvPacking, DSV4_ENTRY_BYTES, DSV4_INDEXER_ENTRY_BYTES,
+    DSV4_PAGE_ALIGNMENT, FP8_DS_MLA_BYTES,
+};
+
+/// Errors from parsing or using a model configuration. Each names the field and the fix.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// The text is not valid JSON (or not a JSON object).
+    #[error("config.json for `{model}` is not valid JSON: {message}; paste the model's config.json from Hugging Face unchanged")]
+    Json { model: String, message: String },
+    /// A field the architecture needs is absent.
+    #[error("config.json has no `{field}`; {hint}")]
+    MissingField { field: String, hint: String },
+    /// A field is present but its value is unusable (zero, negative, NaN, wrong type, inconsistent).
+    #[error("config.json field `{field}` = {value} is invalid: {reason}")]
+    InvalidField {
+        field: String,
+        value: String,
+        reason: String,
+    },
+    /// `architectures` / `model_type` names an architecture ServeSim does not model.
+    #[error("architecture `{architecture}` is not supported (supported: {supported}); ServeSim does not fall back to a dense guess — pick a supported model or file an issue with the config.json")]
+    UnknownArchitecture {
+        architecture: String,
+        supported: String,
+    },
+    /// `catalog::load` got an id that is not in the catalog.
+    #[error("model `{id}` is not in the catalog{}; paste its config.json instead", if suggestions.is_empty() { String::new() } else { format!(" (did you mean: {}?)", suggestions.join(", ")) })]
+    UnknownModel {
+        id: String,
+        suggestions: Vec<String>,
+    },
+    /// The parallel layout cannot shard this model.
+    #[error("cannot shard `{model}` with {layout}: {reason}")]
+    Parallelism {
+        model: String,
+        layout: String,
+        reason: String,
+    },
+    /// A combination the model cannot run with (e.g. a KV dtype that does not apply).
+    #[error("{what} is not supported for `{model}`: {fix}")]
+    Unsupported {
+        model: String,
+        what: String,
+        fix: String,
+    },
+}
+
+/// Architecture family, from `architectures[0]` / `model_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ModelFamily {
+    /// Llama 1/2/3.x, CodeLlama (`LlamaForCausalLM`).
+    Llama,
+    /// Qwen2 / Qwen2.5 dense (`Qwen2ForCausalLM`): q/k/v bias.
+    Qwen2,
+    /// Qwen3 dense (`Qwen3ForCausalLM`): q_norm/k_norm.
+    Qwen3,
+    /// Qwen3 MoE (`Qwen3MoeForCausalLM`).
+    Qwen3Moe,
+    /// Mixtral (`MixtralForCausalLM`).
+    Mixtral,
+    /// DeepSeek-V2 / V2-Lite (MLA + MoE).
+    DeepseekV2,
+    /// DeepSeek-V3 / R1 and Kimi-K2 (`model_type: kimi_k2`).
+    DeepseekV3,
+    /// DeepSeek-V4 (compressed sparse attention, hyper-connections).
+    DeepseekV4,
+    /// OpenAI gpt-oss (`GptOssForCausalLM`).
+    GptOss,
+}
+
+/// Attention of the model (shared by all decoder layers; per-layer variation is in [`LayerAttn`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum AttentionSpec {
+    /// Grouped-query attention; multi-head attention when `num_kv_heads == num_heads`.
+    Gqa {
+        num_heads: u32,
+        num_kv_heads: u32,
+        head_dim: u32,
+        v_head_dim: u32,
+        qkv_bias: bool,
+    },
+    /// Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2).
+    Mla {
+        num_heads: u32,
+        q_lora_rank: Option<u32>,
+        kv_lora_rank: u32,
+        qk_rope_head_dim: u32,
+        qk_nope_head_dim: u32,
+        v_head_dim: u32,
+    },
+    /// DeepSeek-V4: single shared-KV head (MQA) with low-rank Q and grouped low-rank O,
+    /// per-layer KV compression (`compress_ratios`), a sliding window and a lightning indexer.
+    DeepseekV4 {
+        num_heads: u32,
+        head_dim: u32,
+        qk_rope_head_dim: u32,
+        q_lora_rank: u32,
+        o_lora_rank: u32,
+        o_groups: u32,
+        sliding_window: u32,
+        index_n_heads: u32,
+        index_head_dim: u32,
+        index_topk: u32,
+        compress_ratios: Vec<u32>,
+        hc_mult: u32,
+    },
+}
+
+/// Attention kind of one decoder layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum LayerAttn {
+    /// Attends to the whole context.
+    Full,
+    /// Attends to the last `window` tokens.
+    SlidingWindow { window: u32 },
+    /// DeepSeek-V4: keeps one compressed KV entry per `ratio` tokens (plus the model's sliding window).
+    Compressed { ratio: u32 },
+}
+
+/// FFN kind of one decoder layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum LayerFfn {
+    Dense,
+    Moe,
+}
+
+/// One decoder layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LayerSpec {
+    pub attn: LayerAttn,
+    pub ffn: LayerFfn,
+}
+
+/// Mixture-of-experts shape (of the MoE layers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MoeSpec {
+    /// Routed experts per MoE layer.
+    pub num_experts: u32,
+    /// Routed experts each token uses (top-k).
+    pub experts_per_tok: u32,
+    /// Intermediate size of one routed expert.
+    pub moe_intermediate_size: u64,
+    /// Shared (always-on) experts per MoE layer.
+    pub num_shared_experts: u32,
+    /// Intermediate size of one shared expert.
+    pub shared_intermediate_size: u64,
+    /// Router has a bias vector (gpt-oss) in addition to its weight.
+    pub router_bias: bool,
+    /// Expert projections carry biases (gpt-oss).
+    pub expert_bias: bool,
+}
+
+/// Storage types of the checkpoint's tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CheckpointDtypes {
+    /// Linear layers outside the routed experts (attention, dense MLP, shared experts).
+    pub dense: DType,
+    /// Routed-expert linear layers.
+    pub experts: DType,
+    /// Block size `[rows, cols]` of fp8 block scales (one fp32 scale per block), when fp8-block quantised.
+    pub fp8_block: Option<(u32, u32)>,
+    /// Embedding / lm_head / norms (not quantised): the `torch_dtype`.
+    pub unquantized: DType,
+}
+
+/// A validated model architecture.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// Hugging Face id or user label.
+    pub name: String,
+    pub family: ModelFamily,
+    pub hidden_size: u64,
+    pub vocab_size: u64,
+    /// Decoder layers, excluding MTP layers.
+    pub num_layers: u32,
+    /// Multi-token-prediction layers (`num_nextn_predict_layers`).
+    pub num_mtp_layers: u32,
+    pub attention: AttentionSpec,
+    /// One entry per decoder layer.
+    pub layers: Vec<LayerSpec>,
+    pub moe: Option<MoeSpec>,
+    /// Intermediate size of the dense MLP layers (0 when every layer is MoE).
+    pub dense_intermediate_size: u64,
+    pub tie_word_embeddings: bool,
+    pub max_position_embeddings: u64,
+    pub checkpoint: CheckpointDtypes,
+    /// DeepSeek-V4 hash-routed MoE layers (`num_hash_layers`): their router is a token-id table.
+    pub num_hash_layers: u32,
+    /// Notes on assumptions made while parsing (shown to the user).
+    pub notes: Vec<String>,
+}
+
+/// Parameter counts by tensor group. `total` excludes MTP layers (published figures do too);
+/// `mtp` lists them separately.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamCounts {
+    /// All parameters except MTP.
+    pub total: u64,
+    /// Parameters one token touches (routed experts counted at top-k), excluding MTP.
+    pub active: u64,
+    pub embedding: u64,
+    pub lm_head: u64,
+    pub attention: u64,
+    pub dense_mlp: u64,
+    pub routed_experts: u64,
+    pub shared_experts: u64,
+    pub router: u64,
+    pub norms: u64,
+    /// MTP layers (not in `total`).
+    pub mtp: u64,
+    /// Anything else (attention sinks, DeepSeek-V4 hyper-connection mixers, hash-routing tables).
+    pub other: u64,
+}
+
+/// Tensor group for weight sizing and sharding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum TensorGroup {
+    Embedding,
+    LmHead,
+    /// Attention projections sharded by TP (q/k/v/o, MLA up-projections).
+    Attention,
+    /// Attention tensors every TP rank holds whole (MLA q_a/kv_a down-projections, DSV4 compressor/indexer down-projections).
+    AttentionReplicated,
+    DenseMlp,
+    RoutedExperts,
+    SharedExperts,
+    Router,
+    Norms,
+    Other,
+}
+
+/// Bytes of one tensor group.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WeightGroup {
+    pub group: TensorGroup,
+    pub params: u64,
+    pub dtype: DType,
+    /// Element bytes (for MXFP4/NVFP4 this includes their microscales, see [`DType::bytes_per_element`]).
+    pub bytes: crate::units::Bytes,
+    /// fp8 block-scale bytes (fp32 per `fp8_block` block), 0 otherwise.
+    pub scale_bytes: crate::units::Bytes,
+}
+
+/// Weight bytes of the whole model (one replica, MTP excluded).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WeightBytes {
+    pub groups: Vec<WeightGroup>,
+    /// Sum of `bytes + scale_bytes` over groups.
+    pub total: crate::units::Bytes,
+    /// Bytes of the MTP layers (loaded only when MTP speculative decoding is on; not in `total`).
+    pub mtp: crate::units::Bytes,
+}
+
+/// Matmul FLOPs (2 x MACs) per token for the whole model, by how a roofline shards them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinearFlops {
+    /// Attention projections that TP shards (q/k/v/o, MLA up-projections, DSV4 grouped O).
+    pub attention: f64,
+    /// Attention projections every TP rank computes whole (MLA q_a/kv_a, DSV4 compressor + indexer projections).
+    pub attention_replicated: f64,
+    pub dense_mlp: f64,
+    /// Routed experts at top-k.
+    pub routed_experts: f64,
+    pub shared_experts: f64,
+    pub router: f64,
+    pub lm_head: f64,
+    /// DeepSeek-V4 hyper-connection mixing matmuls (replicated, tiny).
+    pub other: f64,
+}
+
+impl LinearFlops {
+    /// Sum of all fields.
+    pub fn total(&self) -> f64 {
+        self.attention
+            + self.attention_replicated
+            + self.dense_mlp
+            + self.routed_experts
+            + self.shared_experts
+            + self.router
+            + self.lm_head
+            + self.other
+    }
+}
+
+impl ModelConfig {
+    /// Parses a Hugging Face `config.json`. `name` is the HF id or a user label.
+    pub fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelError> {
+        parse::from_hf_json(name, json)
+    }
+
+    /// Number of MoE decoder layers (MTP excluded).
+    pub fn num_moe_layers(&self) -> u32 {
+        self.layers
+            .iter()
+            .filter(|l| l.ffn == LayerFfn::Moe)
+            .count() as u32
+    }
+
+    /// Number of dense-FFN decoder layers (MTP excluded).
+    pub fn num_dense_layers(&self) -> u32 {
+        self.num_layers - self.num_moe_layers()
+    }
+}

@@ -1,0 +1,690 @@
+//! `config.json` -> [`ModelConfig`].
+//!
+//! Hugging Face configs carry many keys ServeSim does not need (rope scaling, token ids, ...), so this
+//! parser reads a `serde_json::Value` and picks the fields it needs instead of a
+//! `deny_unknown_fields` struct. Every field it needs is validated: absent -> `MissingField`,
+//! zero / negative / non-integer / NaN -> `InvalidField`.
+
+use super::*;
+use serde_json::{Map, Value};
+
+type Obj = Map<String, Value>;
+
+const SUPPORTED: &str = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, \
+MixtralForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM (incl. Kimi-K2), DeepseekV4ForCausalLM, GptOssForCausalLM";
+
+fn missing(field: &str, hint: &str) -> ModelError {
+    ModelError::MissingField {
+        field: field.to_string(),
+        hint: hint.to_string(),
+    }
+}
+
+fn invalid(field: &str, value: &Value, reason: &str) -> ModelError {
+    ModelError::InvalidField {
+        field: field.to_string(),
+        value: value.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+const HINT: &str = "this field is required for this architecture; paste the model's full config.json from Hugging Face";
+
+/// A positive integer from a JSON value (accepts integral floats such as `4096.0`).
+fn as_pos(field: &str, v: &Value) -> Result<u64, ModelError> {
+    if let Some(u) = v.as_u64() {
+        if u == 0 {
+            return Err(invalid(field, v, "must be a positive integer, got 0"));
+        }
+        return Ok(u);
+    }
+    if let Some(f) = v.as_f64() {
+        if f.is_finite() && f > 0.0 && f.fract() == 0.0 && f < 9.0e15 {
+            return Ok(f as u64);
+        }
+        return Err(invalid(field, v, "must be a positive integer"));
+    }
+    Err(invalid(field, v, "must be a positive integer"))
+}
+
+/// A non-negative integer (for counts that may be 0, e.g. `n_shared_experts`).
+fn as_nonneg(field: &str, v: &Value) -> Result<u64, ModelError> {
+    if let Some(u) = v.as_u64() {
+        return Ok(u);
+    }
+    if let Some(f) = v.as_f64() {
+        if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 9.0e15 {
+            return Ok(f as u64);
+        }
+    }
+    Err(invalid(field, v, "must be a non-negative integer"))
+}
+
+fn get<'a>(o: &'a Obj, field: &str) -> Option<&'a Value> {
+    match o.get(field) {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v),
+    }
+}
+
+fn req(o: &Obj, field: &str) -> Result<u64, ModelError> {
+    match get(o, field) {
+        None => Err(missing(field, HINT)),
+        Some(v) => as_pos(field, v),
+    }
+}
+
+fn req32(o: &Obj, field: &str) -> Result<u32, ModelError> {
+    let v = req(o, field)?;
+    u32::try_from(v).map_err(|_| invalid(field, &Value::from(v), "too large"))
+}
+
+fn opt(o: &Obj, field: &str) -> Result<Option<u64>, ModelError> {
+    get(o, field).map(|v| as_pos(field, v)).transpose()
+}
+
+fn opt_nonneg(o: &Obj, field: &str) -> Result<Option<u64>, ModelError> {
+    get(o, field).map(|v| as_nonneg(field, v)).transpose()
+}
+
+fn opt_bool(o: &Obj, field: &str) -> Result<Option<bool>, ModelError> {
+    match get(o, field) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(invalid(field, v, "must be true or false")),
+    }
+}
+
+fn opt_str<'a>(o: &'a Obj, field: &str) -> Result<Option<&'a str>, ModelError> {
+    match get(o, field) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(v) => Err(invalid(field, v, "must be a string")),
+    }
+}
+
+fn to_u32(field: &str, v: u64) -> Result<u32, ModelError> {
+    u32::try_from(v).map_err(|_| invalid(field, &Value::from(v), "too large"))
+}
+
+fn family_of(o: &Obj) -> Result<ModelFamily, ModelError> {
+    let arch = match get(o, "architectures") {
+        Some(Value::Array(a)) => match a.first() {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v) => return Err(invalid("architectures", v, "must be a list of strings")),
+            None => None,
+        },
+        Some(v) => return Err(invalid("architectures", v, "must be a list of strings")),
+        None => None,
+    };
+    let model_type = opt_str(o, "model_type")?.map(str::to_string);
+    if let Some(a) = &arch {
+        let f = match a.as_str() {
+            "LlamaForCausalLM" => Some(ModelFamily::Llama),
+            "Qwen2ForCausalLM" => Some(ModelFamily::Qwen2),
+            "Qwen3ForCausalLM" => Some(ModelFamily::Qwen3),
+            "Qwen3MoeForCausalLM" => Some(ModelFamily::Qwen3Moe),
+            "MixtralForCausalLM" => Some(ModelFamily::Mixtral),
+            "DeepseekV2ForCausalLM" => Some(ModelFamily::DeepseekV2),
+            "DeepseekV3ForCausalLM" => Some(ModelFamily::DeepseekV3),
+            "DeepseekV4ForCausalLM" => Some(ModelFamily::DeepseekV4),
+            "GptOssForCausalLM" => Some(ModelFamily::GptOss),
+            _ => None,
+        };
+        return f.ok_or_else(|| ModelError::UnknownArchitecture {
+            architecture: a.clone(),
+            supported: SUPPORTED.to_string(),
+        });
+    }
+    match model_type.as_deref() {
+        Some("llama") => Ok(ModelFamily::Llama),
+        Some("qwen2") => Ok(ModelFamily::Qwen2),
+        Some("qwen3") => Ok(ModelFamily::Qwen3),
+        Some("qwen3_moe") => Ok(ModelFamily::Qwen3Moe),
+        Some("mixtral") => Ok(ModelFamily::Mixtral),
+        Some("deepseek_v2") => Ok(ModelFamily::DeepseekV2),
+        Some("deepseek_v3") | Some("kimi_k2") => Ok(ModelFamily::DeepseekV3),
+        Some("deepseek_v4") => Ok(ModelFamily::DeepseekV4),
+        Some("gpt_oss") => Ok(ModelFamily::GptOss),
+        Some(other) => Err(ModelError::UnknownArchitecture {
+            architecture: other.to_string(),
+            supported: SUPPORTED.to_string(),
+        }),
+        None => Err(missing(
+            "architectures",
+            "neither `architectures` nor `model_type` is present, so the architecture is unknown; paste the model's full config.json",
+        )),
+    }
+}
+
+fn dtype_of(o: &Obj, notes: &mut Vec<String>) -> Result<DType, ModelError> {
+    let (field, s) = match opt_str(o, "torch_dtype")? {
+        Some(s) => ("torch_dtype", Some(s)),
+        None => ("dtype", opt_str(o, "dtype")?),
+    };
+    match s {
+        None => {
+            notes.push(
+                "config.json has no `torch_dtype`: assumed bfloat16 (vLLM's usual serving dtype)"
+                    .to_string(),
+            );
+            Ok(DType::Bf16)
+        }
+        Some("bfloat16") => Ok(DType::Bf16),
+        Some("float16") | Some("half") => Ok(DType::F16),
+        Some("float32") | Some("float") => {
+            notes.push(
+                "torch_dtype float32: vLLM serves float32 checkpoints in bfloat16 by default; weights sized at 2 bytes"
+                    .to_string(),
+            );
+            Ok(DType::Bf16)
+        }
+        Some(other) => Err(invalid(
+            field,
+            &Value::from(other),
+            "expected bfloat16, float16 or float32",
+        )),
+    }
+}
+
+fn checkpoint_of(
+    o: &Obj,
+    unquantized: DType,
+    notes: &mut Vec<String>,
+) -> Result<CheckpointDtypes, ModelError> {
+    let mut ck = CheckpointDtypes {
+        dense: unquantized,
+        experts: unquantized,
+        fp8_block: None,
+        unquantized,
+    };
+    if let Some(q) = get(o, "quantization_config") {
+        let q = q
+            .as_object()
+            .ok_or_else(|| invalid("quantization_config", q, "must be an object"))?;
+        let method = opt_str(q, "quant_method")?.ok_or_else(|| {
+            missing(
+                "quantization_config.quant_method",
+                "a quantization_config must name its quant_method (fp8, mxfp4, modelopt)",
+            )
+        })?;
+        let block = match get(q, "weight_block_size") {
+            None => None,
+            Some(Value::Array(a)) if a.len() == 2 => {
+                let r = as_pos("quantization_config.weight_block_size", &a[0])?;
+                let c = as_pos("quantization_config.weight_block_size", &a[1])?;
+                Some((
+                    to_u32("quantization_config.weight_block_size", r)?,
+                    to_u32("quantization_config.weight_block_size", c)?,
+                ))
+            }
+            Some(v) => {
+                return Err(invalid(
+                    "quantization_config.weight_block_size",
+                    v,
+                    "must be [rows, cols]",
+                ))
+            }
+        };
+        let quant_algo = opt_str(q, "quant_algo")?;
+        let moe_algo = opt_str(q, "moe_quant_algo")?;
+        match method {
+            "fp8" => {
+                ck.dense = DType::Fp8;
+                ck.experts = DType::Fp8;
+                ck.fp8_block = block;
+                if block.is_none() {
+                    notes.push("fp8 checkpoint without weight_block_size: per-tensor scales (negligible bytes)".to_string());
+                }
+            }
+            "mxfp4" => {
+                // gpt-oss: only the MoE expert weights are MXFP4; `modules_to_not_convert` lists
+                // attention, router, embedding and lm_head, which stay in torch_dtype.
+                ck.experts = DType::Mxfp4;
+            }
+            "modelopt" | "modelopt_fp4" => {
+                let algo = quant_algo.unwrap_or("");
+                if algo.eq_ignore_ascii_case("NVFP4") {
+                    ck.dense = DType::Nvfp4;
+                    ck.experts = DType::Nvfp4;
+                } else if algo.eq_ignore_ascii_case("FP8") {
+                    ck.dense = DType::Fp8;
+                    ck.experts = DType::Fp8;
+                } else {
+                    return Err(invalid(
+                        "quantization_config.quant_algo",
+                        &Value::from(algo),
+                        "ServeSim models ModelOpt NVFP4 and FP8 checkpoints only",
+                    ));
+                }
+            }
+            other => {
+                return Err(invalid(
+                    "quantization_config.quant_method",
+                    &Value::from(other),
+                    "ServeSim models fp8 (incl. block-wise), mxfp4 and ModelOpt NVFP4 checkpoints; choose a weight precision override (bf16/fp8/fp4) instead",
+                ))
+            }
+        }
+        // NVIDIA's mixed-precision DeepSeek-V4 checkpoints: quant_method fp8 (block-wise, for
+        // attention / shared experts, listed in `ignore`) with `moe_quant_algo: NVFP4` for the
+        // routed experts (`quantized_layers.*.ffn.experts`).
+        if let Some(m) = moe_algo {
+            if m.eq_ignore_ascii_case("NVFP4") {
+                ck.experts = DType::Nvfp4;
+            } else if m.eq_ignore_ascii_case("FP8") {
+                ck.experts = DType::Fp8;
+            } else {
+                return Err(invalid(
+                    "quantization_config.moe_quant_algo",
+                    &Value::from(m),
+                    "expected NVFP4 or FP8",
+                ));
+            }
+        }
+        if quant_algo.is_some_and(|a| a.eq_ignore_ascii_case("NVFP4")) && method == "fp8" {
+            ck.dense = DType::Nvfp4;
+            ck.experts = DType::Nvfp4;
+        }
+    }
+    // DeepSeek-V4's own checkpoints: `expert_dtype: fp4` (routed experts in FP4 with ue8m0
+    // scales per 32 elements — sized as MXFP4, an assumption documented in docs/models.md).
+    if let Some(e) = opt_str(o, "expert_dtype")? {
+        match e {
+            "fp4" => {
+                if ck.experts != DType::Nvfp4 {
+                    ck.experts = DType::Mxfp4;
+                    notes.push("expert_dtype fp4: routed experts sized as MXFP4 (4-bit + one 1-byte ue8m0 scale per 32 elements); assumption".to_string());
+                }
+            }
+            "fp8" => ck.experts = DType::Fp8,
+            "bf16" | "bfloat16" => ck.experts = DType::Bf16,
+            other => {
+                return Err(invalid(
+                    "expert_dtype",
+                    &Value::from(other),
+                    "expected fp4, fp8 or bf16",
+                ))
+            }
+        }
+    }
+    Ok(ck)
+}
+
+fn u32_list(o: &Obj, field: &str) -> Result<Option<Vec<u32>>, ModelError> {
+    match get(o, field) {
+        None => Ok(None),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| as_nonneg(field, v).and_then(|x| to_u32(field, x)))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(v) => Err(invalid(field, v, "must be a list of integers")),
+    }
+}
+
+pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelError> {
+    let root: Value = serde_json::from_str(json).map_err(|e| ModelError::Json {
+        model: name.to_string(),
+        message: e.to_string(),
+    })?;
+    let o = root.as_object().ok_or_else(|| ModelError::Json {
+        model: name.to_string(),
+        message: "the top level is not a JSON object".to_string(),
+    })?;
+    let family = family_of(o)?;
+    let mut notes = Vec::new();
+
+    let hidden_size = req(o, "hidden_size")?;
+    let vocab_size = req(o, "vocab_size")?;
+    let num_layers = req32(o, "num_hidden_layers")?;
+    let num_heads = req32(o, "num_attention_heads")?;
+    let max_position_embeddings =
+        match opt(o, "max_position_embeddings")? {
+            Some(v) => v,
+            None => return Err(missing(
+                "max_position_embeddings",
+                "the maximum context length is needed for KV sizing; paste the full config.json",
+            )),
+        };
+    let tie_word_embeddings = opt_bool(o, "tie_word_embeddings")?.unwrap_or(false);
+    let num_mtp_layers = match opt_nonneg(o, "num_nextn_predict_layers")? {
+        Some(v) => to_u32("num_nextn_predict_layers", v)?,
+        None => 0,
+    };
+    let unquantized = dtype_of(o, &mut notes)?;
+    let checkpoint = checkpoint_of(o, unquantized, &mut notes)?;
+
+    let head_dim_default = |field: &str| -> Result<u32, ModelError> {
+        if hidden_size % num_heads as u64 != 0 {
+            return Err(invalid(
+                field,
+                &Value::Null,
+                "absent, and hidden_size is not divisible by num_attention_heads, so it cannot be implied",
+            ));
+        }
+        to_u32("head_dim", hidden_size / num_heads as u64)
+    };
+
+    // ---- attention ----
+    let attention = match family {
+        ModelFamily::DeepseekV2 | ModelFamily::DeepseekV3 => AttentionSpec::Mla {
+            num_heads,
+            q_lora_rank: opt(o, "q_lora_rank")?
+                .map(|v| to_u32("q_lora_rank", v))
+                .transpose()?,
+            kv_lora_rank: req32(o, "kv_lora_rank")?,
+            qk_rope_head_dim: req32(o, "qk_rope_head_dim")?,
+            qk_nope_head_dim: req32(o, "qk_nope_head_dim")?,
+            v_head_dim: req32(o, "v_head_dim")?,
+        },
+        ModelFamily::DeepseekV4 => {
+            let ratios = u32_list(o, "compress_ratios")?.ok_or_else(|| {
+                missing(
+                    "compress_ratios",
+                    "DeepSeek-V4 needs the per-layer compress_ratios list",
+                )
+            })?;
+            if ratios.len() < num_layers as usize {
+                return Err(invalid(
+                    "compress_ratios",
+                    &Value::from(ratios.len()),
+                    "needs one entry per decoder layer (num_hidden_layers), plus MTP layers",
+                ));
+            }
+            if let Some(r) = ratios
+                .iter()
+                .find(|r| **r == 1 || (**r > 1 && !r.is_power_of_two()))
+            {
+                return Err(invalid(
+                    "compress_ratios",
+                    &Value::from(*r),
+                    "entries must be 0 (no compression) or a power of two > 1",
+                ));
+            }
+            AttentionSpec::DeepseekV4 {
+                num_heads,
+                head_dim: req32(o, "head_dim")?,
+                qk_rope_head_dim: req32(o, "qk_rope_head_dim")?,
+                q_lora_rank: req32(o, "q_lora_rank")?,
+                o_lora_rank: req32(o, "o_lora_rank")?,
+                o_groups: req32(o, "o_groups")?,
+                sliding_window: req32(o, "sliding_window")?,
+                index_n_heads: req32(o, "index_n_heads")?,
+                index_head_dim: req32(o, "index_head_dim")?,
+                index_topk: req32(o, "index_topk")?,
+                compress_ratios: ratios,
+                hc_mult: req32(o, "hc_mult")?,
+            }
+        }
+        _ => {
+            let num_kv_heads = match opt(o, "num_key_value_heads")? {
+                Some(v) => to_u32("num_key_value_heads", v)?,
+                None => {
+                    notes.push(
+                        "no `num_key_value_heads`: multi-head attention assumed (Hugging Face default)"
+                            .to_string(),
+                    );
+                    num_heads
+                }
+            };
+            if num_heads % num_kv_heads != 0 {
+                return Err(invalid(
+                    "num_key_value_heads",
+                    &Value::from(num_kv_heads),
+                    "num_attention_heads must be a multiple of num_key_value_heads",
+                ));
+            }
+            let head_dim = match opt(o, "head_dim")? {
+                Some(v) => to_u32("head_dim", v)?,
+                None => head_dim_default("head_dim")?,
+            };
+            let qkv_bias = match family {
+                ModelFamily::Qwen2 => true,
+                _ => opt_bool(o, "attention_bias")?.unwrap_or(false),
+            };
+            AttentionSpec::Gqa {
+                num_heads,
+                num_kv_heads,
+                head_dim,
+                v_head_dim: head_dim,
+                qkv_bias,
+            }
+        }
+    };
+
+    // ---- per-layer attention kind ----
+    let mut attn_kinds = vec![LayerAttn::Full; num_layers as usize];
+    match (&attention, family) {
+        (
+            AttentionSpec::DeepseekV4 {
+                compress_ratios,
+                sliding_window,
+                ..
+            },
+            _,
+        ) => {
+            for (i, k) in attn_kinds.iter_mut().enumerate() {
+                *k = match compress_ratios[i] {
+                    0 => LayerAttn::SlidingWindow {
+                        window: *sliding_window,
+                    },
+                    r => LayerAttn::Compressed { ratio: r },
+                };
+            }
+        }
+        (AttentionSpec::Gqa { .. }, _) => {
+            let window = opt(o, "sliding_window")?;
+            if let Some(types) = get(o, "layer_types") {
+                let arr = types
+                    .as_array()
+                    .ok_or_else(|| invalid("layer_types", types, "must be a list of strings"))?;
+                if arr.len() != num_layers as usize {
+                    return Err(invalid(
+                        "layer_types",
+                        &Value::from(arr.len()),
+                        "must have one entry per layer (num_hidden_layers)",
+                    ));
+                }
+                for (i, t) in arr.iter().enumerate() {
+                    attn_kinds[i] = match t.as_str() {
+                        Some("full_attention") => LayerAttn::Full,
+                        Some("sliding_attention") => {
+                            let w = window.ok_or_else(|| {
+                                missing(
+                                    "sliding_window",
+                                    "layer_types has sliding_attention layers, so the window size is needed",
+                                )
+                            })?;
+                            LayerAttn::SlidingWindow {
+                                window: to_u32("sliding_window", w)?,
+                            }
+                        }
+                        _ => {
+                            return Err(invalid(
+                                "layer_types",
+                                t,
+                                "ServeSim models full_attention and sliding_attention layers",
+                            ))
+                        }
+                    };
+                }
+            } else {
+                // Qwen2/Qwen3: `use_sliding_window` gates the window (off in every released
+                // config); layers >= max_window_layers use it. Mixtral: a non-null
+                // `sliding_window` applies to every layer.
+                let use_sw = match family {
+                    ModelFamily::Qwen2 | ModelFamily::Qwen3 | ModelFamily::Qwen3Moe => {
+                        opt_bool(o, "use_sliding_window")?.unwrap_or(false)
+                    }
+                    ModelFamily::Llama => false,
+                    _ => window.is_some(),
+                };
+                if use_sw {
+                    let w = window
+                        .ok_or_else(|| missing("sliding_window", "use_sliding_window is true"))?;
+                    let from = match family {
+                        ModelFamily::Qwen2 | ModelFamily::Qwen3 | ModelFamily::Qwen3Moe => {
+                            opt_nonneg(o, "max_window_layers")?.unwrap_or(0)
+                        }
+                        _ => 0,
+                    };
+                    for (i, k) in attn_kinds.iter_mut().enumerate() {
+                        if i as u64 >= from {
+                            *k = LayerAttn::SlidingWindow {
+                                window: to_u32("sliding_window", w)?,
+                            };
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+
+    // ---- FFN / MoE ----
+    let mut moe: Option<MoeSpec> = None;
+    let mut ffn_kinds = vec![LayerFfn::Dense; num_layers as usize];
+    let mut dense_intermediate_size = 0u64;
+    let mut num_hash_layers = 0u32;
+    match family {
+        ModelFamily::Llama | ModelFamily::Qwen2 | ModelFamily::Qwen3 => {
+            dense_intermediate_size = req(o, "intermediate_size")?;
+        }
+        ModelFamily::Mixtral => {
+            moe = Some(MoeSpec {
+                num_experts: req32(o, "num_local_experts")?,
+                experts_per_tok: req32(o, "num_experts_per_tok")?,
+                moe_intermediate_size: req(o, "intermediate_size")?,
+                num_shared_experts: 0,
+                shared_intermediate_size: 0,
+                router_bias: false,
+                expert_bias: false,
+            });
+            ffn_kinds.fill(LayerFfn::Moe);
+        }
+        ModelFamily::Qwen3Moe => {
+            dense_intermediate_size = opt(o, "intermediate_size")?.unwrap_or(0);
+            let shared = opt(o, "shared_expert_intermediate_size")?;
+            moe = Some(MoeSpec {
+                num_experts: req32(o, "num_experts")?,
+                experts_per_tok: req32(o, "num_experts_per_tok")?,
+                moe_intermediate_size: req(o, "moe_intermediate_size")?,
+                num_shared_experts: u32::from(shared.is_some()),
+                shared_intermediate_size: shared.unwrap_or(0),
+                router_bias: false,
+                expert_bias: false,
+            });
+            let step = opt(o, "decoder_sparse_step")?.unwrap_or(1);
+            let mlp_only = u32_list(o, "mlp_only_layers")?.unwrap_or_default();
+            for (i, k) in ffn_kinds.iter_mut().enumerate() {
+                if !mlp_only.contains(&(i as u32)) && (i as u64 + 1).is_multiple_of(step) {
+                    *k = LayerFfn::Moe;
+                }
+            }
+            if ffn_kinds.contains(&LayerFfn::Dense) && dense_intermediate_size == 0 {
+                return Err(missing(
+                    "intermediate_size",
+                    "some layers are dense (mlp_only_layers / decoder_sparse_step), so the dense MLP size is needed",
+                ));
+            }
+        }
+        ModelFamily::DeepseekV2 | ModelFamily::DeepseekV3 => {
+            let moe_int = req(o, "moe_intermediate_size")?;
+            let n_shared = to_u32(
+                "n_shared_experts",
+                opt_nonneg(o, "n_shared_experts")?.unwrap_or(0),
+            )?;
+            moe = Some(MoeSpec {
+                num_experts: req32(o, "n_routed_experts")?,
+                experts_per_tok: req32(o, "num_experts_per_tok")?,
+                moe_intermediate_size: moe_int,
+                num_shared_experts: n_shared,
+                shared_intermediate_size: if n_shared > 0 { moe_int } else { 0 },
+                router_bias: family == ModelFamily::DeepseekV3,
+                expert_bias: false,
+            });
+            let first_dense = opt_nonneg(o, "first_k_dense_replace")?.unwrap_or(0);
+            let freq = opt(o, "moe_layer_freq")?.unwrap_or(1);
+            for (i, k) in ffn_kinds.iter_mut().enumerate() {
+                if i as u64 >= first_dense && (i as u64).is_multiple_of(freq) {
+                    *k = LayerFfn::Moe;
+                }
+            }
+            if ffn_kinds.contains(&LayerFfn::Dense) {
+                dense_intermediate_size = req(o, "intermediate_size")?;
+            }
+        }
+        ModelFamily::DeepseekV4 => {
+            let moe_int = req(o, "moe_intermediate_size")?;
+            let n_shared = to_u32(
+                "n_shared_experts",
+                opt_nonneg(o, "n_shared_experts")?.unwrap_or(0),
+            )?;
+            moe = Some(MoeSpec {
+                num_experts: req32(o, "n_routed_experts")?,
+                experts_per_tok: req32(o, "num_experts_per_tok")?,
+                moe_intermediate_size: moe_int,
+                num_shared_experts: n_shared,
+                shared_intermediate_size: if n_shared > 0 { moe_int } else { 0 },
+                router_bias: true,
+                expert_bias: false,
+            });
+            ffn_kinds.fill(LayerFfn::Moe);
+            num_hash_layers = to_u32(
+                "num_hash_layers",
+                opt_nonneg(o, "num_hash_layers")?.unwrap_or(0),
+            )?
+            .min(num_layers);
+        }
+        ModelFamily::GptOss => {
+            let k = match opt(o, "experts_per_token")? {
+                Some(k) => k,
+                None => req(o, "num_experts_per_tok")?,
+            };
+            moe = Some(MoeSpec {
+                num_experts: req32(o, "num_local_experts")?,
+                experts_per_tok: to_u32("experts_per_token", k)?,
+                moe_intermediate_size: req(o, "intermediate_size")?,
+                num_shared_experts: 0,
+                shared_intermediate_size: 0,
+                router_bias: true,
+                expert_bias: true,
+            });
+            ffn_kinds.fill(LayerFfn::Moe);
+        }
+    }
+    if let Some(m) = &moe {
+        if m.experts_per_tok > m.num_experts {
+            return Err(invalid(
+                "num_experts_per_tok",
+                &Value::from(m.experts_per_tok),
+                "cannot exceed the number of routed experts",
+            ));
+        }
+    }
+
+    let layers = attn_kinds
+        .into_iter()
+        .zip(ffn_kinds)
+        .map(|(attn, ffn)| LayerSpec { attn, ffn })
+        .collect();
+
+    Ok(ModelConfig {
+        name: name.to_string(),
+        family,
+        hidden_size,
+        vocab_size,
+        num_layers,
+        num_mtp_layers,
+        attention,
+        layers,
+        moe,
+        dense_intermediate_size,
+        tie_word_embeddings,
+        max_position_embeddings,
+        checkpoint,
+        num_hash_layers,
+        notes,
+    })
+}

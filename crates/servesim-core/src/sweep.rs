@@ -1,0 +1,610 @@
+//! Sweeps: one scenario at a list of levels, plus the SLA operating point.
+//!
+//! `sweep(&EngineConfig, &dyn StepTimeModel, &WorkloadSpec, &SweepSpec)` runs everything;
+//! [`SweepRunner`] runs one level per call (progress and cancellation between levels).
+//! See `docs/metrics.md` for the window and the operating-point interpolation.
+
+use crate::engine::cluster::Cluster;
+use crate::engine::{
+    EngineConfig, FinishedRequest, Observer, RejectReason, SimError, StepRecord, StepTimeModel,
+};
+use crate::metric::MetricId;
+use crate::metrics::{Collector, LevelResult, RunTotals};
+use crate::units::Ticks;
+use crate::workload::{Arrival, Level, WorkloadError, WorkloadGen, WorkloadSpec};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Sweep failures.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SweepError {
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error("sweep setting `{field}`: {problem}")]
+    Spec { field: String, problem: String },
+}
+
+fn spec_err(field: &str, problem: impl Into<String>) -> SweepError {
+    SweepError::Spec {
+        field: field.into(),
+        problem: problem.into(),
+    }
+}
+
+/// Comparison of an SLA gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GateOp {
+    #[serde(rename = ">=")]
+    Ge,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = "<")]
+    Lt,
+}
+
+/// One SLA condition, e.g. `e2e_tokens_per_s_per_user >= 50`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGate {
+    pub metric: String,
+    pub op: GateOp,
+    pub value: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Gate {
+    pub metric: MetricId,
+    pub op: GateOp,
+    pub value: f64,
+}
+
+impl Gate {
+    /// Whether a level passes this gate (a missing metric fails).
+    pub fn passes(&self, r: &LevelResult) -> bool {
+        match r.get(self.metric) {
+            None => false,
+            Some(v) => match self.op {
+                GateOp::Ge => v >= self.value,
+                GateOp::Gt => v > self.value,
+                GateOp::Le => v <= self.value,
+                GateOp::Lt => v < self.value,
+            },
+        }
+    }
+}
+
+/// A sweep as written (JSON).
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSweepSpec {
+    /// Concurrency levels (closed loop, burst). Default 1, 2, 4, ..., 512.
+    #[serde(default)]
+    pub concurrency: Option<Vec<f64>>,
+    /// Request-rate levels (open loop, trace). Default: the workload's own rate.
+    #[serde(default)]
+    pub request_rates: Option<Vec<f64>>,
+    /// Simulated seconds per level (default 900).
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// Instead of a duration: issue this many requests per level and run until all finish.
+    #[serde(default)]
+    pub num_requests: Option<f64>,
+    /// Warm-up excluded from the window (default 10% of the duration).
+    #[serde(default)]
+    pub warmup_s: Option<f64>,
+    /// Engine instances (DP ranks x replicas) behind the router (default 1).
+    #[serde(default)]
+    pub engines: Option<f64>,
+    /// GPUs used by all engines together, for per-GPU throughput (default 1).
+    #[serde(default)]
+    pub gpus: Option<f64>,
+    /// SLA gates, all required.
+    #[serde(default)]
+    pub sla: Vec<RawGate>,
+    #[serde(default)]
+    pub max_events: Option<f64>,
+    #[serde(default)]
+    pub max_requests: Option<f64>,
+}
+
+/// How a level ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Stop {
+    /// Run `duration` of simulated time; the window is `[warmup, duration]`.
+    Duration { duration: Ticks, warmup: Ticks },
+    /// Issue `n` requests and run until all finish; the window is the whole run.
+    Requests(u64),
+}
+
+/// A validated sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepSpec {
+    /// Levels; empty means the default for the workload's arrival type.
+    pub levels: Vec<Level>,
+    pub stop: Stop,
+    pub engines: u32,
+    pub gpus: u32,
+    pub sla: Vec<Gate>,
+    pub max_events: u64,
+    pub max_requests: u64,
+}
+
+/// Default caps: generous for 900 s levels at high concurrency, small enough to fail fast.
+pub const DEFAULT_MAX_EVENTS: u64 = 200_000_000;
+pub const DEFAULT_MAX_REQUESTS: u64 = 20_000_000;
+
+impl Default for SweepSpec {
+    fn default() -> Self {
+        SweepSpec {
+            levels: Vec::new(),
+            stop: Stop::Duration {
+                duration: Ticks::from_secs_f64(900.0),
+                warmup: Ticks::from_secs_f64(90.0),
+            },
+            engines: 1,
+            gpus: 1,
+            sla: Vec::new(),
+            max_events: DEFAULT_MAX_EVENTS,
+            max_requests: DEFAULT_MAX_REQUESTS,
+        }
+    }
+}
+
+fn count(field: &str, v: f64) -> Result<u64, SweepError> {
+    if !v.is_finite() || v < 1.0 || v.fract() != 0.0 || v > 1e15 {
+        return Err(spec_err(
+            field,
+            format!("must be a whole number >= 1 (got {v})"),
+        ));
+    }
+    Ok(v as u64)
+}
+
+impl RawSweepSpec {
+    pub fn from_json(s: &str) -> Result<RawSweepSpec, SweepError> {
+        serde_json::from_str(s).map_err(|e| spec_err("sweep", e.to_string()))
+    }
+
+    pub fn validate(&self) -> Result<SweepSpec, SweepError> {
+        let mut levels = Vec::new();
+        if self.concurrency.is_some() && self.request_rates.is_some() {
+            return Err(spec_err(
+                "request_rates",
+                "give either `concurrency` or `request_rates`, not both",
+            ));
+        }
+        if let Some(c) = &self.concurrency {
+            for v in c {
+                levels.push(Level::Concurrency(
+                    count("concurrency", *v)?.min(u32::MAX as u64) as u32,
+                ));
+            }
+        }
+        if let Some(r) = &self.request_rates {
+            for v in r {
+                if !v.is_finite() || *v <= 0.0 {
+                    return Err(spec_err("request_rates", format!("must be > 0 (got {v})")));
+                }
+                levels.push(Level::RequestRate(*v));
+            }
+        }
+        let stop = match (self.num_requests, self.duration_s) {
+            (Some(_), Some(_)) => {
+                return Err(spec_err(
+                    "num_requests",
+                    "give either `duration_s` or `num_requests`, not both",
+                ))
+            }
+            (Some(n), None) => Stop::Requests(count("num_requests", n)?),
+            (None, d) => {
+                let d = d.unwrap_or(900.0);
+                if !d.is_finite() || d <= 0.0 {
+                    return Err(spec_err("duration_s", format!("must be > 0 (got {d})")));
+                }
+                let w = self.warmup_s.unwrap_or(0.1 * d);
+                if !w.is_finite() || w < 0.0 || w >= d {
+                    return Err(spec_err(
+                        "warmup_s",
+                        format!("must be >= 0 and below duration_s ({d}) (got {w})"),
+                    ));
+                }
+                Stop::Duration {
+                    duration: Ticks::from_secs_f64(d),
+                    warmup: Ticks::from_secs_f64(w),
+                }
+            }
+        };
+        let mut sla = Vec::new();
+        for g in &self.sla {
+            let metric = MetricId::from_name(&g.metric).ok_or_else(|| {
+                spec_err(
+                    "sla.metric",
+                    format!(
+                        "unknown metric `{}`; known: {}",
+                        g.metric,
+                        MetricId::all()
+                            .iter()
+                            .map(|m| m.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })?;
+            if !g.value.is_finite() {
+                return Err(spec_err("sla.value", "must be a finite number"));
+            }
+            sla.push(Gate {
+                metric,
+                op: g.op,
+                value: g.value,
+            });
+        }
+        Ok(SweepSpec {
+            levels,
+            stop,
+            engines: count("engines", self.engines.unwrap_or(1.0))?.min(4096) as u32,
+            gpus: count("gpus", self.gpus.unwrap_or(1.0))?.min(u32::MAX as u64) as u32,
+            sla,
+            max_events: count(
+                "max_events",
+                self.max_events.unwrap_or(DEFAULT_MAX_EVENTS as f64),
+            )?,
+            max_requests: count(
+                "max_requests",
+                self.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS as f64),
+            )?,
+        })
+    }
+}
+
+/// Default levels for a workload: concurrency 1, 2, 4, ..., 512 for closed loop and burst; the
+/// workload's own rate for open-loop and trace arrivals.
+pub fn default_levels(w: &WorkloadSpec) -> Vec<Level> {
+    match w.arrival {
+        Arrival::ClosedLoop { .. } | Arrival::Burst { .. } => {
+            (0..10).map(|i| Level::Concurrency(1 << i)).collect()
+        }
+        _ => w.own_level().into_iter().collect(),
+    }
+}
+
+/// Forwards engine events to the collector and remembers finished/rejected ids for the workload.
+struct Tap<'a> {
+    inner: &'a mut Collector,
+    done: Vec<u64>,
+}
+
+impl Observer for Tap<'_> {
+    fn on_arrival(&mut self, e: u32, t: Ticks, id: u64) {
+        self.inner.on_arrival(e, t, id)
+    }
+    fn on_rejected(&mut self, e: u32, t: Ticks, id: u64, r: &RejectReason) {
+        self.done.push(id);
+        self.inner.on_rejected(e, t, id, r)
+    }
+    fn on_scheduled(&mut self, e: u32, t: Ticks, id: u64, p: u64, c: u64) {
+        self.inner.on_scheduled(e, t, id, p, c)
+    }
+    fn on_first_token(&mut self, e: u32, t: Ticks, id: u64) {
+        self.inner.on_first_token(e, t, id)
+    }
+    fn on_preempted(&mut self, e: u32, t: Ticks, id: u64) {
+        self.inner.on_preempted(e, t, id)
+    }
+    fn on_finished(&mut self, r: &FinishedRequest) {
+        self.done.push(r.id);
+        self.inner.on_finished(r)
+    }
+    fn on_step(&mut self, s: &StepRecord) {
+        self.inner.on_step(s)
+    }
+}
+
+/// Runs one level and returns its collector (for tests and exporters) and result.
+///
+/// Event order: the earliest of (next arrival, earliest engine event); at equal times arrivals
+/// (including client think-time wake-ups) go first, then engine events by engine index; within
+/// arrivals, insertion order.
+pub fn run_level(
+    cfg: &EngineConfig,
+    model: &dyn StepTimeModel,
+    workload: &WorkloadSpec,
+    spec: &SweepSpec,
+    level: Level,
+) -> Result<(LevelResult, Collector), SweepError> {
+    let w = workload.at_level(level)?;
+    let limit = match spec.stop {
+        Stop::Requests(n) => Some(n),
+        Stop::Duration { .. } => None,
+    };
+    let mut gen = WorkloadGen::new(&w, cfg.max_model_len, limit);
+    let mut cluster = Cluster::new(spec.engines, cfg, model)?;
+    let mut col = Collector::new();
+    let mut tap = Tap {
+        inner: &mut col,
+        done: Vec::new(),
+    };
+    let end = match spec.stop {
+        Stop::Duration { duration, .. } => Some(duration),
+        Stop::Requests(_) => None,
+    };
+    let mut events: u64 = 0;
+    let mut now = Ticks::ZERO;
+    loop {
+        let ta = gen.peek_time();
+        let te = cluster.next_event();
+        let (t, arrival, eng) = match (ta, te) {
+            (None, None) => break,
+            (Some(a), None) => (a, true, 0),
+            (None, Some((e, i))) => (e, false, i),
+            (Some(a), Some((e, i))) => {
+                if a <= e {
+                    (a, true, 0)
+                } else {
+                    (e, false, i)
+                }
+            }
+        };
+        if end.is_some_and(|d| t > d) {
+            break;
+        }
+        debug_assert!(t >= now, "clock went back");
+        now = t;
+        events += 1;
+        if events > spec.max_events {
+            return Err(SimError::EventCap {
+                cap: spec.max_events,
+            }
+            .into());
+        }
+        if arrival {
+            let Some(req) = gen.pop() else {
+                continue;
+            };
+            if gen.issued() > spec.max_requests {
+                return Err(SimError::RequestCap {
+                    cap: spec.max_requests,
+                }
+                .into());
+            }
+            let _ = cluster.submit(req, t, &mut tap);
+        } else {
+            cluster.process_engine_event(eng, &mut tap)?;
+        }
+        for id in tap.done.drain(..) {
+            gen.on_done(id, t);
+        }
+    }
+    let (ws, we) = match spec.stop {
+        Stop::Duration { duration, warmup } => (warmup, duration),
+        Stop::Requests(_) => (Ticks::ZERO, now),
+    };
+    let totals = RunTotals {
+        submitted: gen.issued(),
+        completed: col.finished().len() as u64,
+        rejected: col.rejected().len() as u64,
+        in_flight_at_end: cluster.in_flight(),
+        preemptions: col.preemption_count(),
+        steps: col.num_steps(),
+        simulated_s: end.unwrap_or(now).as_secs_f64(),
+        capped_requests: gen.capped,
+    };
+    let r = col.level_result(level, ws, we, spec.gpus, totals);
+    Ok((r, col))
+}
+
+/// The SLA crossing between the last passing and the first failing level.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Crossing {
+    /// Interpolated level.
+    pub level: f64,
+    /// Interpolated output tok/s per GPU at that level.
+    pub output_tokens_per_s_per_gpu: f64,
+    /// The bracketing levels.
+    pub lower: f64,
+    pub upper: f64,
+}
+
+/// Where the SLA gates are met.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OperatingPoint {
+    /// The highest level that passes every gate.
+    pub highest_passing: Option<f64>,
+    pub highest_passing_output_tokens_per_s_per_gpu: Option<f64>,
+    pub crossing: Option<Crossing>,
+    /// e.g. "C ~ 6.4 -> 19.9 tok/s/GPU".
+    pub summary: String,
+}
+
+/// Finds the operating point of levels sorted by increasing level value. The crossing is
+/// interpolated linearly in log(level) between the last passing level `a` (of the leading run of
+/// passing levels) and the next level `b`: for each gate failing at `b`, `f = (threshold - m(a)) /
+/// (m(b) - m(a))` clamped to [0, 1]; the smallest `f` wins; level = `exp(ln a + f (ln b - ln a))`,
+/// throughput per GPU = `tput(a) + f (tput(b) - tput(a))`.
+pub fn operating_point(levels: &[LevelResult], gates: &[Gate]) -> Option<OperatingPoint> {
+    if gates.is_empty() || levels.is_empty() {
+        return None;
+    }
+    let pass = |r: &LevelResult| gates.iter().all(|g| g.passes(r));
+    let highest = levels
+        .iter()
+        .filter(|r| pass(r))
+        .max_by(|a, b| a.level.value().total_cmp(&b.level.value()));
+    let prefix = if let Some(c) = levels.first() {
+        if let Level::Concurrency(_) = c.level {
+            "C"
+        } else {
+            "rate"
+        }
+    } else {
+        "C"
+    };
+    let mut crossing = None;
+    if let Some(i) = levels.iter().position(|r| !pass(r)) {
+        if i > 0 {
+            let (a, b) = (&levels[i - 1], &levels[i]);
+            let mut f: f64 = 1.0;
+            for g in gates.iter().filter(|g| !g.passes(b)) {
+                let fg = match (a.get(g.metric), b.get(g.metric)) {
+                    (Some(ma), Some(mb)) if mb != ma => {
+                        ((g.value - ma) / (mb - ma)).clamp(0.0, 1.0)
+                    }
+                    _ => 0.0,
+                };
+                f = f.min(fg);
+            }
+            let (la, lb) = (a.level.value(), b.level.value());
+            let lvl = libm::exp(libm::log(la) + f * (libm::log(lb) - libm::log(la)));
+            let ta = a.output_tokens_per_s_per_gpu;
+            let tb = b.output_tokens_per_s_per_gpu;
+            crossing = Some(Crossing {
+                level: lvl,
+                output_tokens_per_s_per_gpu: ta + f * (tb - ta),
+                lower: la,
+                upper: lb,
+            });
+        }
+    }
+    let summary = match (&crossing, highest) {
+        (Some(c), _) => format!(
+            "{prefix} ~ {:.2} -> {:.2} tok/s/GPU",
+            c.level, c.output_tokens_per_s_per_gpu
+        ),
+        (None, Some(h)) => format!(
+            "{prefix} = {} -> {:.2} tok/s/GPU (every level passes)",
+            h.level.value(),
+            h.output_tokens_per_s_per_gpu
+        ),
+        (None, None) => "no level passes the SLA".to_string(),
+    };
+    Some(OperatingPoint {
+        highest_passing: highest.map(|h| h.level.value()),
+        highest_passing_output_tokens_per_s_per_gpu: highest.map(|h| h.output_tokens_per_s_per_gpu),
+        crossing,
+        summary,
+    })
+}
+
+/// A whole sweep's output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepResult {
+    pub levels: Vec<LevelResult>,
+    pub operating_point: Option<OperatingPoint>,
+    /// True if the sweep was stopped before its last level.
+    pub cancelled: bool,
+}
+
+/// Runs a sweep one level at a time: call [`SweepRunner::step`] until it returns `None`;
+/// stop calling to cancel.
+pub struct SweepRunner<'m> {
+    cfg: EngineConfig,
+    model: &'m dyn StepTimeModel,
+    workload: WorkloadSpec,
+    spec: SweepSpec,
+    levels: Vec<Level>,
+    results: Vec<LevelResult>,
+}
+
+impl<'m> SweepRunner<'m> {
+    pub fn new(
+        cfg: &EngineConfig,
+        model: &'m dyn StepTimeModel,
+        workload: &WorkloadSpec,
+        spec: &SweepSpec,
+    ) -> Result<SweepRunner<'m>, SweepError> {
+        cfg.validate().map_err(SimError::from)?;
+        let mut levels = if spec.levels.is_empty() {
+            default_levels(workload)
+        } else {
+            spec.levels.clone()
+        };
+        if levels.is_empty() {
+            return Err(spec_err(
+                "request_rates",
+                "trace replay at its own timestamps has no level value; give `request_rates`",
+            ));
+        }
+        levels.sort_by(|a, b| a.value().total_cmp(&b.value()));
+        for l in &levels {
+            workload.at_level(*l)?;
+        }
+        Ok(SweepRunner {
+            cfg: cfg.clone(),
+            model,
+            workload: workload.clone(),
+            spec: spec.clone(),
+            levels,
+            results: Vec::new(),
+        })
+    }
+
+    pub fn levels(&self) -> &[Level] {
+        &self.levels
+    }
+    pub fn total_levels(&self) -> usize {
+        self.levels.len()
+    }
+    pub fn done_levels(&self) -> usize {
+        self.results.len()
+    }
+    pub fn results(&self) -> &[LevelResult] {
+        &self.results
+    }
+
+    /// Runs the next level. `None` when every level has run.
+    pub fn step(&mut self) -> Option<Result<&LevelResult, SweepError>> {
+        let level = *self.levels.get(self.results.len())?;
+        match run_level(&self.cfg, self.model, &self.workload, &self.spec, level) {
+            Ok((r, _)) => {
+                self.results.push(r);
+                self.results.last().map(Ok)
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// The result so far (a cancelled sweep reports the levels it ran).
+    pub fn finish(self) -> SweepResult {
+        let cancelled = self.results.len() < self.levels.len();
+        let op = operating_point(&self.results, &self.spec.sla);
+        SweepResult {
+            levels: self.results,
+            operating_point: op,
+            cancelled,
+        }
+    }
+}
+
+/// Runs every level.
+pub fn sweep(
+    cfg: &EngineConfig,
+    model: &dyn StepTimeModel,
+    workload: &WorkloadSpec,
+    spec: &SweepSpec,
+) -> Result<SweepResult, SweepError> {
+    sweep_with_progress(cfg, model, workload, spec, &mut |_, _, _| true)
+}
+
+/// Runs levels in order, calling `progress(result, done, total)` after each; returning `false`
+/// cancels the remaining levels.
+pub fn sweep_with_progress(
+    cfg: &EngineConfig,
+    model: &dyn StepTimeModel,
+    workload: &WorkloadSpec,
+    spec: &SweepSpec,
+    progress: &mut dyn FnMut(&LevelResult, usize, usize) -> bool,
+) -> Result<SweepResult, SweepError> {
+    let mut runner = SweepRunner::new(cfg, model, workload, spec)?;
+    let total = runner.total_levels();
+    while let Some(r) = runner.step() {
+        let r = r?.clone();
+        if !progress(&r, runner.done_levels(), total) {
+            break;
+        }
+    }
+    Ok(runner.finish())
+}

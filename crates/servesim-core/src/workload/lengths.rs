@@ -1,0 +1,327 @@
+//! Token-length distributions. `docs/workloads.md` gives each one's parameters.
+
+use super::WorkloadError;
+use crate::rng::Rng;
+use serde::{Deserialize, Serialize};
+
+/// A length distribution as written in a scenario file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RawLengthDist {
+    Constant {
+        tokens: f64,
+    },
+    /// Uniform integer in `[min, max]`.
+    Uniform {
+        min: f64,
+        max: f64,
+    },
+    /// Uniform in `[min_ratio, max_ratio] x nominal` (e.g. 0.8-1.0 x 1024).
+    UniformRatio {
+        nominal: f64,
+        min_ratio: f64,
+        max_ratio: f64,
+    },
+    /// Normal(mean, std) clamped to `[min, max]`.
+    Normal {
+        mean: f64,
+        std: f64,
+        min: f64,
+        max: f64,
+    },
+    /// Lognormal with the given mean and standard deviation of the length itself, clamped to
+    /// `[min, max]` (min defaults to 1, max to unbounded).
+    Lognormal {
+        mean: f64,
+        std: f64,
+        #[serde(default)]
+        min: Option<f64>,
+        #[serde(default)]
+        max: Option<f64>,
+    },
+    /// Exponential with the given mean, clamped to `[min, max]`.
+    Exponential {
+        mean: f64,
+        #[serde(default)]
+        min: Option<f64>,
+        #[serde(default)]
+        max: Option<f64>,
+    },
+    /// Uniform choice from a list of lengths.
+    Empirical {
+        values: Vec<f64>,
+    },
+}
+
+/// A validated length distribution. All samples are integers >= 1.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LengthDist {
+    Constant(u64),
+    Uniform {
+        min: u64,
+        max: u64,
+    },
+    Normal {
+        mean: f64,
+        std: f64,
+        min: u64,
+        max: u64,
+    },
+    Lognormal {
+        mu: f64,
+        sigma: f64,
+        min: u64,
+        max: u64,
+    },
+    Exponential {
+        mean: f64,
+        min: u64,
+        max: u64,
+    },
+    Empirical(Vec<u64>),
+}
+
+fn count(field: &str, v: f64) -> Result<u64, WorkloadError> {
+    if !v.is_finite() || v < 1.0 || v.fract() != 0.0 || v > 1e12 {
+        return Err(WorkloadError::BadCount {
+            field: field.to_string(),
+            value: v,
+        });
+    }
+    Ok(v as u64)
+}
+
+fn positive(field: &str, v: f64) -> Result<f64, WorkloadError> {
+    if !v.is_finite() || v <= 0.0 {
+        return Err(WorkloadError::NotPositive {
+            field: field.to_string(),
+            value: v,
+        });
+    }
+    Ok(v)
+}
+
+fn ordered(field: &str, min: u64, max: u64) -> Result<(), WorkloadError> {
+    if min > max {
+        return Err(WorkloadError::MinAboveMax {
+            field: field.to_string(),
+            min,
+            max,
+        });
+    }
+    Ok(())
+}
+
+impl RawLengthDist {
+    /// Validates; `field` names this distribution in errors (e.g. `requests.input`).
+    pub fn validate(&self, field: &str) -> Result<LengthDist, WorkloadError> {
+        let f = |s: &str| format!("{field}.{s}");
+        Ok(match self {
+            RawLengthDist::Constant { tokens } => {
+                LengthDist::Constant(count(&f("tokens"), *tokens)?)
+            }
+            RawLengthDist::Uniform { min, max } => {
+                let (a, b) = (count(&f("min"), *min)?, count(&f("max"), *max)?);
+                ordered(field, a, b)?;
+                LengthDist::Uniform { min: a, max: b }
+            }
+            RawLengthDist::UniformRatio {
+                nominal,
+                min_ratio,
+                max_ratio,
+            } => {
+                let n = positive(&f("nominal"), *nominal)?;
+                let lo = positive(&f("min_ratio"), *min_ratio)?;
+                let hi = positive(&f("max_ratio"), *max_ratio)?;
+                let a = libm::round(n * lo).max(1.0) as u64;
+                let b = libm::round(n * hi).max(1.0) as u64;
+                ordered(field, a, b)?;
+                LengthDist::Uniform { min: a, max: b }
+            }
+            RawLengthDist::Normal {
+                mean,
+                std,
+                min,
+                max,
+            } => {
+                let m = positive(&f("mean"), *mean)?;
+                if !std.is_finite() || *std < 0.0 {
+                    return Err(WorkloadError::NotPositive {
+                        field: f("std"),
+                        value: *std,
+                    });
+                }
+                let (a, b) = (count(&f("min"), *min)?, count(&f("max"), *max)?);
+                ordered(field, a, b)?;
+                LengthDist::Normal {
+                    mean: m,
+                    std: *std,
+                    min: a,
+                    max: b,
+                }
+            }
+            RawLengthDist::Lognormal {
+                mean,
+                std,
+                min,
+                max,
+            } => {
+                let m = positive(&f("mean"), *mean)?;
+                let s = positive(&f("std"), *std)?;
+                let a = count(&f("min"), min.unwrap_or(1.0))?;
+                let b = match max {
+                    Some(x) => count(&f("max"), *x)?,
+                    None => u64::MAX,
+                };
+                ordered(field, a, b)?;
+                let sigma2 = libm::log(1.0 + (s * s) / (m * m));
+                LengthDist::Lognormal {
+                    mu: libm::log(m) - sigma2 / 2.0,
+                    sigma: libm::sqrt(sigma2),
+                    min: a,
+                    max: b,
+                }
+            }
+            RawLengthDist::Exponential { mean, min, max } => {
+                let m = positive(&f("mean"), *mean)?;
+                let a = count(&f("min"), min.unwrap_or(1.0))?;
+                let b = match max {
+                    Some(x) => count(&f("max"), *x)?,
+                    None => u64::MAX,
+                };
+                ordered(field, a, b)?;
+                LengthDist::Exponential {
+                    mean: m,
+                    min: a,
+                    max: b,
+                }
+            }
+            RawLengthDist::Empirical { values } => {
+                if values.is_empty() {
+                    return Err(WorkloadError::Empty { field: f("values") });
+                }
+                let v = values
+                    .iter()
+                    .map(|x| count(&f("values"), *x))
+                    .collect::<Result<Vec<_>, _>>()?;
+                LengthDist::Empirical(v)
+            }
+        })
+    }
+}
+
+fn clamp_round(x: f64, min: u64, max: u64) -> u64 {
+    let r = libm::round(x);
+    if r.is_nan() || r < min as f64 {
+        min
+    } else if r >= max as f64 {
+        max
+    } else {
+        r as u64
+    }
+}
+
+impl LengthDist {
+    pub fn sample(&self, rng: &mut Rng) -> u64 {
+        match self {
+            LengthDist::Constant(n) => *n,
+            LengthDist::Uniform { min, max } => rng.range_u64(*min, *max),
+            LengthDist::Normal {
+                mean,
+                std,
+                min,
+                max,
+            } => clamp_round(mean + std * rng.std_normal(), *min, *max),
+            LengthDist::Lognormal {
+                mu,
+                sigma,
+                min,
+                max,
+            } => clamp_round(libm::exp(mu + sigma * rng.std_normal()), *min, *max),
+            LengthDist::Exponential { mean, min, max } => {
+                clamp_round(rng.exponential(*mean), *min, *max)
+            }
+            LengthDist::Empirical(v) => v[rng.range_u64(0, v.len() as u64 - 1) as usize],
+        }
+    }
+
+    /// The distribution's mean before clamping (for documentation and presets).
+    pub fn nominal_mean(&self) -> f64 {
+        match self {
+            LengthDist::Constant(n) => *n as f64,
+            LengthDist::Uniform { min, max } => (*min + *max) as f64 / 2.0,
+            LengthDist::Normal { mean, .. } | LengthDist::Exponential { mean, .. } => *mean,
+            LengthDist::Lognormal { mu, sigma, .. } => libm::exp(mu + sigma * sigma / 2.0),
+            LengthDist::Empirical(v) => v.iter().sum::<u64>() as f64 / v.len() as f64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lognormal_sample_mean_matches_requested_mean() {
+        let d = RawLengthDist::Lognormal {
+            mean: 1000.0,
+            std: 500.0,
+            min: None,
+            max: None,
+        }
+        .validate("x")
+        .unwrap();
+        let mut r = Rng::new(3);
+        let n = 100_000;
+        let m = (0..n).map(|_| d.sample(&mut r) as f64).sum::<f64>() / n as f64;
+        assert!((m - 1000.0).abs() < 10.0, "{m}");
+    }
+
+    #[test]
+    fn normal_is_clamped_and_uniform_ratio_in_range() {
+        let d = RawLengthDist::Normal {
+            mean: 100.0,
+            std: 1000.0,
+            min: 50.0,
+            max: 150.0,
+        }
+        .validate("x")
+        .unwrap();
+        let u = RawLengthDist::UniformRatio {
+            nominal: 1000.0,
+            min_ratio: 0.8,
+            max_ratio: 1.0,
+        }
+        .validate("x")
+        .unwrap();
+        let mut r = Rng::new(9);
+        for _ in 0..10_000 {
+            assert!((50..=150).contains(&d.sample(&mut r)));
+            assert!((800..=1000).contains(&u.sample(&mut r)));
+        }
+    }
+
+    #[test]
+    fn invalid_lengths_name_the_field() {
+        let e = RawLengthDist::Uniform {
+            min: 10.0,
+            max: 5.0,
+        }
+        .validate("requests.input")
+        .unwrap_err();
+        assert!(e.to_string().contains("requests.input"), "{e}");
+        let e = RawLengthDist::Constant { tokens: 0.0 }
+            .validate("requests.output")
+            .unwrap_err();
+        assert!(e.to_string().contains("requests.output.tokens"), "{e}");
+        let e = RawLengthDist::Normal {
+            mean: f64::NAN,
+            std: 1.0,
+            min: 1.0,
+            max: 2.0,
+        }
+        .validate("r")
+        .unwrap_err();
+        assert!(matches!(e, WorkloadError::NotPositive { .. }));
+    }
+}

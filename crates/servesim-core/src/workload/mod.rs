@@ -1,0 +1,457 @@
+//! Workloads: when requests arrive and what they contain. `docs/workloads.md` documents every
+//! option and preset.
+//!
+//! A [`RawWorkloadSpec`] (serde, unknown fields rejected) is validated into a [`WorkloadSpec`];
+//! a [`WorkloadGen`] turns a spec at one sweep level into a stream of engine
+//! [`Request`](crate::engine::Request)s, reacting to completions (closed loop, sessions).
+
+mod gen;
+mod lengths;
+mod mooncake;
+
+pub use gen::WorkloadGen;
+pub use lengths::{LengthDist, RawLengthDist};
+pub use mooncake::{parse_mooncake, TraceRequest, MOONCAKE_BLOCK_TOKENS};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Invalid workload input. Every variant names the offending field.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum WorkloadError {
+    #[error("`{field}` must be a whole number of tokens >= 1 (got {value})")]
+    BadCount { field: String, value: f64 },
+    #[error("`{field}` must be a finite number > 0 (got {value})")]
+    NotPositive { field: String, value: f64 },
+    #[error("`{field}`: min ({min}) is above max ({max}); swap them")]
+    MinAboveMax { field: String, min: u64, max: u64 },
+    #[error("`{field}` must not be empty")]
+    Empty { field: String },
+    #[error("`{field}`: {problem}")]
+    Invalid { field: String, problem: String },
+    #[error("workload JSON: {0}")]
+    Json(String),
+    #[error("Mooncake trace line {line}: {problem}")]
+    Trace { line: usize, problem: String },
+    #[error("unknown workload preset `{0}`; known presets: agentic-coding")]
+    UnknownPreset(String),
+}
+
+/// How requests arrive, as written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RawArrival {
+    /// `concurrency` clients; each sends its next request when its last one completes, after
+    /// `think_time_s` (default 0).
+    ClosedLoop {
+        concurrency: f64,
+        #[serde(default)]
+        think_time_s: Option<f64>,
+    },
+    /// Poisson process with `rate` requests (or sessions) per second.
+    Poisson { rate: f64 },
+    /// Evenly spaced arrivals at `rate` per second.
+    Constant { rate: f64 },
+    /// Gamma-distributed inter-arrival times with mean `1/rate` and coefficient of variation `cv`.
+    Gamma { rate: f64, cv: f64 },
+    /// `count` requests (or sessions) at t = 0.
+    Burst { count: f64 },
+    /// The trace's own timestamps (Mooncake content only), optionally rescaled to `rate`.
+    Trace {
+        #[serde(default)]
+        rate: Option<f64>,
+    },
+}
+
+/// What requests contain, as written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RawContent {
+    /// Independent requests; with `shared_prefix`, each prompt starts with one of `groups`
+    /// system prompts of `tokens` tokens, and `input` is the length after that prefix.
+    Synthetic {
+        input: RawLengthDist,
+        output: RawLengthDist,
+        #[serde(default)]
+        shared_prefix: Option<RawSharedPrefix>,
+    },
+    /// Multi-turn sessions: each turn re-sends the whole conversation.
+    Agentic(RawAgentic),
+    /// A named preset (`agentic-coding`).
+    Preset { name: String },
+    /// A Mooncake JSONL trace given inline.
+    Mooncake {
+        jsonl: String,
+        #[serde(default)]
+        block_tokens: Option<f64>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSharedPrefix {
+    pub groups: f64,
+    pub tokens: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAgentic {
+    /// A system prompt shared by every session (0 = none).
+    #[serde(default)]
+    pub system_prompt_tokens: f64,
+    /// The first turn's input, including the system prompt.
+    pub first_turn_tokens: f64,
+    /// New user/tool tokens appended each later turn.
+    pub tokens_per_turn: RawLengthDist,
+    /// Output tokens per turn.
+    pub output_tokens: RawLengthDist,
+    /// Turns per session.
+    pub turns: f64,
+    /// Time between a turn's completion and the next turn (default 0).
+    #[serde(default)]
+    pub think_time_s: Option<f64>,
+}
+
+/// A workload as written (JSON). See `docs/workloads.md`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorkloadSpec {
+    pub arrival: RawArrival,
+    pub requests: RawContent,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+/// Validated arrival process.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arrival {
+    ClosedLoop { concurrency: u32, think_s: f64 },
+    Poisson { rate: f64 },
+    Constant { rate: f64 },
+    Gamma { rate: f64, cv: f64 },
+    Burst { count: u64 },
+    Trace { rate: Option<f64> },
+}
+
+/// Validated agentic session parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Agentic {
+    pub system_prompt_tokens: u64,
+    pub first_turn_tokens: u64,
+    pub tokens_per_turn: LengthDist,
+    pub output_tokens: LengthDist,
+    pub turns: u32,
+    pub think_s: f64,
+}
+
+/// Validated request content.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Content {
+    Synthetic {
+        input: LengthDist,
+        output: LengthDist,
+        /// (groups, tokens)
+        shared_prefix: Option<(u32, u64)>,
+    },
+    Agentic(Agentic),
+    Trace(Vec<TraceRequest>),
+}
+
+/// A validated workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadSpec {
+    pub arrival: Arrival,
+    pub content: Content,
+    pub seed: u64,
+}
+
+/// One sweep level: the knob the sweep varies.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// Closed-loop clients (or burst size).
+    Concurrency(u32),
+    /// Open-loop requests (or sessions) per second.
+    RequestRate(f64),
+}
+
+impl Level {
+    pub fn value(&self) -> f64 {
+        match self {
+            Level::Concurrency(c) => *c as f64,
+            Level::RequestRate(r) => *r,
+        }
+    }
+}
+
+fn nonneg(field: &str, v: f64) -> Result<f64, WorkloadError> {
+    if !v.is_finite() || v < 0.0 {
+        return Err(WorkloadError::Invalid {
+            field: field.into(),
+            problem: format!("must be a finite number >= 0 (got {v})"),
+        });
+    }
+    Ok(v)
+}
+fn pos(field: &str, v: f64) -> Result<f64, WorkloadError> {
+    if !v.is_finite() || v <= 0.0 {
+        return Err(WorkloadError::NotPositive {
+            field: field.into(),
+            value: v,
+        });
+    }
+    Ok(v)
+}
+fn whole(field: &str, v: f64, min: f64) -> Result<u64, WorkloadError> {
+    if !v.is_finite() || v < min || v.fract() != 0.0 || v > 1e12 {
+        return Err(WorkloadError::BadCount {
+            field: field.into(),
+            value: v,
+        });
+    }
+    Ok(v as u64)
+}
+
+/// The `agentic-coding` preset: ~64K mean input, 400 output, ~90% prefix reuse (see
+/// docs/workloads.md for the derivation).
+pub fn preset(name: &str) -> Result<RawContent, WorkloadError> {
+    match name {
+        "agentic-coding" => Ok(RawContent::Agentic(RawAgentic {
+            system_prompt_tokens: 16384.0,
+            first_turn_tokens: 34000.0,
+            tokens_per_turn: RawLengthDist::Constant { tokens: 5600.0 },
+            output_tokens: RawLengthDist::Constant { tokens: 400.0 },
+            turns: 11.0,
+            think_time_s: None,
+        })),
+        other => Err(WorkloadError::UnknownPreset(other.into())),
+    }
+}
+
+impl RawWorkloadSpec {
+    pub fn from_json(s: &str) -> Result<RawWorkloadSpec, WorkloadError> {
+        serde_json::from_str(s).map_err(|e| WorkloadError::Json(e.to_string()))
+    }
+
+    pub fn validate(&self) -> Result<WorkloadSpec, WorkloadError> {
+        let arrival = match &self.arrival {
+            RawArrival::ClosedLoop {
+                concurrency,
+                think_time_s,
+            } => Arrival::ClosedLoop {
+                concurrency: whole("arrival.concurrency", *concurrency, 1.0)?.min(u32::MAX as u64)
+                    as u32,
+                think_s: nonneg("arrival.think_time_s", think_time_s.unwrap_or(0.0))?,
+            },
+            RawArrival::Poisson { rate } => Arrival::Poisson {
+                rate: pos("arrival.rate", *rate)?,
+            },
+            RawArrival::Constant { rate } => Arrival::Constant {
+                rate: pos("arrival.rate", *rate)?,
+            },
+            RawArrival::Gamma { rate, cv } => Arrival::Gamma {
+                rate: pos("arrival.rate", *rate)?,
+                cv: pos("arrival.cv", *cv)?,
+            },
+            RawArrival::Burst { count } => Arrival::Burst {
+                count: whole("arrival.count", *count, 1.0)?,
+            },
+            RawArrival::Trace { rate } => Arrival::Trace {
+                rate: match rate {
+                    Some(r) => Some(pos("arrival.rate", *r)?),
+                    None => None,
+                },
+            },
+        };
+        let content = validate_content(&self.requests)?;
+        if matches!(arrival, Arrival::Trace { .. }) && !matches!(content, Content::Trace(_)) {
+            return Err(WorkloadError::Invalid {
+                field: "arrival.type".into(),
+                problem: "`trace` arrivals need `requests.type = mooncake`; use poisson or closed_loop for synthetic requests".into(),
+            });
+        }
+        Ok(WorkloadSpec {
+            arrival,
+            content,
+            seed: self.seed,
+        })
+    }
+}
+
+fn validate_content(c: &RawContent) -> Result<Content, WorkloadError> {
+    Ok(match c {
+        RawContent::Synthetic {
+            input,
+            output,
+            shared_prefix,
+        } => Content::Synthetic {
+            input: input.validate("requests.input")?,
+            output: output.validate("requests.output")?,
+            shared_prefix: match shared_prefix {
+                Some(p) => Some((
+                    whole("requests.shared_prefix.groups", p.groups, 1.0)?.min(u32::MAX as u64)
+                        as u32,
+                    whole("requests.shared_prefix.tokens", p.tokens, 1.0)?,
+                )),
+                None => None,
+            },
+        },
+        RawContent::Agentic(a) => {
+            let sys = whole("requests.system_prompt_tokens", a.system_prompt_tokens, 0.0)?;
+            let first = whole("requests.first_turn_tokens", a.first_turn_tokens, 1.0)?;
+            if first <= sys {
+                return Err(WorkloadError::Invalid {
+                    field: "requests.first_turn_tokens".into(),
+                    problem: format!("must exceed system_prompt_tokens ({sys}): it includes the system prompt plus the first user message"),
+                });
+            }
+            Content::Agentic(Agentic {
+                system_prompt_tokens: sys,
+                first_turn_tokens: first,
+                tokens_per_turn: a.tokens_per_turn.validate("requests.tokens_per_turn")?,
+                output_tokens: a.output_tokens.validate("requests.output_tokens")?,
+                turns: whole("requests.turns", a.turns, 1.0)?.min(u32::MAX as u64) as u32,
+                think_s: nonneg("requests.think_time_s", a.think_time_s.unwrap_or(0.0))?,
+            })
+        }
+        RawContent::Preset { name } => validate_content(&preset(name)?)?,
+        RawContent::Mooncake {
+            jsonl,
+            block_tokens,
+        } => {
+            let bt = whole(
+                "requests.block_tokens",
+                block_tokens.unwrap_or(MOONCAKE_BLOCK_TOKENS as f64),
+                1.0,
+            )?;
+            let reqs = parse_mooncake(jsonl, bt)?;
+            if reqs.is_empty() {
+                return Err(WorkloadError::Empty {
+                    field: "requests.jsonl".into(),
+                });
+            }
+            Content::Trace(reqs)
+        }
+    })
+}
+
+impl WorkloadSpec {
+    /// The spec with the sweep level applied: concurrency for closed loop and burst, rate for
+    /// open-loop processes and trace replay.
+    pub fn at_level(&self, level: Level) -> Result<WorkloadSpec, WorkloadError> {
+        let mut s = self.clone();
+        let bad = |what: &str| WorkloadError::Invalid {
+            field: "sweep.levels".into(),
+            problem: what.to_string(),
+        };
+        match (&mut s.arrival, level) {
+            (Arrival::ClosedLoop { concurrency, .. }, Level::Concurrency(c)) => {
+                if c == 0 {
+                    return Err(bad("concurrency levels must be >= 1"));
+                }
+                *concurrency = c
+            }
+            (Arrival::Burst { count }, Level::Concurrency(c)) => {
+                if c == 0 {
+                    return Err(bad("burst sizes must be >= 1"));
+                }
+                *count = c as u64
+            }
+            (
+                Arrival::Poisson { rate }
+                | Arrival::Constant { rate }
+                | Arrival::Gamma { rate, .. },
+                Level::RequestRate(r),
+            ) => {
+                *rate = pos("sweep.levels", r)?;
+            }
+            (Arrival::Trace { rate }, Level::RequestRate(r)) => {
+                *rate = Some(pos("sweep.levels", r)?);
+            }
+            (Arrival::ClosedLoop { .. } | Arrival::Burst { .. }, Level::RequestRate(_)) => {
+                return Err(bad(
+                    "closed-loop and burst workloads sweep concurrency levels, not request rates",
+                ));
+            }
+            (_, Level::Concurrency(_)) => {
+                return Err(bad(
+                    "open-loop workloads sweep request-rate levels, not concurrency",
+                ));
+            }
+        }
+        Ok(s)
+    }
+
+    /// The level the spec itself describes.
+    pub fn own_level(&self) -> Option<Level> {
+        match &self.arrival {
+            Arrival::ClosedLoop { concurrency, .. } => Some(Level::Concurrency(*concurrency)),
+            Arrival::Burst { count } => {
+                Some(Level::Concurrency((*count).min(u32::MAX as u64) as u32))
+            }
+            Arrival::Poisson { rate }
+            | Arrival::Constant { rate }
+            | Arrival::Gamma { rate, .. } => Some(Level::RequestRate(*rate)),
+            Arrival::Trace { rate } => rate.map(Level::RequestRate),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let e = RawWorkloadSpec::from_json(
+            r#"{"arrival":{"type":"poisson","rate":1,"burst":3},"requests":{"type":"preset","name":"agentic-coding"}}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("burst"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_their_field() {
+        let raw = RawWorkloadSpec::from_json(
+            r#"{"arrival":{"type":"gamma","rate":2,"cv":-1},"requests":{"type":"synthetic","input":{"type":"constant","tokens":10},"output":{"type":"constant","tokens":5}}}"#,
+        )
+        .unwrap();
+        let e = raw.validate().unwrap_err();
+        assert_eq!(
+            e,
+            WorkloadError::NotPositive {
+                field: "arrival.cv".into(),
+                value: -1.0
+            }
+        );
+        let raw = RawWorkloadSpec::from_json(
+            r#"{"arrival":{"type":"closed_loop","concurrency":0},"requests":{"type":"preset","name":"agentic-coding"}}"#,
+        )
+        .unwrap();
+        assert!(
+            matches!(raw.validate(), Err(WorkloadError::BadCount { field, .. }) if field == "arrival.concurrency")
+        );
+        let raw = RawWorkloadSpec::from_json(
+            r#"{"arrival":{"type":"burst","count":3},"requests":{"type":"preset","name":"chat"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            raw.validate(),
+            Err(WorkloadError::UnknownPreset("chat".into()))
+        );
+    }
+
+    #[test]
+    fn level_kind_must_match_arrival() {
+        let spec = RawWorkloadSpec::from_json(
+            r#"{"arrival":{"type":"poisson","rate":1},"requests":{"type":"preset","name":"agentic-coding"}}"#,
+        )
+        .unwrap()
+        .validate()
+        .unwrap();
+        assert!(spec.at_level(Level::Concurrency(4)).is_err());
+        let s2 = spec.at_level(Level::RequestRate(3.0)).unwrap();
+        assert_eq!(s2.arrival, Arrival::Poisson { rate: 3.0 });
+    }
+}

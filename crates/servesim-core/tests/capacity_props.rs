@@ -1,0 +1,379 @@
+//! Properties of the start-up sizing, every shipped model on the main GPUs, and bad input.
+
+use servesim_core::capacity::compute;
+use servesim_core::deploy::{DeployError, Deployment, RawDeployment, RawEngineSettings};
+use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
+use servesim_core::gpu::{find_gpu, GpuError, RawGpu};
+use servesim_core::model::catalog;
+use servesim_core::parallel::Parallelism;
+
+fn dep(model: &str, gpu: &str, tp: u32, kv: KvCacheDtype, raw: RawEngineSettings) -> Deployment {
+    Deployment::new(
+        catalog::load(model).unwrap(),
+        find_gpu(gpu).unwrap(),
+        Parallelism { tp, dp: 1, ep: 1 },
+        None,
+        WeightPrecision::Checkpoint,
+        kv,
+        &raw,
+    )
+    .unwrap()
+}
+
+fn mml(n: i64) -> RawEngineSettings {
+    RawEngineSettings {
+        max_model_len: Some(n),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn more_gpu_memory_never_gives_fewer_kv_tokens() {
+    let base = find_gpu("H100").unwrap();
+    let mut prev = 0;
+    for mib in [60_000.0, 81_080.0, 100_000.0, 143_165.0, 190_000.0] {
+        let g = RawGpu {
+            name: "g".into(),
+            memory_visible_mib: mib,
+            hbm_bandwidth_tb_s: 3.35,
+            bf16_dense_tflops: 989.0,
+            fp8_dense_tflops: Some(1979.0),
+            fp4_dense_tflops: None,
+            scaleup_unidir_gb_s: 450.0,
+            scaleup_domain: 8,
+            vendor: None,
+        }
+        .validate()
+        .unwrap();
+        assert!(g.memory_visible.get() > 0 && base.memory_visible.get() > 0);
+        let d = Deployment::new(
+            catalog::load("Qwen/Qwen3-8B").unwrap(),
+            g,
+            Parallelism::default(),
+            None,
+            WeightPrecision::Checkpoint,
+            KvCacheDtype::Auto,
+            &mml(32768),
+        )
+        .unwrap();
+        let t = compute(&d, None).unwrap().kv_cache_tokens;
+        assert!(t >= prev, "{mib} MiB: {t} < {prev}");
+        prev = t;
+    }
+}
+
+#[test]
+fn fp8_kv_never_gives_fewer_tokens_than_bf16() {
+    for (m, tp) in [
+        ("meta-llama/Meta-Llama-3.1-8B", 1),
+        ("Qwen/Qwen3-32B", 2),
+        ("openai/gpt-oss-120b", 1),
+        ("deepseek-ai/DeepSeek-R1", 8),
+    ] {
+        let gpu = if m.contains("DeepSeek") {
+            "H200"
+        } else {
+            "H100"
+        };
+        let a = compute(&dep(m, gpu, tp, KvCacheDtype::Bfloat16, mml(16384)), None).unwrap();
+        let b = compute(&dep(m, gpu, tp, KvCacheDtype::Fp8, mml(16384)), None).unwrap();
+        assert!(b.kv_cache_tokens >= a.kv_cache_tokens, "{m}");
+        assert!(b.kv_bytes_per_token < a.kv_bytes_per_token, "{m}");
+    }
+}
+
+#[test]
+fn more_tp_never_raises_per_gpu_weights() {
+    for m in [
+        "meta-llama/Meta-Llama-3.1-70B",
+        "Qwen/Qwen3-235B-A22B",
+        "deepseek-ai/DeepSeek-V3",
+    ] {
+        let mut prev = i64::MAX;
+        for tp in [1, 2, 4, 8] {
+            let d = dep(m, "B200", tp, KvCacheDtype::Auto, mml(8192));
+            let w = compute(&d, None).unwrap().breakdown.weights.bytes;
+            assert!(w <= prev, "{m} tp{tp}");
+            prev = w;
+        }
+    }
+}
+
+#[test]
+fn higher_gpu_memory_utilization_never_gives_fewer_tokens() {
+    let mut prev = 0;
+    for u in [0.5, 0.7, 0.85, 0.9, 0.95, 0.99] {
+        let raw = RawEngineSettings {
+            gpu_memory_utilization: Some(u),
+            max_model_len: Some(8192),
+            ..Default::default()
+        };
+        let r = compute(
+            &dep(
+                "meta-llama/Meta-Llama-3.1-8B",
+                "H100",
+                1,
+                KvCacheDtype::Auto,
+                raw,
+            ),
+            None,
+        )
+        .unwrap();
+        assert!(r.kv_cache_tokens >= prev, "util {u}");
+        prev = r.kv_cache_tokens;
+    }
+    assert!(prev > 0);
+}
+
+#[test]
+fn budget_identity_holds_in_every_report() {
+    let d = dep("Qwen/Qwen3-14B", "H200", 1, KvCacheDtype::Auto, mml(40960));
+    let r = compute(&d, None).unwrap();
+    let b = r.breakdown;
+    assert_eq!(
+        b.kv_available.bytes,
+        b.budget.bytes - b.weights.bytes - b.activation.bytes - b.non_torch.bytes
+    );
+    assert!(b.kv_pool.bytes <= b.kv_available.bytes);
+    assert!(b.kv_available.bytes - b.kv_pool.bytes < r.block_bytes as i64);
+    assert_eq!(r.kv_cache_tokens, r.num_blocks * r.block_size as u64);
+    assert!(r.log_lines[1].starts_with("GPU KV cache size: "));
+}
+
+#[test]
+fn estimating_cudagraphs_subtracts_them_from_the_kv_budget() {
+    let off = compute(
+        &dep("Qwen/Qwen3-8B", "H100", 1, KvCacheDtype::Auto, mml(32768)),
+        None,
+    )
+    .unwrap();
+    let raw = RawEngineSettings {
+        max_model_len: Some(32768),
+        estimate_cudagraphs_in_profile: Some(true),
+        ..Default::default()
+    };
+    let on = compute(
+        &dep("Qwen/Qwen3-8B", "H100", 1, KvCacheDtype::Auto, raw),
+        None,
+    )
+    .unwrap();
+    assert!(on.breakdown.cudagraph_in_budget && !off.breakdown.cudagraph_in_budget);
+    assert_eq!(
+        off.breakdown.kv_available.bytes - on.breakdown.kv_available.bytes,
+        on.breakdown.cudagraph.bytes
+    );
+    assert!(on.kv_cache_tokens < off.kv_cache_tokens);
+}
+
+#[test]
+fn kv_cache_memory_override_replaces_the_budget() {
+    let raw = RawEngineSettings {
+        max_model_len: Some(8192),
+        kv_cache_memory_bytes: Some(10 << 30),
+        ..Default::default()
+    };
+    let r = compute(
+        &dep(
+            "meta-llama/Meta-Llama-3.1-8B",
+            "H100",
+            1,
+            KvCacheDtype::Auto,
+            raw,
+        ),
+        None,
+    )
+    .unwrap();
+    assert_eq!(r.breakdown.kv_available.bytes, 10 << 30);
+    // 128 KiB per token for Llama-3.1-8B bf16: 10 GiB / 128 KiB = 81,920 tokens
+    assert_eq!(r.kv_cache_tokens, 81_920);
+}
+
+#[test]
+fn requests_fit_counts_isl_plus_osl_and_caps_at_max_num_seqs() {
+    let d = dep(
+        "meta-llama/Meta-Llama-3.1-8B",
+        "H100",
+        1,
+        KvCacheDtype::Auto,
+        mml(8192),
+    );
+    let r = compute(
+        &d,
+        Some(servesim_core::capacity::RequestShape { isl: 1000, osl: 24 }),
+    )
+    .unwrap();
+    let f = r.requests_fit.unwrap();
+    // 1024 tokens = 64 blocks of 16
+    assert_eq!(f.by_kv, r.num_blocks / 64);
+    assert_eq!(f.at_once, f.by_kv.min(r.max_num_seqs));
+}
+
+fn smallest_fitting_tp(model: &str, gpu: &str) -> Option<(u32, u64)> {
+    let is_moe = catalog::load(model).unwrap().moe.is_some();
+    let layouts = [1u32, 2, 4, 8, 16, 32, 64]
+        .into_iter()
+        .flat_map(|tp| [(tp, 1), (tp, if is_moe { tp } else { 1 })]);
+    for (tp, ep) in layouts {
+        let d = match Deployment::new(
+            catalog::load(model).unwrap(),
+            find_gpu(gpu).unwrap(),
+            Parallelism { tp, dp: 1, ep },
+            None,
+            WeightPrecision::Checkpoint,
+            KvCacheDtype::Auto,
+            &mml(32768.min(catalog::load(model).unwrap().max_position_embeddings as i64)),
+        ) {
+            Ok(d) => d,
+            Err(_) => continue, // TP does not divide this model's heads
+        };
+        let r = compute(&d, None).unwrap();
+        assert!(!r.log_lines.is_empty());
+        if r.fits {
+            return Some((tp, r.kv_cache_tokens));
+        }
+        assert!(
+            r.vllm_error.is_some() && !r.fixes.is_empty()
+                || r.breakdown.weights.bytes > r.breakdown.budget.bytes
+        );
+    }
+    None
+}
+
+#[test]
+fn every_shipped_model_answers_on_the_main_gpus() {
+    for gpu in ["H100", "H200", "B200", "GB200", "MI300X"] {
+        for m in catalog::ids() {
+            let found = smallest_fitting_tp(m, gpu);
+            assert!(found.is_some(), "{m} on {gpu}: no TP up to 64 fits");
+            println!("{gpu} {m}: smallest TP {:?}", found.unwrap());
+        }
+    }
+    for m in [
+        "meta-llama/Meta-Llama-3.1-8B",
+        "Qwen/Qwen3-8B",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "meta-llama/Llama-2-7b-hf",
+        "openai/gpt-oss-20b",
+    ] {
+        for gpu in ["H100", "H200", "B200", "GB200", "MI300X"] {
+            assert_eq!(smallest_fitting_tp(m, gpu).unwrap().0, 1, "{m} on {gpu}");
+        }
+    }
+}
+
+#[test]
+fn bad_inputs_give_typed_errors_naming_the_field() {
+    let raw = |f: fn(&mut RawDeployment)| {
+        let mut r = RawDeployment {
+            model: "meta-llama/Meta-Llama-3.1-8B".into(),
+            gpu: "H100".into(),
+            ..Default::default()
+        };
+        f(&mut r);
+        r.resolve()
+    };
+    assert!(matches!(
+        raw(|r| r.gpu = "Z9000".into()),
+        Err(DeployError::Gpu(GpuError::Unknown { .. }))
+    ));
+    assert_eq!(raw(|r| r.tp = Some(3)).unwrap_err().field(), "tp");
+    assert_eq!(raw(|r| r.tp = Some(0)).unwrap_err().field(), "tp");
+    assert_eq!(raw(|r| r.dp = Some(-2)).unwrap_err().field(), "dp");
+    assert_eq!(
+        raw(|r| {
+            r.tp = Some(2);
+            r.num_gpus = Some(3)
+        })
+        .unwrap_err()
+        .field(),
+        "num_gpus"
+    );
+    assert_eq!(raw(|r| r.ep = Some(2)).unwrap_err().field(), "ep"); // dense model
+    assert_eq!(
+        raw(|r| r.engine.gpu_memory_utilization = Some(f64::NAN))
+            .unwrap_err()
+            .field(),
+        "gpu_memory_utilization"
+    );
+    assert_eq!(
+        raw(|r| r.engine.gpu_memory_utilization = Some(1.5))
+            .unwrap_err()
+            .field(),
+        "gpu_memory_utilization"
+    );
+    assert_eq!(
+        raw(|r| r.engine.max_num_seqs = Some(-1))
+            .unwrap_err()
+            .field(),
+        "max_num_seqs"
+    );
+    assert_eq!(
+        raw(|r| r.engine.block_size = Some(0)).unwrap_err().field(),
+        "block_size"
+    );
+    assert_eq!(
+        raw(|r| r.engine.max_model_len = Some(10_000_000))
+            .unwrap_err()
+            .field(),
+        "max_model_len"
+    );
+    assert_eq!(
+        raw(|r| r.kv_cache_dtype = Some(KvCacheDtype::Fp8DsMla))
+            .unwrap_err()
+            .field(),
+        "kv_cache_dtype"
+    );
+    // EP must divide the experts and equal tp*dp.
+    let moe = |tp, ep| {
+        RawDeployment {
+            model: "Qwen/Qwen3-30B-A3B".into(),
+            gpu: "H100".into(),
+            tp: Some(tp),
+            ep: Some(ep),
+            ..Default::default()
+        }
+        .resolve()
+    };
+    assert!(moe(4, 4).is_ok());
+    assert_eq!(moe(4, 2).unwrap_err().field(), "ep");
+    let mix = RawDeployment {
+        model: "mistralai/Mixtral-8x7B-v0.1".into(),
+        gpu: "H100".into(),
+        tp: Some(4),
+        dp: Some(4),
+        ep: Some(16),
+        ..Default::default()
+    }
+    .resolve();
+    assert_eq!(mix.unwrap_err().field(), "ep"); // 8 experts over 16 ranks
+                                                // fp4 weights need fp4 tensor cores.
+    let fp4 = RawDeployment {
+        model: "meta-llama/Meta-Llama-3.1-8B".into(),
+        gpu: "H100".into(),
+        weight_precision: Some(WeightPrecision::Fp4),
+        ..Default::default()
+    }
+    .resolve();
+    assert_eq!(fp4.unwrap_err().field(), "weight_precision");
+    // Unknown fields are rejected.
+    assert!(serde_json::from_str::<RawEngineSettings>(r#"{"gpu_mem_util": 0.9}"#).is_err());
+}
+
+#[test]
+fn weights_larger_than_the_budget_still_produce_a_report() {
+    let r = compute(
+        &dep(
+            "meta-llama/Meta-Llama-3.1-405B",
+            "H100",
+            1,
+            KvCacheDtype::Auto,
+            mml(8192),
+        ),
+        None,
+    )
+    .unwrap();
+    assert!(!r.fits);
+    assert!(r.reason.contains("weights alone"));
+    assert_eq!(r.kv_cache_tokens, 0);
+    assert!(r.fixes.iter().any(|f| f.setting == "tp"));
+}
