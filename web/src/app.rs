@@ -48,6 +48,7 @@ struct State {
     form: RwSignal<Form>,
     scenario: Memo<Result<Scenario, FieldErrors>>,
     errors: Memo<FieldErrors>,
+    defaults: Memo<std::collections::BTreeMap<&'static str, String>>,
     run_id: RwSignal<u32>,
     status: RwSignal<RunStatus>,
     rows: RwSignal<Vec<LevelRow>>,
@@ -255,7 +256,7 @@ fn App() -> impl IntoView {
     let scenario = Memo::new(move |_| {
         form.with(|f| {
             f.to_scenario().and_then(|s| {
-                let e = core_api::check_refs(&s);
+                let e = core_api::check(&s);
                 if e.is_empty() {
                     Ok(s)
                 } else {
@@ -265,12 +266,21 @@ fn App() -> impl IntoView {
         })
     });
     let errors = Memo::new(move |_| scenario.with(|s| s.clone().err().unwrap_or_default()));
+    // vLLM's defaults for blank engine fields, shown as placeholders (needs a valid form).
+    let defaults = Memo::new(move |_| {
+        form.with(|f| {
+            f.to_scenario()
+                .map(|s| core_api::engine_defaults(&s))
+                .unwrap_or_default()
+        })
+    });
     let theme0 = browser::storage_get(THEME_KEY).unwrap_or_else(|| "auto".into());
     browser::apply_theme(&theme0);
     let st = State {
         form,
         scenario,
         errors,
+        defaults,
         run_id: RwSignal::new(0),
         status: RwSignal::new(RunStatus::Idle),
         rows: RwSignal::new(Vec::new()),
@@ -318,9 +328,9 @@ fn App() -> impl IntoView {
                 <ThemeToggle st=st/>
             </div>
         </header>
-        {(!core_api::CORE_WIRED).then(|| view! {
+        {(!core_api::SIM_WIRED).then(|| view! {
             <div class="banner warn" id="preview-banner" role="status">
-                "Preview build: capacity and sweep numbers below are placeholders until the ServeSim core (model catalog, capacity, engine) is wired into the page. Do not use them for planning."
+                "Preview build: the capacity card is computed by ServeSim's core, but sweep results are placeholders until the simulator is wired into the page. Do not use the sweep numbers for planning."
             </div>
         })}
         <Show when=move || st.notice.get().is_some()>
@@ -433,6 +443,7 @@ fn field(
                     list=(key == "model_id").then_some("model-list")
                     aria-invalid=move || if err().is_some() { "true" } else { "false" }
                     aria-describedby=err_id.clone()
+                    placeholder=move || st.defaults.with(|d| d.get(key).map(|v| format!("default {v}")).unwrap_or_default())
                     prop:value=move || st.form.with(|f| get(f).clone())
                     on:input=move |ev| { let v = event_target_value(&ev); st.form.update(|f| set(f, v)) }/>
                 {(!unit.is_empty()).then(|| view! { <span class="unit">{unit}</span> })}
@@ -531,7 +542,7 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                             prop:value=move || st.form.with(|f| f.gpu_id.clone())
                             on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.gpu_id = v) }>
                             {gpus.iter().map(|g| view! {
-                                <option value=g.id.clone()>{format!("{} ({} GiB)", g.label, g.memory_gib)}</option>
+                                <option value=g.id.clone() title=g.label.clone()>{format!("{} ({:.0} GiB)", g.id, g.memory_gib)}</option>
                             }).collect_view()}
                         </select>
                         <div class="field-error" role="alert">{move || st.errors.with(|e| e.get("gpu_id").cloned())}</div>
@@ -540,10 +551,13 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                 <Show when=move || gpu_mode() == "custom">
                     {field(st, "custom_gpu_name", "Name", "", |f| &f.custom_gpu_name, |f, v| f.custom_gpu_name = v)}
                     <div class="grid2">
-                        {field(st, "custom_gpu_memory_gib", "Memory", "GiB", |f| &f.custom_gpu_memory_gib, |f, v| f.custom_gpu_memory_gib = v)}
+                        {field(st, "custom_gpu_memory_gib", "Memory vLLM sees", "GiB", |f| &f.custom_gpu_memory_gib, |f, v| f.custom_gpu_memory_gib = v)}
                         {field(st, "custom_gpu_bandwidth_tb_s", "HBM bandwidth", "TB/s", |f| &f.custom_gpu_bandwidth_tb_s, |f, v| f.custom_gpu_bandwidth_tb_s = v)}
                         {field(st, "custom_gpu_bf16_tflops", "BF16 dense", "TFLOPS", |f| &f.custom_gpu_bf16_tflops, |f, v| f.custom_gpu_bf16_tflops = v)}
                         {field(st, "custom_gpu_fp8_tflops", "FP8 dense (optional)", "TFLOPS", |f| &f.custom_gpu_fp8_tflops, |f, v| f.custom_gpu_fp8_tflops = v)}
+                        {field(st, "custom_gpu_fp4_tflops", "FP4 dense (optional)", "TFLOPS", |f| &f.custom_gpu_fp4_tflops, |f, v| f.custom_gpu_fp4_tflops = v)}
+                        {field(st, "custom_gpu_link_gb_s", "Scale-up link, one way", "GB/s", |f| &f.custom_gpu_link_gb_s, |f, v| f.custom_gpu_link_gb_s = v)}
+                        {field(st, "custom_gpu_domain", "GPUs per scale-up domain", "", |f| &f.custom_gpu_domain, |f, v| f.custom_gpu_domain = v)}
                     </div>
                 </Show>
                 <div class="grid4">
@@ -580,8 +594,9 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                     {field(st, "block_size", "--block-size", "tokens", |f| &f.block_size, |f, v| f.block_size = v)}
                     {field(st, "max_model_len", "--max-model-len (blank: model's)", "tokens", |f| &f.max_model_len, |f, v| f.max_model_len = v)}
                 </div>
-                {checkbox(st, "enable_prefix_caching", "--enable-prefix-caching", |f| f.enable_prefix_caching, |f, v| f.enable_prefix_caching = v)}
-                {checkbox(st, "enable_chunked_prefill", "--enable-chunked-prefill", |f| f.enable_chunked_prefill, |f, v| f.enable_chunked_prefill = v)}
+                {checkbox(st, "enable_prefix_caching", "--enable-prefix-caching", |f| f.enable_prefix_caching.unwrap_or(true), |f, v| f.enable_prefix_caching = Some(v))}
+                {checkbox(st, "enforce_eager", "--enforce-eager", |f| f.enforce_eager.unwrap_or(false), |f, v| f.enforce_eager = Some(v))}
+                <p class="hint">"Blank fields take vLLM's default for this model and GPU (shown greyed)."</p>
             </details>
             <fieldset>
                 <legend>"Workload"</legend>
@@ -632,9 +647,14 @@ fn CapacityCard(st: State) -> impl IntoView {
     let body = move || -> AnyView {
         match cap.get() {
             None => view! {
-                <p class="muted" id="cap-invalid">"Fix the highlighted fields to see the capacity."</p>
+                <div id="cap-invalid">
+                    <p class="muted">"Fix the highlighted fields to see the capacity."</p>
+                    <ul class="error-list">
+                        {move || st.errors.get().into_iter().map(|(k, m)| view! { <li><code>{k}</code>": "{m}</li> }).collect_view()}
+                    </ul>
+                </div>
             }.into_any(),
-            Some(Err(e)) => view! { <p class="error-text" id="cap-error">{e}</p> }.into_any(),
+            Some(Err(e)) => view! { <p class="error-text" id="cap-error">{e.message}</p> }.into_any(),
             Some(Ok(c)) => capacity_body(c).into_any(),
         }
     };
@@ -649,7 +669,8 @@ fn CapacityCard(st: State) -> impl IntoView {
 fn capacity_body(c: CapacityView) -> impl IntoView {
     let used: f64 = c.per_gpu.iter().map(|s| s.bytes).sum();
     let free = (c.gpu_bytes - used).max(0.0);
-    let pct = move |b: f64| format!("{:.2}%", 100.0 * b / c.gpu_bytes.max(1.0));
+    let total = c.gpu_bytes.max(used).max(1.0);
+    let pct = move |b: f64| format!("{:.2}%", 100.0 * b / total);
     let classes = ["seg-a", "seg-b", "seg-c", "seg-d", "seg-e"];
     let segs = c
         .per_gpu
@@ -658,19 +679,27 @@ fn capacity_body(c: CapacityView) -> impl IntoView {
         .map(|(i, s)| (classes[i % classes.len()], s.label.clone(), s.bytes))
         .collect::<Vec<_>>();
     let fits = c.fits;
+    let fixes = c.fixes.clone();
     view! {
         <div class="cap-head">
             <span id="cap-fits" class=if fits { "badge ok" } else { "badge bad" }>
                 {if fits { "Fits" } else { "Does not fit" }}
             </span>
             <div class="kpis">
-                <div class="kpi"><span class="kpi-v" id="cap-kv-tokens">{group_thousands(c.kv_cache_tokens)}</span><span class="kpi-l">"KV cache tokens per replica"</span></div>
-                <div class="kpi"><span class="kpi-v" id="cap-requests">{fmt_num(c.requests_that_fit)}</span><span class="kpi-l">"requests of this workload fit at once"</span></div>
-                <div class="kpi"><span class="kpi-v" id="cap-replicas">{c.replicas}</span><span class="kpi-l">"replicas"</span></div>
+                <div class="kpi"><span class="kpi-v" id="cap-kv-tokens">{group_thousands(c.kv_cache_tokens)}</span><span class="kpi-l">"KV cache tokens per engine"</span></div>
+                <div class="kpi"><span class="kpi-v" id="cap-requests">{c.requests_that_fit.map(group_thousands).unwrap_or_else(|| "—".into())}</span><span class="kpi-l">"requests of this workload at once, per engine"</span></div>
+                <div class="kpi"><span class="kpi-v" id="cap-replicas">{format!("{} × {}", c.replicas, c.engines / c.replicas.max(1))}</span><span class="kpi-l">"replicas × engines (DP) each"</span></div>
             </div>
         </div>
-        {c.reason.clone().map(|r| view! { <p class="error-text" id="cap-reason">{r}</p> })}
-        {c.fix.clone().map(|f| view! { <p class="fix" id="cap-fix"><strong>"Fix: "</strong>{f}</p> })}
+        <p id="cap-reason" class:error-text=!fits>{c.reason.clone()}</p>
+        {c.vllm_error.clone().map(|r| view! { <pre class="vllm-error" id="cap-vllm-error">{r}</pre> })}
+        {(!fixes.is_empty()).then(|| view! {
+            <div class="fix" id="cap-fix"><strong>"To make it fit:"</strong>
+                <ul>{fixes.into_iter().map(|(setting, value, effect)| view! {
+                    <li><code>{format!("{setting} {value}")}</code>" — "{effect}</li>
+                }).collect_view()}</ul>
+            </div>
+        })}
         <div class="membar" role="img" aria-label=format!("Memory of one GPU: {}", fmt_gib(c.gpu_bytes))>
             {segs.iter().map(|(cls, label, b)| view! {
                 <div class=format!("membar-seg {cls}") style:width=pct(*b) title=format!("{label}: {}", fmt_gib(*b))></div>
@@ -680,9 +709,17 @@ fn capacity_body(c: CapacityView) -> impl IntoView {
             {segs.into_iter().map(|(cls, label, b)| view! {
                 <li><span class=format!("swatch {cls}")></span>{label}" "<span class="num">{fmt_gib(b)}</span></li>
             }).collect_view()}
-            <li><span class="swatch seg-free"></span>"unused "<span class="num">{fmt_gib(free)}</span></li>
-            <li class="muted">"of "{fmt_gib(c.gpu_bytes)}" per GPU"</li>
+            <li><span class="swatch seg-free"></span>"headroom "<span class="num">{fmt_gib(free)}</span></li>
+            <li class="muted">"of "{fmt_gib(c.gpu_bytes)}" visible per GPU"</li>
         </ul>
+        <details class="cap-details">
+            <summary>"vLLM start-up log, notes"</summary>
+            <pre id="cap-log">{c.log_lines.join("\n")}</pre>
+            <ul class="notes">
+                {c.warnings.into_iter().map(|w| view! { <li class="error-text">{w}</li> }).collect_view()}
+                {c.notes.into_iter().map(|n| view! { <li class="muted">{n}</li> }).collect_view()}
+            </ul>
+        </details>
     }
 }
 

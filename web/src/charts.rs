@@ -4,6 +4,7 @@
 use crate::core_api::{LevelRow, OperatingPoint, Scenario};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use servesim_core::metric::{MetricId, Stat};
 
 /// One line of points.
@@ -194,14 +195,6 @@ pub fn chart_specs(
             label: "SLA tok/s/user".into(),
         });
     }
-    if let Some(itl) = scenario.sla.itl_p90_ms {
-        // A user reading at 1000/ITL tok/s: the ITL gate as a tok/s/user bound (steady decode).
-        refs.push(RefLine {
-            vertical: true,
-            value: 1000.0 / itl,
-            label: "1000/ITL SLA".into(),
-        });
-    }
     specs.push(ChartSpec {
         key: "pareto",
         title: "Throughput per GPU vs speed per user".into(),
@@ -298,8 +291,8 @@ pub fn draw<DB: DrawingBackend>(
             .light_line_style(theme.grid.mix(0.5))
             .bold_line_style(theme.grid)
             .axis_style(text.mix(0.6))
-            .x_label_formatter(&|v| crate::table::fmt_num(*v))
-            .y_label_formatter(&|v| crate::table::fmt_num(*v))
+            .x_label_formatter(&|v| crate::table::fmt_tick(*v))
+            .y_label_formatter(&|v| crate::table::fmt_tick(*v))
             .draw()
             .map_err(err)?;
         draw_series_and_refs(&mut chart, spec, theme, (x0, x1), (y0, y1)).map_err(err)?;
@@ -314,8 +307,8 @@ pub fn draw<DB: DrawingBackend>(
             .light_line_style(theme.grid.mix(0.5))
             .bold_line_style(theme.grid)
             .axis_style(text.mix(0.6))
-            .x_label_formatter(&|v| crate::table::fmt_num(*v))
-            .y_label_formatter(&|v| crate::table::fmt_num(*v))
+            .x_label_formatter(&|v| crate::table::fmt_tick(*v))
+            .y_label_formatter(&|v| crate::table::fmt_tick(*v))
             .draw()
             .map_err(err)?;
         draw_series_and_refs(&mut chart, spec, theme, (x0, x1), (y0, y1)).map_err(err)?;
@@ -356,16 +349,21 @@ where
         } else {
             vec![(x0, r.value), (x1, r.value)]
         };
-        let anchor = if r.vertical {
-            (r.value, y1)
+        // Labels sit inside the plot, away from the axes: top of a vertical line, right end
+        // of a horizontal one.
+        let (anchor, pos) = if r.vertical {
+            ((r.value, y1), Pos::new(HPos::Left, VPos::Top))
         } else {
-            (x0, r.value)
+            ((x1, r.value), Pos::new(HPos::Right, VPos::Bottom))
         };
         chart.draw_series(DashedLineSeries::new(pts, 6, 4, style))?;
         chart.draw_series(std::iter::once(Text::new(
             r.label.clone(),
             anchor,
-            ("sans-serif", 11).into_font().color(&theme.reference),
+            ("sans-serif", 11)
+                .into_font()
+                .color(&theme.reference)
+                .pos(pos),
         )))?;
     }
     if let Some(p) = spec.highlight {

@@ -1,20 +1,26 @@
 //! The page's only door into `servesim_core` (apart from the share-link codec): the scenario type,
 //! the catalogs, capacity and one sweep level. Everything the UI shows comes through here, so
-//! wiring the core's model/capacity/engine APIs touches only this file.
+//! wiring further core APIs touches only this file.
 //!
-//! STATUS: the core's model catalog, capacity and engine are not merged yet. Until they are, the
-//! functions marked `PLACEHOLDER` return stand-in values so the page, the worker protocol and the
-//! browser tests can be built and exercised; the page shows a banner saying so
-//! ([`CORE_WIRED`] is false). They are to be replaced, not shipped as results.
+//! STATUS
+//! - Wired to the core: the model catalog (`model::catalog`), pasted `config.json`
+//!   (`ModelConfig::from_hf_json`), the GPU catalog and custom GPUs (`gpu`), deployment validation
+//!   (`deploy::Deployment::new`, vLLM's defaults) and start-up capacity (`capacity::compute`).
+//! - PLACEHOLDER: [`run_level`] (the sweep) is a stand-in until the core's scenario resolver and
+//!   step-time model land; the page shows a banner while [`SIM_WIRED`] is false.
 
 use serde::{Deserialize, Serialize};
+use servesim_core::capacity::{self, CapacityReport, RequestShape};
+use servesim_core::deploy::{DeployError, Deployment, RawEngineSettings};
 use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
+use servesim_core::gpu::{self, RawGpu};
 use servesim_core::metric::{MetricId, Stat};
+use servesim_core::model::{catalog, ModelConfig};
 use servesim_core::parallel::Parallelism;
 use std::collections::BTreeMap;
 
-/// False while capacity and simulation are placeholders; the page shows a warning banner.
-pub const CORE_WIRED: bool = false;
+/// False while the sweep is a placeholder; the page shows a warning banner.
+pub const SIM_WIRED: bool = false;
 
 /// Which model: a catalog id, or a pasted Hugging Face `config.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,52 +30,12 @@ pub enum ModelRef {
     ConfigJson(String),
 }
 
-/// Which GPU: a catalog id or a custom spec.
+/// Which GPU: a catalog id (or alias) or a custom spec in the core's raw form.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum GpuRef {
     Catalog(String),
-    Custom(CustomGpu),
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CustomGpu {
-    pub name: String,
-    pub memory_gib: f64,
-    pub hbm_bandwidth_tb_s: f64,
-    pub bf16_dense_tflops: f64,
-    pub fp8_dense_tflops: Option<f64>,
-    pub fp4_dense_tflops: Option<f64>,
-}
-
-/// vLLM engine arguments, by vLLM's names.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Engine {
-    pub gpu_memory_utilization: f64,
-    pub max_num_seqs: u32,
-    pub max_num_batched_tokens: u32,
-    pub block_size: u32,
-    pub max_model_len: Option<u64>,
-    pub enable_prefix_caching: bool,
-    pub enable_chunked_prefill: bool,
-}
-
-impl Default for Engine {
-    fn default() -> Self {
-        // vLLM v1 defaults (vllm/engine/arg_utils.py); the core's EngineSettings::default()
-        // replaces these when wired.
-        Engine {
-            gpu_memory_utilization: 0.9,
-            max_num_seqs: 256,
-            max_num_batched_tokens: 8192,
-            block_size: 16,
-            max_model_len: None,
-            enable_prefix_caching: true,
-            enable_chunked_prefill: true,
-        }
-    }
+    Custom(RawGpu),
 }
 
 /// Request mix.
@@ -82,7 +48,7 @@ pub struct Workload {
     pub osl: u64,
     /// Share of each prompt that is a prefix common to all requests (0..1).
     pub prefix_share: f64,
-    /// Uploaded trace (JSONL or CSV text), replacing isl/osl when present.
+    /// Uploaded trace (Mooncake JSONL), replacing isl/osl when present.
     pub trace: Option<String>,
 }
 
@@ -101,12 +67,13 @@ pub struct Sla {
 pub struct Scenario {
     pub model: ModelRef,
     pub gpu: GpuRef,
-    /// GPUs in total; replicas = gpus / (tp * dp).
-    pub gpus: u32,
+    /// GPUs in total; replicas = num_gpus / (tp * dp).
+    pub num_gpus: u32,
     pub parallelism: Parallelism,
     pub weight_precision: WeightPrecision,
     pub kv_cache_dtype: KvCacheDtype,
-    pub engine: Engine,
+    /// vLLM engine arguments; `None` = vLLM's default for this model and GPU.
+    pub engine: RawEngineSettings,
     pub workload: Workload,
     /// Concurrency levels of the sweep.
     pub levels: Vec<u32>,
@@ -121,11 +88,11 @@ impl Default for Scenario {
         Scenario {
             model: ModelRef::Catalog("meta-llama/Meta-Llama-3.1-8B".into()),
             gpu: GpuRef::Catalog("H100-SXM".into()),
-            gpus: 1,
+            num_gpus: 1,
             parallelism: Parallelism::default(),
             weight_precision: WeightPrecision::Checkpoint,
             kv_cache_dtype: KvCacheDtype::Auto,
-            engine: Engine::default(),
+            engine: RawEngineSettings::default(),
             workload: Workload {
                 isl: 1024,
                 osl: 256,
@@ -153,7 +120,7 @@ impl Scenario {
     }
 }
 
-/// One model in the searchable select.
+/// One model in the searchable list.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelEntry {
     pub id: String,
@@ -164,45 +131,134 @@ pub struct ModelEntry {
 pub struct GpuEntry {
     pub id: String,
     pub label: String,
+    /// Memory vLLM sees, GiB.
     pub memory_gib: f64,
 }
 
-/// PLACEHOLDER stand-in data: (id, params in billions, layers, kv heads, head dim), to be
-/// replaced by `servesim_core::model::catalog`.
-const PLACEHOLDER_MODELS: &[(&str, f64, u64, u64, u64)] = &[
-    ("meta-llama/Meta-Llama-3.1-8B", 8.03, 32, 8, 128),
-    ("meta-llama/Meta-Llama-3.1-70B", 70.6, 80, 8, 128),
-    ("meta-llama/Meta-Llama-3.1-405B", 405.9, 126, 8, 128),
-    ("Qwen/Qwen3-8B", 8.19, 36, 8, 128),
-    ("Qwen/Qwen3-32B", 32.8, 64, 8, 128),
-    ("mistralai/Mixtral-8x7B-v0.1", 46.7, 32, 8, 128),
-];
-
-/// PLACEHOLDER stand-in GPU table, to be replaced by `servesim_core::gpu`.
-const PLACEHOLDER_GPUS: &[(&str, &str, f64, f64)] = &[
-    ("A100-SXM", "NVIDIA A100-SXM4-80GB", 80.0, 2.039),
-    ("H100-SXM", "NVIDIA H100-SXM5-80GB", 80.0, 3.35),
-    ("H200-SXM", "NVIDIA H200-SXM-141GB", 141.0, 4.8),
-    ("B200", "NVIDIA B200", 180.0, 8.0),
-    ("MI300X", "AMD Instinct MI300X", 192.0, 5.3),
-];
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 pub fn models() -> Vec<ModelEntry> {
-    PLACEHOLDER_MODELS
-        .iter()
-        .map(|m| ModelEntry { id: m.0.into() })
+    catalog::ids()
+        .into_iter()
+        .map(|id| ModelEntry { id: id.into() })
         .collect()
 }
 
 pub fn gpus() -> Vec<GpuEntry> {
-    PLACEHOLDER_GPUS
+    gpu::catalog()
         .iter()
         .map(|g| GpuEntry {
-            id: g.0.into(),
-            label: g.1.into(),
-            memory_gib: g.2,
+            id: g.id.clone(),
+            label: g.name.clone(),
+            memory_gib: g.memory_visible.0 as f64 / GIB,
         })
         .collect()
+}
+
+/// A failure to build the deployment, with the form field it belongs to (when there is one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioError {
+    pub field: Option<&'static str>,
+    pub message: String,
+}
+
+/// The form key of a core field name.
+fn form_key(s: &Scenario, core_field: &str) -> Option<&'static str> {
+    Some(match core_field {
+        "model" => match s.model {
+            ModelRef::Catalog(_) => "model_id",
+            ModelRef::ConfigJson(_) => "config_json",
+        },
+        "gpu" => match s.gpu {
+            GpuRef::Catalog(_) => "gpu_id",
+            GpuRef::Custom(_) => "custom_gpu_name",
+        },
+        "num_gpus" => "gpus",
+        "tp" => "tp",
+        "dp" => "dp",
+        "ep" => "ep",
+        "weight_precision" => "weight_precision",
+        "kv_cache_dtype" => "kv_cache_dtype",
+        "gpu_memory_utilization" => "gpu_memory_utilization",
+        "max_num_seqs" => "max_num_seqs",
+        "max_num_batched_tokens" => "max_num_batched_tokens",
+        "block_size" => "block_size",
+        "max_model_len" => "max_model_len",
+        "memory_visible_mib" => "custom_gpu_memory_gib",
+        "hbm_bandwidth_tb_s" => "custom_gpu_bandwidth_tb_s",
+        "bf16_dense_tflops" => "custom_gpu_bf16_tflops",
+        "fp8_dense_tflops" => "custom_gpu_fp8_tflops",
+        "name" => "custom_gpu_name",
+        _ => return None,
+    })
+}
+
+/// Builds the validated deployment the CLI would build (`servesim capacity`).
+pub fn deployment(s: &Scenario) -> Result<Deployment, ScenarioError> {
+    let model = match &s.model {
+        ModelRef::Catalog(id) => catalog::load(id),
+        ModelRef::ConfigJson(text) => ModelConfig::from_hf_json("pasted config.json", text),
+    }
+    .map_err(|e| ScenarioError {
+        field: form_key(s, "model"),
+        message: e.to_string(),
+    })?;
+    let gpu = match &s.gpu {
+        GpuRef::Catalog(id) => gpu::find_gpu(id),
+        GpuRef::Custom(raw) => raw.validate(),
+    }
+    .map_err(|e| {
+        let field = match &e {
+            gpu::GpuError::InvalidField { field, .. } => form_key(s, field),
+            _ => form_key(s, "gpu"),
+        };
+        ScenarioError {
+            field,
+            message: e.to_string(),
+        }
+    })?;
+    Deployment::new(
+        model,
+        gpu,
+        s.parallelism,
+        Some(s.num_gpus),
+        s.weight_precision,
+        s.kv_cache_dtype,
+        &s.engine,
+    )
+    .map_err(|e: DeployError| ScenarioError {
+        field: form_key(s, e.field()),
+        message: e.to_string(),
+    })
+}
+
+/// Errors the core finds in a scenario, by form field (empty when it builds).
+pub fn check(s: &Scenario) -> crate::form::FieldErrors {
+    let mut e = crate::form::FieldErrors::new();
+    if let Err(err) = deployment(s) {
+        e.insert(err.field.unwrap_or("model_id"), err.message);
+    }
+    e
+}
+
+/// vLLM's resolved defaults for the engine fields the form leaves blank, as text.
+pub fn engine_defaults(s: &Scenario) -> BTreeMap<&'static str, String> {
+    let mut m = BTreeMap::new();
+    if let Ok(d) = deployment(s) {
+        let e = &d.engine;
+        m.insert(
+            "gpu_memory_utilization",
+            format!("{}", e.gpu_memory_utilization),
+        );
+        m.insert("max_num_seqs", e.max_num_seqs.to_string());
+        m.insert(
+            "max_num_batched_tokens",
+            e.max_num_batched_tokens.to_string(),
+        );
+        m.insert("block_size", e.block_size.to_string());
+        m.insert("max_model_len", e.max_model_len.to_string());
+    }
+    m
 }
 
 /// One slice of a GPU's memory, for the breakdown bar.
@@ -212,108 +268,92 @@ pub struct MemSlice {
     pub bytes: f64,
 }
 
-/// What the capacity card shows.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// What the capacity card shows (from the core's [`CapacityReport`]).
+#[derive(Clone, Debug, PartialEq)]
 pub struct CapacityView {
     pub fits: bool,
-    /// Why it does not fit (vLLM's message), when it does not.
-    pub reason: Option<String>,
-    /// What to change so it fits.
-    pub fix: Option<String>,
-    /// Physical memory of one GPU.
+    /// Why it does (not) fit, in one sentence.
+    pub reason: String,
+    /// vLLM's start-up error when it does not fit.
+    pub vllm_error: Option<String>,
+    /// (setting, value, effect) changes that make it fit.
+    pub fixes: Vec<(String, String, String)>,
+    /// Memory vLLM sees on one GPU.
     pub gpu_bytes: f64,
-    /// Per-GPU usage, in order; the rest of `gpu_bytes` is unused headroom.
+    /// Per-GPU usage, in order; the rest of `gpu_bytes` is headroom.
     pub per_gpu: Vec<MemSlice>,
-    /// KV cache tokens per replica (vLLM's `GPU KV cache size: N tokens`).
+    /// KV cache tokens per engine (vLLM's `GPU KV cache size: N tokens`).
     pub kv_cache_tokens: u64,
-    /// Requests of the workload's ISL+OSL whose KV fits at once, per replica.
-    pub requests_that_fit: f64,
+    /// Requests of the workload's ISL+OSL that fit at once per engine (KV and max_num_seqs).
+    pub requests_that_fit: Option<u64>,
     pub replicas: u32,
+    pub engines: u32,
+    pub log_lines: Vec<String>,
+    pub warnings: Vec<String>,
+    pub notes: Vec<String>,
 }
 
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-
-/// vLLM's start-up memory sizing for the scenario.
-///
-/// PLACEHOLDER: weights = params x bytes / tp, KV/token = 2 x layers x kv_heads x head_dim x
-/// bytes / tp, a flat 3 GiB for activation + non-torch memory. To be replaced by
-/// `servesim_core::capacity::capacity`.
-pub fn capacity(s: &Scenario) -> Result<CapacityView, String> {
-    let (params_b, layers, kv_heads, head_dim) = match &s.model {
-        ModelRef::Catalog(id) => PLACEHOLDER_MODELS
-            .iter()
-            .find(|m| m.0 == id)
-            .map(|m| (m.1, m.2, m.3, m.4))
-            .ok_or_else(|| format!("unknown model `{id}`: pick one from the list"))?,
-        ModelRef::ConfigJson(_) => {
-            return Err("pasted config.json needs the core's model parser (not wired yet)".into())
-        }
-    };
-    let gpu_gib = match &s.gpu {
-        GpuRef::Catalog(id) => PLACEHOLDER_GPUS
-            .iter()
-            .find(|g| g.0 == id)
-            .map(|g| g.2)
-            .ok_or_else(|| format!("unknown GPU `{id}`: pick one from the list"))?,
-        GpuRef::Custom(c) => c.memory_gib,
-    };
-    let tp = f64::from(s.parallelism.tp.max(1));
-    let w_bytes = match s.weight_precision {
-        WeightPrecision::Checkpoint | WeightPrecision::Bf16 => 2.0,
-        WeightPrecision::Fp8 => 1.0,
-        WeightPrecision::Fp4 => 0.5625,
-    };
-    let kv_bytes = if s.kv_cache_dtype.is_fp8() { 1.0 } else { 2.0 };
-    let gpu_bytes = gpu_gib * GIB;
-    let budget = gpu_bytes * s.engine.gpu_memory_utilization;
-    let weights = params_b * 1e9 * w_bytes / tp;
-    let overhead = 3.0 * GIB;
-    let kv_pool = budget - weights - overhead;
-    let kv_per_token = 2.0 * layers as f64 * kv_heads as f64 * head_dim as f64 * kv_bytes / tp;
-    let replicas = s.gpus / s.parallelism.gpus().max(1);
+fn view_of(r: &CapacityReport) -> CapacityView {
+    let b = &r.breakdown;
+    let pos = |v: i64| v.max(0) as f64;
     let mut per_gpu = vec![
         MemSlice {
             label: "weights".into(),
-            bytes: weights,
+            bytes: pos(b.weights.bytes),
         },
         MemSlice {
-            label: "activation + non-torch".into(),
-            bytes: overhead,
+            label: "activation (profile run)".into(),
+            bytes: pos(b.activation.bytes),
+        },
+        MemSlice {
+            label: "non-torch".into(),
+            bytes: pos(b.non_torch.bytes),
         },
     ];
-    if kv_pool <= 0.0 {
-        return Ok(CapacityView {
-            fits: false,
-            reason: Some(format!(
-                "No available memory for the cache blocks: weights and overhead need {:.1} GiB per GPU, the budget is {:.1} GiB",
-                (weights + overhead) / GIB,
-                budget / GIB
-            )),
-            fix: Some("raise --tensor-parallel-size, use fp8/fp4 weights, or a GPU with more memory".into()),
-            gpu_bytes,
-            per_gpu,
-            kv_cache_tokens: 0,
-            requests_that_fit: 0.0,
-            replicas,
+    if b.cudagraph_in_budget {
+        per_gpu.push(MemSlice {
+            label: "CUDA graphs".into(),
+            bytes: pos(b.cudagraph.bytes),
         });
     }
     per_gpu.push(MemSlice {
         label: "KV cache".into(),
-        bytes: kv_pool,
+        bytes: pos(b.kv_pool.bytes),
     });
-    let block = f64::from(s.engine.block_size);
-    let tokens = (kv_pool / kv_per_token / block).floor() * block;
-    let per_req = (s.workload.isl + s.workload.osl) as f64;
-    Ok(CapacityView {
-        fits: true,
-        reason: None,
-        fix: None,
-        gpu_bytes,
+    CapacityView {
+        fits: r.fits,
+        reason: r.reason.clone(),
+        vllm_error: r.vllm_error.clone(),
+        fixes: r
+            .fixes
+            .iter()
+            .map(|f| (f.setting.clone(), f.value.clone(), f.effect.clone()))
+            .collect(),
+        gpu_bytes: pos(b.visible.bytes),
         per_gpu,
-        kv_cache_tokens: tokens as u64,
-        requests_that_fit: tokens / per_req,
-        replicas,
-    })
+        kv_cache_tokens: r.kv_cache_tokens,
+        requests_that_fit: r.requests_fit.map(|f| f.at_once),
+        replicas: r.replicas,
+        engines: r.engines,
+        log_lines: r.log_lines.clone(),
+        warnings: r.warnings.clone(),
+        notes: r.notes.clone(),
+    }
+}
+
+/// vLLM's start-up memory sizing for the scenario (`capacity::compute`, as `servesim capacity`).
+pub fn capacity(s: &Scenario) -> Result<CapacityView, ScenarioError> {
+    let d = deployment(s)?;
+    let shape = RequestShape {
+        isl: s.workload.isl,
+        osl: s.workload.osl,
+    };
+    capacity::compute(&d, Some(shape))
+        .map(|r| view_of(&r))
+        .map_err(|e| ScenarioError {
+            field: None,
+            message: e.to_string(),
+        })
 }
 
 /// One level's metrics, keyed by [`MetricId::name`].
@@ -366,7 +406,7 @@ pub fn run_level(
     let osl = s.workload.osl as f64;
     let e2e_s = (ttft_ms + osl * itl_ms) / 1000.0;
     let per_user = osl / e2e_s;
-    let gpus = f64::from(s.gpus.max(1));
+    let gpus = f64::from(s.num_gpus.max(1));
     let mut values = BTreeMap::new();
     let mut put = |m: MetricId, v: f64| {
         values.insert(m.name(), v);
@@ -427,31 +467,6 @@ pub fn operating_point(s: &Scenario, rows: &[LevelRow]) -> Option<OperatingPoint
         })
 }
 
-/// Fields whose catalog reference is unknown (the form's own validation cannot know the
-/// catalogs).
-pub fn check_refs(s: &Scenario) -> crate::form::FieldErrors {
-    let mut e = crate::form::FieldErrors::new();
-    if let ModelRef::Catalog(id) = &s.model {
-        if !models().iter().any(|m| &m.id == id) {
-            e.insert(
-                "model_id",
-                format!(
-                    "`{id}` is not in the catalog: pick one from the list or paste its config.json"
-                ),
-            );
-        }
-    }
-    if let GpuRef::Catalog(id) = &s.gpu {
-        if !gpus().iter().any(|g| &g.id == id) {
-            e.insert(
-                "gpu_id",
-                format!("`{id}` is not in the catalog: pick one or enter a custom GPU"),
-            );
-        }
-    }
-    e
-}
-
 /// The URL fragment (without `#`) that carries a scenario: `s=v1.<...>`.
 pub fn fragment_for(s: &Scenario) -> String {
     format!("s={}", servesim_core::share::encode(&s.to_json()))
@@ -481,7 +496,7 @@ pub fn scenario_label(s: &Scenario) -> String {
     let p = s.parallelism;
     format!(
         "{model} · {}× {gpu} · TP{} DP{} · KV {} · {}/{} tok",
-        s.gpus,
+        s.num_gpus,
         p.tp,
         p.dp,
         s.kv_cache_dtype.name(),
@@ -513,7 +528,7 @@ mod tests {
     #[test]
     fn fragment_round_trip_restores_the_scenario() {
         let s = Scenario {
-            gpus: 4,
+            num_gpus: 4,
             parallelism: Parallelism {
                 tp: 4,
                 dp: 1,
@@ -566,16 +581,94 @@ mod tests {
     }
 
     #[test]
-    fn unknown_catalog_ids_are_field_errors() {
-        let s = Scenario {
+    fn core_errors_land_on_the_field_they_are_about() {
+        let bad_model = Scenario {
             model: ModelRef::Catalog("nobody/nothing".into()),
+            ..Scenario::default()
+        };
+        assert!(check(&bad_model)["model_id"].contains("nobody/nothing"));
+        let bad_gpu = Scenario {
             gpu: GpuRef::Catalog("Z9000".into()),
             ..Scenario::default()
         };
-        let e = check_refs(&s);
-        assert!(e["model_id"].contains("nobody/nothing"));
-        assert!(e["gpu_id"].contains("Z9000"));
-        assert!(check_refs(&Scenario::default()).is_empty());
+        assert!(check(&bad_gpu)["gpu_id"].contains("Z9000"));
+        // Llama-3.1-8B has 32 attention heads: TP 3 cannot split them.
+        let bad_tp = Scenario {
+            num_gpus: 3,
+            parallelism: Parallelism {
+                tp: 3,
+                dp: 1,
+                ep: 1,
+            },
+            ..Scenario::default()
+        };
+        assert!(
+            check(&bad_tp)["tp"].contains("divisible"),
+            "{:?}",
+            check(&bad_tp)
+        );
+        assert!(check(&Scenario::default()).is_empty());
+    }
+
+    #[test]
+    fn capacity_card_shows_the_cli_numbers() {
+        // The page and `servesim capacity` call the same function with the same deployment.
+        let s = Scenario::default();
+        let d = deployment(&s).unwrap();
+        let r = servesim_core::capacity::compute(
+            &d,
+            Some(RequestShape {
+                isl: 1024,
+                osl: 256,
+            }),
+        )
+        .unwrap();
+        let v = capacity(&s).unwrap();
+        assert!(v.fits);
+        assert_eq!(v.kv_cache_tokens, r.kv_cache_tokens);
+        assert_eq!(v.requests_that_fit, r.requests_fit.map(|f| f.at_once));
+        assert_eq!(v.gpu_bytes, r.breakdown.visible.bytes as f64);
+        assert!(v
+            .log_lines
+            .iter()
+            .any(|l| l.starts_with("GPU KV cache size:")));
+        // The bar's slices never exceed the GPU.
+        let used: f64 = v.per_gpu.iter().map(|m| m.bytes).sum();
+        assert!(used <= v.gpu_bytes);
+    }
+
+    #[test]
+    fn a_model_too_big_for_the_gpu_does_not_fit_and_says_how_to_fix_it() {
+        let s = Scenario {
+            model: ModelRef::Catalog("meta-llama/Meta-Llama-3.1-405B".into()),
+            ..Scenario::default()
+        };
+        let v = capacity(&s).unwrap();
+        assert!(!v.fits);
+        assert!(!v.fixes.is_empty());
+        assert_eq!(v.kv_cache_tokens, 0);
+    }
+
+    #[test]
+    fn pasted_config_json_is_parsed_by_the_core() {
+        let text = catalog::config_json("Qwen/Qwen3-8B").unwrap();
+        let pasted = Scenario {
+            model: ModelRef::ConfigJson(text.into()),
+            ..Scenario::default()
+        };
+        let by_id = Scenario {
+            model: ModelRef::Catalog("Qwen/Qwen3-8B".into()),
+            ..Scenario::default()
+        };
+        assert_eq!(
+            capacity(&pasted).unwrap().kv_cache_tokens,
+            capacity(&by_id).unwrap().kv_cache_tokens
+        );
+        let broken = Scenario {
+            model: ModelRef::ConfigJson("{\"hidden_size\": 4096}".into()),
+            ..Scenario::default()
+        };
+        assert!(check(&broken).contains_key("config_json"));
     }
 
     #[test]

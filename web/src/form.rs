@@ -4,8 +4,10 @@
 //! Each field has a stable key; the page uses `f-<key>` as the input's id and shows the field's
 //! error message next to it.
 
-use crate::core_api::{CustomGpu, Engine, GpuRef, ModelRef, Scenario, Sla, Workload};
+use crate::core_api::{GpuRef, ModelRef, Scenario, Sla, Workload};
+use servesim_core::deploy::RawEngineSettings;
 use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
+use servesim_core::gpu::RawGpu;
 use servesim_core::parallel::Parallelism;
 use std::collections::BTreeMap;
 
@@ -38,6 +40,9 @@ pub struct Form {
     pub custom_gpu_bandwidth_tb_s: String,
     pub custom_gpu_bf16_tflops: String,
     pub custom_gpu_fp8_tflops: String,
+    pub custom_gpu_fp4_tflops: String,
+    pub custom_gpu_link_gb_s: String,
+    pub custom_gpu_domain: String,
     pub gpus: String,
     pub tp: String,
     pub dp: String,
@@ -49,8 +54,10 @@ pub struct Form {
     pub max_num_batched_tokens: String,
     pub block_size: String,
     pub max_model_len: String,
-    pub enable_prefix_caching: bool,
-    pub enable_chunked_prefill: bool,
+    /// `--enable-prefix-caching` (`None` = vLLM's default, on).
+    pub enable_prefix_caching: Option<bool>,
+    /// `--enforce-eager` (`None` = vLLM's default, off).
+    pub enforce_eager: Option<bool>,
     pub preset: String,
     pub isl: String,
     pub osl: String,
@@ -81,6 +88,10 @@ fn opt_f(v: Option<f64>) -> String {
     v.map(fmt_f).unwrap_or_default()
 }
 
+fn opt_i(v: Option<i64>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
 impl Form {
     pub fn from_scenario(s: &Scenario) -> Form {
         let (model_mode, model_id, config_json) = match &s.model {
@@ -105,7 +116,7 @@ impl Form {
             custom_gpu_name: custom.as_ref().map(|c| c.name.clone()).unwrap_or_default(),
             custom_gpu_memory_gib: custom
                 .as_ref()
-                .map(|c| fmt_f(c.memory_gib))
+                .map(|c| fmt_f(c.memory_visible_mib / 1024.0))
                 .unwrap_or_default(),
             custom_gpu_bandwidth_tb_s: custom
                 .as_ref()
@@ -120,7 +131,20 @@ impl Form {
                 .and_then(|c| c.fp8_dense_tflops)
                 .map(fmt_f)
                 .unwrap_or_default(),
-            gpus: s.gpus.to_string(),
+            custom_gpu_fp4_tflops: custom
+                .as_ref()
+                .and_then(|c| c.fp4_dense_tflops)
+                .map(fmt_f)
+                .unwrap_or_default(),
+            custom_gpu_link_gb_s: custom
+                .as_ref()
+                .map(|c| fmt_f(c.scaleup_unidir_gb_s))
+                .unwrap_or_else(|| "450".into()),
+            custom_gpu_domain: custom
+                .as_ref()
+                .map(|c| c.scaleup_domain.to_string())
+                .unwrap_or_else(|| "8".into()),
+            gpus: s.num_gpus.to_string(),
             tp: s.parallelism.tp.to_string(),
             dp: s.parallelism.dp.to_string(),
             ep: s.parallelism.ep.to_string(),
@@ -132,17 +156,13 @@ impl Form {
             }
             .into(),
             kv_cache_dtype: s.kv_cache_dtype.name().into(),
-            gpu_memory_utilization: fmt_f(s.engine.gpu_memory_utilization),
-            max_num_seqs: s.engine.max_num_seqs.to_string(),
-            max_num_batched_tokens: s.engine.max_num_batched_tokens.to_string(),
-            block_size: s.engine.block_size.to_string(),
-            max_model_len: s
-                .engine
-                .max_model_len
-                .map(|v| v.to_string())
-                .unwrap_or_default(),
+            gpu_memory_utilization: opt_f(s.engine.gpu_memory_utilization),
+            max_num_seqs: opt_i(s.engine.max_num_seqs),
+            max_num_batched_tokens: opt_i(s.engine.max_num_batched_tokens),
+            block_size: opt_i(s.engine.block_size),
+            max_model_len: opt_i(s.engine.max_model_len),
             enable_prefix_caching: s.engine.enable_prefix_caching,
-            enable_chunked_prefill: s.engine.enable_chunked_prefill,
+            enforce_eager: s.engine.enforce_eager,
             preset: preset.into(),
             isl: s.workload.isl.to_string(),
             osl: s.workload.osl.to_string(),
@@ -192,9 +212,13 @@ impl Form {
             if name.is_empty() {
                 e.insert("custom_gpu_name", "give the GPU a name".into());
             }
-            GpuRef::Custom(CustomGpu {
+            GpuRef::Custom(RawGpu {
                 name: name.into(),
-                memory_gib: pos_f(&mut e, "custom_gpu_memory_gib", &self.custom_gpu_memory_gib),
+                memory_visible_mib: pos_f(
+                    &mut e,
+                    "custom_gpu_memory_gib",
+                    &self.custom_gpu_memory_gib,
+                ) * 1024.0,
                 hbm_bandwidth_tb_s: pos_f(
                     &mut e,
                     "custom_gpu_bandwidth_tb_s",
@@ -210,7 +234,19 @@ impl Form {
                     "custom_gpu_fp8_tflops",
                     &self.custom_gpu_fp8_tflops,
                 ),
-                fp4_dense_tflops: None,
+                fp4_dense_tflops: opt_pos_f(
+                    &mut e,
+                    "custom_gpu_fp4_tflops",
+                    &self.custom_gpu_fp4_tflops,
+                ),
+                scaleup_unidir_gb_s: pos_f(
+                    &mut e,
+                    "custom_gpu_link_gb_s",
+                    &self.custom_gpu_link_gb_s,
+                ),
+                scaleup_domain: pos_u(&mut e, "custom_gpu_domain", &self.custom_gpu_domain, 4096)
+                    as u32,
+                vendor: None,
             })
         } else {
             if self.gpu_id.trim().is_empty() {
@@ -253,38 +289,37 @@ impl Form {
             );
             KvCacheDtype::Auto
         });
-        let gmu = pos_f(
+        let gmu = opt_pos_f(
             &mut e,
             "gpu_memory_utilization",
             &self.gpu_memory_utilization,
         );
-        if gmu > 1.0 {
+        if gmu.is_some_and(|g| g > 1.0) {
             e.insert(
                 "gpu_memory_utilization",
                 "a fraction of GPU memory: at most 1".into(),
             );
         }
-        let block_size = pos_u(&mut e, "block_size", &self.block_size, 1024) as u32;
-        if block_size > 0 && !block_size.is_power_of_two() && !e.contains_key("block_size") {
+        let block_size = opt_pos_u(&mut e, "block_size", &self.block_size, 1024);
+        if block_size.is_some_and(|b| !(b as u64).is_power_of_two())
+            && !e.contains_key("block_size")
+        {
             e.insert("block_size", "vLLM block sizes are powers of two".into());
         }
-        let engine = Engine {
+        let engine = RawEngineSettings {
             gpu_memory_utilization: gmu,
-            max_num_seqs: pos_u(&mut e, "max_num_seqs", &self.max_num_seqs, 1 << 20) as u32,
-            max_num_batched_tokens: pos_u(
+            max_num_seqs: opt_pos_u(&mut e, "max_num_seqs", &self.max_num_seqs, 1 << 20),
+            max_num_batched_tokens: opt_pos_u(
                 &mut e,
                 "max_num_batched_tokens",
                 &self.max_num_batched_tokens,
                 1 << 24,
-            ) as u32,
+            ),
             block_size,
-            max_model_len: if self.max_model_len.trim().is_empty() {
-                None
-            } else {
-                Some(pos_u(&mut e, "max_model_len", &self.max_model_len, 1 << 24))
-            },
+            max_model_len: opt_pos_u(&mut e, "max_model_len", &self.max_model_len, 1 << 24),
             enable_prefix_caching: self.enable_prefix_caching,
-            enable_chunked_prefill: self.enable_chunked_prefill,
+            enforce_eager: self.enforce_eager,
+            ..RawEngineSettings::default()
         };
         let prefix_share = nonneg_f(&mut e, "prefix_share", &self.prefix_share);
         if prefix_share >= 1.0 {
@@ -323,7 +358,7 @@ impl Form {
         Ok(Scenario {
             model,
             gpu,
-            gpus,
+            num_gpus: gpus,
             parallelism: Parallelism { tp, dp, ep },
             weight_precision,
             kv_cache_dtype,
@@ -356,6 +391,14 @@ fn pos_u(e: &mut FieldErrors, key: &'static str, text: &str, max: u64) -> u64 {
             e.insert(key, "a whole number, 1 or more".into());
             0
         }
+    }
+}
+
+fn opt_pos_u(e: &mut FieldErrors, key: &'static str, text: &str, max: u64) -> Option<i64> {
+    if text.trim().is_empty() {
+        None
+    } else {
+        Some(pos_u(e, key, text, max) as i64)
     }
 }
 
@@ -443,15 +486,25 @@ mod tests {
     fn custom_gpu_and_pasted_config_survive_form_round_trip() {
         let s = Scenario {
             model: ModelRef::ConfigJson("{\"hidden_size\": 4096}".into()),
-            gpu: GpuRef::Custom(CustomGpu {
+            gpu: GpuRef::Custom(RawGpu {
                 name: "My GPU".into(),
-                memory_gib: 96.0,
+                memory_visible_mib: 96.0 * 1024.0,
                 hbm_bandwidth_tb_s: 4.0,
                 bf16_dense_tflops: 800.5,
                 fp8_dense_tflops: Some(1600.0),
                 fp4_dense_tflops: None,
+                scaleup_unidir_gb_s: 450.0,
+                scaleup_domain: 8,
+                vendor: None,
             }),
-            gpus: 8,
+            num_gpus: 8,
+            engine: RawEngineSettings {
+                gpu_memory_utilization: Some(0.85),
+                max_num_seqs: Some(128),
+                block_size: Some(32),
+                enable_prefix_caching: Some(false),
+                ..RawEngineSettings::default()
+            },
             parallelism: Parallelism {
                 tp: 4,
                 dp: 2,
@@ -489,7 +542,22 @@ mod tests {
         let e = f.to_scenario().unwrap_err();
         assert!(e["gpus"].contains("TP x DP = 4"), "{}", e["gpus"]);
         f.gpus = "8".into();
-        assert_eq!(f.to_scenario().unwrap().gpus, 8);
+        assert_eq!(f.to_scenario().unwrap().num_gpus, 8);
+    }
+
+    #[test]
+    fn blank_engine_fields_mean_vllm_defaults() {
+        let s = Form::from_scenario(&Scenario::default())
+            .to_scenario()
+            .unwrap();
+        assert_eq!(s.engine, RawEngineSettings::default());
+        let mut f = Form::from_scenario(&s);
+        f.max_num_seqs = "64".into();
+        f.block_size = "24".into();
+        let e = f.to_scenario().unwrap_err();
+        assert!(e["block_size"].contains("powers of two"));
+        f.block_size = String::new();
+        assert_eq!(f.to_scenario().unwrap().engine.max_num_seqs, Some(64));
     }
 
     #[test]

@@ -65,6 +65,24 @@ fn libm_log10_floor(a: f64) -> i32 {
     e
 }
 
+/// Axis tick text: grouped thousands, otherwise at most 2 decimals without trailing zeros
+/// (1 -> "1", 2.5 -> "2.5", 0.25 -> "0.25").
+pub fn fmt_tick(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    if v.abs() >= 1000.0 {
+        return fmt_num(v);
+    }
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
 /// Bytes as GiB with one decimal: "79.2 GiB".
 pub fn fmt_gib(bytes: f64) -> String {
     format!("{:.1} GiB", bytes / (1024.0 * 1024.0 * 1024.0))
@@ -130,6 +148,16 @@ mod tests {
         assert_eq!(fmt_num(0.0), "0.00");
         assert_eq!(fmt_num(-2500.0), "-2,500");
         assert_eq!(fmt_num(f64::NAN), "—");
+    }
+
+    #[test]
+    fn ticks_drop_trailing_zeros() {
+        assert_eq!(fmt_tick(1.0), "1");
+        assert_eq!(fmt_tick(2.5), "2.5");
+        assert_eq!(fmt_tick(0.25), "0.25");
+        assert_eq!(fmt_tick(0.0), "0");
+        assert_eq!(fmt_tick(1800.0), "1,800");
+        assert_eq!(fmt_tick(50.0), "50");
     }
 
     #[test]

@@ -319,7 +319,7 @@ async fn changing_kv_dtype_tp_gpu_and_model_changes_the_capacity_card() {
             let invalid = wait_text(&c, "#cap-invalid").await?;
             type_into(&c, "#f-gpus", "2").await?;
             let tp2 = kv_tokens_after_change(&c, &fp8).await?;
-            choose(&c, "#f-gpu_id", "H200-SXM").await?;
+            choose(&c, "#f-gpu_id", "H200").await?;
             let h200 = kv_tokens_after_change(&c, &tp2).await?;
             type_into(&c, "#f-model_id", "meta-llama/Meta-Llama-3.1-70B").await?;
             let big = kv_tokens_after_change(&c, &h200).await?;
@@ -597,7 +597,7 @@ async fn link_made_natively_opens_in_the_page() {
     // Native (x86) and wasm builds of the codec and scenario must agree byte for byte.
     use servesim_web::core_api::{fragment_for, Scenario};
     let s = Scenario {
-        gpus: 8,
+        num_gpus: 8,
         parallelism: servesim_core::parallel::Parallelism {
             tp: 8,
             dp: 1,
