@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the page into dist/ (release: wasm-opt -Oz, profile wasm-release), installing the web
+# toolchain first when it is missing (scripts/setup-web-tools.sh skips what is already there).
+# Usage: scripts/build-web.sh [extra trunk build args]
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+export PATH="$ROOT/.tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+if ! command -v trunk >/dev/null 2>&1 || ! command -v wasm-bindgen >/dev/null 2>&1 \
+   || [ ! -x "$ROOT/.tools/node_modules/.bin/wasm-opt" ]; then
+  bash "$ROOT/scripts/setup-web-tools.sh"
+fi
+# Trunk must not reach the network (docs/toolchain.md): offline = true in Trunk.toml, no version check.
+export TRUNK_SKIP_VERSION_CHECK=true
+trunk build --release "$@"
+wasm=$(ls dist/app-*_bg.wasm | head -1)
+raw=$(stat -c %s "$wasm")
+gz=$(gzip -9 -c "$wasm" | wc -c)
+wraw=$(stat -c %s dist/worker_bg.wasm)
+wgz=$(gzip -9 -c dist/worker_bg.wasm | wc -c)
+echo "[build-web] page wasm: $raw bytes raw, $gz gzipped; worker wasm: $wraw raw, $wgz gzipped" >&2

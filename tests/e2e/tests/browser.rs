@@ -1,0 +1,629 @@
+//! End-to-end tests of the built page (`dist/`, made by `scripts/build-web.sh`) in headless
+//! Chromium, driven through chromedriver with fantoccini. Each test serves `dist/` on an
+//! ephemeral 127.0.0.1 port, starts its own chromedriver and browser session, and closes the
+//! session before asserting so a failure never leaves Chromium running.
+//!
+//! Run: `bash scripts/build-web.sh && cargo test -p servesim-e2e -- --test-threads=1`.
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn dist_dir() -> PathBuf {
+    let d = repo_root().join("dist");
+    assert!(
+        d.join("index.html").is_file() && d.join("worker_loader.js").is_file(),
+        "dist/ is missing or incomplete: build the page first with scripts/build-web.sh"
+    );
+    d
+}
+
+fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "html" => "text/html; charset=utf-8",
+        "js" => "text/javascript; charset=utf-8",
+        "wasm" => "application/wasm",
+        "css" => "text/css; charset=utf-8",
+        "svg" => "image/svg+xml",
+        "json" => "application/json",
+        _ => "application/octet-stream",
+    }
+}
+
+fn serve_one(mut stream: TcpStream, root: &Path) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    // Drain the headers.
+    loop {
+        let mut l = String::new();
+        if reader.read_line(&mut l).unwrap_or(0) == 0 || l == "\r\n" {
+            break;
+        }
+    }
+    let path = request_line.split_whitespace().nth(1).unwrap_or("/");
+    let path = path.split(['?', '#']).next().unwrap_or("/");
+    let rel = if path == "/" {
+        "index.html"
+    } else {
+        path.trim_start_matches('/')
+    };
+    let file = root.join(rel);
+    let ok = !rel.contains("..") && file.is_file();
+    let (status, body, ctype) = if ok {
+        (
+            "200 OK",
+            std::fs::read(&file).unwrap_or_default(),
+            content_type(&file),
+        )
+    } else {
+        ("404 Not Found", b"not found".to_vec(), "text/plain")
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(&body);
+}
+
+/// A tiny static server for dist/, started once per test binary; returns its base URL.
+fn server() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        let root = dist_dir();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let root = root.clone();
+                std::thread::spawn(move || serve_one(stream, &root));
+            }
+        });
+        format!("http://127.0.0.1:{port}/")
+    })
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Driver(Child);
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_chromedriver() -> (Driver, u16) {
+    let port = free_port();
+    let child = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver not found on PATH: run scripts/setup-web-tools.sh");
+    let d = Driver(child);
+    let t0 = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "chromedriver did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (d, port)
+}
+
+async fn new_session(port: u16, profile: &Path) -> Client {
+    let caps = json!({
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1440,1000",
+                format!("--user-data-dir={}", profile.display()),
+            ]
+        }
+    });
+    let caps = caps.as_object().unwrap().clone();
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("could not start a Chromium session through chromedriver")
+}
+
+fn fresh_profile(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "servesim-e2e-{tag}-{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs `body` in a fresh browser session, always closing it (and chromedriver) before
+/// returning the body's result for the caller to assert on.
+async fn with_browser<T, F, Fut>(tag: &str, body: F) -> T
+where
+    F: FnOnce(Client, String) -> Fut,
+    Fut: std::future::Future<Output = (Client, Res<T>)>,
+{
+    // One browser at a time (the machine has 2 cores), even without --test-threads=1.
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _guard = SERIAL.lock().await;
+    let base = server().to_string();
+    let (driver, port) = start_chromedriver();
+    let profile = fresh_profile(tag);
+    let client = new_session(port, &profile).await;
+    let (client, result) = body(client, base).await;
+    let _ = client.close().await;
+    drop(driver);
+    let _ = std::fs::remove_dir_all(&profile);
+    match result {
+        Ok(v) => v,
+        Err(e) => panic!("browser test `{tag}` failed: {e}"),
+    }
+}
+
+/// Polls `check` until it returns Some or `timeout` passes.
+async fn wait_until<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> Res<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Res<Option<T>>>,
+{
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = check().await? {
+            return Ok(v);
+        }
+        if t0.elapsed() > timeout {
+            return Err(format!("timed out after {timeout:?} waiting for {what}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn text_of(c: &Client, css: &str) -> Res<Option<String>> {
+    match c.find(Locator::Css(css)).await {
+        Ok(e) => Ok(Some(e.text().await?)),
+        Err(e) if e.is_no_such_element() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn wait_text(c: &Client, css: &str) -> Res<String> {
+    wait_until(css, Duration::from_secs(20), || async {
+        Ok(text_of(c, css).await?.filter(|t| !t.is_empty()))
+    })
+    .await
+}
+
+async fn value_of(c: &Client, css: &str) -> Res<String> {
+    // Read through script: a <progress>'s value is a number, an <input>'s a string.
+    let v = c
+        .execute(
+            "const e = document.querySelector(arguments[0]); return e ? String(e.value) : null;",
+            vec![json!(css)],
+        )
+        .await?;
+    v.as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("no element {css}").into())
+}
+
+/// Types into a text field as a user would: select all, then type.
+async fn type_into(c: &Client, css: &str, text: &str) -> Res<()> {
+    let e = c.find(Locator::Css(css)).await?;
+    e.clear().await?;
+    e.send_keys(text).await?;
+    Ok(())
+}
+
+async fn choose(c: &Client, css: &str, value: &str) -> Res<()> {
+    c.find(Locator::Css(css))
+        .await?
+        .select_by_value(value)
+        .await?;
+    Ok(())
+}
+
+fn parse_grouped(s: &str) -> u64 {
+    s.replace(',', "")
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("not a number: {s:?}"))
+}
+
+/// KV tokens shown once it differs from `previous`.
+async fn kv_tokens_after_change(c: &Client, previous: &str) -> Res<String> {
+    wait_until(
+        "the capacity card to change",
+        Duration::from_secs(10),
+        || async {
+            Ok(text_of(c, "#cap-kv-tokens")
+                .await?
+                .filter(|t| !t.is_empty() && t != previous))
+        },
+    )
+    .await
+}
+
+fn artifacts() -> PathBuf {
+    let d = repo_root().join("tests/artifacts");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_loads_and_shows_the_capacity_card() {
+    let (fits, kv, title, ms) = with_browser("load", |c, base| async move {
+        let r = async {
+            let t0 = Instant::now();
+            c.goto(&base).await?;
+            let fits = wait_text(&c, "#cap-fits").await?;
+            let ms = t0.elapsed().as_millis();
+            let kv = wait_text(&c, "#cap-kv-tokens").await?;
+            let title = c.title().await?;
+            Ok((fits, kv, title, ms))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert_eq!(title, "ServeSim — vLLM capacity and serving simulator");
+    assert_eq!(
+        fits, "Fits",
+        "the default scenario (8B model on one 80 GB GPU) must fit"
+    );
+    assert!(parse_grouped(&kv) > 10_000, "KV tokens {kv}");
+    std::fs::write(artifacts().join("first-render-ms.txt"), format!("{ms}\n")).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_kv_dtype_tp_gpu_and_model_changes_the_capacity_card() {
+    let obs = with_browser("capacity", |c, base| async move {
+        let r = async {
+            c.goto(&base).await?;
+            let auto = wait_text(&c, "#cap-kv-tokens").await?;
+            choose(&c, "#f-kv_cache_dtype", "fp8").await?;
+            let fp8 = kv_tokens_after_change(&c, &auto).await?;
+            // TP 2 on 1 GPU is invalid: the field says why and the card waits for a fix.
+            type_into(&c, "#f-tp", "2").await?;
+            let gpus_err = wait_text(&c, "#e-gpus").await?;
+            let invalid = wait_text(&c, "#cap-invalid").await?;
+            type_into(&c, "#f-gpus", "2").await?;
+            let tp2 = kv_tokens_after_change(&c, &fp8).await?;
+            choose(&c, "#f-gpu_id", "H200").await?;
+            let h200 = kv_tokens_after_change(&c, &tp2).await?;
+            type_into(&c, "#f-model_id", "meta-llama/Meta-Llama-3.1-70B").await?;
+            let big = kv_tokens_after_change(&c, &h200).await?;
+            Ok((auto, fp8, gpus_err, invalid, tp2, h200, big))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    let (auto, fp8, gpus_err, invalid, tp2, h200, big) = obs;
+    let n = |s: &str| parse_grouped(s);
+    assert!(
+        n(&fp8) > n(&auto),
+        "fp8 KV must hold more tokens: {fp8} vs {auto}"
+    );
+    assert!(gpus_err.contains("TP x DP = 2"), "{gpus_err}");
+    assert!(invalid.contains("Fix the highlighted fields"));
+    assert!(
+        n(&tp2) > n(&fp8),
+        "TP2 halves per-GPU weights and KV: more tokens ({tp2} vs {fp8})"
+    );
+    assert!(
+        n(&h200) > n(&tp2),
+        "141 GB H200 holds more than 80 GB H100 ({h200} vs {tp2})"
+    );
+    assert!(
+        n(&big) < n(&h200),
+        "a 70B model leaves less room than 8B ({big} vs {h200})"
+    );
+}
+
+async fn table_rows(c: &Client) -> Res<Vec<Vec<String>>> {
+    let v = c
+        .execute(
+            "return [...document.querySelectorAll('#results-table tbody tr')].map(tr =>
+                [tr.querySelector('th').textContent,
+                 ...[...tr.querySelectorAll('td')].map(td => td.dataset.metric + '=' + td.dataset.value)]);",
+            vec![],
+        )
+        .await?;
+    Ok(serde_json::from_value(v)?)
+}
+
+async fn wait_status(c: &Client, prefix: &'static str, secs: u64) -> Res<String> {
+    wait_until(prefix, Duration::from_secs(secs), || async {
+        Ok(text_of(c, "#run-status")
+            .await?
+            .filter(|t| t.starts_with(prefix) || t.starts_with("Failed")))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_a_sweep_fills_the_table_and_draws_the_charts() {
+    let (status, rows, chart_px, progress, png) = with_browser("sweep", |c, base| async move {
+        let r = async {
+            c.goto(&base).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            type_into(&c, "#f-levels", "1, 2, 4").await?;
+            type_into(&c, "#f-duration_s", "2").await?;
+            c.find(Locator::Css("#run-btn")).await?.click().await?;
+            let status = wait_status(&c, "Done", 120).await?;
+            let rows = table_rows(&c).await?;
+            // Each chart canvas has non-background pixels.
+            let chart_px = c
+                .execute(
+                    "return [...document.querySelectorAll('.chart canvas')].map(cv => {
+                        const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+                        let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] !== d[0] || d[i+1] !== d[1] || d[i+2] !== d[2]) n++;
+                        return n; });",
+                    vec![],
+                )
+                .await?;
+            let progress = value_of(&c, "#sweep-progress").await?;
+            c.set_window_size(1440, 2000).await?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let png = c.screenshot().await?;
+            Ok((status, rows, chart_px, progress, png))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    std::fs::write(artifacts().join("results.png"), &png).unwrap();
+    assert!(status.starts_with("Done"), "{status}");
+    let conc: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(conc, ["1", "2", "4"]);
+    for r in &rows {
+        let cell = r
+            .iter()
+            .find(|c| c.starts_with("output_tokens_per_s="))
+            .expect("an output tok/s cell");
+        let v: f64 = cell.split('=').nth(1).unwrap().parse().unwrap();
+        assert!(v > 0.0 && v.is_finite(), "{cell}");
+    }
+    let px: Vec<u64> = serde_json::from_value(chart_px).unwrap();
+    assert_eq!(px.len(), 5);
+    assert!(
+        px.iter().all(|&n| n > 1000),
+        "every chart draws something: {px:?}"
+    );
+    assert_eq!(progress, "1");
+    assert!(png.starts_with(b"\x89PNG"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn share_link_opens_the_same_scenario_in_a_fresh_browser() {
+    let (link, kv1) = with_browser("share-a", |c, base| async move {
+        let r = async {
+            c.goto(&base).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            type_into(&c, "#f-gpus", "4").await?;
+            type_into(&c, "#f-tp", "4").await?;
+            choose(&c, "#f-kv_cache_dtype", "fp8_e5m2").await?;
+            choose(&c, "#f-preset", "agentic").await?;
+            type_into(&c, "#f-levels", "2, 8, 32").await?;
+            // The URL follows the scenario.
+            let kv = wait_text(&c, "#cap-kv-tokens").await?;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let link = c.current_url().await?.to_string();
+            Ok((link, kv))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    let link2 = link.clone();
+    let (fields, kv2) = with_browser("share-b", |c, _base| async move {
+        let r = async {
+            c.goto(&link2).await?;
+            let kv = wait_text(&c, "#cap-kv-tokens").await?;
+            let mut fields = Vec::new();
+            for id in [
+                "#f-gpus",
+                "#f-tp",
+                "#f-kv_cache_dtype",
+                "#f-preset",
+                "#f-isl",
+                "#f-osl",
+                "#f-levels",
+            ] {
+                fields.push(value_of(&c, id).await?);
+            }
+            let notice = text_of(&c, "#notice").await?;
+            if let Some(n) = notice {
+                return Err(format!("unexpected notice: {n}").into());
+            }
+            Ok((fields, kv))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert!(link.contains("#s=v1."), "{link}");
+    assert_eq!(
+        fields,
+        ["4", "4", "fp8_e5m2", "agentic", "16384", "1024", "2, 8, 32"]
+    );
+    assert_eq!(kv1, kv2, "the same scenario gives the same capacity");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupted_link_shows_a_clear_message_and_the_default_scenario() {
+    let obs = with_browser("corrupt", |c, base| async move {
+        let r = async {
+            let mut out = Vec::new();
+            for frag in [
+                "#s=v1.eJzz!!not-base64",
+                "#s=v9.abcd",
+                "#s=v1.eJwLycgsVgCiRIWS1OISAA",
+            ] {
+                c.goto("about:blank").await?;
+                c.goto(&format!("{base}{frag}")).await?;
+                let notice = wait_text(&c, "#notice").await?;
+                let tp = value_of(&c, "#f-tp").await?;
+                let fits = wait_text(&c, "#cap-fits").await?;
+                out.push((notice, tp, fits));
+            }
+            Ok(out)
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    for (notice, tp, fits) in &obs {
+        assert!(notice.contains("This link could not be opened"), "{notice}");
+        assert!(notice.contains("default scenario"), "{notice}");
+        assert_eq!(tp, "1");
+        assert_eq!(fits, "Fits");
+    }
+    assert!(obs[0].0.contains("not base64url"), "{}", obs[0].0);
+    assert!(obs[1].0.contains("v9"), "{}", obs[1].0);
+    assert!(
+        obs[2].0.contains("damaged") || obs[2].0.contains("not valid"),
+        "{}",
+        obs[2].0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_a_running_sweep_and_the_next_sweep_runs() {
+    let (cancelled, rows_after_cancel, rows_later, status2) =
+        with_browser("cancel", |c, base| async move {
+            let r = async {
+                c.goto(&base).await?;
+                wait_text(&c, "#cap-kv-tokens").await?;
+                type_into(&c, "#f-levels", "1, 2, 4, 8, 16, 32, 64, 128").await?;
+                type_into(&c, "#f-duration_s", "600").await?;
+                c.find(Locator::Css("#run-btn")).await?.click().await?;
+                wait_status(&c, "Running", 20).await?;
+                c.find(Locator::Css("#cancel-btn")).await?.click().await?;
+                let cancelled = wait_status(&c, "Cancelled", 10).await?;
+                let rows_after_cancel = table_rows(&c).await?.len();
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                let rows_later = table_rows(&c).await?.len();
+                // The worker is usable again.
+                type_into(&c, "#f-levels", "1, 2").await?;
+                type_into(&c, "#f-duration_s", "1").await?;
+                c.find(Locator::Css("#run-btn")).await?.click().await?;
+                let status2 = wait_status(&c, "Done", 120).await?;
+                Ok((cancelled, rows_after_cancel, rows_later, status2))
+            }
+            .await;
+            (c, r)
+        })
+        .await;
+    assert_eq!(cancelled, "Cancelled.");
+    assert!(
+        rows_after_cancel < 8,
+        "the sweep stopped early ({rows_after_cancel} of 8 levels)"
+    );
+    assert_eq!(
+        rows_later, rows_after_cancel,
+        "no results arrive after Cancel"
+    );
+    assert!(status2.starts_with("Done"), "{status2}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn back_and_forward_restore_earlier_scenarios() {
+    let (after_back, after_forward) = with_browser("history", |c, base| async move {
+        let r = async {
+            c.goto(&base).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            tokio::time::sleep(Duration::from_millis(1700)).await;
+            choose(&c, "#f-kv_cache_dtype", "fp8").await?;
+            tokio::time::sleep(Duration::from_millis(1700)).await;
+            type_into(&c, "#f-isl", "4096").await?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            c.back().await?;
+            let b = wait_until("isl to revert", Duration::from_secs(5), || async {
+                let v = value_of(&c, "#f-isl").await?;
+                Ok((v != "4096").then_some(v))
+            })
+            .await?;
+            let kv_b = value_of(&c, "#f-kv_cache_dtype").await?;
+            c.forward().await?;
+            let f = wait_until("isl to return", Duration::from_secs(5), || async {
+                let v = value_of(&c, "#f-isl").await?;
+                Ok((v == "4096").then_some(v))
+            })
+            .await?;
+            Ok(((b, kv_b), f))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert_eq!(after_back, ("1024".to_string(), "fp8".to_string()));
+    assert_eq!(after_forward, "4096");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn link_made_natively_opens_in_the_page() {
+    // Native (x86) and wasm builds of the codec and scenario must agree byte for byte.
+    use servesim_web::core_api::{fragment_for, Scenario};
+    let s = Scenario {
+        num_gpus: 8,
+        parallelism: servesim_core::parallel::Parallelism {
+            tp: 8,
+            dp: 1,
+            ep: 1,
+        },
+        levels: vec![3, 9, 27],
+        seed: 42,
+        ..Scenario::default()
+    };
+    let frag = fragment_for(&s);
+    let frag2 = frag.clone();
+    let (url, levels, seed) = with_browser("native-link", |c, base| async move {
+        let r = async {
+            c.goto(&format!("{base}#{frag2}")).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            let levels = value_of(&c, "#f-levels").await?;
+            let seed = value_of(&c, "#f-seed").await?;
+            let url = c.current_url().await?.to_string();
+            Ok((url, levels, seed))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert_eq!(levels, "3, 9, 27");
+    assert_eq!(seed, "42");
+    // The page re-encodes the scenario it parsed: the same link comes out.
+    assert!(url.ends_with(&format!("#{frag}")), "{url} vs {frag}");
+}

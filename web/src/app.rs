@@ -1,0 +1,921 @@
+//! The page (Leptos, client-side rendered). State lives in a few signals; the scenario is a
+//! [`Form`] of text fields validated on every change; capacity is computed on the main thread
+//! (it is instant), sweeps run in the worker (see [`crate::protocol`]).
+
+use crate::browser;
+use crate::charts::{self, Theme};
+use crate::core_api::{self, CapacityView, LevelRow, OperatingPoint, Recent, Scenario};
+use crate::form::{FieldErrors, Form, PRESETS, WEIGHT_PRECISIONS};
+use crate::protocol::{sweep_fraction, FromWorker, ToWorker};
+use crate::table::{self, fmt_gib, fmt_num, group_thousands};
+use leptos::prelude::*;
+use servesim_core::dtype::KvCacheDtype;
+use std::cell::{Cell, RefCell};
+use std::time::Duration;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{MessageEvent, Worker};
+
+const RECENT_KEY: &str = "servesim.recent.v1";
+const THEME_KEY: &str = "servesim.theme";
+/// A new history entry at most this often while the user edits; edits in between replace it.
+const HISTORY_PUSH_MS: f64 = 1500.0;
+/// How long a cancelled worker may take to acknowledge before it is terminated.
+const CANCEL_GRACE_MS: u64 = 400;
+
+thread_local! {
+    static WORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
+    static PENDING: RefCell<Option<String>> = const { RefCell::new(None) };
+    static LAST_PUSH: Cell<f64> = const { Cell::new(f64::NEG_INFINITY) };
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum RunStatus {
+    Idle,
+    Running {
+        index: usize,
+        levels: usize,
+        fraction: f64,
+    },
+    Cancelling,
+    Done,
+    Cancelled,
+    Failed(String),
+}
+
+#[derive(Clone, Copy)]
+struct State {
+    form: RwSignal<Form>,
+    scenario: Memo<Result<Scenario, FieldErrors>>,
+    errors: Memo<FieldErrors>,
+    defaults: Memo<std::collections::BTreeMap<&'static str, String>>,
+    run_id: RwSignal<u32>,
+    status: RwSignal<RunStatus>,
+    rows: RwSignal<Vec<LevelRow>>,
+    op: RwSignal<Option<OperatingPoint>>,
+    results_for: RwSignal<Option<Scenario>>,
+    notice: RwSignal<Option<String>>,
+    theme: RwSignal<String>,
+    recent: RwSignal<Vec<Recent>>,
+    started_ms: RwSignal<f64>,
+    elapsed_ms: RwSignal<Option<f64>>,
+}
+
+/// Mounts the page.
+pub fn start() {
+    console_error_panic_hook::set_once();
+    leptos::mount::mount_to_body(App);
+}
+
+fn load_recent() -> Vec<Recent> {
+    browser::storage_get(RECENT_KEY)
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// The scenario in the URL, or the default with a message when the link is damaged.
+fn initial_form(notice: &mut Option<String>) -> Form {
+    match core_api::scenario_from_fragment(&browser::hash()) {
+        Ok(Some(s)) => Form::from_scenario(&s),
+        Ok(None) => Form::from_scenario(&Scenario::default()),
+        Err(e) => {
+            *notice = Some(format!(
+                "This link could not be opened: {e}. Showing the default scenario instead."
+            ));
+            Form::from_scenario(&Scenario::default())
+        }
+    }
+}
+
+fn post_to_worker(msg: &ToWorker) {
+    let text = msg.to_json();
+    let sent = WORKER.with(|w| {
+        w.borrow()
+            .as_ref()
+            .map(|w| w.post_message(&JsValue::from_str(&text)).is_ok())
+            .unwrap_or(false)
+    });
+    if !sent {
+        PENDING.with(|p| *p.borrow_mut() = Some(text));
+    }
+}
+
+fn spawn_worker(st: State) {
+    let worker = match browser::spawn_worker() {
+        Ok(w) => w,
+        Err(e) => {
+            st.status.set(RunStatus::Failed(e));
+            return;
+        }
+    };
+    let onmessage = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {
+        let Some(text) = ev.data().as_string() else {
+            return;
+        };
+        let msg = match FromWorker::from_json(&text) {
+            Ok(m) => m,
+            Err(e) => return st.status.set(RunStatus::Failed(e)),
+        };
+        if msg == FromWorker::Ready {
+            // Messages posted before the worker's wasm was loaded are lost: resend.
+            if let Some(p) = PENDING.with(|p| p.borrow_mut().take()) {
+                WORKER.with(|w| {
+                    if let Some(w) = w.borrow().as_ref() {
+                        let _ = w.post_message(&JsValue::from_str(&p));
+                    }
+                });
+            }
+            return;
+        }
+        if msg.run_id() != Some(st.run_id.get_untracked()) {
+            return; // a late message from a run that was cancelled
+        }
+        match msg {
+            FromWorker::Progress {
+                index,
+                levels,
+                fraction,
+                ..
+            } => {
+                if st.status.get_untracked() != RunStatus::Cancelling {
+                    st.status.set(RunStatus::Running {
+                        index,
+                        levels,
+                        fraction,
+                    })
+                }
+            }
+            FromWorker::Level { row, .. } => st.rows.update(|r| r.push(row)),
+            FromWorker::Done {
+                operating_point, ..
+            } => {
+                st.op.set(operating_point);
+                st.status.set(RunStatus::Done);
+                st.elapsed_ms
+                    .set(Some(browser::now_ms() - st.started_ms.get_untracked()));
+            }
+            FromWorker::Cancelled { .. } => st.status.set(RunStatus::Cancelled),
+            FromWorker::Error { message, .. } => st.status.set(RunStatus::Failed(message)),
+            FromWorker::Ready => {}
+        }
+    });
+    worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    onmessage.forget();
+    WORKER.with(|w| *w.borrow_mut() = Some(worker));
+}
+
+fn start_run(st: State) {
+    let Ok(s) = st.scenario.get_untracked() else {
+        return;
+    };
+    let id = st.run_id.get_untracked() + 1;
+    st.run_id.set(id);
+    st.rows.set(Vec::new());
+    st.op.set(None);
+    st.elapsed_ms.set(None);
+    st.started_ms.set(browser::now_ms());
+    st.results_for.set(Some(s.clone()));
+    st.status.set(RunStatus::Running {
+        index: 0,
+        levels: s.levels.len(),
+        fraction: 0.0,
+    });
+    st.recent.update(|l| {
+        core_api::push_recent(
+            l,
+            Recent {
+                label: core_api::scenario_label(&s),
+                fragment: core_api::fragment_for(&s),
+            },
+        )
+    });
+    if let Ok(t) = serde_json::to_string(&st.recent.get_untracked()) {
+        browser::storage_set(RECENT_KEY, &t);
+    }
+    post_to_worker(&ToWorker::Run {
+        id,
+        scenario: s.to_json(),
+    });
+}
+
+fn cancel_run(st: State) {
+    let id = st.run_id.get_untracked();
+    st.status.set(RunStatus::Cancelling);
+    post_to_worker(&ToWorker::Cancel { id });
+    // A level can take long; if the worker does not answer between levels, stop it outright.
+    set_timeout(
+        move || {
+            if st.run_id.get_untracked() == id && st.status.get_untracked() == RunStatus::Cancelling
+            {
+                WORKER.with(|w| {
+                    if let Some(w) = w.borrow_mut().take() {
+                        w.terminate();
+                    }
+                });
+                PENDING.with(|p| *p.borrow_mut() = None);
+                st.status.set(RunStatus::Cancelled);
+                spawn_worker(st);
+            }
+        },
+        Duration::from_millis(CANCEL_GRACE_MS),
+    );
+}
+
+fn load_fragment(st: State, frag: &str) {
+    match core_api::scenario_from_fragment(frag) {
+        Ok(Some(s)) => {
+            let f = Form::from_scenario(&s);
+            if f != st.form.get_untracked() {
+                st.form.set(f);
+            }
+            st.notice.set(None);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            st.notice.set(Some(format!(
+                "This link could not be opened: {e}. Showing the default scenario instead."
+            )));
+            st.form.set(Form::from_scenario(&Scenario::default()));
+        }
+    }
+}
+
+fn effective_theme(choice: &str) -> Theme {
+    match choice {
+        "dark" => Theme::DARK,
+        "light" => Theme::LIGHT,
+        _ if browser::prefers_dark() => Theme::DARK,
+        _ => Theme::LIGHT,
+    }
+}
+
+#[component]
+fn App() -> impl IntoView {
+    let mut notice0 = None;
+    let form = RwSignal::new(initial_form(&mut notice0));
+    let scenario = Memo::new(move |_| {
+        form.with(|f| {
+            f.to_scenario().and_then(|s| {
+                let e = core_api::check(&s);
+                if e.is_empty() {
+                    Ok(s)
+                } else {
+                    Err(e)
+                }
+            })
+        })
+    });
+    let errors = Memo::new(move |_| scenario.with(|s| s.clone().err().unwrap_or_default()));
+    // vLLM's defaults for blank engine fields, shown as placeholders (needs a valid form).
+    let defaults = Memo::new(move |_| {
+        form.with(|f| {
+            f.to_scenario()
+                .map(|s| core_api::engine_defaults(&s))
+                .unwrap_or_default()
+        })
+    });
+    let theme0 = browser::storage_get(THEME_KEY).unwrap_or_else(|| "auto".into());
+    browser::apply_theme(&theme0);
+    let st = State {
+        form,
+        scenario,
+        errors,
+        defaults,
+        run_id: RwSignal::new(0),
+        status: RwSignal::new(RunStatus::Idle),
+        rows: RwSignal::new(Vec::new()),
+        op: RwSignal::new(None),
+        results_for: RwSignal::new(None),
+        notice: RwSignal::new(notice0.clone()),
+        theme: RwSignal::new(theme0),
+        recent: RwSignal::new(load_recent()),
+        started_ms: RwSignal::new(0.0),
+        elapsed_ms: RwSignal::new(None),
+    };
+    spawn_worker(st);
+
+    // The URL fragment follows the scenario; a damaged link is replaced by the default's.
+    Effect::new(move |prev: Option<()>| {
+        if let Ok(s) = scenario.get() {
+            let frag = core_api::fragment_for(&s);
+            if frag != browser::hash() {
+                let now = browser::now_ms();
+                let push = prev.is_some() && now - LAST_PUSH.with(|l| l.get()) > HISTORY_PUSH_MS;
+                if push {
+                    LAST_PUSH.with(|l| l.set(now));
+                }
+                browser::set_hash(&frag, push);
+            }
+        }
+    });
+    // Back/Forward and links pasted into the address bar.
+    for event in ["popstate", "hashchange"] {
+        let cb = Closure::<dyn Fn()>::new(move || load_fragment(st, &browser::hash()));
+        let _ =
+            browser::window().add_event_listener_with_callback(event, cb.as_ref().unchecked_ref());
+        cb.forget();
+    }
+
+    view! {
+        <header class="topbar">
+            <div class="brand">
+                <h1>"ServeSim"</h1>
+                <span class="tagline">"vLLM capacity and serving simulator"</span>
+            </div>
+            <div class="top-actions">
+                <RecentMenu st=st/>
+                <CopyLink st=st/>
+                <ThemeToggle st=st/>
+            </div>
+        </header>
+        {(!core_api::SIM_WIRED).then(|| view! {
+            <div class="banner warn" id="preview-banner" role="status">
+                "Preview build: the capacity card is computed by ServeSim's core, but sweep results are placeholders until the simulator is wired into the page. Do not use the sweep numbers for planning."
+            </div>
+        })}
+        <Show when=move || st.notice.get().is_some()>
+            <div class="banner error" id="notice" role="alert">
+                <span>{move || st.notice.get().unwrap_or_default()}</span>
+                <button class="link-btn" on:click=move |_| st.notice.set(None) aria-label="Dismiss">"Dismiss"</button>
+            </div>
+        </Show>
+        <main class="layout">
+            <ScenarioPanel st=st/>
+            <section class="results-col">
+                <CapacityCard st=st/>
+                <RunPanel st=st/>
+                <ResultsTable st=st/>
+                <Charts st=st/>
+            </section>
+        </main>
+        <footer class="foot">
+            "Numbers trace to formulas in the project's docs/. Runs entirely in your browser; nothing is uploaded."
+        </footer>
+    }
+}
+
+#[component]
+fn ThemeToggle(st: State) -> impl IntoView {
+    view! {
+        <label class="inline">
+            <span class="sr-only">"Theme"</span>
+            <select id="theme" aria-label="Theme"
+                on:change=move |ev| {
+                    let v = event_target_value(&ev);
+                    browser::apply_theme(&v);
+                    browser::storage_set(THEME_KEY, &v);
+                    st.theme.set(v);
+                }
+                prop:value=move || st.theme.get()>
+                <option value="auto">"Theme: system"</option>
+                <option value="light">"Theme: light"</option>
+                <option value="dark">"Theme: dark"</option>
+            </select>
+        </label>
+    }
+}
+
+#[component]
+fn CopyLink(st: State) -> impl IntoView {
+    let copied = RwSignal::new(String::new());
+    let on_click = move |_| {
+        let url = format!("{}#{}", browser::base_url(), browser::hash());
+        wasm_bindgen_futures::spawn_local(async move {
+            let ok = browser::copy_text(&url).await;
+            copied.set(if ok {
+                "Link copied".into()
+            } else {
+                "Copy failed: copy the address bar".into()
+            });
+            set_timeout(
+                move || copied.set(String::new()),
+                Duration::from_millis(2500),
+            );
+        });
+    };
+    view! {
+        <button id="copy-link" class="btn" on:click=on_click
+            disabled=move || st.scenario.with(|s| s.is_err())
+            title="Copy a link that opens this exact scenario">"Copy link"</button>
+        <span class="copied" role="status" aria-live="polite">{move || copied.get()}</span>
+    }
+}
+
+#[component]
+fn RecentMenu(st: State) -> impl IntoView {
+    view! {
+        <label class="inline">
+            <span class="sr-only">"Recent scenarios"</span>
+            <select id="recent" aria-label="Recent scenarios"
+                on:change=move |ev| {
+                    let v = event_target_value(&ev);
+                    if !v.is_empty() {
+                        load_fragment(st, &v);
+                    }
+                }
+                prop:value="">
+                <option value="">{move || format!("Recent scenarios ({})", st.recent.with(|r| r.len()))}</option>
+                {move || st.recent.get().into_iter().map(|r| view! {
+                    <option value=r.fragment.clone()>{r.label.clone()}</option>
+                }).collect_view()}
+            </select>
+        </label>
+    }
+}
+
+/// A labelled text input bound to one form field, with its error beside it.
+fn field(
+    st: State,
+    key: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    get: fn(&Form) -> &String,
+    set: fn(&mut Form, String),
+) -> impl IntoView {
+    let id = format!("f-{key}");
+    let err_id = format!("e-{key}");
+    let err = move || st.errors.with(|e| e.get(key).cloned());
+    view! {
+        <div class="field" class:invalid=move || err().is_some()>
+            <label for=id.clone()>{label}</label>
+            <div class="input-row">
+                <input id=id type="text" autocomplete="off" spellcheck="false"
+                    list=(key == "model_id").then_some("model-list")
+                    aria-invalid=move || if err().is_some() { "true" } else { "false" }
+                    aria-describedby=err_id.clone()
+                    placeholder=move || st.defaults.with(|d| d.get(key).map(|v| format!("default {v}")).unwrap_or_default())
+                    prop:value=move || st.form.with(|f| get(f).clone())
+                    on:input=move |ev| { let v = event_target_value(&ev); st.form.update(|f| set(f, v)) }/>
+                {(!unit.is_empty()).then(|| view! { <span class="unit">{unit}</span> })}
+            </div>
+            <div class="field-error" id=err_id role="alert">{err}</div>
+        </div>
+    }
+}
+
+fn checkbox(
+    st: State,
+    key: &'static str,
+    label: &'static str,
+    get: fn(&Form) -> bool,
+    set: fn(&mut Form, bool),
+) -> impl IntoView {
+    let id = format!("f-{key}");
+    view! {
+        <div class="field check">
+            <input id=id.clone() type="checkbox"
+                prop:checked=move || st.form.with(get)
+                on:change=move |ev| { let v = event_target_checked(&ev); st.form.update(|f| set(f, v)) }/>
+            <label for=id>{label}</label>
+        </div>
+    }
+}
+
+#[component]
+fn ScenarioPanel(st: State) -> impl IntoView {
+    let models = core_api::models();
+    let gpus = core_api::gpus();
+    let model_mode = move || st.form.with(|f| f.model_mode.clone());
+    let gpu_mode = move || st.form.with(|f| f.gpu_mode.clone());
+    let on_trace = move |ev: web_sys::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        let Some(file) = input.files().and_then(|l| l.get(0)) else {
+            return;
+        };
+        let Ok(reader) = web_sys::FileReader::new() else {
+            return;
+        };
+        let r2 = reader.clone();
+        let onload = Closure::<dyn Fn()>::new(move || {
+            if let Some(text) = r2.result().ok().and_then(|v| v.as_string()) {
+                st.form.update(|f| f.trace = text);
+            }
+        });
+        reader.set_onload(Some(onload.as_ref().unchecked_ref()));
+        onload.forget();
+        let _ = reader.read_as_text(&file);
+    };
+    view! {
+        <aside class="scenario" aria-label="Scenario">
+            <h2>"Scenario"</h2>
+            <fieldset>
+                <legend>"Model"</legend>
+                <div class="seg" role="radiogroup" aria-label="Model source">
+                    <label><input type="radio" name="model_mode" value="catalog"
+                        prop:checked=move || model_mode() == "catalog"
+                        on:change=move |_| st.form.update(|f| f.model_mode = "catalog".into())/>"Catalog"</label>
+                    <label><input type="radio" name="model_mode" value="config" id="f-model_mode-config"
+                        prop:checked=move || model_mode() == "config"
+                        on:change=move |_| st.form.update(|f| f.model_mode = "config".into())/>"Paste config.json"</label>
+                </div>
+                <Show when=move || model_mode() == "catalog">
+                    {field(st, "model_id", "Model (type to search)", "", |f| &f.model_id, |f, v| f.model_id = v)}
+                </Show>
+                <datalist id="model-list">
+                    {models.iter().map(|m| view! { <option value=m.id.clone()></option> }).collect_view()}
+                </datalist>
+                <Show when=move || model_mode() == "config">
+                    <div class="field" class:invalid=move || st.errors.with(|e| e.contains_key("config_json"))>
+                        <label for="f-config_json">"Hugging Face config.json"</label>
+                        <textarea id="f-config_json" rows="6" spellcheck="false"
+                            placeholder="{ \"architectures\": [...], \"hidden_size\": ... }"
+                            prop:value=move || st.form.with(|f| f.config_json.clone())
+                            on:input=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.config_json = v) }></textarea>
+                        <div class="field-error" role="alert">{move || st.errors.with(|e| e.get("config_json").cloned())}</div>
+                    </div>
+                </Show>
+            </fieldset>
+            <fieldset>
+                <legend>"Hardware and parallelism"</legend>
+                <div class="seg" role="radiogroup" aria-label="GPU source">
+                    <label><input type="radio" name="gpu_mode" value="catalog"
+                        prop:checked=move || gpu_mode() == "catalog"
+                        on:change=move |_| st.form.update(|f| f.gpu_mode = "catalog".into())/>"Catalog GPU"</label>
+                    <label><input type="radio" name="gpu_mode" value="custom"
+                        prop:checked=move || gpu_mode() == "custom"
+                        on:change=move |_| st.form.update(|f| f.gpu_mode = "custom".into())/>"Custom GPU"</label>
+                </div>
+                <Show when=move || gpu_mode() == "catalog">
+                    <div class="field" class:invalid=move || st.errors.with(|e| e.contains_key("gpu_id"))>
+                        <label for="f-gpu_id">"GPU"</label>
+                        <select id="f-gpu_id"
+                            prop:value=move || st.form.with(|f| f.gpu_id.clone())
+                            on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.gpu_id = v) }>
+                            {gpus.iter().map(|g| view! {
+                                <option value=g.id.clone() title=g.label.clone()>{format!("{} ({:.0} GiB)", g.id, g.memory_gib)}</option>
+                            }).collect_view()}
+                        </select>
+                        <div class="field-error" role="alert">{move || st.errors.with(|e| e.get("gpu_id").cloned())}</div>
+                    </div>
+                </Show>
+                <Show when=move || gpu_mode() == "custom">
+                    {field(st, "custom_gpu_name", "Name", "", |f| &f.custom_gpu_name, |f, v| f.custom_gpu_name = v)}
+                    <div class="grid2">
+                        {field(st, "custom_gpu_memory_gib", "Memory vLLM sees", "GiB", |f| &f.custom_gpu_memory_gib, |f, v| f.custom_gpu_memory_gib = v)}
+                        {field(st, "custom_gpu_bandwidth_tb_s", "HBM bandwidth", "TB/s", |f| &f.custom_gpu_bandwidth_tb_s, |f, v| f.custom_gpu_bandwidth_tb_s = v)}
+                        {field(st, "custom_gpu_bf16_tflops", "BF16 dense", "TFLOPS", |f| &f.custom_gpu_bf16_tflops, |f, v| f.custom_gpu_bf16_tflops = v)}
+                        {field(st, "custom_gpu_fp8_tflops", "FP8 dense (optional)", "TFLOPS", |f| &f.custom_gpu_fp8_tflops, |f, v| f.custom_gpu_fp8_tflops = v)}
+                        {field(st, "custom_gpu_fp4_tflops", "FP4 dense (optional)", "TFLOPS", |f| &f.custom_gpu_fp4_tflops, |f, v| f.custom_gpu_fp4_tflops = v)}
+                        {field(st, "custom_gpu_link_gb_s", "Scale-up link, one way", "GB/s", |f| &f.custom_gpu_link_gb_s, |f, v| f.custom_gpu_link_gb_s = v)}
+                        {field(st, "custom_gpu_domain", "GPUs per scale-up domain", "", |f| &f.custom_gpu_domain, |f, v| f.custom_gpu_domain = v)}
+                    </div>
+                </Show>
+                <div class="grid4">
+                    {field(st, "gpus", "GPUs", "", |f| &f.gpus, |f, v| f.gpus = v)}
+                    {field(st, "tp", "TP", "", |f| &f.tp, |f, v| f.tp = v)}
+                    {field(st, "dp", "DP", "", |f| &f.dp, |f, v| f.dp = v)}
+                    {field(st, "ep", "EP", "", |f| &f.ep, |f, v| f.ep = v)}
+                </div>
+                <div class="grid2">
+                    <div class="field">
+                        <label for="f-weight_precision">"Weights"</label>
+                        <select id="f-weight_precision"
+                            prop:value=move || st.form.with(|f| f.weight_precision.clone())
+                            on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.weight_precision = v) }>
+                            {WEIGHT_PRECISIONS.iter().map(|(v, l)| view! { <option value=*v>{*l}</option> }).collect_view()}
+                        </select>
+                    </div>
+                    <div class="field">
+                        <label for="f-kv_cache_dtype">"KV cache dtype"</label>
+                        <select id="f-kv_cache_dtype"
+                            prop:value=move || st.form.with(|f| f.kv_cache_dtype.clone())
+                            on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.kv_cache_dtype = v) }>
+                            {KvCacheDtype::NAMES.iter().map(|n| view! { <option value=*n>{*n}</option> }).collect_view()}
+                        </select>
+                    </div>
+                </div>
+            </fieldset>
+            <details class="advanced">
+                <summary>"Advanced: vLLM engine arguments"</summary>
+                <div class="grid2">
+                    {field(st, "gpu_memory_utilization", "--gpu-memory-utilization", "", |f| &f.gpu_memory_utilization, |f, v| f.gpu_memory_utilization = v)}
+                    {field(st, "max_num_seqs", "--max-num-seqs", "", |f| &f.max_num_seqs, |f, v| f.max_num_seqs = v)}
+                    {field(st, "max_num_batched_tokens", "--max-num-batched-tokens", "", |f| &f.max_num_batched_tokens, |f, v| f.max_num_batched_tokens = v)}
+                    {field(st, "block_size", "--block-size", "tokens", |f| &f.block_size, |f, v| f.block_size = v)}
+                    {field(st, "max_model_len", "--max-model-len (blank: model's)", "tokens", |f| &f.max_model_len, |f, v| f.max_model_len = v)}
+                </div>
+                {checkbox(st, "enable_prefix_caching", "--enable-prefix-caching", |f| f.enable_prefix_caching.unwrap_or(true), |f, v| f.enable_prefix_caching = Some(v))}
+                {checkbox(st, "enforce_eager", "--enforce-eager", |f| f.enforce_eager.unwrap_or(false), |f, v| f.enforce_eager = Some(v))}
+                <p class="hint">"Blank fields take vLLM's default for this model and GPU (shown greyed)."</p>
+            </details>
+            <fieldset>
+                <legend>"Workload"</legend>
+                <div class="field">
+                    <label for="f-preset">"Preset"</label>
+                    <select id="f-preset"
+                        prop:value=move || st.form.with(|f| f.preset.clone())
+                        on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.apply_preset(&v)) }>
+                        {PRESETS.iter().map(|p| view! { <option value=p.0>{p.1}</option> }).collect_view()}
+                    </select>
+                </div>
+                <div class="grid3">
+                    {field(st, "isl", "Input length", "tok", |f| &f.isl, |f, v| { f.isl = v; f.preset = "custom".into() })}
+                    {field(st, "osl", "Output length", "tok", |f| &f.osl, |f, v| { f.osl = v; f.preset = "custom".into() })}
+                    {field(st, "prefix_share", "Shared prefix", "0–1", |f| &f.prefix_share, |f, v| f.prefix_share = v)}
+                </div>
+                <div class="field">
+                    <label for="f-trace">"Trace (JSONL or CSV, optional)"</label>
+                    <input id="f-trace" type="file" accept=".jsonl,.json,.csv,.txt" on:change=on_trace/>
+                    <div class="hint">{move || st.form.with(|f| if f.trace.is_empty() { String::new() } else {
+                        format!("{} lines loaded", f.trace.lines().count())
+                    })}</div>
+                </div>
+            </fieldset>
+            <fieldset>
+                <legend>"Sweep and SLA"</legend>
+                {field(st, "levels", "Concurrency levels", "", |f| &f.levels, |f, v| f.levels = v)}
+                <div class="grid2">
+                    {field(st, "duration_s", "Duration per level", "s", |f| &f.duration_s, |f, v| f.duration_s = v)}
+                    {field(st, "seed", "Seed", "", |f| &f.seed, |f, v| f.seed = v)}
+                </div>
+                <div class="grid3">
+                    {field(st, "sla_ttft_p90_ms", "TTFT p90 ≤", "ms", |f| &f.sla_ttft_p90_ms, |f, v| f.sla_ttft_p90_ms = v)}
+                    {field(st, "sla_itl_p90_ms", "ITL p90 ≤", "ms", |f| &f.sla_itl_p90_ms, |f, v| f.sla_itl_p90_ms = v)}
+                    {field(st, "sla_min_tps_user", "tok/s/user ≥", "", |f| &f.sla_min_tps_user, |f, v| f.sla_min_tps_user = v)}
+                </div>
+            </fieldset>
+        </aside>
+    }
+}
+
+#[component]
+fn CapacityCard(st: State) -> impl IntoView {
+    let cap = Memo::new(move |_| {
+        st.scenario
+            .with(|s| s.as_ref().ok().map(core_api::capacity))
+    });
+    let body = move || -> AnyView {
+        match cap.get() {
+            None => view! {
+                <div id="cap-invalid">
+                    <p class="muted">"Fix the highlighted fields to see the capacity."</p>
+                    <ul class="error-list">
+                        {move || st.errors.get().into_iter().map(|(k, m)| view! { <li><code>{k}</code>": "{m}</li> }).collect_view()}
+                    </ul>
+                </div>
+            }.into_any(),
+            Some(Err(e)) => view! { <p class="error-text" id="cap-error">{e.message}</p> }.into_any(),
+            Some(Ok(c)) => capacity_body(c).into_any(),
+        }
+    };
+    view! {
+        <section class="card" id="capacity-card" aria-labelledby="cap-title">
+            <h2 id="cap-title">"Capacity at start-up"</h2>
+            {body}
+        </section>
+    }
+}
+
+fn capacity_body(c: CapacityView) -> impl IntoView {
+    let used: f64 = c.per_gpu.iter().map(|s| s.bytes).sum();
+    let free = (c.gpu_bytes - used).max(0.0);
+    let total = c.gpu_bytes.max(used).max(1.0);
+    let pct = move |b: f64| format!("{:.2}%", 100.0 * b / total);
+    let classes = ["seg-a", "seg-b", "seg-c", "seg-d", "seg-e"];
+    let segs = c
+        .per_gpu
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (classes[i % classes.len()], s.label.clone(), s.bytes))
+        .collect::<Vec<_>>();
+    let fits = c.fits;
+    let fixes = c.fixes.clone();
+    view! {
+        <div class="cap-head">
+            <span id="cap-fits" class=if fits { "badge ok" } else { "badge bad" }>
+                {if fits { "Fits" } else { "Does not fit" }}
+            </span>
+            <div class="kpis">
+                <div class="kpi"><span class="kpi-v" id="cap-kv-tokens">{group_thousands(c.kv_cache_tokens)}</span><span class="kpi-l">"KV cache tokens per engine"</span></div>
+                <div class="kpi"><span class="kpi-v" id="cap-requests">{c.requests_that_fit.map(group_thousands).unwrap_or_else(|| "—".into())}</span><span class="kpi-l">"requests of this workload at once, per engine"</span></div>
+                <div class="kpi"><span class="kpi-v" id="cap-replicas">{format!("{} × {}", c.replicas, c.engines / c.replicas.max(1))}</span><span class="kpi-l">"replicas × engines (DP) each"</span></div>
+            </div>
+        </div>
+        <p id="cap-reason" class:error-text=!fits>{c.reason.clone()}</p>
+        {c.vllm_error.clone().map(|r| view! { <pre class="vllm-error" id="cap-vllm-error">{r}</pre> })}
+        {(!fixes.is_empty()).then(|| view! {
+            <div class="fix" id="cap-fix"><strong>"To make it fit:"</strong>
+                <ul>{fixes.into_iter().map(|(setting, value, effect)| view! {
+                    <li><code>{format!("{setting} {value}")}</code>" — "{effect}</li>
+                }).collect_view()}</ul>
+            </div>
+        })}
+        <div class="membar" role="img" aria-label=format!("Memory of one GPU: {}", fmt_gib(c.gpu_bytes))>
+            {segs.iter().map(|(cls, label, b)| view! {
+                <div class=format!("membar-seg {cls}") style:width=pct(*b) title=format!("{label}: {}", fmt_gib(*b))></div>
+            }).collect_view()}
+        </div>
+        <ul class="legend">
+            {segs.into_iter().map(|(cls, label, b)| view! {
+                <li><span class=format!("swatch {cls}")></span>{label}" "<span class="num">{fmt_gib(b)}</span></li>
+            }).collect_view()}
+            <li><span class="swatch seg-free"></span>"headroom "<span class="num">{fmt_gib(free)}</span></li>
+            <li class="muted">"of "{fmt_gib(c.gpu_bytes)}" visible per GPU"</li>
+        </ul>
+        <details class="cap-details">
+            <summary>"vLLM start-up log, notes"</summary>
+            <pre id="cap-log">{c.log_lines.join("\n")}</pre>
+            <ul class="notes">
+                {c.warnings.into_iter().map(|w| view! { <li class="error-text">{w}</li> }).collect_view()}
+                {c.notes.into_iter().map(|n| view! { <li class="muted">{n}</li> }).collect_view()}
+            </ul>
+        </details>
+    }
+}
+
+#[component]
+fn RunPanel(st: State) -> impl IntoView {
+    let running = move || {
+        matches!(
+            st.status.get(),
+            RunStatus::Running { .. } | RunStatus::Cancelling
+        )
+    };
+    let sweep_frac = move || match st.status.get() {
+        RunStatus::Running {
+            index,
+            levels,
+            fraction,
+        } => sweep_fraction(index, levels, fraction),
+        RunStatus::Done => 1.0,
+        _ => 0.0,
+    };
+    let level_frac = move || match st.status.get() {
+        RunStatus::Running { fraction, .. } => fraction,
+        RunStatus::Done => 1.0,
+        _ => 0.0,
+    };
+    let status_text = move || match st.status.get() {
+        RunStatus::Idle => "Ready.".to_string(),
+        RunStatus::Running { index, levels, .. } => {
+            let c = st.results_for.with(|s| {
+                s.as_ref()
+                    .and_then(|s| s.levels.get(index).copied())
+                    .unwrap_or(0)
+            });
+            format!("Running level {} of {levels} (concurrency {c})…", index + 1)
+        }
+        RunStatus::Cancelling => "Cancelling…".into(),
+        RunStatus::Done => match st.elapsed_ms.get() {
+            Some(ms) => format!("Done in {:.1} s.", ms / 1000.0),
+            None => "Done.".into(),
+        },
+        RunStatus::Cancelled => "Cancelled.".into(),
+        RunStatus::Failed(e) => format!("Failed: {e}"),
+    };
+    view! {
+        <section class="card run" aria-label="Sweep">
+            <div class="run-row">
+                <button id="run-btn" class="btn primary"
+                    disabled=move || running() || st.scenario.with(|s| s.is_err())
+                    on:click=move |_| start_run(st)>"Run sweep"</button>
+                <button id="cancel-btn" class="btn" disabled=move || !running() on:click=move |_| cancel_run(st)>"Cancel"</button>
+                <span id="run-status" role="status" aria-live="polite"
+                    class:error-text=move || matches!(st.status.get(), RunStatus::Failed(_))>{status_text}</span>
+            </div>
+            <div class="progress-grid">
+                <label for="level-progress">"Level"</label>
+                <progress id="level-progress" max="1" prop:value=level_frac></progress>
+                <label for="sweep-progress">"Sweep"</label>
+                <progress id="sweep-progress" max="1" prop:value=sweep_frac></progress>
+            </div>
+            {move || st.op.get().map(|o| view! {
+                <p id="operating-point" class="op">
+                    <strong>"SLA operating point: "</strong>
+                    {format!("concurrency {} · {} output tok/s per GPU · {} tok/s per user",
+                        o.concurrency, fmt_num(o.output_tokens_per_s_per_gpu), fmt_num(o.tokens_per_s_per_user))}
+                </p>
+            })}
+            {move || (st.status.get() == RunStatus::Done && st.op.get().is_none()).then(|| view! {
+                <p id="operating-point" class="op muted">"No level meets every SLA gate."</p>
+            })}
+        </section>
+    }
+}
+
+#[component]
+fn ResultsTable(st: State) -> impl IntoView {
+    let cols = table::table_columns();
+    let cols2 = cols.clone();
+    let export_csv = move |_| {
+        let csv = table::to_csv(&st.rows.get_untracked());
+        browser::download_text(&csv, "servesim-sweep.csv", "text/csv");
+    };
+    let export_json = move |_| {
+        if let Some(s) = st.results_for.get_untracked() {
+            let j = table::to_json(&s, &st.rows.get_untracked(), st.op.get_untracked().as_ref());
+            browser::download_text(&j, "servesim-sweep.json", "application/json");
+        }
+    };
+    view! {
+        <section class="card" aria-labelledby="res-title">
+            <div class="card-head">
+                <h2 id="res-title">"Results"</h2>
+                <div class="btn-row">
+                    <button class="btn small" id="export-csv" disabled=move || st.rows.with(|r| r.is_empty()) on:click=export_csv>"CSV"</button>
+                    <button class="btn small" id="export-json" disabled=move || st.rows.with(|r| r.is_empty()) on:click=export_json>"JSON"</button>
+                </div>
+            </div>
+            <div class="table-wrap">
+                <table id="results-table">
+                    <thead><tr>
+                        <th scope="col">"concurrency"</th>
+                        {cols.iter().map(|m| view! { <th scope="col">{m.label()}</th> }).collect_view()}
+                    </tr></thead>
+                    <tbody>
+                        {move || {
+                            let op_c = st.op.with(|o| o.as_ref().map(|o| o.concurrency));
+                            st.rows.get().into_iter().map(|r| {
+                                let is_op = Some(r.concurrency) == op_c;
+                                let cells = cols2.iter().map(|m| {
+                                    let v = r.get(*m);
+                                    view! { <td class="num" data-metric=m.name() data-value=v.map(|v| format!("{v}")).unwrap_or_default()>{v.map(fmt_num).unwrap_or_else(|| "—".into())}</td> }
+                                }).collect_view();
+                                view! { <tr class:op-row=is_op><th scope="row" class="num">{r.concurrency}</th>{cells}</tr> }
+                            }).collect_view()
+                        }}
+                    </tbody>
+                </table>
+                <Show when=move || st.rows.with(|r| r.is_empty())>
+                    <p class="muted empty">"Run a sweep to fill the table."</p>
+                </Show>
+            </div>
+        </section>
+    }
+}
+
+#[component]
+fn Charts(st: State) -> impl IntoView {
+    let keys = ["throughput", "per_user", "ttft", "itl", "pareto"];
+    let refs: [NodeRef<leptos::html::Canvas>; 5] = std::array::from_fn(|_| NodeRef::new());
+    Effect::new(move |_| {
+        let rows = st.rows.get();
+        let op = st.op.get();
+        let theme = effective_theme(&st.theme.get());
+        let Some(s) = st.results_for.get() else {
+            return;
+        };
+        let specs = charts::chart_specs(&s, &rows, op.as_ref());
+        for (spec, r) in specs.iter().zip(refs.iter()) {
+            let Some(canvas) = r.get() else { continue };
+            let w = canvas.client_width().max(320) as u32;
+            canvas.set_width(w);
+            canvas.set_height(300);
+            if let Some(backend) = plotters_canvas::CanvasBackend::with_canvas_object(canvas) {
+                let root = plotters::prelude::IntoDrawingArea::into_drawing_area(backend);
+                if let Err(e) = charts::draw(&root, spec, &theme) {
+                    web_sys::console::error_1(&e.into());
+                }
+            }
+        }
+    });
+    let save_png = move |i: usize| {
+        if let Some(c) = refs[i].get() {
+            browser::download_canvas_png(&c, &format!("servesim-{}.png", keys[i]));
+        }
+    };
+    let save_svg = move |i: usize| {
+        let Some(s) = st.results_for.get_untracked() else {
+            return;
+        };
+        let rows = st.rows.get_untracked();
+        let specs = charts::chart_specs(&s, &rows, st.op.get_untracked().as_ref());
+        let mut svg = String::new();
+        {
+            let root = plotters::prelude::IntoDrawingArea::into_drawing_area(
+                plotters::prelude::SVGBackend::with_string(&mut svg, (800, 420)),
+            );
+            if charts::draw(
+                &root,
+                &specs[i],
+                &effective_theme(&st.theme.get_untracked()),
+            )
+            .is_err()
+            {
+                return;
+            }
+        }
+        browser::download_text(&svg, &format!("servesim-{}.svg", keys[i]), "image/svg+xml");
+    };
+    view! {
+        <section class="card" aria-labelledby="charts-title">
+            <h2 id="charts-title">"Charts"</h2>
+            <Show when=move || st.rows.with(|r| r.is_empty())>
+                <p class="muted">"Charts appear as levels complete."</p>
+            </Show>
+            <div class="charts" class:hidden=move || st.rows.with(|r| r.is_empty())>
+                {keys.iter().enumerate().map(|(i, k)| {
+                    view! {
+                        <figure class="chart">
+                            <canvas id=format!("chart-{k}") node_ref=refs[i] aria-label=format!("chart {k}")></canvas>
+                            <figcaption class="btn-row">
+                                <button class="btn small" on:click=move |_| save_png(i)>"PNG"</button>
+                                <button class="btn small" on:click=move |_| save_svg(i)>"SVG"</button>
+                            </figcaption>
+                        </figure>
+                    }
+                }).collect_view()}
+            </div>
+        </section>
+    }
+}

@@ -1,0 +1,492 @@
+//! The results charts. [`chart_specs`] turns sweep rows into what to draw; [`draw`] draws one
+//! chart on any plotters `DrawingBackend`: the page uses the canvas backend, the native tests SVG.
+
+use crate::core_api::{LevelRow, OperatingPoint, Scenario};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use servesim_core::metric::{MetricId, Stat};
+
+/// One line of points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A reference line: vertical (`x = value`) or horizontal (`y = value`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RefLine {
+    pub vertical: bool,
+    pub value: f64,
+    pub label: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChartSpec {
+    /// Stable key, used for element ids and file names.
+    pub key: &'static str,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub log_x: bool,
+    pub series: Vec<Series>,
+    pub ref_lines: Vec<RefLine>,
+    /// A point to ring (the SLA operating point).
+    pub highlight: Option<(f64, f64)>,
+}
+
+/// Colours for light or dark pages.
+#[derive(Clone, Copy, Debug)]
+pub struct Theme {
+    pub background: RGBColor,
+    pub text: RGBColor,
+    pub grid: RGBColor,
+    pub series: [RGBColor; 3],
+    pub reference: RGBColor,
+}
+
+impl Theme {
+    pub const LIGHT: Theme = Theme {
+        background: RGBColor(255, 255, 255),
+        text: RGBColor(30, 35, 45),
+        grid: RGBColor(225, 228, 235),
+        series: [
+            RGBColor(37, 99, 235),
+            RGBColor(217, 119, 6),
+            RGBColor(5, 150, 105),
+        ],
+        reference: RGBColor(220, 38, 38),
+    };
+    pub const DARK: Theme = Theme {
+        background: RGBColor(24, 27, 34),
+        text: RGBColor(225, 228, 235),
+        grid: RGBColor(55, 60, 72),
+        series: [
+            RGBColor(96, 165, 250),
+            RGBColor(251, 191, 36),
+            RGBColor(52, 211, 153),
+        ],
+        reference: RGBColor(248, 113, 113),
+    };
+}
+
+fn series_of(rows: &[LevelRow], label: &str, x: MetricOrC, y: MetricId) -> Series {
+    Series {
+        label: label.into(),
+        points: rows
+            .iter()
+            .filter_map(|r| {
+                let xv = match x {
+                    MetricOrC::Concurrency => Some(f64::from(r.concurrency)),
+                    MetricOrC::Metric(m) => r.get(m),
+                }?;
+                Some((xv, r.get(y)?))
+            })
+            .filter(|(a, b)| a.is_finite() && b.is_finite())
+            .collect(),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum MetricOrC {
+    Concurrency,
+    Metric(MetricId),
+}
+
+/// The five charts of a sweep.
+pub fn chart_specs(
+    scenario: &Scenario,
+    rows: &[LevelRow],
+    op: Option<&OperatingPoint>,
+) -> Vec<ChartSpec> {
+    use MetricOrC::Concurrency as C;
+    let conc = "concurrency (requests in flight)".to_string();
+    let mut specs = vec![
+        ChartSpec {
+            key: "throughput",
+            title: "Output throughput".into(),
+            x_label: conc.clone(),
+            y_label: MetricId::OutputTokensPerS.label(),
+            log_x: true,
+            series: vec![series_of(
+                rows,
+                "output tok/s",
+                C,
+                MetricId::OutputTokensPerS,
+            )],
+            ref_lines: vec![],
+            highlight: None,
+        },
+        ChartSpec {
+            key: "per_user",
+            title: "Speed per user".into(),
+            x_label: conc.clone(),
+            y_label: MetricId::OutputTokensPerSPerUser.label(),
+            log_x: true,
+            series: vec![series_of(
+                rows,
+                "tok/s per user",
+                C,
+                MetricId::OutputTokensPerSPerUser,
+            )],
+            ref_lines: scenario
+                .sla
+                .min_tokens_per_s_per_user
+                .map(|v| RefLine {
+                    vertical: false,
+                    value: v,
+                    label: "SLA".into(),
+                })
+                .into_iter()
+                .collect(),
+            highlight: None,
+        },
+        ChartSpec {
+            key: "ttft",
+            title: "Time to first token".into(),
+            x_label: conc.clone(),
+            y_label: "TTFT (ms)".into(),
+            log_x: true,
+            series: vec![
+                series_of(rows, "p50", C, MetricId::TtftMs(Stat::P50)),
+                series_of(rows, "p90", C, MetricId::TtftMs(Stat::P90)),
+            ],
+            ref_lines: scenario
+                .sla
+                .ttft_p90_ms
+                .map(|v| RefLine {
+                    vertical: false,
+                    value: v,
+                    label: "SLA p90".into(),
+                })
+                .into_iter()
+                .collect(),
+            highlight: None,
+        },
+        ChartSpec {
+            key: "itl",
+            title: "Inter-token latency".into(),
+            x_label: conc,
+            y_label: "ITL (ms)".into(),
+            log_x: true,
+            series: vec![
+                series_of(rows, "mean", C, MetricId::ItlMs(Stat::Mean)),
+                series_of(rows, "p90", C, MetricId::ItlMs(Stat::P90)),
+            ],
+            ref_lines: scenario
+                .sla
+                .itl_p90_ms
+                .map(|v| RefLine {
+                    vertical: false,
+                    value: v,
+                    label: "SLA p90".into(),
+                })
+                .into_iter()
+                .collect(),
+            highlight: None,
+        },
+    ];
+    let mut refs = Vec::new();
+    if let Some(v) = scenario.sla.min_tokens_per_s_per_user {
+        refs.push(RefLine {
+            vertical: true,
+            value: v,
+            label: "SLA tok/s/user".into(),
+        });
+    }
+    specs.push(ChartSpec {
+        key: "pareto",
+        title: "Throughput per GPU vs speed per user".into(),
+        x_label: MetricId::OutputTokensPerSPerUser.label(),
+        y_label: MetricId::OutputTokensPerSPerGpu.label(),
+        log_x: false,
+        series: vec![series_of(
+            rows,
+            "levels",
+            MetricOrC::Metric(MetricId::OutputTokensPerSPerUser),
+            MetricId::OutputTokensPerSPerGpu,
+        )],
+        ref_lines: refs,
+        highlight: op.map(|o| (o.tokens_per_s_per_user, o.output_tokens_per_s_per_gpu)),
+    });
+    specs
+}
+
+fn padded(lo: f64, hi: f64, log: bool) -> (f64, f64) {
+    if !lo.is_finite() || !hi.is_finite() {
+        return if log { (1.0, 10.0) } else { (0.0, 1.0) };
+    }
+    if log {
+        let lo = lo.max(1e-9);
+        let hi = hi.max(lo);
+        if hi / lo < 1.5 {
+            (lo / 2.0, hi * 2.0)
+        } else {
+            (lo / 1.25, hi * 1.25)
+        }
+    } else if hi - lo < 1e-12 {
+        let pad = if hi.abs() > 0.0 { hi.abs() * 0.1 } else { 1.0 };
+        ((lo - pad).max(0.0), hi + pad)
+    } else {
+        ((lo - (hi - lo) * 0.05).max(0.0), hi + (hi - lo) * 0.05)
+    }
+}
+
+/// The x and y ranges a spec needs: every point and reference line, padded.
+pub fn ranges(spec: &ChartSpec) -> ((f64, f64), (f64, f64)) {
+    let mut xs: Vec<f64> = spec
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    let mut ys: Vec<f64> = spec
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .collect();
+    for r in &spec.ref_lines {
+        if r.vertical {
+            xs.push(r.value)
+        } else {
+            ys.push(r.value)
+        }
+    }
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let x = padded(min(&xs), max(&xs), spec.log_x);
+    // Every charted metric is non-negative: the y axis starts at 0 so heights compare honestly.
+    let (_, y1) = padded(min(&ys), max(&ys), false);
+    (x, (0.0, y1))
+}
+
+/// Draws one chart filling `root`.
+pub fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    spec: &ChartSpec,
+    theme: &Theme,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("chart `{}`: {e:?}", spec.key);
+    root.fill(&theme.background).map_err(err)?;
+    let ((x0, x1), (y0, y1)) = ranges(spec);
+    let text = theme.text;
+    let title_style = ("sans-serif", 15).into_font().color(&text);
+    let label_style = ("sans-serif", 12).into_font().color(&text);
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .caption(&spec.title, title_style)
+        .margin(10)
+        .x_label_area_size(38)
+        .y_label_area_size(58);
+    if spec.log_x {
+        let mut chart = builder
+            .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(spec.x_label.as_str())
+            .y_desc(spec.y_label.as_str())
+            .label_style(label_style.clone())
+            .axis_desc_style(label_style.clone())
+            .light_line_style(theme.grid.mix(0.5))
+            .bold_line_style(theme.grid)
+            .axis_style(text.mix(0.6))
+            .x_label_formatter(&|v| crate::table::fmt_tick(*v))
+            .y_label_formatter(&|v| crate::table::fmt_tick(*v))
+            .draw()
+            .map_err(err)?;
+        draw_series_and_refs(&mut chart, spec, theme, (x0, x1), (y0, y1)).map_err(err)?;
+    } else {
+        let mut chart = builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(spec.x_label.as_str())
+            .y_desc(spec.y_label.as_str())
+            .label_style(label_style.clone())
+            .axis_desc_style(label_style.clone())
+            .light_line_style(theme.grid.mix(0.5))
+            .bold_line_style(theme.grid)
+            .axis_style(text.mix(0.6))
+            .x_label_formatter(&|v| crate::table::fmt_tick(*v))
+            .y_label_formatter(&|v| crate::table::fmt_tick(*v))
+            .draw()
+            .map_err(err)?;
+        draw_series_and_refs(&mut chart, spec, theme, (x0, x1), (y0, y1)).map_err(err)?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+fn draw_series_and_refs<'a, DB, X>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    spec: &ChartSpec,
+    theme: &Theme,
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+{
+    let label_style = ("sans-serif", 12).into_font().color(&theme.text);
+    for (i, s) in spec.series.iter().enumerate() {
+        let color = theme.series[i % theme.series.len()];
+        chart
+            .draw_series(LineSeries::new(
+                s.points.iter().copied(),
+                color.stroke_width(2),
+            ))?
+            .label(s.label.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+            });
+        chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
+    }
+    for r in &spec.ref_lines {
+        let style = theme.reference.stroke_width(1);
+        let pts = if r.vertical {
+            vec![(r.value, y0), (r.value, y1)]
+        } else {
+            vec![(x0, r.value), (x1, r.value)]
+        };
+        // Labels sit inside the plot, away from the axes: top of a vertical line, right end
+        // of a horizontal one.
+        let (anchor, pos) = if r.vertical {
+            ((r.value, y1), Pos::new(HPos::Left, VPos::Top))
+        } else {
+            ((x1, r.value), Pos::new(HPos::Right, VPos::Bottom))
+        };
+        chart.draw_series(DashedLineSeries::new(pts, 6, 4, style))?;
+        chart.draw_series(std::iter::once(Text::new(
+            r.label.clone(),
+            anchor,
+            ("sans-serif", 11)
+                .into_font()
+                .color(&theme.reference)
+                .pos(pos),
+        )))?;
+    }
+    if let Some(p) = spec.highlight {
+        chart.draw_series(std::iter::once(Circle::new(
+            p,
+            8,
+            theme.reference.stroke_width(2),
+        )))?;
+    }
+    if spec.series.len() > 1 {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(theme.background.mix(0.85))
+            .border_style(theme.grid)
+            .label_font(label_style)
+            .draw()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn rows() -> Vec<LevelRow> {
+        [1u32, 4, 16, 64]
+            .iter()
+            .map(|&c| {
+                let cf = f64::from(c);
+                let itl = 10.0 + cf * 0.5;
+                let mut v = BTreeMap::new();
+                v.insert(MetricId::OutputTokensPerS.name(), cf * 1000.0 / itl);
+                v.insert(MetricId::OutputTokensPerSPerGpu.name(), cf * 1000.0 / itl);
+                v.insert(MetricId::OutputTokensPerSPerUser.name(), 1000.0 / itl);
+                v.insert(MetricId::TtftMs(Stat::P50).name(), 50.0 + cf);
+                v.insert(MetricId::TtftMs(Stat::P90).name(), 60.0 + cf);
+                v.insert(MetricId::ItlMs(Stat::Mean).name(), itl);
+                v.insert(MetricId::ItlMs(Stat::P90).name(), itl * 1.2);
+                LevelRow {
+                    concurrency: c,
+                    values: v,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn specs_take_their_points_from_the_rows() {
+        let s = Scenario::default();
+        let specs = chart_specs(&s, &rows(), None);
+        let keys: Vec<&str> = specs.iter().map(|c| c.key).collect();
+        assert_eq!(keys, ["throughput", "per_user", "ttft", "itl", "pareto"]);
+        let ttft = &specs[2];
+        assert_eq!(ttft.series.len(), 2);
+        assert_eq!(ttft.series[1].points[3], (64.0, 124.0));
+        assert!(ttft.log_x);
+        // The ITL p90 gate appears as a horizontal line on the ITL chart.
+        assert_eq!(specs[3].ref_lines[0].value, s.sla.itl_p90_ms.unwrap());
+        // Pareto: x = tok/s/user, y = tok/s/GPU.
+        let p = specs[4].series[0].points[0];
+        assert_eq!(p, (1000.0 / 10.5, 1000.0 / 10.5));
+    }
+
+    #[test]
+    fn ranges_cover_points_and_reference_lines() {
+        let s = Scenario::default();
+        let specs = chart_specs(&s, &rows(), None);
+        let ((x0, x1), (y0, y1)) = ranges(&specs[3]);
+        assert!(x0 > 0.0 && x0 < 1.0 && x1 > 64.0, "log x range {x0}..{x1}");
+        assert!(y0 <= 0.0 && y1 >= 50.0, "must include the 50 ms SLA line");
+    }
+
+    #[test]
+    fn single_point_and_empty_charts_get_usable_ranges() {
+        let one = ChartSpec {
+            key: "t",
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            log_x: true,
+            series: vec![Series {
+                label: "a".into(),
+                points: vec![(8.0, 5.0)],
+            }],
+            ref_lines: vec![],
+            highlight: None,
+        };
+        let ((x0, x1), (y0, y1)) = ranges(&one);
+        assert!(x0 < 8.0 && x1 > 8.0 && y0 < 5.0 && y1 > 5.0);
+        let empty = ChartSpec {
+            series: vec![],
+            ..one
+        };
+        let ((x0, x1), (y0, y1)) = ranges(&empty);
+        assert!(x0 > 0.0 && x1 > x0 && y1 > y0);
+    }
+
+    #[test]
+    fn every_chart_renders_to_svg_with_its_title_and_points() {
+        let s = Scenario::default();
+        let rows = rows();
+        let op = crate::core_api::OperatingPoint {
+            concurrency: 16,
+            output_tokens_per_s_per_gpu: rows[2].get(MetricId::OutputTokensPerSPerGpu).unwrap(),
+            tokens_per_s_per_user: rows[2].get(MetricId::OutputTokensPerSPerUser).unwrap(),
+        };
+        for spec in chart_specs(&s, &rows, Some(&op)) {
+            for theme in [Theme::LIGHT, Theme::DARK] {
+                let mut svg = String::new();
+                {
+                    let root = SVGBackend::with_string(&mut svg, (640, 360)).into_drawing_area();
+                    draw(&root, &spec, &theme).unwrap();
+                }
+                assert!(svg.starts_with("<svg"), "{}", spec.key);
+                assert!(svg.contains(&spec.title), "{} title missing", spec.key);
+                // One filled circle per point of every series (plus the ring of the highlight).
+                let points: usize = spec.series.iter().map(|s| s.points.len()).sum();
+                let circles = svg.matches("<circle").count();
+                let extra = usize::from(spec.highlight.is_some());
+                assert_eq!(circles, points + extra, "{}", spec.key);
+            }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! ServeSim's web calculator: a Leptos client-side page whose sweeps run in a Web Worker.
+//! See docs/web.md for the architecture, the worker protocol and the share-link format.
+//!
+//! The modules above the line are plain Rust, compiled and tested natively; the browser-only
+//! modules below are compiled for wasm32 only.
+
+pub mod charts;
+pub mod core_api;
+pub mod form;
+pub mod protocol;
+pub mod table;
+
+// ---- browser only ----
+#[cfg(target_arch = "wasm32")]
+pub mod app;
+#[cfg(target_arch = "wasm32")]
+pub mod browser;
+#[cfg(target_arch = "wasm32")]
+pub mod worker;

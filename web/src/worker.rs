@@ -1,0 +1,75 @@
+//! The sweep worker's runtime (wasm32, inside a dedicated Web Worker). Receives
+//! [`ToWorker`] messages, runs the sweep level by level with [`SweepRun`], and posts
+//! [`FromWorker`] messages. Between levels it yields to the event loop so `Cancel` is seen.
+
+use crate::protocol::{FromWorker, SweepRun, ToWorker};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+fn post(scope: &DedicatedWorkerGlobalScope, m: &FromWorker) {
+    // Posting a string cannot fail for a live worker; nothing useful to do if it does.
+    let _ = scope.post_message(&JsValue::from_str(&m.to_json()));
+}
+
+/// Resolves after the event loop has run once (lets queued `Cancel` messages in).
+async fn yield_now(scope: &DedicatedWorkerGlobalScope) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+async fn run(
+    scope: DedicatedWorkerGlobalScope,
+    id: u32,
+    scenario: String,
+    cancelled: Rc<RefCell<BTreeSet<u32>>>,
+) {
+    let mut sweep = match SweepRun::new(id, &scenario) {
+        Ok(s) => s,
+        Err(m) => return post(&scope, &m),
+    };
+    loop {
+        yield_now(&scope).await;
+        if cancelled.borrow_mut().remove(&id) {
+            return post(&scope, &FromWorker::Cancelled { id });
+        }
+        if !sweep.step(&mut |m| post(&scope, &m)) {
+            return;
+        }
+    }
+}
+
+/// Entry point of the worker binary.
+pub fn start() {
+    console_error_panic_hook::set_once();
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let cancelled: Rc<RefCell<BTreeSet<u32>>> = Rc::default();
+    let scope2 = scope.clone();
+    let onmessage = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {
+        let Some(text) = ev.data().as_string() else {
+            return;
+        };
+        match ToWorker::from_json(&text) {
+            Ok(ToWorker::Run { id, scenario }) => {
+                wasm_bindgen_futures::spawn_local(run(
+                    scope2.clone(),
+                    id,
+                    scenario,
+                    cancelled.clone(),
+                ));
+            }
+            Ok(ToWorker::Cancel { id }) => {
+                cancelled.borrow_mut().insert(id);
+            }
+            Err(message) => post(&scope2, &FromWorker::Error { id: 0, message }),
+        }
+    });
+    scope.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    onmessage.forget();
+    post(&scope, &FromWorker::Ready);
+}
