@@ -17,4 +17,5 @@ pub mod parallel;
 pub mod rng;
 pub mod sweep;
 pub mod units;
+pub mod validate;
 pub mod workload;
