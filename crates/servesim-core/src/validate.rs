@@ -600,6 +600,7 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     }
     let workload = json!({"arrival": arrival, "requests": requests, "seed": SEED});
     let scenario = json!({
+        "version": 1,
         "model": {"catalog": model_id},
         "gpu": {"catalog": p.gpu},
         "tp": p.tp,
@@ -1058,6 +1059,164 @@ impl FittedEfficiencies {
 /// The shipped fit.
 pub fn fitted_efficiencies() -> Result<FittedEfficiencies, ValidateError> {
     FittedEfficiencies::from_json(FITTED_EFFICIENCIES_JSON)
+}
+
+/// One fitted parameter: a field of the step-time model's efficiency table and the values tried.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FitParam {
+    pub field: &'static str,
+    /// What kind of kernel / cost it scales (for the docs).
+    pub kind: &'static str,
+    pub grid: &'static [f64],
+}
+
+/// The named parameters the fit may change, by kernel kind (docs/accuracy.md). Precision-specific
+/// GEMM factors (fp8, fp4) are not fitted: one model each in the set, so fitting them would fit
+/// that model.
+pub const FIT_PARAMS: &[FitParam] = &[
+    FitParam {
+        field: "gemm_bf16",
+        kind: "dense GEMM compute (prefill-bound steps)",
+        grid: &[0.35, 0.45, 0.55, 0.65, 0.75, 0.85],
+    },
+    FitParam {
+        field: "hbm_weights",
+        kind: "weight streaming (decode-bound steps)",
+        grid: &[0.55, 0.65, 0.75, 0.85, 0.92],
+    },
+    FitParam {
+        field: "hbm_kv",
+        kind: "paged KV reads (decode attention)",
+        grid: &[0.4, 0.55, 0.7, 0.8, 0.9],
+    },
+    FitParam {
+        field: "prefill_attention",
+        kind: "prefill attention compute",
+        grid: &[0.3, 0.45, 0.6, 0.75],
+    },
+    FitParam {
+        field: "grouped_gemm_vs_dense",
+        kind: "MoE grouped GEMM relative to dense",
+        grid: &[0.4, 0.55, 0.7, 0.85, 1.0],
+    },
+    FitParam {
+        field: "allreduce_bus_eff",
+        kind: "tensor-parallel all-reduce bandwidth",
+        grid: &[0.4, 0.6, 0.8, 0.9],
+    },
+    FitParam {
+        field: "step_overhead_graph_s",
+        kind: "per-step engine overhead (CUDA-graph steps)",
+        grid: &[0.2e-3, 0.6e-3, 1.0e-3, 1.5e-3, 2.5e-3],
+    },
+    FitParam {
+        field: "step_overhead_piecewise_s",
+        kind: "per-step engine overhead (mixed prefill/decode steps)",
+        grid: &[0.5e-3, 1.2e-3, 2.0e-3, 3.0e-3, 4.5e-3],
+    },
+    FitParam {
+        field: "per_request_overhead_s",
+        kind: "per scheduled request per step CPU cost",
+        grid: &[0.0, 4e-6, 10e-6, 20e-6, 40e-6],
+    },
+];
+
+/// The fit objective of a report: the mean over the three metric families of the median absolute
+/// error over the report's points (each point counts once per family).
+pub fn objective(r: &ValidationReport) -> f64 {
+    let aggs = aggregate(&r.points, "fit", &|_| true);
+    let mut s = 0.0;
+    for f in Family::ALL {
+        // A family with no comparable point contributes nothing; a failed point is penalised
+        // so the fit never "improves" by making points unsimulatable.
+        s += aggs
+            .iter()
+            .find(|a| a.family == f)
+            .map(|a| a.median_abs_pct)
+            .unwrap_or(0.0);
+    }
+    let failed = r.points.iter().filter(|p| p.error.is_some()).count();
+    s / 3.0 + 100.0 * failed as f64
+}
+
+/// One step of the fit's log.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FitStep {
+    pub round: usize,
+    pub field: String,
+    pub value: f64,
+    pub objective: f64,
+}
+
+/// Coordinate descent over [`FIT_PARAMS`] for one GPU generation: for each parameter in turn,
+/// every grid value is tried with the others fixed and the best kept (ties keep the current
+/// value); `rounds` passes. Deterministic. Only rows of that generation (and in `opts`'
+/// selection) are used. Returns the fitted overrides of that generation and the log.
+pub fn fit_generation(
+    points_csv: &str,
+    generation: &str,
+    opts: &ValidateOptions,
+    start: &FittedEfficiencies,
+    params: &[&str],
+    rounds: usize,
+    sim: &mut Simulator,
+) -> Result<(BTreeMap<String, f64>, Vec<FitStep>), ValidateError> {
+    let pts = select_points(parse_points(points_csv)?, opts)?;
+    let lines: Vec<usize> = pts
+        .iter()
+        .filter(|p| generation_key(&p.gpu).as_deref() == Some(generation))
+        .map(|p| p.line)
+        .collect();
+    if lines.is_empty() {
+        return Err(ValidateError::NoPoints {
+            filter: format!(" on {generation} GPUs"),
+        });
+    }
+    let mut cur = start.clone();
+    let eval = |table: &FittedEfficiencies, sim: &mut Simulator| -> Result<f64, ValidateError> {
+        let o = ValidateOptions {
+            only_source: None,
+            efficiencies: Some(table.clone()),
+            only_lines: Some(lines.clone()),
+        };
+        Ok(objective(&run_with(points_csv, &o, sim)?))
+    };
+    let mut best = eval(&cur, sim)?;
+    let mut log = vec![FitStep {
+        round: 0,
+        field: "(start)".into(),
+        value: 0.0,
+        objective: best,
+    }];
+    for round in 1..=rounds {
+        for fp in FIT_PARAMS.iter().filter(|f| params.contains(&f.field)) {
+            for &v in fp.grid {
+                let mut t = cur.clone();
+                t.generations
+                    .entry(generation.to_string())
+                    .or_default()
+                    .insert(fp.field.to_string(), v);
+                if t == cur {
+                    continue;
+                }
+                let obj = eval(&t, sim)?;
+                if obj < best - 1e-9 {
+                    best = obj;
+                    cur = t;
+                    log.push(FitStep {
+                        round,
+                        field: fp.field.to_string(),
+                        value: v,
+                        objective: obj,
+                    });
+                }
+            }
+        }
+    }
+    Ok((
+        cur.generations.get(generation).cloned().unwrap_or_default(),
+        log,
+    ))
 }
 
 #[cfg(test)]
