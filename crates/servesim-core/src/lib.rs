@@ -14,6 +14,7 @@ pub mod metric;
 pub mod metrics;
 pub mod model;
 pub mod parallel;
+pub mod perf;
 pub mod rng;
 pub mod sweep;
 pub mod units;

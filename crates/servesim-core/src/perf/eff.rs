@@ -1,0 +1,247 @@
+//! The calibratable table of the step-time model: achieved fractions of peak, link efficiencies,
+//! latencies and engine overheads. One [`Efficiencies`] value describes one GPU generation; every
+//! field is named, documented and overridable ([`EfficiencyOverrides`]). Values and their sources:
+//! docs/step-time.md ("Efficiency table").
+
+use super::PerfError;
+use crate::gpu::Generation;
+use serde::{Deserialize, Serialize};
+
+/// How a field is validated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldKind {
+    /// A fraction of a peak: in (0, 1].
+    Fraction,
+    /// A time in seconds: finite and >= 0.
+    Seconds,
+    /// A positive, finite quantity (bandwidth in bytes/s, a multiplier).
+    Positive,
+}
+
+macro_rules! efficiencies {
+    ($( $(#[doc = $doc:literal])* $name:ident : $kind:ident ),* $(,)?) => {
+        /// The step-time model's efficiency table for one GPU generation. See docs/step-time.md.
+        #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct Efficiencies {
+            $( $(#[doc = $doc])* pub $name: f64, )*
+        }
+
+        /// Partial replacement of an [`Efficiencies`] table (what a calibration or a user changes).
+        /// `None` keeps the value. Unknown fields are rejected.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct EfficiencyOverrides {
+            $( $(#[doc = $doc])* #[serde(default, skip_serializing_if = "Option::is_none")] pub $name: Option<f64>, )*
+        }
+
+        impl Efficiencies {
+            /// Every field as `(name, kind, value)`, in declaration order.
+            pub fn fields(&self) -> Vec<(&'static str, FieldKind, f64)> {
+                vec![ $( (stringify!($name), FieldKind::$kind, self.$name), )* ]
+            }
+
+            /// Checks every field against its kind (fractions in (0, 1], times >= 0, rates > 0).
+            pub fn validate(&self) -> Result<(), PerfError> {
+                $( check(stringify!($name), FieldKind::$kind, self.$name)?; )*
+                Ok(())
+            }
+
+            /// A copy with the given fields replaced; the result is validated.
+            pub fn with_overrides(&self, o: &EfficiencyOverrides) -> Result<Efficiencies, PerfError> {
+                let mut e = *self;
+                $( if let Some(v) = o.$name { e.$name = v; } )*
+                e.validate()?;
+                Ok(e)
+            }
+        }
+    };
+}
+
+fn check(field: &'static str, kind: FieldKind, v: f64) -> Result<(), PerfError> {
+    let ok = v.is_finite()
+        && match kind {
+            FieldKind::Fraction => v > 0.0 && v <= 1.0,
+            FieldKind::Seconds => v >= 0.0,
+            FieldKind::Positive => v > 0.0,
+        };
+    if ok {
+        Ok(())
+    } else {
+        Err(PerfError::InvalidEfficiency {
+            field,
+            value: format!("{v}"),
+            fix: match kind {
+                FieldKind::Fraction => "must be a fraction of peak in (0, 1]",
+                FieldKind::Seconds => "must be a finite time in seconds, >= 0",
+                FieldKind::Positive => "must be a positive, finite number",
+            },
+        })
+    }
+}
+
+efficiencies! {
+    /// Dense GEMM, bf16/fp16 tensor cores: achieved fraction of the bf16 dense peak.
+    gemm_bf16: Fraction,
+    /// Dense GEMM, fp8 tensor cores (W8A8): achieved fraction of the fp8 dense peak.
+    gemm_fp8: Fraction,
+    /// Dense GEMM, fp4 tensor cores (NVFP4/MXFP4): achieved fraction of the fp4 dense peak.
+    gemm_fp4: Fraction,
+    /// Grouped (MoE) GEMM relative to a dense GEMM of the same compute class (multiplier <= 1).
+    grouped_gemm_vs_dense: Fraction,
+    /// Prefill attention (FlashAttention-style, bf16): achieved fraction of the bf16 peak.
+    prefill_attention: Fraction,
+    /// Decode attention compute side (paged decode / FlashMLA): fraction of the bf16 peak.
+    decode_attention: Fraction,
+    /// HBM bandwidth achieved streaming weights (GEMM/GEMV weight reads, activations).
+    hbm_weights: Fraction,
+    /// HBM bandwidth achieved streaming the activated routed experts (grouped GEMM at small
+    /// tokens-per-expert reads scattered expert matrices).
+    hbm_expert_weights: Fraction,
+    /// HBM bandwidth achieved reading the paged KV cache.
+    hbm_kv: Fraction,
+    /// Elementwise activation traffic: hidden-size bf16 vectors read+written per token per layer
+    /// outside the GEMM operands (norms, residual adds, rotary, activation function).
+    activation_vectors_per_layer: Positive,
+    /// All-reduce / all-gather / reduce-scatter bus efficiency on the scale-up link (ring busbw / link bw).
+    allreduce_bus_eff: Fraction,
+    /// Fixed latency per collective call inside the scale-up domain, seconds.
+    allreduce_latency_s: Seconds,
+    /// Expert-parallel all-to-all (DeepEP dispatch/combine) efficiency on the link.
+    all2all_eff: Fraction,
+    /// Fixed latency per all-to-all call (dispatch or combine), seconds.
+    all2all_latency_s: Seconds,
+    /// Per-GPU network bandwidth beyond the scale-up domain (one direction), bytes/s.
+    internode_bytes_s: Positive,
+    /// Extra latency per collective that crosses the scale-up domain, seconds.
+    internode_latency_s: Seconds,
+    /// Minimum GPU time per decoder layer (chain of small kernels: norms, rotary, routing, KV
+    /// write...), seconds. The step's GPU time is at least `num_layers x` this, graphs or not.
+    layer_gpu_floor_s: Seconds,
+    /// Per-step fixed overhead when the whole forward replays one full CUDA graph, seconds
+    /// (scheduler, input preparation, sampler, output processing).
+    step_overhead_graph_s: Seconds,
+    /// Per-step fixed overhead with piecewise CUDA graphs (attention outside the graphs), seconds.
+    step_overhead_piecewise_s: Seconds,
+    /// Per-step fixed overhead when the step runs eagerly (no graph), seconds.
+    step_overhead_eager_s: Seconds,
+    /// Per-layer CPU launch time of the kernels left outside the graphs in piecewise mode, seconds.
+    layer_launch_piecewise_s: Seconds,
+    /// Per-layer CPU launch time of all the layer's kernels when eager, seconds.
+    layer_launch_eager_s: Seconds,
+    /// Per scheduled request per step CPU cost (scheduler bookkeeping, input prep, sampling), seconds.
+    per_request_overhead_s: Seconds,
+}
+
+impl Efficiencies {
+    /// The default table for a GPU generation. Every value, its source and whether it is an
+    /// assumption are listed in docs/step-time.md; [`Efficiencies::default_note`] names the basis.
+    pub fn default_for(generation: Generation) -> Efficiencies {
+        // Engine-side values (vLLM V1 on a CUDA/ROCm GPU); the GPU-side values follow.
+        let base = Efficiencies {
+            gemm_bf16: 0.70,
+            gemm_fp8: 0.65,
+            gemm_fp4: 0.55,
+            grouped_gemm_vs_dense: 0.80,
+            prefill_attention: 0.60,
+            decode_attention: 0.50,
+            hbm_weights: 0.85,
+            hbm_expert_weights: 0.60,
+            hbm_kv: 0.80,
+            activation_vectors_per_layer: 8.0,
+            allreduce_bus_eff: 0.80,
+            allreduce_latency_s: 10e-6,
+            all2all_eff: 0.60,
+            all2all_latency_s: 20e-6,
+            internode_bytes_s: 50e9,
+            internode_latency_s: 20e-6,
+            layer_gpu_floor_s: 30e-6,
+            step_overhead_graph_s: 0.6e-3,
+            step_overhead_piecewise_s: 1.2e-3,
+            step_overhead_eager_s: 1.5e-3,
+            layer_launch_piecewise_s: 15e-6,
+            layer_launch_eager_s: 60e-6,
+            per_request_overhead_s: 4e-6,
+        };
+        match generation {
+            Generation::Hopper => base,
+            Generation::Ampere => Efficiencies {
+                gemm_bf16: 0.75,
+                // No fp8/fp4 tensor cores: these are never used (compute falls back to bf16).
+                prefill_attention: 0.60,
+                decode_attention: 0.50,
+                ..base
+            },
+            Generation::Ada => Efficiencies {
+                gemm_bf16: 0.65,
+                gemm_fp8: 0.60,
+                prefill_attention: 0.50,
+                allreduce_bus_eff: 0.70,
+                allreduce_latency_s: 30e-6,
+                ..base
+            },
+            Generation::Blackwell | Generation::BlackwellUltra | Generation::BlackwellRtx => {
+                Efficiencies {
+                    gemm_bf16: 0.70,
+                    gemm_fp8: 0.65,
+                    gemm_fp4: 0.55,
+                    prefill_attention: 0.55,
+                    decode_attention: 0.45,
+                    ..base
+                }
+            }
+            Generation::Cdna3 | Generation::Cdna4 => Efficiencies {
+                gemm_bf16: 0.50,
+                gemm_fp8: 0.45,
+                gemm_fp4: 0.40,
+                grouped_gemm_vs_dense: 0.70,
+                prefill_attention: 0.40,
+                decode_attention: 0.35,
+                hbm_weights: 0.75,
+                hbm_expert_weights: 0.50,
+                hbm_kv: 0.70,
+                allreduce_bus_eff: 0.70,
+                allreduce_latency_s: 15e-6,
+                all2all_eff: 0.50,
+                ..base
+            },
+            Generation::TpuV5e | Generation::TpuV6e | Generation::Custom => Efficiencies {
+                gemm_bf16: 0.60,
+                gemm_fp8: 0.55,
+                gemm_fp4: 0.50,
+                prefill_attention: 0.50,
+                decode_attention: 0.40,
+                hbm_weights: 0.80,
+                hbm_expert_weights: 0.55,
+                hbm_kv: 0.75,
+                allreduce_bus_eff: 0.70,
+                allreduce_latency_s: 15e-6,
+                all2all_eff: 0.50,
+                ..base
+            },
+        }
+    }
+
+    /// What the defaults of a generation rest on (shown with results).
+    pub fn default_note(generation: Generation) -> &'static str {
+        match generation {
+            Generation::Hopper => {
+                "Hopper defaults: FlashAttention-3 / FlashMLA / cuBLAS figures on H100/H800 (docs/step-time.md)"
+            }
+            Generation::Ampere => {
+                "Ampere defaults: cuBLAS / FlashAttention-2 figures on A100; fp8/fp4 weights compute in bf16"
+            }
+            Generation::Ada => "Ada defaults: ASSUMED (Hopper-like, PCIe collectives)",
+            Generation::Blackwell | Generation::BlackwellUltra | Generation::BlackwellRtx => {
+                "Blackwell defaults: ASSUMED close to Hopper fractions of the (higher) Blackwell peaks; to be calibrated"
+            }
+            Generation::Cdna3 | Generation::Cdna4 => {
+                "AMD CDNA defaults: ASSUMED lower achieved fractions (hipBLASLt / CK attention on ROCm); to be calibrated"
+            }
+            Generation::TpuV5e | Generation::TpuV6e => {
+                "TPU: generic ASSUMED fractions; the step model is GPU-shaped and not validated on TPUs"
+            }
+            Generation::Custom => "custom GPU: generic ASSUMED fractions; override them if you know better",
+        }
+    }
+}

@@ -1,0 +1,615 @@
+//! Step-time model: how long one engine step (one forward pass over a batch of prefill chunks and
+//! decode tokens) takes on one GPU of one tensor-parallel group.
+//!
+//! A roofline over the step's actual work: per component, `max(compute time, memory time)`
+//! (non-expert GEMMs vs their weight reads; routed-expert GEMMs vs the weights of the experts
+//! the step activates; prefill attention vs its KV reads; decode attention vs its KV reads), plus
+//! activation traffic, tensor-parallel all-reduces, expert-parallel dispatch/combine and engine
+//! overheads. Every efficiency and overhead is a named field of [`Efficiencies`].
+//! Formulas, approximations and sources: docs/step-time.md.
+
+mod eff;
+mod terms;
+
+pub use eff::{Efficiencies, EfficiencyOverrides, FieldKind};
+
+use crate::deploy::{All2AllBackend, CudagraphMode, Deployment};
+use crate::dtype::{ComputeClass, DType};
+use crate::gpu::GpuSpec;
+use crate::model::{ModelError, TensorGroup, WeightBytes};
+use crate::units::Ticks;
+use serde::{Deserialize, Serialize};
+use terms::AttnTerms;
+
+/// Bytes per activation element on the wire and in HBM (bf16).
+pub const ACT_BYTES: f64 = 2.0;
+
+/// Errors of the step-time model; each names the field and the fix.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PerfError {
+    #[error("efficiency `{field}` = {value} is invalid: {fix}")]
+    InvalidEfficiency {
+        field: &'static str,
+        value: String,
+        fix: &'static str,
+    },
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+/// One prefill chunk of one request in a step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrefillChunk {
+    /// Tokens already in the KV cache for this request (computed earlier or prefix-cache hits).
+    pub past: u64,
+    /// Tokens computed in this step.
+    pub new: u64,
+}
+
+/// The work of one step on one DP rank (one TP group).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepWork<'a> {
+    /// Prefill chunks (few per step).
+    pub prefill: &'a [PrefillChunk],
+    /// Sequences generating one token this step.
+    pub decode_seqs: u64,
+    /// Sum over those sequences of their context length (tokens already in the KV cache).
+    pub decode_ctx_sum: u64,
+}
+
+impl StepWork<'_> {
+    /// Tokens the step computes: prefill tokens plus one per decode sequence.
+    pub fn tokens(&self) -> u64 {
+        self.prefill.iter().map(|c| c.new).sum::<u64>() + self.decode_seqs
+    }
+}
+
+/// How the step is executed (which CUDA-graph path vLLM takes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecMode {
+    /// One full CUDA graph replay (uniform decode batch within the capture sizes, or FULL mode).
+    FullGraph,
+    /// Piecewise graphs with attention run eagerly between them.
+    Piecewise,
+    /// No graph (`enforce_eager`, `cudagraph_mode NONE`, or a batch above the largest capture size).
+    #[default]
+    Eager,
+}
+
+/// Work quantities of a step on one GPU (diagnostics; not time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct StepWorkPerGpu {
+    /// Tokens computed by this DP rank.
+    pub tokens: u64,
+    /// Tokens the GEMMs run on after CUDA-graph padding.
+    pub padded_tokens: u64,
+    /// Non-expert GEMM FLOPs on this GPU (incl. lm_head).
+    pub dense_gemm_flops: f64,
+    /// Routed-expert GEMM FLOPs on this GPU.
+    pub expert_gemm_flops: f64,
+    /// Attention score/value FLOPs on this GPU (prefill + decode).
+    pub attention_flops: f64,
+    /// Non-expert weight bytes read.
+    pub dense_weight_bytes: f64,
+    /// Routed-expert weight bytes read (only the experts the step activates).
+    pub expert_weight_bytes: f64,
+    /// Expected fraction of this GPU's experts the step activates (0 for dense models).
+    pub experts_active_fraction: f64,
+    /// KV-cache bytes read and written.
+    pub kv_bytes: f64,
+    /// Elementwise activation bytes.
+    pub activation_bytes: f64,
+}
+
+impl StepWorkPerGpu {
+    /// All GEMM FLOPs on this GPU.
+    pub fn gemm_flops(&self) -> f64 {
+        self.dense_gemm_flops + self.expert_gemm_flops
+    }
+}
+
+/// Seconds per term of one step. Within each roofline component only the binding side is
+/// counted (compute in `*_compute`, memory in `*_reads`), so `total()` is the step time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct StepBreakdown {
+    /// GEMM components that are compute-bound.
+    pub gemm_compute: f64,
+    /// Attention components that are compute-bound.
+    pub attention_compute: f64,
+    /// GEMM components that are bound by reading their weights.
+    pub weight_reads: f64,
+    /// Attention components that are bound by reading (and writing) the KV cache.
+    pub kv_reads: f64,
+    /// Elementwise activation traffic.
+    pub activations: f64,
+    /// Tensor-parallel all-reduces.
+    pub tp_allreduce: f64,
+    /// Expert-parallel / data-parallel MoE dispatch and combine.
+    pub ep_alltoall: f64,
+    /// Fixed engine overheads (per step, per request, and CPU launch time not hidden by GPU work).
+    pub overhead: f64,
+    /// How the step runs.
+    pub mode: ExecMode,
+    /// Unbounded times of each side before the roofline max (diagnostics, not summed).
+    pub raw: RawTimes,
+    pub work: StepWorkPerGpu,
+}
+
+/// Compute and memory times of each roofline component before taking the max, seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct RawTimes {
+    pub dense_gemm_compute: f64,
+    pub dense_weight_reads: f64,
+    pub expert_gemm_compute: f64,
+    pub expert_weight_reads: f64,
+    pub prefill_attention_compute: f64,
+    pub prefill_kv_reads: f64,
+    pub decode_attention_compute: f64,
+    pub decode_kv_reads: f64,
+    /// CPU launch time of the kernels outside graphs (hidden behind GPU work when smaller).
+    pub launch: f64,
+}
+
+impl StepBreakdown {
+    /// Sum of the time terms, seconds.
+    pub fn total(&self) -> f64 {
+        self.gemm_compute
+            + self.attention_compute
+            + self.weight_reads
+            + self.kv_reads
+            + self.activations
+            + self.tp_allreduce
+            + self.ep_alltoall
+            + self.overhead
+    }
+    /// The step time in ticks (what [`StepCostModel::step_time`] returns).
+    pub fn total_ticks(&self) -> Ticks {
+        Ticks::from_secs_f64(self.total())
+    }
+}
+
+/// Coefficients of the step-time model for one deployment, precomputed once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepCostModel {
+    eff: Efficiencies,
+    tp: f64,
+    dp: f64,
+    hidden: f64,
+    num_layers: f64,
+    /// Non-expert GEMM seconds per (padded) token on this GPU, at achieved compute.
+    dense_s_per_token: f64,
+    /// lm_head seconds per logits row (one per request in the step).
+    lm_head_s_per_row: f64,
+    dense_flops_per_token: f64,
+    lm_head_flops_per_row: f64,
+    /// Non-expert weight bytes read per step and their time.
+    dense_weight_bytes: f64,
+    dense_weight_s: f64,
+    /// Routed experts: seconds per global token, FLOPs per global token, all local expert bytes.
+    expert_s_per_token: f64,
+    expert_flops_per_token: f64,
+    expert_weight_bytes_all: f64,
+    expert_bytes_s: f64,
+    /// `ln(1 - k/E)` for the activated-expert fraction (0 for dense models).
+    ln_not_chosen: f64,
+    experts_per_tok: f64,
+    num_moe_layers: f64,
+    num_dense_layers: f64,
+    /// Attention.
+    attn: AttnTerms,
+    attn_compute_s_per_flop_prefill: f64,
+    attn_compute_s_per_flop_decode: f64,
+    kv_s_per_byte: f64,
+    kv_write_bytes_per_token: f64,
+    act_s_per_byte: f64,
+    /// Communication.
+    tp_link_s_per_byte: f64,
+    tp_latency: f64,
+    moe_link_s_per_byte: f64,
+    moe_latency: f64,
+    a2a_link_s_per_byte: f64,
+    a2a_latency: f64,
+    all2all_backend: All2AllBackend,
+    /// Execution.
+    cudagraph_mode: CudagraphMode,
+    capture_sizes: Vec<u64>,
+}
+
+/// The compute class a matmul on weights of `dt` runs at on `gpu`: the weight format's own class
+/// when the GPU has tensor cores for it, else bf16 (weight-only dequantisation: Marlin W8A16 /
+/// W4A16 on Ampere and Hopper, MXFP4 on Hopper/MI300X).
+pub fn compute_class_on(dt: DType, gpu: &GpuSpec) -> ComputeClass {
+    let c = dt.compute_class();
+    if gpu.flops(c).is_some() {
+        c
+    } else {
+        ComputeClass::Bf16
+    }
+}
+
+fn group_dtype(wb: &WeightBytes, g: TensorGroup, fallback: DType) -> DType {
+    wb.groups
+        .iter()
+        .filter(|x| x.group == g)
+        .max_by_key(|x| x.params)
+        .map(|x| x.dtype)
+        .unwrap_or(fallback)
+}
+
+fn group_bytes(wb: &WeightBytes, g: TensorGroup) -> f64 {
+    wb.groups
+        .iter()
+        .filter(|x| x.group == g)
+        .map(|x| (x.bytes.0 + x.scale_bytes.0) as f64)
+        .sum()
+}
+
+impl StepCostModel {
+    /// Precomputes the coefficients for `dep` with the efficiency table `eff` (validated).
+    pub fn new(dep: &Deployment, eff: &Efficiencies) -> Result<StepCostModel, PerfError> {
+        eff.validate()?;
+        let m = &dep.model;
+        let gpu = &dep.gpu;
+        let par = dep.par;
+        let tp = par.tp as f64;
+        let prec = dep.weight_precision;
+        let wb = m.weight_bytes(prec);
+        let unq = m.checkpoint.unquantized;
+
+        // Seconds per FLOP at achieved compute of a dtype's class.
+        let s_per_flop = |dt: DType, grouped: bool| -> f64 {
+            let class = compute_class_on(dt, gpu);
+            let peak = gpu.flops(class).unwrap_or(gpu.bf16_flops);
+            let e = match class {
+                ComputeClass::Bf16 => eff.gemm_bf16,
+                ComputeClass::Fp8 => eff.gemm_fp8,
+                ComputeClass::Fp4 => eff.gemm_fp4,
+            };
+            let e = if grouped {
+                e * eff.grouped_gemm_vs_dense
+            } else {
+                e
+            };
+            1.0 / (peak * e)
+        };
+
+        let lf = m.linear_flops_per_token();
+        let dt_attn = group_dtype(&wb, TensorGroup::Attention, unq);
+        let dt_attn_r = group_dtype(&wb, TensorGroup::AttentionReplicated, dt_attn);
+        let dt_mlp = group_dtype(&wb, TensorGroup::DenseMlp, dt_attn);
+        let dt_shared = group_dtype(&wb, TensorGroup::SharedExperts, dt_mlp);
+        let dt_experts = group_dtype(&wb, TensorGroup::RoutedExperts, dt_mlp);
+        // Per-GPU FLOPs per token: TP-sharded parts / tp, replicated parts whole.
+        let parts = [
+            (lf.attention / tp, dt_attn),
+            (lf.attention_replicated, dt_attn_r),
+            (lf.dense_mlp / tp, dt_mlp),
+            (lf.shared_experts / tp, dt_shared),
+            (lf.router, unq),
+            (lf.other, unq),
+        ];
+        let dense_flops_per_token: f64 = parts.iter().map(|p| p.0).sum();
+        let dense_s_per_token: f64 = parts.iter().map(|p| p.0 * s_per_flop(p.1, false)).sum();
+        let lm_head_flops_per_row = lf.lm_head / tp;
+        let lm_head_s_per_row = lm_head_flops_per_row * s_per_flop(unq, false);
+
+        // Routed experts: spread over `expert_div` GPUs (ep > 1: E / ceil(E/ep) GPUs hold whole
+        // experts; else every expert is sharded over tp * dp), as in weight_bytes_per_gpu.
+        let (expert_div, ln_not_chosen, k) = match &m.moe {
+            Some(moe) => {
+                let e = moe.num_experts as f64;
+                let k = moe.experts_per_tok as f64;
+                let div = if par.ep > 1 {
+                    e / moe.num_experts.div_ceil(par.ep) as f64
+                } else {
+                    (par.tp * par.dp) as f64
+                };
+                let ln = if k >= e {
+                    f64::NEG_INFINITY
+                } else {
+                    libm::log(1.0 - k / e)
+                };
+                (div, ln, k)
+            }
+            None => (1.0, 0.0, 0.0),
+        };
+        let expert_flops_per_token = lf.routed_experts / expert_div;
+        let expert_s_per_token = expert_flops_per_token * s_per_flop(dt_experts, true);
+        let routed_total = group_bytes(&wb, TensorGroup::RoutedExperts);
+        let expert_weight_bytes_all = routed_total / expert_div;
+
+        // Non-expert weights read once per step: everything on this GPU except the routed
+        // experts and the input embedding table (a step reads only its tokens' rows; when the
+        // embedding is tied to lm_head the table is read as lm_head and stays).
+        let per_gpu_total = m.weight_bytes_per_gpu(prec, par)?.0 as f64;
+        let embedding = if m.tie_word_embeddings {
+            0.0
+        } else {
+            group_bytes(&wb, TensorGroup::Embedding) / tp
+        };
+        let dense_weight_bytes = (per_gpu_total - expert_weight_bytes_all - embedding).max(0.0);
+        let bw = gpu.hbm_bandwidth_bytes_s;
+        let w_s_per_byte = 1.0 / (bw * eff.hbm_weights);
+
+        // Attention and KV.
+        let spec = m.kv_cache_spec(dep.kv_cache_dtype, par.tp, dep.engine.block_size)?;
+        let attn = AttnTerms::new(m, &spec);
+        let attn_peak = gpu.bf16_flops;
+
+        // Communication links: inside the scale-up domain the link, beyond it the NIC.
+        let link = |group: u32| -> (f64, f64) {
+            if group <= gpu.scaleup_domain {
+                (gpu.scaleup_unidir_bytes_s, 0.0)
+            } else {
+                (
+                    eff.internode_bytes_s.min(gpu.scaleup_unidir_bytes_s),
+                    eff.internode_latency_s,
+                )
+            }
+        };
+        let (tp_bw, tp_extra) = link(par.tp);
+        let (moe_bw, moe_extra) = link(par.tp * par.dp);
+
+        Ok(StepCostModel {
+            eff: *eff,
+            tp,
+            dp: par.dp as f64,
+            hidden: m.hidden_size as f64,
+            num_layers: m.num_layers as f64,
+            dense_s_per_token,
+            lm_head_s_per_row,
+            dense_flops_per_token,
+            lm_head_flops_per_row,
+            dense_weight_bytes,
+            dense_weight_s: dense_weight_bytes * w_s_per_byte,
+            expert_s_per_token,
+            expert_flops_per_token,
+            expert_weight_bytes_all,
+            expert_bytes_s: 1.0 / (bw * eff.hbm_expert_weights),
+            ln_not_chosen,
+            experts_per_tok: k,
+            num_moe_layers: m.num_moe_layers() as f64,
+            num_dense_layers: m.num_dense_layers() as f64,
+            attn,
+            attn_compute_s_per_flop_prefill: 1.0 / (attn_peak * eff.prefill_attention),
+            attn_compute_s_per_flop_decode: 1.0 / (attn_peak * eff.decode_attention),
+            kv_s_per_byte: 1.0 / (bw * eff.hbm_kv),
+            kv_write_bytes_per_token: spec.bytes_per_token(),
+            act_s_per_byte: w_s_per_byte,
+            tp_link_s_per_byte: 1.0 / (tp_bw * eff.allreduce_bus_eff),
+            tp_latency: eff.allreduce_latency_s + tp_extra,
+            moe_link_s_per_byte: 1.0 / (moe_bw * eff.allreduce_bus_eff),
+            moe_latency: eff.allreduce_latency_s + moe_extra,
+            a2a_link_s_per_byte: 1.0 / (moe_bw * eff.all2all_eff),
+            a2a_latency: eff.all2all_latency_s + moe_extra,
+            all2all_backend: dep.engine.all2all_backend,
+            cudagraph_mode: dep.engine.cudagraph_mode,
+            capture_sizes: dep.engine.cudagraph_capture_sizes.clone(),
+        })
+    }
+
+    /// The efficiency table in use.
+    pub fn efficiencies(&self) -> &Efficiencies {
+        &self.eff
+    }
+
+    /// Step time of `w`, rounded to whole nanoseconds. Zero for an empty step.
+    pub fn step_time(&self, w: &StepWork) -> Ticks {
+        self.breakdown(w).total_ticks()
+    }
+
+    /// Whole-model attention FLOPs of a chunk (all heads, all layers; equals
+    /// `ModelConfig::attention_core_flops`). Exposed for tests and diagnostics.
+    pub fn attention_flops_whole_model(&self, past: u64, new: u64) -> f64 {
+        self.attn.chunk_flops(past, new)
+    }
+
+    /// KV bytes one sequence reads at `ctx` on one GPU (equals
+    /// `ModelConfig::kv_read_bytes_per_seq`). Exposed for tests and diagnostics.
+    pub fn kv_read_bytes(&self, ctx: f64) -> f64 {
+        self.attn.kv_bytes(ctx)
+    }
+
+    /// Which execution path a step of `tokens` tokens takes, and the token count its GEMMs run
+    /// on (padded up to a capture size when a graph is replayed).
+    pub fn exec_mode(&self, has_prefill: bool, tokens: u64) -> (ExecMode, u64) {
+        let max = self.capture_sizes.last().copied().unwrap_or(0);
+        let pad = || {
+            let i = self.capture_sizes.partition_point(|&s| s < tokens);
+            self.capture_sizes.get(i).copied().unwrap_or(tokens)
+        };
+        if tokens == 0 || tokens > max {
+            return (ExecMode::Eager, tokens);
+        }
+        let mode = match (self.cudagraph_mode, has_prefill) {
+            (CudagraphMode::None, _) => ExecMode::Eager,
+            (CudagraphMode::Full, _) => ExecMode::FullGraph,
+            (CudagraphMode::FullAndPiecewise | CudagraphMode::FullDecodeOnly, false) => {
+                ExecMode::FullGraph
+            }
+            (CudagraphMode::FullAndPiecewise | CudagraphMode::Piecewise, _) => ExecMode::Piecewise,
+            (CudagraphMode::FullDecodeOnly, true) => ExecMode::Eager,
+        };
+        match mode {
+            ExecMode::Eager => (mode, tokens),
+            _ => (mode, pad()),
+        }
+    }
+
+    /// Time of `calls` ring passes (one all-gather or one reduce-scatter each) over `g` GPUs of a
+    /// buffer of `bytes`: each pass moves `(g-1)/g x bytes` per GPU. An all-reduce is two passes.
+    #[inline]
+    fn ring(g: f64, bytes: f64, s_per_byte: f64, latency: f64, calls: f64) -> f64 {
+        if g <= 1.0 {
+            0.0
+        } else {
+            calls * ((g - 1.0) / g * bytes * s_per_byte + latency)
+        }
+    }
+
+    /// Seconds per term of the step (see [`StepBreakdown`]); `total()` equals `step_time`.
+    pub fn breakdown(&self, w: &StepWork) -> StepBreakdown {
+        let prefill_tokens: u64 = w.prefill.iter().map(|c| c.new).sum();
+        let tokens = prefill_tokens + w.decode_seqs;
+        let mut b = StepBreakdown::default();
+        if tokens == 0 {
+            return b;
+        }
+        let has_prefill = prefill_tokens > 0;
+        let (mode, padded) = self.exec_mode(has_prefill, tokens);
+        b.mode = mode;
+        let t = padded as f64;
+        let requests = w.prefill.iter().filter(|c| c.new > 0).count() as f64 + w.decode_seqs as f64;
+
+        // Non-expert GEMMs vs non-expert weight reads.
+        let dense_c = t * self.dense_s_per_token + requests * self.lm_head_s_per_row;
+        let dense_m = self.dense_weight_s;
+        b.raw.dense_gemm_compute = dense_c;
+        b.raw.dense_weight_reads = dense_m;
+        b.work.dense_gemm_flops =
+            t * self.dense_flops_per_token + requests * self.lm_head_flops_per_row;
+        b.work.dense_weight_bytes = self.dense_weight_bytes;
+
+        // Routed experts: tokens of all DP ranks (each rank assumed to run a batch of the same
+        // size), spread over the expert GPUs; weights of the activated experts only.
+        if self.experts_per_tok > 0.0 {
+            let t_global = t * self.dp;
+            let frac = 1.0 - libm::exp(t_global * self.ln_not_chosen);
+            let bytes = frac * self.expert_weight_bytes_all;
+            let c = t_global * self.expert_s_per_token;
+            let mm = bytes * self.expert_bytes_s;
+            b.raw.expert_gemm_compute = c;
+            b.raw.expert_weight_reads = mm;
+            b.work.expert_gemm_flops = t_global * self.expert_flops_per_token;
+            b.work.expert_weight_bytes = bytes;
+            b.work.experts_active_fraction = frac;
+        }
+        for (c, mm) in [
+            (b.raw.dense_gemm_compute, b.raw.dense_weight_reads),
+            (b.raw.expert_gemm_compute, b.raw.expert_weight_reads),
+        ] {
+            if c >= mm {
+                b.gemm_compute += c;
+            } else {
+                b.weight_reads += mm;
+            }
+        }
+
+        // Prefill attention: exact per chunk; reads its past context once, writes its new KV.
+        let mut pf_flops = 0.0;
+        let mut pf_bytes = 0.0;
+        for ch in w.prefill {
+            if ch.new == 0 {
+                continue;
+            }
+            pf_flops += self.attn.chunk_flops(ch.past, ch.new);
+            pf_bytes +=
+                self.attn.kv_bytes(ch.past as f64) + ch.new as f64 * self.kv_write_bytes_per_token;
+        }
+        pf_flops /= self.tp;
+        // Decode attention: mean-field at the mean context.
+        let (mut dc_flops, mut dc_bytes) = (0.0, 0.0);
+        if w.decode_seqs > 0 {
+            let n = w.decode_seqs as f64;
+            let mean = w.decode_ctx_sum as f64 / n;
+            dc_flops = n * self.attn.decode_flops(mean) / self.tp;
+            dc_bytes = n * (self.attn.kv_bytes(mean) + self.kv_write_bytes_per_token);
+        }
+        b.raw.prefill_attention_compute = pf_flops * self.attn_compute_s_per_flop_prefill;
+        b.raw.prefill_kv_reads = pf_bytes * self.kv_s_per_byte;
+        b.raw.decode_attention_compute = dc_flops * self.attn_compute_s_per_flop_decode;
+        b.raw.decode_kv_reads = dc_bytes * self.kv_s_per_byte;
+        for (c, mm) in [
+            (b.raw.prefill_attention_compute, b.raw.prefill_kv_reads),
+            (b.raw.decode_attention_compute, b.raw.decode_kv_reads),
+        ] {
+            if c >= mm {
+                b.attention_compute += c;
+            } else {
+                b.kv_reads += mm;
+            }
+        }
+        b.work.attention_flops = pf_flops + dc_flops;
+        b.work.kv_bytes = pf_bytes + dc_bytes;
+
+        // Elementwise activation traffic (real tokens; padding rows are cheap elementwise).
+        let act = tokens as f64
+            * self.hidden
+            * ACT_BYTES
+            * self.num_layers
+            * self.eff.activation_vectors_per_layer;
+        b.work.activation_bytes = act;
+        b.activations = act * self.act_s_per_byte;
+
+        // Communication. Message of one all-reduce: tokens x hidden x 2 bytes.
+        let msg = t * self.hidden * ACT_BYTES;
+        let ar = |calls: f64| {
+            Self::ring(self.tp, 2.0 * msg, self.tp_link_s_per_byte, 0.0, calls)
+                + if self.tp > 1.0 {
+                    calls * self.tp_latency
+                } else {
+                    0.0
+                }
+        };
+        // Dense layers: attention-out + MLP-out all-reduce. MoE layers: attention-out all-reduce;
+        // the MoE output is all-reduced over TP when dp == 1 (tokens are replicated in the TP
+        // group, experts TP- or EP-sharded inside it), else it goes through the DP/EP dispatch.
+        let mut tp_ar = ar(2.0 * self.num_dense_layers + self.num_moe_layers);
+        let mut moe = 0.0;
+        if self.num_moe_layers > 0.0 {
+            if self.dp <= 1.0 {
+                tp_ar += ar(self.num_moe_layers);
+            } else {
+                match self.all2all_backend {
+                    All2AllBackend::AllgatherReducescatter => {
+                        // All-gather the hidden states of every DP rank, reduce-scatter back,
+                        // plus the TP all-reduce of the expert partials when tp > 1.
+                        let total = msg * self.dp;
+                        moe += Self::ring(
+                            self.dp,
+                            total,
+                            self.moe_link_s_per_byte,
+                            self.moe_latency,
+                            2.0 * self.num_moe_layers,
+                        );
+                        tp_ar += ar(self.num_moe_layers);
+                    }
+                    All2AllBackend::DeepepHighThroughput | All2AllBackend::DeepepLowLatency => {
+                        // Dispatch + combine: each token goes to its k experts, (ep-1)/ep of
+                        // them on other GPUs.
+                        let g = self.tp * self.dp;
+                        let bytes = msg * self.experts_per_tok;
+                        moe += Self::ring(
+                            g,
+                            bytes,
+                            self.a2a_link_s_per_byte,
+                            self.a2a_latency,
+                            2.0 * self.num_moe_layers,
+                        );
+                    }
+                }
+            }
+        }
+        b.tp_allreduce = tp_ar;
+        b.ep_alltoall = moe;
+
+        // Overheads. The GPU time has a floor of `layer_gpu_floor_s` per layer, and the CPU launch
+        // time of kernels outside graphs is hidden behind GPU work when the GPU is slower: only
+        // the excess of the larger of the two over the roofline GPU time counts.
+        let e = &self.eff;
+        let (fixed, per_layer) = match mode {
+            ExecMode::FullGraph => (e.step_overhead_graph_s, 0.0),
+            ExecMode::Piecewise => (e.step_overhead_piecewise_s, e.layer_launch_piecewise_s),
+            ExecMode::Eager => (e.step_overhead_eager_s, e.layer_launch_eager_s),
+        };
+        let launch = per_layer * self.num_layers;
+        b.raw.launch = launch;
+        let floor = launch.max(e.layer_gpu_floor_s * self.num_layers);
+        let gpu = b.total();
+        b.overhead = fixed + requests * e.per_request_overhead_s + (floor - gpu).max(0.0);
+        b.work.tokens = tokens;
+        b.work.padded_tokens = padded;
+        b
+    }
+}

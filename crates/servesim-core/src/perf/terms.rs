@@ -1,0 +1,194 @@
+//! Attention FLOPs and KV-read bytes as sums of capped linear terms, precomputed once per model so
+//! that a step costs O(#layer kinds) instead of O(#layers). The formulas are those of
+//! `ModelConfig::attention_core_flops` and `ModelConfig::kv_read_bytes_per_seq` (docs/models.md,
+//! section 6), regrouped by layer kind; `tests/perf_props.rs` checks equality with the primitives.
+
+use crate::model::{
+    AttentionSpec, KvCacheSpec, LayerAttn, ModelConfig, DSV4_ENTRY_BYTES, DSV4_INDEXER_ENTRY_BYTES,
+};
+
+/// `coef x g(cap)`; `cap = f64::INFINITY` for uncapped terms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Term {
+    pub coef: f64,
+    pub cap: f64,
+}
+
+/// Sum over the query positions `c = past+1 ..= past+new` of `min(c, cap)` (mirror of
+/// `model::flops::sum_capped`, in f64 so the decode mean-field can use a fractional context).
+pub(super) fn sum_capped(past: f64, new: f64, cap: f64) -> f64 {
+    if new <= 0.0 {
+        return 0.0;
+    }
+    let (a, b) = (past + 1.0, past + new);
+    if b <= cap {
+        return (a + b) * new / 2.0;
+    }
+    if a >= cap {
+        return cap * new;
+    }
+    let k = libm::floor(cap);
+    let uncapped = (a + k) * (k - a + 1.0) / 2.0;
+    uncapped + cap * (b - k)
+}
+
+fn push(terms: &mut Vec<Term>, coef: f64, cap: f64) {
+    if coef == 0.0 {
+        return;
+    }
+    match terms.iter_mut().find(|t| t.cap == cap) {
+        Some(t) => t.coef += coef,
+        None => terms.push(Term { coef, cap }),
+    }
+}
+
+/// Whole-model (all layers, all heads) attention FLOPs and KV-read bytes of one sequence.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct AttnTerms {
+    /// Chunks of more than one token: `sum coef x sum_capped(past, new, cap)`.
+    pub prefill: Vec<Term>,
+    /// Extra FLOPs per cached token of a multi-token chunk (MLA: re-expanding the cached latents).
+    pub prefill_per_past: f64,
+    /// One-token queries: `sum coef x min(past + 1, cap)`.
+    pub decode: Vec<Term>,
+    /// KV bytes read at context `ctx`: `sum coef x min(ctx, cap)`.
+    pub kv: Vec<Term>,
+}
+
+impl AttnTerms {
+    pub fn new(m: &ModelConfig, spec: &KvCacheSpec) -> AttnTerms {
+        let mut prefill = Vec::new();
+        let mut decode = Vec::new();
+        let mut kv = Vec::new();
+        let mut prefill_per_past = 0.0;
+        let inf = f64::INFINITY;
+        match &m.attention {
+            AttentionSpec::Gqa {
+                num_heads,
+                head_dim,
+                v_head_dim,
+                ..
+            } => {
+                let per_pair = 2.0 * *num_heads as f64 * (*head_dim as f64 + *v_head_dim as f64);
+                for l in &m.layers {
+                    let cap = match l.attn {
+                        LayerAttn::SlidingWindow { window } => window as f64,
+                        _ => inf,
+                    };
+                    push(&mut prefill, per_pair, cap);
+                    push(&mut decode, per_pair, cap);
+                }
+            }
+            AttentionSpec::Mla {
+                num_heads,
+                kv_lora_rank,
+                qk_rope_head_dim,
+                qk_nope_head_dim,
+                v_head_dim,
+                ..
+            } => {
+                let nh = *num_heads as f64;
+                let l = m.num_layers as f64;
+                let qk = (*qk_nope_head_dim + *qk_rope_head_dim) as f64;
+                push(&mut prefill, 2.0 * nh * (qk + *v_head_dim as f64) * l, inf);
+                prefill_per_past =
+                    2.0 * *kv_lora_rank as f64 * nh * (*qk_nope_head_dim + *v_head_dim) as f64 * l;
+                push(
+                    &mut decode,
+                    2.0 * nh * (2.0 * *kv_lora_rank as f64 + *qk_rope_head_dim as f64) * l,
+                    inf,
+                );
+            }
+            AttentionSpec::DeepseekV4 {
+                num_heads,
+                head_dim,
+                sliding_window,
+                index_n_heads,
+                index_head_dim,
+                index_topk,
+                ..
+            } => {
+                let per_pair = 2.0 * *num_heads as f64 * 2.0 * *head_dim as f64;
+                let w = *sliding_window as f64;
+                let e = DSV4_ENTRY_BYTES as f64;
+                push(&mut prefill, per_pair * m.num_layers as f64, w);
+                push(&mut kv, e * m.num_layers as f64, w);
+                for l in &m.layers {
+                    if let LayerAttn::Compressed { ratio } = l.attn {
+                        let r = ratio as f64;
+                        if ratio == 4 {
+                            let topk = *index_topk as f64;
+                            push(&mut prefill, per_pair / r, topk * r);
+                            push(
+                                &mut prefill,
+                                2.0 * (*index_n_heads * *index_head_dim) as f64 / r,
+                                inf,
+                            );
+                            push(&mut kv, DSV4_INDEXER_ENTRY_BYTES as f64 / r, inf);
+                            push(&mut kv, e / r, topk * r);
+                        } else {
+                            push(&mut prefill, per_pair / r, inf);
+                            push(&mut kv, e / r, inf);
+                        }
+                    }
+                }
+                // attention_core_flops has no separate one-token form for DeepSeek-V4.
+                decode = prefill.clone();
+            }
+        }
+        if !matches!(m.attention, AttentionSpec::DeepseekV4 { .. }) {
+            let bs = spec.block_size as f64;
+            for g in &spec.groups {
+                let cap = match g.kind {
+                    LayerAttn::SlidingWindow { window } => window as f64,
+                    _ => inf,
+                };
+                push(
+                    &mut kv,
+                    g.page_bytes_per_layer as f64 / bs * g.num_layers as f64,
+                    cap,
+                );
+            }
+        }
+        AttnTerms {
+            prefill,
+            prefill_per_past,
+            decode,
+            kv,
+        }
+    }
+
+    /// Whole-model attention FLOPs of a chunk of `new` tokens after `past` cached ones
+    /// (equals `ModelConfig::attention_core_flops(past, new)`).
+    #[inline]
+    pub fn chunk_flops(&self, past: u64, new: u64) -> f64 {
+        if new == 0 {
+            0.0
+        } else if new == 1 {
+            self.decode_flops(past as f64)
+        } else {
+            let (p, n) = (past as f64, new as f64);
+            let mut f = self.prefill_per_past * p;
+            for t in &self.prefill {
+                f += t.coef * sum_capped(p, n, t.cap);
+            }
+            f
+        }
+    }
+
+    /// Whole-model FLOPs of one decode query at (possibly fractional) context `ctx`.
+    #[inline]
+    pub fn decode_flops(&self, ctx: f64) -> f64 {
+        self.decode
+            .iter()
+            .map(|t| t.coef * (ctx + 1.0).min(t.cap))
+            .sum()
+    }
+
+    /// KV bytes one sequence reads at context `ctx` on one GPU (equals
+    /// `ModelConfig::kv_read_bytes_per_seq(spec, ctx)`).
+    #[inline]
+    pub fn kv_bytes(&self, ctx: f64) -> f64 {
+        self.kv.iter().map(|t| t.coef * ctx.min(t.cap)).sum()
+    }
+}

@@ -1,0 +1,598 @@
+//! Properties of the step-time model: monotonicity, breakdown consistency, communication rules,
+//! MoE expert-read saturation, execution modes, agreement with the model primitives, and the
+//! efficiency table's validation.
+
+use servesim_core::deploy::{CudagraphMode, Deployment, RawEngineSettings};
+use servesim_core::dtype::{ComputeClass, DType, KvCacheDtype, WeightPrecision};
+use servesim_core::gpu::{find_gpu, Generation};
+use servesim_core::model::catalog;
+use servesim_core::parallel::Parallelism;
+use servesim_core::perf::{
+    compute_class_on, Efficiencies, EfficiencyOverrides, ExecMode, PerfError, PrefillChunk,
+    StepCostModel, StepWork,
+};
+
+fn dep_with(model: &str, gpu: &str, par: Parallelism, raw: RawEngineSettings) -> Deployment {
+    Deployment::new(
+        catalog::load(model).unwrap(),
+        find_gpu(gpu).unwrap(),
+        par,
+        None,
+        WeightPrecision::Checkpoint,
+        KvCacheDtype::Auto,
+        &raw,
+    )
+    .unwrap()
+}
+
+fn dep(model: &str, gpu: &str, par: Parallelism) -> Deployment {
+    dep_with(model, gpu, par, RawEngineSettings::default())
+}
+
+fn tp(n: u32) -> Parallelism {
+    Parallelism {
+        tp: n,
+        dp: 1,
+        ep: 1,
+    }
+}
+
+fn cost(d: &Deployment) -> StepCostModel {
+    StepCostModel::new(d, &Efficiencies::default_for(d.gpu.generation)).unwrap()
+}
+
+/// Small deterministic generator (no OS randomness).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % below
+    }
+}
+
+/// Deployments covering GQA dense, sliding windows, MoE with and without EP/DP, MLA, DSV4.
+fn cases() -> Vec<Deployment> {
+    vec![
+        dep("meta-llama/Meta-Llama-3.1-8B", "H100", tp(1)),
+        dep("meta-llama/Meta-Llama-3.1-70B", "H100", tp(4)),
+        dep("openai/gpt-oss-120b", "H100", tp(2)),
+        dep("Qwen/Qwen3-30B-A3B", "MI300X", tp(1)),
+        dep("mistralai/Mixtral-8x7B-v0.1", "A100", tp(2)),
+        dep("deepseek-ai/DeepSeek-V3", "H200", tp(8)),
+        dep(
+            "deepseek-ai/DeepSeek-V3",
+            "H200",
+            Parallelism {
+                tp: 1,
+                dp: 8,
+                ep: 8,
+            },
+        ),
+        dep("deepseek-ai/DeepSeek-V4-Flash", "B200", tp(4)),
+    ]
+}
+
+#[test]
+fn breakdown_terms_sum_to_step_time() {
+    let mut rng = Lcg(7);
+    for d in cases() {
+        let m = cost(&d);
+        for _ in 0..50 {
+            let chunks: Vec<PrefillChunk> = (0..rng.next(3))
+                .map(|_| PrefillChunk {
+                    past: rng.next(20_000),
+                    new: 1 + rng.next(4096),
+                })
+                .collect();
+            let n = rng.next(600);
+            let w = StepWork {
+                prefill: &chunks,
+                decode_seqs: n,
+                decode_ctx_sum: n * rng.next(30_000),
+            };
+            let b = m.breakdown(&w);
+            assert_eq!(b.total_ticks(), m.step_time(&w), "{}", d.model.name);
+            let terms = [
+                b.gemm_compute,
+                b.attention_compute,
+                b.weight_reads,
+                b.kv_reads,
+                b.activations,
+                b.tp_allreduce,
+                b.ep_alltoall,
+                b.overhead,
+            ];
+            assert!(terms.iter().all(|x| x.is_finite() && *x >= 0.0));
+            let sum: f64 = terms.iter().sum();
+            assert_eq!(sum, b.total());
+            // Each roofline component contributes exactly its larger side.
+            let r = b.raw;
+            let want_gemm_mem = r.dense_gemm_compute.max(r.dense_weight_reads)
+                + r.expert_gemm_compute.max(r.expert_weight_reads);
+            let got = b.gemm_compute + b.weight_reads;
+            assert!((got - want_gemm_mem).abs() <= 1e-12 * want_gemm_mem.max(1.0));
+        }
+    }
+}
+
+#[test]
+fn empty_step_costs_nothing() {
+    let m = cost(&dep("Qwen/Qwen3-8B", "H100", tp(1)));
+    let w = StepWork::default();
+    assert_eq!(m.step_time(&w).0, 0);
+}
+
+#[test]
+fn more_decode_sequences_never_faster() {
+    for d in cases() {
+        let m = cost(&d);
+        for ctx in [0u64, 1000, 60_000] {
+            let mut prev = 0;
+            for n in [
+                1u64, 2, 3, 8, 16, 63, 64, 65, 200, 256, 511, 512, 513, 1024, 2000,
+            ] {
+                let t = m
+                    .step_time(&StepWork {
+                        prefill: &[],
+                        decode_seqs: n,
+                        decode_ctx_sum: n * ctx,
+                    })
+                    .0;
+                assert!(t >= prev, "{} n={n} ctx={ctx}", d.model.name);
+                prev = t;
+            }
+        }
+        // Same total context spread over more sequences.
+        let mut prev = 0;
+        for n in [1u64, 4, 16, 64] {
+            let t = m
+                .step_time(&StepWork {
+                    prefill: &[],
+                    decode_seqs: n,
+                    decode_ctx_sum: 64_000,
+                })
+                .0;
+            assert!(t >= prev, "{} n={n}", d.model.name);
+            prev = t;
+        }
+    }
+}
+
+#[test]
+fn more_context_never_faster() {
+    for d in cases() {
+        let m = cost(&d);
+        let mut prev = 0;
+        for ctx in [
+            0u64, 1, 100, 127, 128, 129, 1000, 4096, 8192, 32_768, 131_072,
+        ] {
+            let t = m
+                .step_time(&StepWork {
+                    prefill: &[],
+                    decode_seqs: 32,
+                    decode_ctx_sum: 32 * ctx,
+                })
+                .0;
+            assert!(t >= prev, "{} decode ctx={ctx}", d.model.name);
+            prev = t;
+        }
+        let mut prev = 0;
+        for past in [0u64, 100, 1000, 10_000, 100_000] {
+            let ch = [PrefillChunk { past, new: 512 }];
+            let t = m
+                .step_time(&StepWork {
+                    prefill: &ch,
+                    decode_seqs: 0,
+                    decode_ctx_sum: 0,
+                })
+                .0;
+            assert!(t >= prev, "{} chunk past={past}", d.model.name);
+            prev = t;
+        }
+    }
+}
+
+#[test]
+fn longer_prefill_chunk_never_faster() {
+    for d in cases() {
+        let m = cost(&d);
+        let mut prev = 0;
+        for new in [1u64, 2, 16, 100, 500, 512, 513, 1000, 2048, 8192, 16_384] {
+            let ch = [PrefillChunk { past: 3000, new }];
+            let t = m
+                .step_time(&StepWork {
+                    prefill: &ch,
+                    decode_seqs: 10,
+                    decode_ctx_sum: 10_000,
+                })
+                .0;
+            assert!(t >= prev, "{} new={new}", d.model.name);
+            prev = t;
+        }
+    }
+}
+
+#[test]
+fn more_tp_never_more_gemm_flops_per_gpu() {
+    let ch = [PrefillChunk { past: 0, new: 1000 }];
+    let w = StepWork {
+        prefill: &ch,
+        decode_seqs: 50,
+        decode_ctx_sum: 50_000,
+    };
+    for (model, tps) in [
+        ("meta-llama/Meta-Llama-3.1-70B", &[1u32, 2, 4, 8][..]),
+        ("Qwen/Qwen3-30B-A3B", &[1, 2, 4][..]),
+        ("deepseek-ai/DeepSeek-V3", &[1, 2, 4, 8][..]),
+    ] {
+        let mut prev = f64::INFINITY;
+        let mut prev_attn = f64::INFINITY;
+        for &n in tps {
+            let b = cost(&dep(model, "H200", tp(n))).breakdown(&w);
+            assert!(b.work.gemm_flops() <= prev, "{model} tp={n}");
+            assert!(b.work.attention_flops <= prev_attn, "{model} tp={n}");
+            prev = b.work.gemm_flops();
+            prev_attn = b.work.attention_flops;
+        }
+    }
+}
+
+#[test]
+fn communication_is_zero_at_tp1_and_dp1() {
+    for (model, gpu) in [
+        ("meta-llama/Meta-Llama-3.1-8B", "H100"),
+        ("Qwen/Qwen3-30B-A3B", "H100"),
+        ("openai/gpt-oss-120b", "H100"),
+    ] {
+        let m = cost(&dep(model, gpu, tp(1)));
+        let ch = [PrefillChunk { past: 0, new: 2048 }];
+        let b = m.breakdown(&StepWork {
+            prefill: &ch,
+            decode_seqs: 100,
+            decode_ctx_sum: 100_000,
+        });
+        assert_eq!(b.tp_allreduce, 0.0, "{model}");
+        assert_eq!(b.ep_alltoall, 0.0, "{model}");
+    }
+}
+
+#[test]
+fn tp_allreduce_follows_the_ring_formula() {
+    // Llama-3.1-70B TP4 on H100: 80 layers x 2 all-reduces of T x 8192 x 2 B;
+    // ring time 2 x 3/4 x msg / (450 GB/s x bus eff) + latency per call.
+    let d = dep("meta-llama/Meta-Llama-3.1-70B", "H100", tp(4));
+    let e = Efficiencies::default_for(Generation::Hopper);
+    let m = cost(&d);
+    for t in [1u64, 512, 4096] {
+        let ch = [PrefillChunk { past: 0, new: t }];
+        let b = m.breakdown(&StepWork {
+            prefill: &ch,
+            decode_seqs: 0,
+            decode_ctx_sum: 0,
+        });
+        let msg = b.work.padded_tokens as f64 * 8192.0 * 2.0;
+        let want =
+            160.0 * (2.0 * 0.75 * msg / (450e9 * e.allreduce_bus_eff) + e.allreduce_latency_s);
+        assert!(
+            (b.tp_allreduce - want).abs() < 1e-9 * want,
+            "{t}: {} vs {want}",
+            b.tp_allreduce
+        );
+    }
+}
+
+#[test]
+fn data_parallel_moe_uses_dispatch_not_tp_allreduce() {
+    let d = dep(
+        "deepseek-ai/DeepSeek-V3",
+        "H200",
+        Parallelism {
+            tp: 1,
+            dp: 8,
+            ep: 8,
+        },
+    );
+    let b = cost(&d).breakdown(&StepWork {
+        prefill: &[],
+        decode_seqs: 64,
+        decode_ctx_sum: 64_000,
+    });
+    assert_eq!(b.tp_allreduce, 0.0);
+    assert!(b.ep_alltoall > 0.0);
+    // Beyond the scale-up domain (2 nodes of 8) the same dispatch is slower.
+    let d16 = dep(
+        "deepseek-ai/DeepSeek-V3",
+        "H200",
+        Parallelism {
+            tp: 1,
+            dp: 16,
+            ep: 16,
+        },
+    );
+    let b16 = cost(&d16).breakdown(&StepWork {
+        prefill: &[],
+        decode_seqs: 64,
+        decode_ctx_sum: 64_000,
+    });
+    assert!(b16.ep_alltoall > b.ep_alltoall);
+}
+
+#[test]
+fn moe_expert_reads_grow_with_batch_then_saturate() {
+    for (model, gpu, par) in [
+        ("Qwen/Qwen3-30B-A3B", "H100", tp(1)),
+        ("deepseek-ai/DeepSeek-V3", "H200", tp(8)),
+        (
+            "deepseek-ai/DeepSeek-V3",
+            "H200",
+            Parallelism {
+                tp: 8,
+                dp: 1,
+                ep: 8,
+            },
+        ),
+        ("openai/gpt-oss-120b", "H100", tp(1)),
+    ] {
+        let d = dep(model, gpu, par);
+        let m = cost(&d);
+        let moe = d.model.moe.unwrap();
+        let e = moe.num_experts as f64;
+        let k = moe.experts_per_tok as f64;
+        let eb = d.model.expert_bytes(WeightPrecision::Checkpoint).unwrap().0 as f64;
+        let layers = d.model.num_moe_layers() as f64;
+        // All experts of all MoE layers, divided over the GPUs that share them.
+        let all = e * layers * eb / (par.tp as f64);
+        let mut prev = 0.0;
+        for n in [1u64, 2, 4, 16, 64, 256, 1024, 4096] {
+            let b = m.breakdown(&StepWork {
+                prefill: &[],
+                decode_seqs: n,
+                decode_ctx_sum: n * 100,
+            });
+            let got = b.work.expert_weight_bytes;
+            assert!(got >= prev, "{model} n={n}");
+            assert!(got <= all * (1.0 + 1e-6), "{model} n={n}: {got} > {all}");
+            // Uniform routing: expected distinct experts 1 - (1 - k/E)^T.
+            let frac = 1.0 - libm::pow(1.0 - k / e, b.work.padded_tokens as f64);
+            assert!((b.work.experts_active_fraction - frac).abs() < 1e-9);
+            prev = got;
+        }
+        assert!(prev > 0.999 * all, "{model}: {prev} vs {all}");
+    }
+}
+
+#[test]
+fn dense_models_read_all_weights_every_step() {
+    let d = dep("Qwen/Qwen3-8B", "H100", tp(2));
+    let m = cost(&d);
+    let b1 = m.breakdown(&StepWork {
+        prefill: &[],
+        decode_seqs: 1,
+        decode_ctx_sum: 10,
+    });
+    let b2 = m.breakdown(&StepWork {
+        prefill: &[],
+        decode_seqs: 300,
+        decode_ctx_sum: 3000,
+    });
+    assert_eq!(b1.work.dense_weight_bytes, b2.work.dense_weight_bytes);
+    assert_eq!(b1.work.expert_weight_bytes, 0.0);
+    let per_gpu = d
+        .model
+        .weight_bytes_per_gpu(WeightPrecision::Checkpoint, d.par)
+        .unwrap()
+        .0 as f64;
+    // Everything but the (vocab-sharded) input embedding: 151,936 x 4096 x 2 B / 2.
+    let emb = 151_936.0 * 4096.0 * 2.0 / 2.0;
+    assert!((b1.work.dense_weight_bytes - (per_gpu - emb)).abs() < 2.0);
+}
+
+#[test]
+fn attention_terms_match_the_model_primitives() {
+    let mut rng = Lcg(11);
+    for id in catalog::ids() {
+        let model = catalog::load(id).unwrap();
+        let gpu = if id.contains("V4") { "B200" } else { "H200" };
+        let Ok(d) = Deployment::new(
+            model.clone(),
+            find_gpu(gpu).unwrap(),
+            tp(1),
+            None,
+            WeightPrecision::Checkpoint,
+            KvCacheDtype::Auto,
+            &RawEngineSettings::default(),
+        ) else {
+            continue;
+        };
+        let m = cost(&d);
+        let spec = model
+            .kv_cache_spec(d.kv_cache_dtype, 1, d.engine.block_size)
+            .unwrap();
+        let mut pairs = vec![
+            (0u64, 1u64),
+            (0, 2),
+            (127, 1),
+            (128, 5),
+            (5000, 1),
+            (0, 8192),
+        ];
+        for _ in 0..30 {
+            pairs.push((rng.next(200_000), 1 + rng.next(9000)));
+        }
+        for (past, new) in pairs {
+            let want = model.attention_core_flops(past, new);
+            let got = m.attention_flops_whole_model(past, new);
+            assert!(
+                (got - want).abs() <= 1e-9 * want.max(1.0),
+                "{id} ({past},{new}): {got} vs {want}"
+            );
+            let want = model.kv_read_bytes_per_seq(&spec, past);
+            let got = m.kv_read_bytes(past as f64);
+            assert!(
+                (got - want).abs() <= 1e-9 * want.max(1.0),
+                "{id} kv({past}): {got} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn exec_mode_follows_cudagraph_settings() {
+    let d = dep("Qwen/Qwen3-8B", "H100", tp(1));
+    let max = *d.engine.cudagraph_capture_sizes.last().unwrap();
+    assert_eq!(max, 512);
+    let m = cost(&d);
+    // Decode-only within the capture sizes: one full graph, padded to the next size (3 -> 4).
+    assert_eq!(m.exec_mode(false, 3), (ExecMode::FullGraph, 4));
+    assert_eq!(m.exec_mode(false, 512), (ExecMode::FullGraph, 512));
+    assert_eq!(m.exec_mode(false, 513), (ExecMode::Eager, 513));
+    // Mixed batches use the piecewise graphs.
+    assert_eq!(m.exec_mode(true, 100), (ExecMode::Piecewise, 104));
+    assert_eq!(m.exec_mode(true, 2048), (ExecMode::Eager, 2048));
+    let eager = dep_with(
+        "Qwen/Qwen3-8B",
+        "H100",
+        tp(1),
+        RawEngineSettings {
+            enforce_eager: Some(true),
+            ..Default::default()
+        },
+    );
+    assert_eq!(cost(&eager).exec_mode(false, 3), (ExecMode::Eager, 3));
+    let fdo = dep_with(
+        "Qwen/Qwen3-8B",
+        "H100",
+        tp(1),
+        RawEngineSettings {
+            cudagraph_mode: Some(CudagraphMode::FullDecodeOnly),
+            ..Default::default()
+        },
+    );
+    assert_eq!(cost(&fdo).exec_mode(true, 100), (ExecMode::Eager, 100));
+    // Eager decode is never faster than the graph-replayed one.
+    let w = StepWork {
+        prefill: &[],
+        decode_seqs: 8,
+        decode_ctx_sum: 8000,
+    };
+    assert!(cost(&eager).step_time(&w) > m.step_time(&w));
+}
+
+#[test]
+fn compute_class_follows_tensor_core_support() {
+    let a100 = find_gpu("A100").unwrap();
+    let h100 = find_gpu("H100").unwrap();
+    let b200 = find_gpu("B200").unwrap();
+    assert_eq!(compute_class_on(DType::Fp8, &a100), ComputeClass::Bf16);
+    assert_eq!(compute_class_on(DType::Fp8, &h100), ComputeClass::Fp8);
+    assert_eq!(compute_class_on(DType::Mxfp4, &h100), ComputeClass::Bf16);
+    assert_eq!(compute_class_on(DType::Nvfp4, &b200), ComputeClass::Fp4);
+    assert_eq!(compute_class_on(DType::Bf16, &b200), ComputeClass::Bf16);
+    // fp8 weights make a compute-bound prefill faster on H100 (fp8 peak), not on A100.
+    let ch = [PrefillChunk { past: 0, new: 8192 }];
+    let w = StepWork {
+        prefill: &ch,
+        decode_seqs: 0,
+        decode_ctx_sum: 0,
+    };
+    let gemm = |gpu: &str, prec: WeightPrecision| {
+        let d = Deployment::new(
+            catalog::load("Qwen/Qwen3-8B").unwrap(),
+            find_gpu(gpu).unwrap(),
+            tp(1),
+            None,
+            prec,
+            KvCacheDtype::Auto,
+            &RawEngineSettings::default(),
+        )
+        .unwrap();
+        cost(&d).breakdown(&w).raw.dense_gemm_compute
+    };
+    assert!(gemm("H100", WeightPrecision::Fp8) < 0.7 * gemm("H100", WeightPrecision::Bf16));
+    assert_eq!(
+        gemm("A100", WeightPrecision::Fp8),
+        gemm("A100", WeightPrecision::Bf16)
+    );
+}
+
+#[test]
+fn default_tables_are_valid_and_overheads_ordered() {
+    for g in [
+        Generation::Ampere,
+        Generation::Ada,
+        Generation::Hopper,
+        Generation::Blackwell,
+        Generation::BlackwellUltra,
+        Generation::BlackwellRtx,
+        Generation::Cdna3,
+        Generation::Cdna4,
+        Generation::TpuV5e,
+        Generation::TpuV6e,
+        Generation::Custom,
+    ] {
+        let e = Efficiencies::default_for(g);
+        e.validate().unwrap();
+        assert!(e.step_overhead_graph_s <= e.step_overhead_piecewise_s);
+        assert!(e.step_overhead_piecewise_s <= e.step_overhead_eager_s);
+        assert!(e.layer_launch_piecewise_s <= e.layer_launch_eager_s);
+        assert!(!Efficiencies::default_note(g).is_empty());
+    }
+}
+
+#[test]
+fn overrides_replace_named_fields_and_reject_bad_values() {
+    let base = Efficiencies::default_for(Generation::Hopper);
+    let o: EfficiencyOverrides =
+        serde_json::from_str(r#"{"gemm_bf16": 0.5, "step_overhead_graph_s": 0.001}"#).unwrap();
+    let e = base.with_overrides(&o).unwrap();
+    assert_eq!(e.gemm_bf16, 0.5);
+    assert_eq!(e.step_overhead_graph_s, 0.001);
+    assert_eq!(e.hbm_weights, base.hbm_weights);
+    // A lower GEMM efficiency makes a compute-bound step slower.
+    let d = dep("meta-llama/Meta-Llama-3.1-8B", "H100", tp(1));
+    let ch = [PrefillChunk { past: 0, new: 4096 }];
+    let w = StepWork {
+        prefill: &ch,
+        decode_seqs: 0,
+        decode_ctx_sum: 0,
+    };
+    let slow = StepCostModel::new(&d, &e).unwrap().step_time(&w);
+    let fast = StepCostModel::new(&d, &base).unwrap().step_time(&w);
+    assert!(slow > fast);
+    for (json, field) in [
+        (r#"{"gemm_fp8": 0.0}"#, "gemm_fp8"),
+        (r#"{"hbm_kv": 1.5}"#, "hbm_kv"),
+        (r#"{"allreduce_latency_s": -1e-6}"#, "allreduce_latency_s"),
+        (r#"{"internode_bytes_s": 0}"#, "internode_bytes_s"),
+    ] {
+        let o: EfficiencyOverrides = serde_json::from_str(json).unwrap();
+        match base.with_overrides(&o) {
+            Err(PerfError::InvalidEfficiency { field: f, .. }) => assert_eq!(f, field),
+            other => panic!("{json}: {other:?}"),
+        }
+    }
+    assert!(serde_json::from_str::<EfficiencyOverrides>(r#"{"gemm_bf17": 0.5}"#).is_err());
+    // NaN in a full table is rejected by the model constructor.
+    let bad = Efficiencies {
+        decode_attention: f64::NAN,
+        ..base
+    };
+    assert!(matches!(
+        StepCostModel::new(&d, &bad),
+        Err(PerfError::InvalidEfficiency {
+            field: "decode_attention",
+            ..
+        })
+    ));
+    // The table round-trips through JSON and lists every field once.
+    let j = serde_json::to_string(&base).unwrap();
+    assert_eq!(serde_json::from_str::<Efficiencies>(&j).unwrap(), base);
+    let names: Vec<_> = base.fields().iter().map(|f| f.0).collect();
+    let mut dedup = names.clone();
+    dedup.sort_unstable();
+    dedup.dedup();
+    assert_eq!(names.len(), dedup.len());
+}
