@@ -1219,6 +1219,171 @@ pub fn fit_generation(
     ))
 }
 
+/// Which fields are fitted per generation: all of [`FIT_PARAMS`] where the set has several
+/// models; with a single model (A100: Qwen3-14B only) just the three broad factors, so the fit
+/// cannot tune to one model's kernels.
+pub fn fit_params_for(generation: &str, num_models: usize) -> Vec<&'static str> {
+    let _ = generation;
+    if num_models >= 3 {
+        FIT_PARAMS.iter().map(|f| f.field).collect()
+    } else {
+        vec!["gemm_bf16", "hbm_weights", "step_overhead_graph_s"]
+    }
+}
+
+/// Out-of-sample check of one split: fitted on `train`, aggregates over `test`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SplitResult {
+    pub train: String,
+    pub test: String,
+    pub fitted: BTreeMap<String, BTreeMap<String, f64>>,
+    pub test_aggregates: Vec<Aggregate>,
+}
+
+/// The fit's output.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FitReport {
+    pub table: FittedEfficiencies,
+    /// generation -> log.
+    pub logs: BTreeMap<String, Vec<FitStep>>,
+    /// Source split: fit on one source, test on the other (both directions).
+    pub splits: Vec<SplitResult>,
+}
+
+fn fit_table(
+    points_csv: &str,
+    opts: &ValidateOptions,
+    rounds: usize,
+    sim: &mut Simulator,
+) -> Result<(FittedEfficiencies, BTreeMap<String, Vec<FitStep>>), ValidateError> {
+    let pts = select_points(parse_points(points_csv)?, opts)?;
+    let mut gens: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in &pts {
+        if let Some(g) = generation_key(&p.gpu) {
+            let models = gens.entry(g).or_default();
+            if !models.contains(&p.model) {
+                models.push(p.model.clone());
+            }
+        }
+    }
+    let mut table = FittedEfficiencies::default();
+    let mut logs = BTreeMap::new();
+    for (g, models) in &gens {
+        let params = fit_params_for(g, models.len());
+        let (fitted, log) = fit_generation(
+            points_csv,
+            g,
+            opts,
+            &FittedEfficiencies::default(),
+            &params,
+            rounds,
+            sim,
+        )?;
+        table.generations.insert(g.clone(), fitted);
+        logs.insert(g.clone(), log);
+    }
+    Ok((table, logs))
+}
+
+/// Fits every generation on all points (the shipped table), then the source split both ways.
+pub fn fit_all(
+    points_csv: &str,
+    rounds: usize,
+    sim: &mut Simulator,
+) -> Result<FitReport, ValidateError> {
+    let all = ValidateOptions {
+        efficiencies: Some(FittedEfficiencies::default()),
+        ..Default::default()
+    };
+    let (mut table, logs) = fit_table(points_csv, &all, rounds, sim)?;
+    let pts = parse_points(points_csv)?;
+    let mut sources: Vec<String> = Vec::new();
+    for p in &pts {
+        if !sources.contains(&p.source) {
+            sources.push(p.source.clone());
+        }
+    }
+    table.description = format!(
+        "fitted by `servesim validate --fit` on {} points ({}), coordinate descent, {rounds} rounds, objective = mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error per GPU generation",
+        pts.len(),
+        sources.join(" + ")
+    );
+    let mut splits = Vec::new();
+    for train in &sources {
+        for test in sources.iter().filter(|s| *s != train) {
+            let train_lines: Vec<usize> =
+                pts.iter().filter(|p| &p.source == train).map(|p| p.line).collect();
+            let test_lines: Vec<usize> =
+                pts.iter().filter(|p| &p.source == test).map(|p| p.line).collect();
+            let o = ValidateOptions {
+                only_lines: Some(train_lines),
+                efficiencies: Some(FittedEfficiencies::default()),
+                ..Default::default()
+            };
+            let (t, _) = fit_table(points_csv, &o, rounds, sim)?;
+            // A generation the training source does not cover keeps the defaults.
+            let o = ValidateOptions {
+                only_lines: Some(test_lines),
+                efficiencies: Some(t.clone()),
+                ..Default::default()
+            };
+            let rep = run_with(points_csv, &o, sim)?;
+            splits.push(SplitResult {
+                train: train.clone(),
+                test: test.clone(),
+                fitted: t.generations,
+                test_aggregates: aggregate(&rep.points, &format!("{test} (fit on {train})"), &|_| true),
+            });
+        }
+    }
+    Ok(FitReport {
+        table,
+        logs,
+        splits,
+    })
+}
+
+impl FitReport {
+    /// The table as the JSON written to data/calibration/efficiencies.json.
+    pub fn table_json(&self) -> String {
+        serde_json::to_string_pretty(&self.table).unwrap_or_default() + "\n"
+    }
+
+    /// Markdown: fitted values, the log, and the out-of-sample errors.
+    pub fn to_markdown(&self) -> String {
+        let mut s = String::from("## Fitted efficiencies\n\n| generation | field | value |\n|---|---|---|\n");
+        for (g, m) in &self.table.generations {
+            for (k, v) in m {
+                s.push_str(&format!("| {g} | {k} | {v} |\n"));
+            }
+        }
+        s.push_str("\n### Fit log (accepted steps)\n\n| generation | round | field | value | objective |\n|---|---|---|---|---|\n");
+        for (g, log) in &self.logs {
+            for st in log {
+                s.push_str(&format!(
+                    "| {g} | {} | {} | {} | {:.2} |\n",
+                    st.round, st.field, st.value, st.objective
+                ));
+            }
+        }
+        s.push_str("\n### Out of sample (source split)\n\n| test set | metric | n | median abs error | mean abs error | mean signed error |\n|---|---|---|---|---|---|\n");
+        for sp in &self.splits {
+            for a in &sp.test_aggregates {
+                s.push_str(&format!(
+                    "| {} | {} | {} | {:.1}% | {:.1}% | {:+.1}% |\n",
+                    a.scope,
+                    a.family.name(),
+                    a.n,
+                    a.median_abs_pct,
+                    a.mean_abs_pct,
+                    a.mean_signed_pct
+                ));
+            }
+        }
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
