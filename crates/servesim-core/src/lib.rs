@@ -16,6 +16,7 @@ pub mod model;
 pub mod parallel;
 pub mod perf;
 pub mod rng;
+pub mod scenario;
 pub mod sweep;
 pub mod units;
 pub mod validate;

@@ -1,0 +1,695 @@
+//! The one scenario type shared by the CLI (`servesim sweep`), the page and validation: a
+//! versioned JSON document (what share links and `--scenario FILE` carry) that resolves into a
+//! deployment, its start-up capacity, the engine configuration, the step-time model, the workload
+//! and the sweep. Identical JSON gives identical results everywhere.
+//!
+//! Glue rules (docs/scenario.md):
+//! - `EngineConfig` takes `max_num_seqs`, `max_num_batched_tokens`, `block_size`, `max_model_len`,
+//!   prefix caching and `long_prefill_token_threshold` from the resolved [`EngineSettings`], and
+//!   `num_gpu_blocks` from the [`CapacityReport`] (per engine = per DP rank).
+//! - `KvFootprint` from the model's [`KvCacheSpec`] (see [`kv_footprint`]).
+//! - engines = `dp x replicas`, GPUs = `num_gpus`; the user cannot set them in `sweep`.
+//! - A scenario that does not fit still resolves (the capacity report says why), but
+//!   [`ResolvedScenario::runner`] refuses to run it.
+//!
+//! [`EngineSettings`]: crate::deploy::EngineSettings
+
+use crate::capacity::{self, CapacityError, CapacityReport};
+use crate::deploy::{DeployError, Deployment, RawEngineSettings};
+use crate::dtype::{KvCacheDtype, WeightPrecision};
+use crate::engine::{
+    EngineConfig, KvFootprint, PrefillChunk as EnginePrefill, SlidingGroup, StepBatch,
+    StepTimeModel,
+};
+use crate::gpu::{find_gpu, GpuError, RawGpu};
+use crate::metrics::LevelResult;
+use crate::model::{catalog, KvCacheSpec, KvPacking, LayerAttn, ModelConfig, ModelError};
+use crate::parallel::Parallelism;
+use crate::perf::{
+    Efficiencies, EfficiencyOverrides, PerfError, PrefillChunk as PerfPrefill, StepCostModel,
+    StepWork,
+};
+use crate::sweep::{OperatingPoint, RawGate, RawSweepSpec, SweepError, SweepResult, SweepRunner, SweepSpec};
+use crate::units::Ticks;
+use crate::workload::{
+    RawArrival, RawContent, RawLengthDist, RawWorkloadSpec, WorkloadError, WorkloadSpec,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The scenario format version this build reads and writes.
+pub const SCENARIO_VERSION: u32 = 1;
+
+/// The model: a catalog id or a pasted Hugging Face `config.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ModelRef {
+    /// A catalog id, e.g. `meta-llama/Meta-Llama-3.1-8B` (case-insensitive).
+    Catalog(String),
+    /// A model described by its `config.json` text.
+    Custom(CustomModel),
+}
+
+/// A model given by its `config.json` text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomModel {
+    pub name: String,
+    pub config_json: String,
+}
+
+/// The GPU: a catalog id/alias or a custom description.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum GpuRef {
+    Catalog(String),
+    Custom(RawGpu),
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A complete simulation request. See docs/scenario.md for every field and the default.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Format version; must be [`SCENARIO_VERSION`].
+    pub version: u32,
+    pub model: ModelRef,
+    pub gpu: GpuRef,
+    #[serde(default = "one")]
+    pub tp: u32,
+    #[serde(default = "one")]
+    pub dp: u32,
+    #[serde(default = "one")]
+    pub ep: u32,
+    /// Total GPUs (a multiple of `tp * dp`); default one replica.
+    #[serde(default)]
+    pub num_gpus: Option<u32>,
+    #[serde(default)]
+    pub weight_precision: WeightPrecision,
+    #[serde(default)]
+    pub kv_cache_dtype: KvCacheDtype,
+    /// vLLM engine settings; absent fields take vLLM's defaults for this GPU and model.
+    #[serde(default)]
+    pub engine: RawEngineSettings,
+    /// The workload; its arrival's own level (concurrency or rate) is replaced by each sweep level.
+    pub workload: RawWorkloadSpec,
+    /// Levels, duration, warm-up, SLA gates. `engines` and `gpus` come from the deployment and
+    /// must not be set here.
+    #[serde(default)]
+    pub sweep: RawSweepSpec,
+    /// Overrides of the step-time model's efficiency table (default: the GPU generation's table).
+    #[serde(default)]
+    pub efficiencies: Option<EfficiencyOverrides>,
+}
+
+/// Why a scenario cannot be read, resolved or run. [`ScenarioError::field`] gives the JSON path
+/// of the offending field; the message names the fix.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("scenario JSON: `{field}`: {message}")]
+    Json { field: String, message: String },
+    #[error("scenario version {found} is not supported: this build reads version {SCENARIO_VERSION}; set \"version\": {SCENARIO_VERSION} (and check the fields against docs/scenario.md)")]
+    Version { found: String },
+    #[error("model: {0}")]
+    Model(ModelError),
+    #[error("gpu: {0}")]
+    Gpu(GpuError),
+    #[error("{0}")]
+    Deploy(DeployError),
+    #[error("capacity: {0}")]
+    Capacity(CapacityError),
+    #[error("workload: {0}")]
+    Workload(WorkloadError),
+    #[error("sweep: {0}")]
+    Sweep(SweepError),
+    #[error("efficiencies: {0}")]
+    Perf(PerfError),
+    #[error("`{field}` = {value} is invalid: {fix}")]
+    Invalid {
+        field: String,
+        value: String,
+        fix: String,
+    },
+    /// The deployment does not start (vLLM would fail at start-up): nothing to simulate.
+    #[error("the deployment does not fit, so there is nothing to simulate: {reason}{}", fixes_text(.fixes))]
+    DoesNotFit { reason: String, fixes: Vec<String> },
+}
+
+fn fixes_text(f: &[String]) -> String {
+    if f.is_empty() {
+        String::new()
+    } else {
+        format!(". Fixes: {}", f.join("; "))
+    }
+}
+
+/// Top-level deployment fields (everything else in `DeployError` is an engine setting).
+const DEPLOY_TOP: [&str; 8] = [
+    "tp",
+    "dp",
+    "ep",
+    "num_gpus",
+    "weight_precision",
+    "kv_cache_dtype",
+    "model",
+    "gpu",
+];
+
+impl ScenarioError {
+    /// The JSON path of the field at fault, e.g. `engine.max_num_seqs`, `workload.requests.input.mean`.
+    pub fn field(&self) -> String {
+        match self {
+            ScenarioError::Json { field, .. } => field.clone(),
+            ScenarioError::Version { .. } => "version".into(),
+            ScenarioError::Model(_) => "model".into(),
+            ScenarioError::Gpu(e) => match e {
+                GpuError::InvalidField { field, .. } => format!("gpu.custom.{field}"),
+                _ => "gpu".into(),
+            },
+            ScenarioError::Deploy(e) => deploy_field(e),
+            ScenarioError::Capacity(e) => match e {
+                CapacityError::Model(_) => "model".into(),
+                CapacityError::InvalidField { field, .. } => deploy_path(field),
+            },
+            ScenarioError::Workload(e) => workload_field(e),
+            ScenarioError::Sweep(e) => match e {
+                SweepError::Workload(w) => workload_field(w),
+                SweepError::Sim(_) => "sweep".into(),
+                SweepError::Spec { field, .. } => {
+                    if field.starts_with("sweep") {
+                        field.clone()
+                    } else {
+                        format!("sweep.{field}")
+                    }
+                }
+            },
+            ScenarioError::Perf(e) => match e {
+                PerfError::InvalidEfficiency { field, .. } => format!("efficiencies.{field}"),
+                PerfError::Model(_) => "model".into(),
+            },
+            ScenarioError::Invalid { field, .. } => field.clone(),
+            ScenarioError::DoesNotFit { .. } => "deployment".into(),
+        }
+    }
+}
+
+fn deploy_path(field: &str) -> String {
+    if DEPLOY_TOP.contains(&field) {
+        field.to_string()
+    } else {
+        format!("engine.{field}")
+    }
+}
+
+fn deploy_field(e: &DeployError) -> String {
+    match e {
+        DeployError::Model(_) => "model".into(),
+        DeployError::Gpu(_) => "gpu".into(),
+        other => deploy_path(other.field()),
+    }
+}
+
+fn workload_field(e: &WorkloadError) -> String {
+    let f = match e {
+        WorkloadError::BadCount { field, .. }
+        | WorkloadError::NotPositive { field, .. }
+        | WorkloadError::MinAboveMax { field, .. }
+        | WorkloadError::Empty { field }
+        | WorkloadError::Invalid { field, .. } => field.as_str(),
+        WorkloadError::Json(_) => "",
+        WorkloadError::Trace { .. } => "requests.jsonl",
+        WorkloadError::UnknownPreset(_) => "requests.name",
+    };
+    if f.is_empty() {
+        "workload".into()
+    } else if f.starts_with("sweep") {
+        f.to_string()
+    } else {
+        format!("workload.{f}")
+    }
+}
+
+fn json_err(field: &str, e: impl ToString) -> ScenarioError {
+    ScenarioError::Json {
+        field: field.to_string(),
+        message: e.to_string(),
+    }
+}
+
+fn invalid(field: &str, value: impl ToString, fix: impl Into<String>) -> ScenarioError {
+    ScenarioError::Invalid {
+        field: field.to_string(),
+        value: value.to_string(),
+        fix: fix.into(),
+    }
+}
+
+/// Removes `null` members of objects, recursively (absent and `null` mean the same in a scenario).
+fn strip_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            for x in m.values_mut() {
+                strip_nulls(x);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
+
+fn field_from<T: serde::de::DeserializeOwned>(
+    obj: &serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<T>, ScenarioError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => T::deserialize(v).map(Some).map_err(|e| json_err(key, e)),
+    }
+}
+
+impl Scenario {
+    /// The page's first view (and the base the CLI's flags modify): Llama-3.1-8B on one H100-SXM,
+    /// vLLM defaults, `vllm bench serve --dataset-name random`-like requests (1024 input, 128
+    /// output tokens, constant), closed loop at concurrency 1, 2, 4, ..., 512, 300 s per level
+    /// (30 s warm-up), one SLA gate `e2e_tokens_per_s_per_user >= 50`.
+    pub fn default_scenario() -> Scenario {
+        Scenario {
+            version: SCENARIO_VERSION,
+            model: ModelRef::Catalog("meta-llama/Meta-Llama-3.1-8B".into()),
+            gpu: GpuRef::Catalog("H100-SXM".into()),
+            tp: 1,
+            dp: 1,
+            ep: 1,
+            num_gpus: None,
+            weight_precision: WeightPrecision::Checkpoint,
+            kv_cache_dtype: KvCacheDtype::Auto,
+            engine: RawEngineSettings::default(),
+            workload: RawWorkloadSpec {
+                arrival: RawArrival::ClosedLoop {
+                    concurrency: 1.0,
+                    think_time_s: None,
+                },
+                requests: RawContent::Synthetic {
+                    input: RawLengthDist::Constant { tokens: 1024.0 },
+                    output: RawLengthDist::Constant { tokens: 128.0 },
+                    shared_prefix: None,
+                },
+                seed: 0,
+            },
+            sweep: RawSweepSpec {
+                concurrency: Some((0..10).map(|i| (1u32 << i) as f64).collect()),
+                duration_s: Some(300.0),
+                warmup_s: Some(30.0),
+                sla: vec![RawGate {
+                    metric: "e2e_tokens_per_s_per_user".into(),
+                    op: crate::sweep::GateOp::Ge,
+                    value: 50.0,
+                }],
+                ..RawSweepSpec::default()
+            },
+            efficiencies: None,
+        }
+    }
+
+    /// Reads a scenario. The version is checked first; errors name the top-level field (and
+    /// serde's message names the nested one).
+    pub fn from_json(s: &str) -> Result<Scenario, ScenarioError> {
+        let v: Value = serde_json::from_str(s).map_err(|e| json_err("", e))?;
+        let Value::Object(obj) = &v else {
+            return Err(json_err("", "a scenario is a JSON object"));
+        };
+        match obj.get("version") {
+            None => {
+                return Err(json_err(
+                    "version",
+                    format!("missing; add \"version\": {SCENARIO_VERSION}"),
+                ))
+            }
+            Some(Value::Number(n)) if n.as_u64() == Some(SCENARIO_VERSION as u64) => {}
+            Some(other) => {
+                return Err(ScenarioError::Version {
+                    found: other.to_string(),
+                })
+            }
+        }
+        const KNOWN: [&str; 13] = [
+            "version",
+            "model",
+            "gpu",
+            "tp",
+            "dp",
+            "ep",
+            "num_gpus",
+            "weight_precision",
+            "kv_cache_dtype",
+            "engine",
+            "workload",
+            "sweep",
+            "efficiencies",
+        ];
+        for k in obj.keys() {
+            if !KNOWN.contains(&k.as_str()) {
+                return Err(json_err(
+                    k,
+                    format!("unknown field; known fields: {}", KNOWN.join(", ")),
+                ));
+            }
+        }
+        let req = |k: &str| json_err(k, "missing (required)");
+        Ok(Scenario {
+            version: SCENARIO_VERSION,
+            model: field_from(obj, "model")?.ok_or_else(|| req("model"))?,
+            gpu: field_from(obj, "gpu")?.ok_or_else(|| req("gpu"))?,
+            tp: field_from(obj, "tp")?.unwrap_or(1),
+            dp: field_from(obj, "dp")?.unwrap_or(1),
+            ep: field_from(obj, "ep")?.unwrap_or(1),
+            num_gpus: field_from(obj, "num_gpus")?,
+            weight_precision: field_from(obj, "weight_precision")?.unwrap_or_default(),
+            kv_cache_dtype: field_from(obj, "kv_cache_dtype")?.unwrap_or_default(),
+            engine: field_from(obj, "engine")?.unwrap_or_default(),
+            workload: field_from(obj, "workload")?.ok_or_else(|| req("workload"))?,
+            sweep: field_from(obj, "sweep")?.unwrap_or_default(),
+            efficiencies: field_from(obj, "efficiencies")?,
+        })
+    }
+
+    fn to_value(&self) -> Value {
+        let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
+        strip_nulls(&mut v);
+        v
+    }
+
+    /// Canonical compact JSON (keys sorted, absent options omitted): stable for share links.
+    pub fn to_json(&self) -> String {
+        self.to_value().to_string()
+    }
+
+    /// The same canonical content, indented for people.
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(&self.to_value()).unwrap_or_default()
+    }
+
+    /// Validates everything and builds the simulation inputs. A deployment that does not fit
+    /// still resolves (see [`ResolvedScenario::capacity`]); only [`ResolvedScenario::runner`]
+    /// refuses it.
+    pub fn resolve(&self) -> Result<ResolvedScenario, ScenarioError> {
+        if self.version != SCENARIO_VERSION {
+            return Err(ScenarioError::Version {
+                found: self.version.to_string(),
+            });
+        }
+        let model = match &self.model {
+            ModelRef::Catalog(id) => catalog::load(id).map_err(ScenarioError::Model)?,
+            ModelRef::Custom(c) => {
+                if c.name.trim().is_empty() {
+                    return Err(invalid(
+                        "model.custom.name",
+                        "\"\"",
+                        "give the model a name (e.g. its Hugging Face id)",
+                    ));
+                }
+                ModelConfig::from_hf_json(c.name.trim(), &c.config_json)
+                    .map_err(ScenarioError::Model)?
+            }
+        };
+        let gpu = match &self.gpu {
+            GpuRef::Catalog(id) => find_gpu(id).map_err(ScenarioError::Gpu)?,
+            GpuRef::Custom(raw) => raw.validate().map_err(ScenarioError::Gpu)?,
+        };
+        let par = Parallelism {
+            tp: self.tp,
+            dp: self.dp,
+            ep: self.ep,
+        };
+        let deployment = Deployment::new(
+            model,
+            gpu,
+            par,
+            self.num_gpus,
+            self.weight_precision,
+            self.kv_cache_dtype,
+            &self.engine,
+        )
+        .map_err(ScenarioError::Deploy)?;
+        let capacity = capacity::compute(&deployment, None).map_err(ScenarioError::Capacity)?;
+        let e = &deployment.engine;
+        let spec = deployment
+            .model
+            .kv_cache_spec(deployment.kv_cache_dtype, deployment.par.tp, e.block_size)
+            .map_err(ScenarioError::Model)?;
+        let kv = kv_footprint(&spec, e.max_num_batched_tokens);
+        let to_u32 = |field: &str, v: u64| -> Result<u32, ScenarioError> {
+            u32::try_from(v).map_err(|_| invalid(field, v, "must be below 4,294,967,296"))
+        };
+        let engine = EngineConfig {
+            max_num_seqs: to_u32("engine.max_num_seqs", e.max_num_seqs)?,
+            max_num_batched_tokens: to_u32(
+                "engine.max_num_batched_tokens",
+                e.max_num_batched_tokens,
+            )?,
+            block_size: e.block_size,
+            num_gpu_blocks: capacity.num_blocks,
+            max_model_len: e.max_model_len,
+            enable_prefix_caching: e.enable_prefix_caching,
+            long_prefill_token_threshold: to_u32(
+                "engine.long_prefill_token_threshold",
+                e.long_prefill_token_threshold,
+            )?,
+            kv,
+        };
+        let base = Efficiencies::default_for(deployment.gpu.generation);
+        let eff = match &self.efficiencies {
+            None => base,
+            Some(o) => base.with_overrides(o).map_err(ScenarioError::Perf)?,
+        };
+        let cost = StepCostModel::new(&deployment, &eff).map_err(ScenarioError::Perf)?;
+        let workload = self.workload.validate().map_err(ScenarioError::Workload)?;
+        if let Some(v) = self.sweep.engines {
+            return Err(invalid(
+                "sweep.engines",
+                v,
+                "engines are derived from the deployment (dp x replicas); set dp or num_gpus instead and drop sweep.engines",
+            ));
+        }
+        if let Some(v) = self.sweep.gpus {
+            return Err(invalid(
+                "sweep.gpus",
+                v,
+                "GPUs are derived from the deployment (num_gpus); set num_gpus instead and drop sweep.gpus",
+            ));
+        }
+        let mut raw_sweep = self.sweep.clone();
+        raw_sweep.engines = Some(deployment.engines() as f64);
+        raw_sweep.gpus = Some(deployment.num_gpus as f64);
+        let sweep = raw_sweep.validate().map_err(ScenarioError::Sweep)?;
+        Ok(ResolvedScenario {
+            deployment,
+            capacity,
+            engine,
+            cost,
+            workload,
+            sweep,
+        })
+    }
+}
+
+/// Maps a model's KV cache spec onto the engine's per-request block footprint:
+/// - uniform: one full group (`{1, [], 0}`), or one sliding group when every layer slides;
+/// - hybrid shared pool (gpt-oss): one full group per vLLM full-attention KV group, and per
+///   sliding-window KV group `max_blocks = cdiv(window - 1 + max_num_batched_tokens, block_size) + 1`
+///   (vLLM `SlidingWindowSpec.max_memory_usage_bytes`);
+/// - DeepSeek-V4 layer tuple: one block id per `block_size` tokens for all compressed layers
+///   (`full_groups = 1`) plus the per-request sliding-window state rounded up to whole blocks
+///   (`fixed_blocks = cdiv(per_request_fixed_bytes, block_bytes)`).
+pub fn kv_footprint(spec: &KvCacheSpec, max_num_batched_tokens: u64) -> KvFootprint {
+    let bs = spec.block_size.max(1) as u64;
+    let mut fp = KvFootprint {
+        full_groups: 0,
+        sliding: Vec::new(),
+        fixed_blocks: 0,
+    };
+    let add = |kind: LayerAttn, fp: &mut KvFootprint| match kind {
+        LayerAttn::SlidingWindow { window } => fp.sliding.push(SlidingGroup {
+            window: window as u64,
+            max_blocks: (window as u64).saturating_sub(1).saturating_add(max_num_batched_tokens).div_ceil(bs) + 1,
+        }),
+        LayerAttn::Full | LayerAttn::Compressed { .. } => fp.full_groups += 1,
+    };
+    match spec.packing {
+        KvPacking::Uniform => {
+            if let Some(g) = spec.groups.first() {
+                add(g.kind, &mut fp);
+            }
+        }
+        KvPacking::SharedPool { .. } => {
+            for g in &spec.groups {
+                add(g.kind, &mut fp);
+            }
+        }
+        KvPacking::LayerTuple => {
+            fp.full_groups = 1;
+        }
+    }
+    if spec.per_request_fixed_bytes > 0 {
+        let bb = spec.block_bytes().max(1);
+        fp.fixed_blocks = spec.per_request_fixed_bytes.div_ceil(bb);
+    }
+    if fp.full_groups == 0 && fp.sliding.is_empty() {
+        fp.full_groups = 1;
+    }
+    fp
+}
+
+/// Prefill chunks mapped per step without allocating: up to this many live on the stack; a
+/// step with more (many tiny prompts in one step) maps them into a temporary vector.
+const STACK_CHUNKS: usize = 32;
+
+/// The roofline as the engine's step-time model: `StepBatch` (prefill chunks with
+/// `new_tokens`/`context_before`, decode count and context sum) maps onto `perf::StepWork`.
+impl StepTimeModel for StepCostModel {
+    fn step_time(&self, b: &StepBatch) -> Ticks {
+        let map = |c: &EnginePrefill| PerfPrefill {
+            past: c.context_before,
+            new: c.new_tokens,
+        };
+        let decode_seqs = b.num_decode_seqs as u64;
+        if b.prefills.len() <= STACK_CHUNKS {
+            let mut buf = [PerfPrefill::default(); STACK_CHUNKS];
+            for (d, c) in buf.iter_mut().zip(b.prefills) {
+                *d = map(c);
+            }
+            StepCostModel::step_time(
+                self,
+                &StepWork {
+                    prefill: &buf[..b.prefills.len()],
+                    decode_seqs,
+                    decode_ctx_sum: b.decode_ctx_sum,
+                },
+            )
+        } else {
+            let v: Vec<PerfPrefill> = b.prefills.iter().map(map).collect();
+            StepCostModel::step_time(
+                self,
+                &StepWork {
+                    prefill: &v,
+                    decode_seqs,
+                    decode_ctx_sum: b.decode_ctx_sum,
+                },
+            )
+        }
+    }
+}
+
+/// A scenario with everything validated and derived.
+#[derive(Clone, Debug)]
+pub struct ResolvedScenario {
+    pub deployment: Deployment,
+    pub capacity: CapacityReport,
+    pub engine: EngineConfig,
+    pub cost: StepCostModel,
+    pub workload: WorkloadSpec,
+    pub sweep: SweepSpec,
+}
+
+impl ResolvedScenario {
+    /// A level-by-level runner (progress and cancellation between levels). Fails when the
+    /// deployment does not fit, quoting the capacity report's reason and fixes.
+    pub fn runner(&self) -> Result<SweepRunner<'_>, ScenarioError> {
+        if !self.capacity.fits || self.engine.num_gpu_blocks == 0 {
+            return Err(ScenarioError::DoesNotFit {
+                reason: self.capacity.reason.clone(),
+                fixes: self
+                    .capacity
+                    .fixes
+                    .iter()
+                    .map(|f| format!("{} = {} ({})", f.setting, f.value, f.effect))
+                    .collect(),
+            });
+        }
+        SweepRunner::new(&self.engine, &self.cost, &self.workload, &self.sweep)
+            .map_err(ScenarioError::Sweep)
+    }
+
+    /// Runs every level.
+    pub fn run(&self) -> Result<SweepResult, ScenarioError> {
+        let mut r = self.runner()?;
+        while let Some(step) = r.step() {
+            step.map_err(ScenarioError::Sweep)?;
+        }
+        Ok(r.finish())
+    }
+}
+
+/// The capacity figures shown next to a sweep.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CapacitySummary {
+    pub fits: bool,
+    pub reason: String,
+    pub engines: u32,
+    pub num_gpus: u32,
+    pub block_size: u32,
+    /// KV blocks per engine (vLLM's `num_gpu_blocks`).
+    pub num_gpu_blocks: u64,
+    /// KV tokens per engine and over all engines (capacity report's headline convention).
+    pub kv_cache_tokens: u64,
+    pub kv_cache_tokens_total: u64,
+    pub max_concurrency: f64,
+    pub kv_cache_memory_gib: f64,
+    pub max_num_seqs: u64,
+    pub max_num_batched_tokens: u64,
+    pub max_model_len: u64,
+    pub notes: Vec<String>,
+}
+
+impl CapacitySummary {
+    pub fn of(c: &CapacityReport) -> CapacitySummary {
+        CapacitySummary {
+            fits: c.fits,
+            reason: c.reason.clone(),
+            engines: c.engines,
+            num_gpus: c.num_gpus,
+            block_size: c.block_size,
+            num_gpu_blocks: c.num_blocks,
+            kv_cache_tokens: c.kv_cache_tokens,
+            kv_cache_tokens_total: c.kv_cache_tokens_total,
+            max_concurrency: c.max_concurrency,
+            kv_cache_memory_gib: c.breakdown.kv_pool.gib,
+            max_num_seqs: c.max_num_seqs,
+            max_num_batched_tokens: c.max_num_batched_tokens,
+            max_model_len: c.max_model_len,
+            notes: c.notes.clone(),
+        }
+    }
+}
+
+/// The JSON `servesim sweep --json` prints (and the page exports): the scenario, its capacity,
+/// every level's metrics and the SLA operating point.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepReport<'a> {
+    pub scenario: Value,
+    pub capacity: CapacitySummary,
+    pub levels: &'a [LevelResult],
+    pub operating_point: Option<&'a OperatingPoint>,
+    pub cancelled: bool,
+}
+
+impl<'a> SweepReport<'a> {
+    pub fn new(s: &Scenario, r: &ResolvedScenario, result: &'a SweepResult) -> SweepReport<'a> {
+        SweepReport {
+            scenario: s.to_value(),
+            capacity: CapacitySummary::of(&r.capacity),
+            levels: &result.levels,
+            operating_point: result.operating_point.as_ref(),
+            cancelled: result.cancelled,
+        }
+    }
+
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
+    }
+}

@@ -1,0 +1,301 @@
+//! The scenario type: JSON round trip, errors naming their field, the glue from deployment to
+//! engine (blocks, footprint, engines, GPUs), the step-time adapter, does-not-fit handling and
+//! determinism.
+
+use servesim_core::engine::{PrefillChunk, StepBatch, StepTimeModel};
+use servesim_core::model::catalog;
+use servesim_core::perf::{PrefillChunk as PerfChunk, StepCostModel, StepWork};
+use servesim_core::scenario::{
+    kv_footprint, GpuRef, ModelRef, Scenario, ScenarioError, SweepReport,
+};
+use servesim_core::workload::{RawArrival, RawContent, RawLengthDist};
+
+fn small(model: &str) -> Scenario {
+    let mut s = Scenario::default_scenario();
+    s.model = ModelRef::Catalog(model.into());
+    s.sweep.concurrency = Some(vec![1.0, 16.0]);
+    s.sweep.duration_s = Some(20.0);
+    s.sweep.warmup_s = Some(2.0);
+    s
+}
+
+fn err_of(json: &str) -> ScenarioError {
+    match Scenario::from_json(json) {
+        Err(e) => e,
+        Ok(s) => s.resolve().expect_err("expected an error"),
+    }
+}
+
+fn with(f: impl FnOnce(&mut serde_json::Value)) -> String {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&Scenario::default_scenario().to_json()).unwrap();
+    f(&mut v);
+    v.to_string()
+}
+
+#[test]
+fn json_round_trip_is_identity_and_canonical() {
+    let s = Scenario::default_scenario();
+    let j = s.to_json();
+    let back = Scenario::from_json(&j).unwrap();
+    assert_eq!(back, s);
+    assert_eq!(back.to_json(), j, "canonical form is stable");
+    assert_eq!(Scenario::from_json(&s.to_json_pretty()).unwrap(), s);
+    // absent options are omitted, not written as null
+    assert!(!j.contains("null"), "{j}");
+    // a scenario with a custom model and GPU survives too
+    let mut c = small("meta-llama/Meta-Llama-3.1-8B");
+    c.model = ModelRef::Custom(servesim_core::scenario::CustomModel {
+        name: "my-8b".into(),
+        config_json: catalog::config_json("meta-llama/Meta-Llama-3.1-8B")
+            .unwrap()
+            .into(),
+    });
+    c.gpu = GpuRef::Custom(servesim_core::gpu::RawGpu {
+        name: "my-gpu".into(),
+        memory_visible_mib: 81_559.0,
+        hbm_bandwidth_tb_s: 3.35,
+        bf16_dense_tflops: 989.0,
+        fp8_dense_tflops: Some(1979.0),
+        fp4_dense_tflops: None,
+        scaleup_unidir_gb_s: 450.0,
+        scaleup_domain: 8,
+        vendor: None,
+    });
+    let back = Scenario::from_json(&c.to_json()).unwrap();
+    assert_eq!(back, c);
+    assert!(back.resolve().is_ok());
+}
+
+#[test]
+fn unknown_fields_are_named() {
+    let e = err_of(&with(|v| v["colour"] = "blue".into()));
+    assert_eq!(e.field(), "colour", "{e}");
+    let e = err_of(&with(|v| v["engine"]["max_num_seq"] = 8.into()));
+    assert_eq!(e.field(), "engine");
+    assert!(e.to_string().contains("max_num_seq"), "{e}");
+    let e = err_of(&with(|v| v["sweep"]["levels"] = serde_json::json!([1, 2])));
+    assert_eq!(e.field(), "sweep");
+    assert!(e.to_string().contains("levels"), "{e}");
+}
+
+#[test]
+fn wrong_or_missing_version_is_a_clear_error() {
+    let e = err_of(&with(|v| v["version"] = 2.into()));
+    assert!(matches!(e, ScenarioError::Version { .. }), "{e:?}");
+    assert_eq!(e.field(), "version");
+    assert!(e.to_string().contains("version 1"), "{e}");
+    let e = err_of(&with(|v| {
+        v.as_object_mut().unwrap().remove("version");
+    }));
+    assert_eq!(e.field(), "version");
+    // the version is checked before other fields
+    let e = err_of(&with(|v| {
+        v["version"] = 7.into();
+        v["bogus"] = 1.into();
+    }));
+    assert!(matches!(e, ScenarioError::Version { .. }), "{e:?}");
+}
+
+#[test]
+fn zero_negative_and_nan_values_name_their_field() {
+    let e = err_of(&with(|v| v["tp"] = 0.into()));
+    assert_eq!(e.field(), "tp", "{e}");
+    let e = err_of(&with(|v| v["tp"] = (-2).into()));
+    assert_eq!(e.field(), "tp", "{e}");
+    let e = err_of(&with(|v| v["engine"]["max_num_seqs"] = 0.into()));
+    assert_eq!(e.field(), "engine.max_num_seqs", "{e}");
+    let e = err_of(&with(|v| v["engine"]["gpu_memory_utilization"] = 1.5.into()));
+    assert_eq!(e.field(), "engine.gpu_memory_utilization", "{e}");
+    let e = err_of(&with(|v| v["sweep"]["duration_s"] = 0.into()));
+    assert_eq!(e.field(), "sweep.duration_s", "{e}");
+    let e = err_of(&with(|v| v["sweep"]["engines"] = 4.into()));
+    assert_eq!(e.field(), "sweep.engines", "{e}");
+    assert!(e.to_string().contains("dp"), "{e}");
+    let e = err_of(&with(|v| {
+        v["efficiencies"] = serde_json::json!({"gemm_bf16": 2.0})
+    }));
+    assert_eq!(e.field(), "efficiencies.gemm_bf16", "{e}");
+    // NaN cannot be written in JSON; a programmatic scenario carrying one is still caught
+    let mut s = Scenario::default_scenario();
+    s.workload.requests = RawContent::Synthetic {
+        input: RawLengthDist::Normal {
+            mean: f64::NAN,
+            std: 10.0,
+            min: 1.0,
+            max: 100.0,
+        },
+        output: RawLengthDist::Constant { tokens: 10.0 },
+        shared_prefix: None,
+    };
+    let e = s.resolve().unwrap_err();
+    assert_eq!(e.field(), "workload.requests.input.mean", "{e}");
+    let e = err_of(&with(|v| v["model"] = serde_json::json!({"catalog": "no/such-model"})));
+    assert_eq!(e.field(), "model");
+    let e = err_of(&with(|v| v["gpu"] = serde_json::json!({"catalog": "Z9000"})));
+    assert_eq!(e.field(), "gpu");
+}
+
+#[test]
+fn engine_config_takes_blocks_from_capacity_and_settings_from_vllm_defaults() {
+    let mut s = small("meta-llama/Meta-Llama-3.1-8B");
+    s.engine.max_num_seqs = Some(128);
+    s.engine.long_prefill_token_threshold = Some(1024);
+    let r = s.resolve().unwrap();
+    assert!(r.capacity.fits);
+    assert_eq!(r.engine.num_gpu_blocks, r.capacity.num_blocks);
+    assert_eq!(r.engine.max_num_seqs, 128);
+    // vLLM default on H100 (>= 70 GiB, OpenAI server): 8192 batched tokens, block 16
+    assert_eq!(r.engine.max_num_batched_tokens, 8192);
+    assert_eq!(r.engine.block_size, 16);
+    assert_eq!(r.engine.max_model_len, 131_072);
+    assert!(r.engine.enable_prefix_caching);
+    assert_eq!(r.engine.long_prefill_token_threshold, 1024);
+    assert_eq!(r.engine.kv.full_groups, 1);
+    assert!(r.engine.kv.sliding.is_empty());
+    assert_eq!(r.engine.kv.fixed_blocks, 0);
+    assert_eq!((r.sweep.engines, r.sweep.gpus), (1, 1));
+}
+
+#[test]
+fn engines_are_dp_times_replicas_and_gpus_are_num_gpus() {
+    let mut s = small("Qwen/Qwen3-30B-A3B");
+    s.tp = 1;
+    s.dp = 2;
+    s.ep = 2;
+    s.num_gpus = Some(8);
+    let r = s.resolve().unwrap();
+    assert_eq!(r.deployment.replicas(), 4);
+    assert_eq!(r.sweep.engines, 8);
+    assert_eq!(r.sweep.gpus, 8);
+    assert_eq!(r.capacity.engines, 8);
+}
+
+#[test]
+fn hybrid_sliding_footprint_matches_vllm_group_sizing() {
+    let m = catalog::load("openai/gpt-oss-120b").unwrap();
+    let mnbt = 8192;
+    let spec = m
+        .kv_cache_spec(servesim_core::dtype::KvCacheDtype::Auto, 1, 16)
+        .unwrap();
+    let fp = kv_footprint(&spec, mnbt);
+    assert_eq!(fp.full_groups, 1);
+    assert_eq!(fp.sliding.len(), 1);
+    let w = fp.sliding[0].window;
+    assert_eq!(w, 128);
+    assert_eq!(fp.sliding[0].max_blocks, (w - 1 + mnbt).div_ceil(16) + 1);
+    // beyond the window + budget, the engine's count equals vLLM's per-request block count
+    for n in [10_000u64, 50_000, 131_072] {
+        assert_eq!(fp.blocks(n, 16), spec.blocks_for_tokens(n, mnbt), "n={n}");
+    }
+}
+
+#[test]
+fn deepseek_v4_footprint_is_one_block_per_block_size_plus_fixed_state() {
+    let m = catalog::load("deepseek-ai/DeepSeek-V4-Pro").unwrap();
+    let spec = m
+        .kv_cache_spec(servesim_core::dtype::KvCacheDtype::Fp8DsMla, 8, 256)
+        .unwrap();
+    assert!(spec.per_request_fixed_bytes > 0);
+    let fp = kv_footprint(&spec, 8192);
+    assert_eq!(fp.full_groups, 1);
+    assert!(fp.sliding.is_empty());
+    let bb = spec.block_bytes();
+    assert!(fp.fixed_blocks * bb >= spec.per_request_fixed_bytes);
+    assert!((fp.fixed_blocks - 1) * bb < spec.per_request_fixed_bytes);
+    for n in [1u64, 256, 257, 100_000] {
+        assert_eq!(
+            fp.blocks(n, 256),
+            spec.blocks_for_tokens(n, 8192) + fp.fixed_blocks
+        );
+    }
+}
+
+#[test]
+fn step_time_adapter_equals_the_cost_model_on_the_same_work() {
+    let r = small("meta-llama/Meta-Llama-3.1-8B").resolve().unwrap();
+    // few chunks (stack buffer) and many chunks (the fallback path)
+    for n in [0usize, 3, 32, 33, 100] {
+        let chunks: Vec<PrefillChunk> = (0..n)
+            .map(|i| PrefillChunk {
+                new_tokens: 17 + i as u64,
+                context_before: 64 * i as u64,
+            })
+            .collect();
+        let perf: Vec<PerfChunk> = chunks
+            .iter()
+            .map(|c| PerfChunk {
+                past: c.context_before,
+                new: c.new_tokens,
+            })
+            .collect();
+        let npt: u64 = chunks.iter().map(|c| c.new_tokens).sum();
+        let batch = StepBatch {
+            num_seqs: n as u32 + 40,
+            num_decode_seqs: 40,
+            decode_ctx_sum: 40 * 2000,
+            prefills: &chunks,
+            num_prefill_tokens: npt,
+            prefill_ctx_sum: chunks.iter().map(|c| c.context_before).sum(),
+            prefill_attn_pairs: chunks
+                .iter()
+                .map(|c| c.new_tokens * c.context_before + c.new_tokens * (c.new_tokens + 1) / 2)
+                .sum(),
+            num_tokens: npt + 40,
+        };
+        let via_engine = StepTimeModel::step_time(&r.cost, &batch);
+        let direct = StepCostModel::step_time(
+            &r.cost,
+            &StepWork {
+                prefill: &perf,
+                decode_seqs: 40,
+                decode_ctx_sum: 40 * 2000,
+            },
+        );
+        assert_eq!(via_engine, direct, "n={n}");
+        assert!(direct.0 > 0);
+    }
+}
+
+#[test]
+fn a_deployment_that_does_not_fit_resolves_but_does_not_run() {
+    let s = small("meta-llama/Meta-Llama-3.1-70B");
+    let r = s.resolve().expect("resolves with fits = false");
+    assert!(!r.capacity.fits);
+    let e = match r.runner() {
+        Err(e) => e,
+        Ok(_) => panic!("runner must refuse a deployment that does not fit"),
+    };
+    assert!(matches!(e, ScenarioError::DoesNotFit { .. }));
+    let msg = e.to_string();
+    assert!(msg.contains(&r.capacity.reason), "{msg}");
+    assert!(msg.contains("tp = "), "names a fix: {msg}");
+}
+
+#[test]
+fn two_runs_give_identical_json() {
+    let mut s = small("Qwen/Qwen3-8B");
+    s.workload.arrival = RawArrival::Poisson { rate: 1.0 };
+    s.sweep.concurrency = None;
+    s.sweep.request_rates = Some(vec![2.0, 6.0]);
+    s.workload.seed = 11;
+    let run = || {
+        let r = s.resolve().unwrap();
+        let res = r.run().unwrap();
+        SweepReport::new(&s, &r, &res).to_json_pretty()
+    };
+    let a = run();
+    assert_eq!(a, run());
+    assert!(a.contains("\"request_rate\": 2.0"), "{a}");
+}
+
+#[test]
+fn default_scenario_resolves_with_its_documented_values() {
+    let s = Scenario::default_scenario();
+    let r = s.resolve().unwrap();
+    assert!(r.capacity.fits);
+    assert_eq!(r.deployment.model.name, "meta-llama/Meta-Llama-3.1-8B");
+    assert_eq!(r.deployment.gpu.id, "H100-SXM");
+    assert_eq!(r.sweep.levels.len(), 10);
+    assert_eq!(r.sweep.sla.len(), 1);
+}
