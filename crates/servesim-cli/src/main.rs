@@ -2,6 +2,7 @@
 
 mod args;
 mod cmd_capacity;
+mod cmd_validate;
 
 use clap::{Parser, Subcommand};
 
@@ -24,6 +25,8 @@ enum Command {
     Gpus(cmd_capacity::ListArgs),
     /// The model catalog.
     Models(cmd_capacity::ListArgs),
+    /// Predicted versus measured on a calibration CSV (per point and aggregate error).
+    Validate(Box<cmd_validate::ValidateArgs>),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -32,5 +35,6 @@ fn main() -> anyhow::Result<()> {
         Command::Capacity(a) => cmd_capacity::run_capacity(&a),
         Command::Gpus(a) => cmd_capacity::run_gpus(&a),
         Command::Models(a) => cmd_capacity::run_models(&a),
+        Command::Validate(a) => cmd_validate::run_validate(&a),
     }
 }

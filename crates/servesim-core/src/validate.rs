@@ -378,6 +378,23 @@ pub const MODEL_ALIASES: &[(&str, &str)] = &[
     ),
 ];
 
+/// GPU names in the CSV that are not catalog ids or aliases, mapped to the catalog GPU
+/// (the same part: SXM form factor, 80 GB HBM).
+pub const GPU_ALIASES: &[(&str, &str)] = &[
+    ("H100-SXM-80GB", "H100-SXM"),
+    ("A100-SXM-80GB", "A100-80GB"),
+    ("H200-SXM-141GB", "H200"),
+];
+
+/// The catalog GPU name of a CSV GPU name.
+pub fn catalog_gpu(name: &str) -> &str {
+    GPU_ALIASES
+        .iter()
+        .find(|(a, _)| a.eq_ignore_ascii_case(name))
+        .map(|(_, b)| *b)
+        .unwrap_or(name)
+}
+
 /// Coefficient of variation (std / mean) assumed for ShareGPT input and output lengths.
 /// ASSUMPTION (docs/accuracy.md): lognormal with std = mean; the CSV gives only the means.
 pub const SHAREGPT_CV: f64 = 1.0;
@@ -602,7 +619,7 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     let scenario = json!({
         "version": 1,
         "model": {"catalog": model_id},
-        "gpu": {"catalog": p.gpu},
+        "gpu": {"catalog": catalog_gpu(&p.gpu)},
         "tp": p.tp,
         "dp": p.dp,
         "ep": p.ep,
@@ -813,10 +830,7 @@ pub fn build_report(points: Vec<PointResult>, efficiencies: String) -> Validatio
     }
     let mut excluded = Vec::new();
     for p in &points {
-        if let Some(e) = &p.error {
-            for f in Family::ALL {
-                excluded.push((p.line, f, format!("not simulated: {e}")));
-            }
+        if p.error.is_some() {
             continue;
         }
         for c in &p.comparisons {
@@ -908,7 +922,7 @@ impl ValidationReport {
             }
             let src = p.source.split('/').next().unwrap_or(&p.source);
             let wl = match &p.error {
-                Some(e) => format!("{} — NOT SIMULATED: {}", p.workload, e),
+                Some(_) => format!("{} (NOT SIMULATED, see below)", p.workload),
                 None => p.workload.clone(),
             };
             s.push_str(&format!(
@@ -922,6 +936,17 @@ impl ValidationReport {
                 cells.join(" | ")
             ));
         }
+        let failed: Vec<&PointResult> = self.points.iter().filter(|p| p.error.is_some()).collect();
+        if !failed.is_empty() {
+            s.push_str("\nNot simulated (missing from every aggregate):\n\n");
+            for p in failed {
+                s.push_str(&format!(
+                    "- line {}: {}\n",
+                    p.line,
+                    p.error.as_deref().unwrap_or("")
+                ));
+            }
+        }
         if !self.excluded.is_empty() {
             s.push_str("\n`(...)*` = left out of the aggregates:\n\n");
             for (line, f, why) in &self.excluded {
@@ -934,7 +959,7 @@ impl ValidationReport {
 
 /// The serde name of a catalog GPU's generation (`hopper`, `ampere`, ...), the key of a fitted table.
 pub fn generation_key(gpu: &str) -> Option<String> {
-    let g = crate::gpu::find_gpu(gpu).ok()?;
+    let g = crate::gpu::find_gpu(catalog_gpu(gpu)).ok()?;
     match serde_json::to_value(g.generation).ok()? {
         Value::String(s) => Some(s),
         _ => None,
@@ -1007,6 +1032,30 @@ pub fn run_with(
     Ok(build_report(results, fitted.description.clone()))
 }
 
+/// Simulates one point through [`crate::scenario::Scenario`]: the setup's scenario JSON with
+/// `efficiencies` set to the overrides (when non-empty), resolved and run at its one level.
+pub fn simulate(setup: &PointSetup, efficiencies: &Value) -> Result<LevelResult, String> {
+    let mut sc = setup.scenario.clone();
+    if efficiencies.as_object().is_some_and(|o| !o.is_empty()) {
+        sc["efficiencies"] = efficiencies.clone();
+    }
+    let scenario =
+        crate::scenario::Scenario::from_json(&sc.to_string()).map_err(|e| e.to_string())?;
+    let resolved = scenario.resolve().map_err(|e| e.to_string())?;
+    let result = resolved.run().map_err(|e| e.to_string())?;
+    result
+        .levels
+        .into_iter()
+        .next()
+        .ok_or_else(|| "the sweep produced no level".to_string())
+}
+
+/// Runs the validation: every selected row simulated through its scenario with the fitted
+/// efficiencies of its GPU generation (`opts.efficiencies`, default the shipped fit).
+pub fn run(points_csv: &str, opts: &ValidateOptions) -> Result<ValidationReport, ValidateError> {
+    run_with(points_csv, opts, &mut |s, e| simulate(s, e))
+}
+
 /// A short label: "ShareGPT burst 1000", "random 2000/100 burst 500", "codegen 5 req/s", ...
 fn workload_label(p: &CalibrationPoint, setup: &PointSetup) -> String {
     let w = p.workload.to_ascii_lowercase();
@@ -1077,66 +1126,70 @@ pub const FIT_PARAMS: &[FitParam] = &[
     FitParam {
         field: "gemm_bf16",
         kind: "dense GEMM compute (prefill-bound steps)",
-        grid: &[0.35, 0.45, 0.55, 0.65, 0.75, 0.85],
+        grid: &[0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85],
     },
     FitParam {
         field: "hbm_weights",
         kind: "weight streaming (decode-bound steps)",
-        grid: &[0.55, 0.65, 0.75, 0.85, 0.92],
+        grid: &[0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
     },
     FitParam {
         field: "hbm_kv",
         kind: "paged KV reads (decode attention)",
-        grid: &[0.4, 0.55, 0.7, 0.8, 0.9],
+        grid: &[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
     },
     FitParam {
         field: "prefill_attention",
         kind: "prefill attention compute",
-        grid: &[0.3, 0.45, 0.6, 0.75],
+        grid: &[0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
     },
     FitParam {
         field: "grouped_gemm_vs_dense",
         kind: "MoE grouped GEMM relative to dense",
-        grid: &[0.4, 0.55, 0.7, 0.85, 1.0],
+        grid: &[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
     },
     FitParam {
         field: "allreduce_bus_eff",
         kind: "tensor-parallel all-reduce bandwidth",
-        grid: &[0.4, 0.6, 0.8, 0.9],
+        grid: &[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
     },
     FitParam {
         field: "step_overhead_graph_s",
         kind: "per-step engine overhead (CUDA-graph steps)",
-        grid: &[0.2e-3, 0.6e-3, 1.0e-3, 1.5e-3, 2.5e-3],
+        grid: &[0.1e-3, 0.3e-3, 0.6e-3, 1.0e-3, 1.5e-3, 2.0e-3, 3.0e-3, 4.0e-3],
     },
     FitParam {
         field: "step_overhead_piecewise_s",
         kind: "per-step engine overhead (mixed prefill/decode steps)",
-        grid: &[0.5e-3, 1.2e-3, 2.0e-3, 3.0e-3, 4.5e-3],
+        grid: &[0.3e-3, 0.6e-3, 1.2e-3, 2.0e-3, 3.0e-3, 4.5e-3, 6.0e-3],
     },
     FitParam {
         field: "per_request_overhead_s",
         kind: "per scheduled request per step CPU cost",
-        grid: &[0.0, 4e-6, 10e-6, 20e-6, 40e-6],
+        grid: &[0.0, 4e-6, 10e-6, 20e-6, 40e-6, 80e-6, 160e-6],
     },
 ];
 
 /// The fit objective of a report: the mean over the three metric families of the median absolute
-/// error over the report's points (each point counts once per family).
+/// error over the report's points (each point counts once per family), percent.
 pub fn objective(r: &ValidationReport) -> f64 {
     let aggs = aggregate(&r.points, "fit", &|_| true);
-    let mut s = 0.0;
-    for f in Family::ALL {
-        // A family with no comparable point contributes nothing; a failed point is penalised
-        // so the fit never "improves" by making points unsimulatable.
-        s += aggs
-            .iter()
-            .find(|a| a.family == f)
-            .map(|a| a.median_abs_pct)
-            .unwrap_or(0.0);
-    }
-    let failed = r.points.iter().filter(|p| p.error.is_some()).count();
-    s / 3.0 + 100.0 * failed as f64
+    Family::ALL
+        .iter()
+        .map(|f| {
+            aggs.iter()
+                .find(|a| a.family == *f)
+                .map(|a| a.median_abs_pct)
+                .unwrap_or(0.0)
+        })
+        .sum::<f64>()
+        / 3.0
+}
+
+/// Points of a report that could not be simulated. The fit compares (failures, objective)
+/// lexicographically, so it never "improves" by making points unsimulatable.
+pub fn failures(r: &ValidationReport) -> usize {
+    r.points.iter().filter(|p| p.error.is_some()).count()
 }
 
 /// One step of the fit's log.
@@ -1173,20 +1226,23 @@ pub fn fit_generation(
         });
     }
     let mut cur = start.clone();
-    let eval = |table: &FittedEfficiencies, sim: &mut Simulator| -> Result<f64, ValidateError> {
+    let eval = |table: &FittedEfficiencies,
+                sim: &mut Simulator|
+     -> Result<(usize, f64), ValidateError> {
         let o = ValidateOptions {
             only_source: None,
             efficiencies: Some(table.clone()),
             only_lines: Some(lines.clone()),
         };
-        Ok(objective(&run_with(points_csv, &o, sim)?))
+        let r = run_with(points_csv, &o, sim)?;
+        Ok((failures(&r), objective(&r)))
     };
     let mut best = eval(&cur, sim)?;
     let mut log = vec![FitStep {
         round: 0,
         field: "(start)".into(),
         value: 0.0,
-        objective: best,
+        objective: best.1,
     }];
     for round in 1..=rounds {
         for fp in FIT_PARAMS.iter().filter(|f| params.contains(&f.field)) {
@@ -1200,14 +1256,14 @@ pub fn fit_generation(
                     continue;
                 }
                 let obj = eval(&t, sim)?;
-                if obj < best - 1e-9 {
+                if obj.0 < best.0 || (obj.0 == best.0 && obj.1 < best.1 - 1e-9) {
                     best = obj;
                     cur = t;
                     log.push(FitStep {
                         round,
                         field: fp.field.to_string(),
                         value: v,
-                        objective: obj,
+                        objective: obj.1,
                     });
                 }
             }
