@@ -2,9 +2,10 @@
 
 mod args;
 mod cmd_capacity;
+mod cmd_sweep;
 mod cmd_validate;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -25,13 +26,28 @@ enum Command {
     Gpus(cmd_capacity::ListArgs),
     /// The model catalog.
     Models(cmd_capacity::ListArgs),
+    /// Simulated concurrency / request-rate sweep of a vLLM deployment (docs/scenario.md).
+    Sweep(Box<cmd_sweep::SweepArgs>),
     /// Predicted versus measured on a calibration CSV (per point and aggregate error).
     Validate(Box<cmd_validate::ValidateArgs>),
 }
 
 fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    // `sweep` takes --model/--gpu from --scenario FILE when they are not given.
+    let matches = Cli::command()
+        .mut_subcommand("sweep", |s| {
+            s.mut_arg("model", |a| a.required(false).default_value(""))
+                .mut_arg("gpu", |a| a.required(false).default_value(""))
+        })
+        .get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match cli.command {
+        Command::Sweep(a) => {
+            let sub = matches
+                .subcommand_matches("sweep")
+                .expect("sweep subcommand matches");
+            cmd_sweep::run_sweep(&a, sub)
+        }
         Command::Capacity(a) => cmd_capacity::run_capacity(&a),
         Command::Gpus(a) => cmd_capacity::run_gpus(&a),
         Command::Models(a) => cmd_capacity::run_models(&a),

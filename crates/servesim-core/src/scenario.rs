@@ -29,7 +29,9 @@ use crate::perf::{
     Efficiencies, EfficiencyOverrides, PerfError, PrefillChunk as PerfPrefill, StepCostModel,
     StepWork,
 };
-use crate::sweep::{OperatingPoint, RawGate, RawSweepSpec, SweepError, SweepResult, SweepRunner, SweepSpec};
+use crate::sweep::{
+    OperatingPoint, RawGate, RawSweepSpec, SweepError, SweepResult, SweepRunner, SweepSpec,
+};
 use crate::units::Ticks;
 use crate::workload::{
     RawArrival, RawContent, RawLengthDist, RawWorkloadSpec, WorkloadError, WorkloadSpec,
@@ -117,11 +119,11 @@ pub enum ScenarioError {
     Model(ModelError),
     #[error("gpu: {0}")]
     Gpu(GpuError),
-    #[error("{0}")]
+    #[error("{path}: {inner}", path = deploy_field(.0), inner = .0)]
     Deploy(DeployError),
     #[error("capacity: {0}")]
     Capacity(CapacityError),
-    #[error("workload: {0}")]
+    #[error("{path}: {inner}", path = workload_field(.0), inner = .0)]
     Workload(WorkloadError),
     #[error("sweep: {0}")]
     Sweep(SweepError),
@@ -515,7 +517,11 @@ pub fn kv_footprint(spec: &KvCacheSpec, max_num_batched_tokens: u64) -> KvFootpr
     let add = |kind: LayerAttn, fp: &mut KvFootprint| match kind {
         LayerAttn::SlidingWindow { window } => fp.sliding.push(SlidingGroup {
             window: window as u64,
-            max_blocks: (window as u64).saturating_sub(1).saturating_add(max_num_batched_tokens).div_ceil(bs) + 1,
+            max_blocks: (window as u64)
+                .saturating_sub(1)
+                .saturating_add(max_num_batched_tokens)
+                .div_ceil(bs)
+                + 1,
         }),
         LayerAttn::Full | LayerAttn::Compressed { .. } => fp.full_groups += 1,
     };

@@ -105,7 +105,9 @@ fn zero_negative_and_nan_values_name_their_field() {
     assert_eq!(e.field(), "tp", "{e}");
     let e = err_of(&with(|v| v["engine"]["max_num_seqs"] = 0.into()));
     assert_eq!(e.field(), "engine.max_num_seqs", "{e}");
-    let e = err_of(&with(|v| v["engine"]["gpu_memory_utilization"] = 1.5.into()));
+    let e = err_of(&with(|v| {
+        v["engine"]["gpu_memory_utilization"] = 1.5.into()
+    }));
     assert_eq!(e.field(), "engine.gpu_memory_utilization", "{e}");
     let e = err_of(&with(|v| v["sweep"]["duration_s"] = 0.into()));
     assert_eq!(e.field(), "sweep.duration_s", "{e}");
@@ -130,9 +132,13 @@ fn zero_negative_and_nan_values_name_their_field() {
     };
     let e = s.resolve().unwrap_err();
     assert_eq!(e.field(), "workload.requests.input.mean", "{e}");
-    let e = err_of(&with(|v| v["model"] = serde_json::json!({"catalog": "no/such-model"})));
+    let e = err_of(&with(|v| {
+        v["model"] = serde_json::json!({"catalog": "no/such-model"})
+    }));
     assert_eq!(e.field(), "model");
-    let e = err_of(&with(|v| v["gpu"] = serde_json::json!({"catalog": "Z9000"})));
+    let e = err_of(&with(|v| {
+        v["gpu"] = serde_json::json!({"catalog": "Z9000"})
+    }));
     assert_eq!(e.field(), "gpu");
 }
 

@@ -1,0 +1,631 @@
+//! `servesim sweep`: build a [`Scenario`] from flags (or `--scenario FILE` plus overriding flags),
+//! resolve it, run the sweep level by level and print a table, CSV or the JSON report.
+//! The flag -> scenario mapping is documented in docs/scenario.md ("CLI").
+
+use crate::args::DeploymentArgs;
+use anyhow::{bail, Context, Result};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args};
+use servesim_core::deploy::CudagraphMode;
+use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
+use servesim_core::metric::MetricId;
+use servesim_core::metrics::LevelResult;
+use servesim_core::scenario::{
+    CapacitySummary, CustomModel, GpuRef, ModelRef, Scenario, SweepReport,
+};
+use servesim_core::sweep::{GateOp, RawGate};
+use servesim_core::workload::{
+    RawArrival, RawContent, RawLengthDist, RawSharedPrefix, MOONCAKE_BLOCK_TOKENS,
+};
+use std::path::Path;
+use std::time::Instant;
+
+/// Flags of `servesim sweep`.
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub deployment: DeploymentArgs,
+    /// random | shared-prefix | agentic | trace. Giving any request flag (this, --isl, --osl,
+    /// --isl-dist, --osl-dist, --prefix-*, --trace) rebuilds the request content from flags.
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// Input tokens per request (mean of --isl-dist; default 1024). With shared-prefix: the whole
+    /// prompt including the shared prefix.
+    #[arg(long)]
+    pub isl: Option<f64>,
+    /// Output tokens per request (mean of --osl-dist; default 128).
+    #[arg(long)]
+    pub osl: Option<f64>,
+    /// constant | uniform:LO-HI (ratios of --isl) | normal:STD[:MIN-MAX] |
+    /// lognormal:SIGMA[:MIN-MAX] | exponential[:MIN-MAX].
+    #[arg(long)]
+    pub isl_dist: Option<String>,
+    /// As --isl-dist, for output lengths.
+    #[arg(long)]
+    pub osl_dist: Option<String>,
+    /// Shared-prefix tokens per group (shared-prefix workload).
+    #[arg(long, conflicts_with = "prefix_reuse")]
+    pub prefix_tokens: Option<f64>,
+    /// Number of distinct shared prefixes (default 1).
+    #[arg(long)]
+    pub prefix_groups: Option<f64>,
+    /// Fraction of --isl that is shared prefix (prefix tokens = round(F * isl)).
+    #[arg(long)]
+    pub prefix_reuse: Option<f64>,
+    /// Closed-loop concurrency levels, comma-separated (e.g. 1,2,4,8).
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["request_rate", "burst"])]
+    pub concurrency: Option<Vec<f64>>,
+    /// Open-loop request-rate levels (req/s), comma-separated: Poisson arrivals (trace: rescaled).
+    #[arg(long, value_delimiter = ',', conflicts_with = "burst")]
+    pub request_rate: Option<Vec<f64>>,
+    /// Burst sizes (all requests at t = 0), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub burst: Option<Vec<f64>>,
+    /// Issue this many requests per level and run until all finish (instead of --duration).
+    #[arg(long, conflicts_with = "duration")]
+    pub num_requests: Option<f64>,
+    /// Simulated seconds per level.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Warm-up seconds excluded from the measurement window.
+    #[arg(long)]
+    pub warmup: Option<f64>,
+    /// Workload random seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// A Mooncake JSONL trace (with --workload trace, implied).
+    #[arg(long)]
+    pub trace: Option<String>,
+    /// SLA gates, comma-separated: 'e2e_tokens_per_s_per_user>=50,ttft_ms_p50<5000'.
+    #[arg(long)]
+    pub sla: Option<String>,
+    /// Start from this scenario JSON; flags given alongside override its fields.
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Print the scenario JSON (canonical) and exit without simulating.
+    #[arg(long)]
+    pub print_scenario: bool,
+    /// Print one JSON object (scenario, capacity, levels, operating_point).
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print one CSV row per level (columns are metric names).
+    #[arg(long)]
+    pub csv: bool,
+}
+
+fn given(m: &ArgMatches, id: &str) -> bool {
+    m.value_source(id) == Some(ValueSource::CommandLine)
+}
+
+fn pos_u32(flag: &str, v: i64) -> Result<u32> {
+    if v <= 0 || v > u32::MAX as i64 {
+        bail!("--{flag} {v}: must be a positive integer");
+    }
+    Ok(v as u32)
+}
+
+/// Parses a length distribution flag around `mean`.
+pub fn parse_dist(flag: &str, spec: &str, mean: f64) -> Result<RawLengthDist> {
+    let spec = spec.trim();
+    let (kind, rest) = match spec.split_once(':') {
+        Some((k, r)) => (k, Some(r)),
+        None => (spec, None),
+    };
+    let num = |s: &str, what: &str| -> Result<f64> {
+        s.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .with_context(|| format!("--{flag} {spec}: {what} `{s}` is not a number"))
+    };
+    let range = |s: &str| -> Result<(f64, f64)> {
+        let (a, b) = s
+            .split_once('-')
+            .with_context(|| format!("--{flag} {spec}: expected MIN-MAX, got `{s}`"))?;
+        Ok((num(a, "MIN")?, num(b, "MAX")?))
+    };
+    Ok(match kind {
+        "constant" => {
+            if rest.is_some() {
+                bail!("--{flag} {spec}: constant takes no parameters");
+            }
+            RawLengthDist::Constant { tokens: mean }
+        }
+        "uniform" => {
+            let (lo, hi) = range(rest.with_context(|| {
+                format!("--{flag} {spec}: use uniform:LO-HI with ratios of the mean, e.g. uniform:0.8-1.0")
+            })?)?;
+            RawLengthDist::UniformRatio {
+                nominal: mean,
+                min_ratio: lo,
+                max_ratio: hi,
+            }
+        }
+        "normal" => {
+            let r = rest.with_context(|| format!("--{flag} {spec}: use normal:STD[:MIN-MAX]"))?;
+            let (std, clamp) = match r.split_once(':') {
+                Some((s, c)) => (num(s, "STD")?, Some(range(c)?)),
+                None => (num(r, "STD")?, None),
+            };
+            let (min, max) = clamp.unwrap_or((1.0, libm::round(mean + 4.0 * std)));
+            RawLengthDist::Normal {
+                mean,
+                std,
+                min,
+                max,
+            }
+        }
+        "lognormal" => {
+            let r = rest.with_context(|| format!("--{flag} {spec}: use lognormal:SIGMA[:MIN-MAX]"))?;
+            let (sigma, clamp) = match r.split_once(':') {
+                Some((s, c)) => (num(s, "SIGMA")?, Some(range(c)?)),
+                None => (num(r, "SIGMA")?, None),
+            };
+            if sigma <= 0.0 {
+                bail!("--{flag} {spec}: SIGMA must be > 0");
+            }
+            // std of a lognormal with log-space sigma and the given mean.
+            let std = mean * libm::sqrt(libm::exp(sigma * sigma) - 1.0);
+            RawLengthDist::Lognormal {
+                mean,
+                std,
+                min: clamp.map(|c| c.0),
+                max: clamp.map(|c| c.1),
+            }
+        }
+        "exponential" => {
+            let clamp = rest.map(range).transpose()?;
+            RawLengthDist::Exponential {
+                mean,
+                min: clamp.map(|c| c.0),
+                max: clamp.map(|c| c.1),
+            }
+        }
+        other => bail!(
+            "--{flag} {other}: use constant, uniform:LO-HI, normal:STD[:MIN-MAX], lognormal:SIGMA[:MIN-MAX] or exponential[:MIN-MAX]"
+        ),
+    })
+}
+
+/// Parses `metric>=value,metric<value,...`.
+pub fn parse_sla(s: &str) -> Result<Vec<RawGate>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let ops = [
+            (">=", GateOp::Ge),
+            ("<=", GateOp::Le),
+            (">", GateOp::Gt),
+            ("<", GateOp::Lt),
+        ];
+        let Some((i, tok, op)) = ops
+            .iter()
+            .filter_map(|(t, op)| part.find(t).map(|i| (i, *t, *op)))
+            .min_by_key(|(i, t, _)| (*i, std::cmp::Reverse(t.len())))
+        else {
+            bail!("--sla `{part}`: expected METRIC>=VALUE (operators >=, >, <=, <)");
+        };
+        let metric = part[..i].trim();
+        let value: f64 = part[i + tok.len()..]
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite())
+            .with_context(|| format!("--sla `{part}`: the value is not a number"))?;
+        if MetricId::from_name(metric).is_none() {
+            bail!(
+                "--sla `{part}`: unknown metric `{metric}`; known: {}",
+                MetricId::all()
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        out.push(RawGate {
+            metric: metric.to_string(),
+            op,
+            value,
+        });
+    }
+    Ok(out)
+}
+
+fn model_ref(spec: &str) -> Result<ModelRef> {
+    let p = Path::new(spec);
+    if p.is_file() {
+        let json = std::fs::read_to_string(p).with_context(|| format!("reading {spec}"))?;
+        let name = p
+            .parent()
+            .and_then(|d| d.file_name())
+            .map(|s| s.to_string_lossy().to_string())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| spec.to_string());
+        return Ok(ModelRef::Custom(CustomModel {
+            name,
+            config_json: json,
+        }));
+    }
+    Ok(ModelRef::Catalog(spec.to_string()))
+}
+
+/// The scenario the flags describe: `--scenario FILE` (or the default scenario) with every flag
+/// given on the command line applied on top.
+pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
+    let mut s = match &a.scenario {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+            Scenario::from_json(&text).with_context(|| format!("scenario {path}"))?
+        }
+        None => {
+            if !given(m, "model") || !given(m, "gpu") {
+                bail!("give --model and --gpu, or --scenario FILE");
+            }
+            Scenario::default_scenario()
+        }
+    };
+    let d = &a.deployment;
+    if given(m, "model") {
+        s.model = model_ref(&d.model)?;
+    }
+    if given(m, "gpu") {
+        s.gpu = GpuRef::Catalog(d.gpu.clone());
+    }
+    if given(m, "tp") {
+        s.tp = pos_u32("tp", d.tp)?;
+    }
+    if given(m, "dp") {
+        s.dp = pos_u32("dp", d.dp)?;
+    }
+    if given(m, "ep") {
+        s.ep = pos_u32("ep", d.ep)?;
+    }
+    if given(m, "num_gpus") {
+        s.num_gpus = Some(pos_u32("num-gpus", d.num_gpus.unwrap_or(0))?);
+    }
+    if given(m, "weight_precision") {
+        s.weight_precision = WeightPrecision::parse(&d.weight_precision).with_context(|| {
+            format!(
+                "--weight-precision {}: use checkpoint, bf16, fp8 or fp4",
+                d.weight_precision
+            )
+        })?;
+    }
+    if given(m, "kv_cache_dtype") {
+        s.kv_cache_dtype = KvCacheDtype::parse(&d.kv_cache_dtype).with_context(|| {
+            format!(
+                "--kv-cache-dtype {}: use one of {}",
+                d.kv_cache_dtype,
+                KvCacheDtype::NAMES.join(", ")
+            )
+        })?;
+    }
+    let e = &mut s.engine;
+    if given(m, "gpu_memory_utilization") {
+        e.gpu_memory_utilization = d.gpu_memory_utilization;
+    }
+    if given(m, "max_num_batched_tokens") {
+        e.max_num_batched_tokens = d.max_num_batched_tokens;
+    }
+    if given(m, "max_num_seqs") {
+        e.max_num_seqs = d.max_num_seqs;
+    }
+    if given(m, "max_model_len") {
+        e.max_model_len = d.max_model_len;
+    }
+    if given(m, "block_size") {
+        e.block_size = d.block_size;
+    }
+    if given(m, "kv_cache_memory") {
+        e.kv_cache_memory_bytes = d.kv_cache_memory;
+    }
+    if given(m, "estimate_cudagraphs") {
+        e.estimate_cudagraphs_in_profile = Some(true);
+    }
+    if given(m, "enforce_eager") {
+        e.enforce_eager = Some(true);
+    }
+    if given(m, "allow_long_max_model_len") {
+        e.allow_long_max_model_len = Some(true);
+    }
+    if let Some(c) = &d.cudagraph_mode {
+        e.cudagraph_mode = Some(CudagraphMode::parse(c).with_context(|| {
+            format!("--cudagraph-mode {c}: use FULL_AND_PIECEWISE, FULL_DECODE_ONLY, PIECEWISE, FULL or NONE")
+        })?);
+    }
+
+    // Request content.
+    let content_flags = a.workload.is_some()
+        || a.isl.is_some()
+        || a.osl.is_some()
+        || a.isl_dist.is_some()
+        || a.osl_dist.is_some()
+        || a.prefix_tokens.is_some()
+        || a.prefix_groups.is_some()
+        || a.prefix_reuse.is_some()
+        || a.trace.is_some();
+    if content_flags {
+        let kind = match &a.workload {
+            Some(w) => w.as_str(),
+            None if a.trace.is_some() => "trace",
+            None if a.prefix_tokens.is_some() || a.prefix_reuse.is_some() => "shared-prefix",
+            None => "random",
+        };
+        s.workload.requests = content_from_flags(a, kind)?;
+        if kind == "trace" && a.concurrency.is_none() && a.burst.is_none() {
+            s.workload.arrival = RawArrival::Trace { rate: None };
+            s.sweep.concurrency = None;
+        }
+    }
+    let is_trace = matches!(s.workload.requests, RawContent::Mooncake { .. });
+
+    // Arrivals and levels.
+    if let Some(c) = &a.concurrency {
+        let think = match &s.workload.arrival {
+            RawArrival::ClosedLoop { think_time_s, .. } => *think_time_s,
+            _ => None,
+        };
+        s.workload.arrival = RawArrival::ClosedLoop {
+            concurrency: c.first().copied().unwrap_or(1.0),
+            think_time_s: think,
+        };
+        s.sweep.concurrency = Some(c.clone());
+        s.sweep.request_rates = None;
+    }
+    if let Some(r) = &a.request_rate {
+        let first = r.first().copied().unwrap_or(1.0);
+        s.workload.arrival = match &s.workload.arrival {
+            _ if is_trace => RawArrival::Trace { rate: Some(first) },
+            RawArrival::Constant { .. } => RawArrival::Constant { rate: first },
+            RawArrival::Gamma { cv, .. } => RawArrival::Gamma {
+                rate: first,
+                cv: *cv,
+            },
+            _ => RawArrival::Poisson { rate: first },
+        };
+        s.sweep.request_rates = Some(r.clone());
+        s.sweep.concurrency = None;
+    }
+    if let Some(b) = &a.burst {
+        s.workload.arrival = RawArrival::Burst {
+            count: b.first().copied().unwrap_or(1.0),
+        };
+        s.sweep.concurrency = Some(b.clone());
+        s.sweep.request_rates = None;
+    }
+    if let Some(n) = a.num_requests {
+        s.sweep.num_requests = Some(n);
+        s.sweep.duration_s = None;
+        s.sweep.warmup_s = None;
+    }
+    if let Some(d) = a.duration {
+        s.sweep.duration_s = Some(d);
+        s.sweep.num_requests = None;
+        if a.warmup.is_none() {
+            // the scenario's warm-up may not fit the new duration: back to 10% of it
+            s.sweep.warmup_s = None;
+        }
+    }
+    if let Some(w) = a.warmup {
+        s.sweep.warmup_s = Some(w);
+    }
+    if let Some(seed) = a.seed {
+        s.workload.seed = seed;
+    }
+    if let Some(sla) = &a.sla {
+        s.sweep.sla = parse_sla(sla)?;
+    }
+    Ok(s)
+}
+
+fn content_from_flags(a: &SweepArgs, kind: &str) -> Result<RawContent> {
+    let isl = a.isl.unwrap_or(1024.0);
+    let osl = a.osl.unwrap_or(128.0);
+    let dist = |flag: &str, d: &Option<String>, mean: f64| -> Result<RawLengthDist> {
+        match d {
+            None => Ok(RawLengthDist::Constant { tokens: mean }),
+            Some(spec) => parse_dist(flag, spec, mean),
+        }
+    };
+    let prefix_flags =
+        a.prefix_tokens.is_some() || a.prefix_groups.is_some() || a.prefix_reuse.is_some();
+    Ok(match kind {
+        "random" => {
+            if prefix_flags {
+                bail!("--prefix-* flags need --workload shared-prefix");
+            }
+            RawContent::Synthetic {
+                input: dist("isl-dist", &a.isl_dist, isl)?,
+                output: dist("osl-dist", &a.osl_dist, osl)?,
+                shared_prefix: None,
+            }
+        }
+        "shared-prefix" => {
+            let prefix = match (a.prefix_tokens, a.prefix_reuse) {
+                (Some(t), None) => t,
+                (None, Some(f)) => {
+                    if !(f > 0.0 && f < 1.0) {
+                        bail!("--prefix-reuse {f}: must be a fraction in (0, 1)");
+                    }
+                    libm::round(f * isl)
+                }
+                _ => bail!("--workload shared-prefix needs --prefix-tokens N or --prefix-reuse F"),
+            };
+            if prefix >= isl {
+                bail!("--prefix-tokens {prefix}: must be below --isl {isl} (the prompt includes the prefix)");
+            }
+            RawContent::Synthetic {
+                input: dist("isl-dist", &a.isl_dist, isl - prefix)?,
+                output: dist("osl-dist", &a.osl_dist, osl)?,
+                shared_prefix: Some(RawSharedPrefix {
+                    groups: a.prefix_groups.unwrap_or(1.0),
+                    tokens: prefix,
+                }),
+            }
+        }
+        "agentic" => {
+            if a.isl.is_some()
+                || a.osl.is_some()
+                || a.isl_dist.is_some()
+                || a.osl_dist.is_some()
+                || prefix_flags
+            {
+                bail!("--workload agentic is the agentic-coding preset (64K input, 400 output, ~90% prefix reuse); its lengths are fixed. For other sessions write a scenario file with requests.type = agentic (docs/workloads.md)");
+            }
+            RawContent::Preset {
+                name: "agentic-coding".into(),
+            }
+        }
+        "trace" => {
+            let path = a
+                .trace
+                .as_ref()
+                .context("--workload trace needs --trace FILE (Mooncake JSONL)")?;
+            if a.isl.is_some()
+                || a.osl.is_some()
+                || a.isl_dist.is_some()
+                || a.osl_dist.is_some()
+                || prefix_flags
+            {
+                bail!("--workload trace takes lengths and prefixes from the trace; drop --isl/--osl/--*-dist/--prefix-*");
+            }
+            let jsonl = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+            RawContent::Mooncake {
+                jsonl,
+                block_tokens: Some(MOONCAKE_BLOCK_TOKENS as f64),
+            }
+        }
+        other => bail!("--workload {other}: use random, shared-prefix, agentic or trace"),
+    })
+}
+
+fn level_label(l: &LevelResult) -> String {
+    match l.level {
+        servesim_core::workload::Level::Concurrency(c) => format!("c={c}"),
+        servesim_core::workload::Level::RequestRate(r) => format!("rate={r}"),
+    }
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) => format!("{x:.digits$}"),
+        None => "-".into(),
+    }
+}
+
+pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
+    let scenario = build_scenario(a, m)?;
+    if a.print_scenario {
+        println!("{}", scenario.to_json_pretty());
+        return Ok(());
+    }
+    let resolved = scenario.resolve()?;
+    let mut runner = resolved.runner()?;
+    let total = runner.total_levels();
+    let t0 = Instant::now();
+    let mut done = 0;
+    while let Some(step) = runner.step() {
+        let l = step?;
+        done += 1;
+        eprintln!(
+            "[{}/{}] {}: {:.0} output tok/s, TTFT p50 {} ms, ITL p50 {} ms ({:.2} s elapsed)",
+            done,
+            total,
+            level_label(l),
+            l.output_tokens_per_s,
+            opt(l.ttft_ms.map(|d| d.p50), 1),
+            opt(l.itl_ms.map(|d| d.p50), 2),
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    let result = runner.finish();
+    if a.json {
+        print!(
+            "{}",
+            SweepReport::new(&scenario, &resolved, &result).to_json_pretty()
+        );
+    } else if a.csv {
+        let metrics = MetricId::all();
+        let mut header = vec!["level".to_string(), "value".to_string()];
+        header.extend(metrics.iter().map(|m| m.name()));
+        println!("{}", header.join(","));
+        for l in &result.levels {
+            let kind = match l.level {
+                servesim_core::workload::Level::Concurrency(_) => "concurrency",
+                servesim_core::workload::Level::RequestRate(_) => "request_rate",
+            };
+            let mut row = vec![kind.to_string(), l.level.value().to_string()];
+            row.extend(
+                metrics
+                    .iter()
+                    .map(|m| l.get(*m).map(|v| v.to_string()).unwrap_or_default()),
+            );
+            println!("{}", row.join(","));
+        }
+    } else {
+        print_table(&CapacitySummary::of(&resolved.capacity), &resolved, &result);
+    }
+    Ok(())
+}
+
+fn print_table(
+    c: &CapacitySummary,
+    r: &servesim_core::scenario::ResolvedScenario,
+    res: &servesim_core::sweep::SweepResult,
+) {
+    let d = &r.deployment;
+    println!(
+        "{} on {} x{} (tp {}, dp {}, ep {}; {} engine(s)), KV {} ({} blocks x {} tokens per engine, {:.2} GiB)",
+        d.model.name,
+        d.gpu.id,
+        d.num_gpus,
+        d.par.tp,
+        d.par.dp,
+        d.par.ep,
+        c.engines,
+        d.kv_cache_dtype.name(),
+        c.num_gpu_blocks,
+        c.block_size,
+        c.kv_cache_memory_gib
+    );
+    println!(
+        "max_num_seqs {}, max_num_batched_tokens {}, max_model_len {}",
+        c.max_num_seqs, c.max_num_batched_tokens, c.max_model_len
+    );
+    println!();
+    println!(
+        "{:>10} {:>9} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7} {:>6}",
+        "level",
+        "completed",
+        "out tok/s",
+        "tok/s/GPU",
+        "tok/s/usr",
+        "e2e t/s/u",
+        "TTFT p50",
+        "TTFT p99",
+        "ITL p50",
+        "ITL p99",
+        "preempt",
+        "hit"
+    );
+    for l in &res.levels {
+        println!(
+            "{:>10} {:>9} {:>10.1} {:>10.1} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7} {:>6}",
+            level_label(l),
+            l.completed_requests,
+            l.output_tokens_per_s,
+            l.output_tokens_per_s_per_gpu,
+            opt(l.output_tokens_per_s_per_user, 1),
+            opt(l.e2e_tokens_per_s_per_user, 1),
+            opt(l.ttft_ms.map(|d| d.p50), 1),
+            opt(l.ttft_ms.map(|d| d.p99), 1),
+            opt(l.itl_ms.map(|d| d.p50), 2),
+            opt(l.itl_ms.map(|d| d.p99), 2),
+            l.preemptions,
+            opt(l.prefix_cache_hit_rate, 2),
+        );
+    }
+    println!("(TTFT and ITL in ms; window per level: warm-up excluded)");
+    if let Some(op) = &res.operating_point {
+        println!("SLA operating point: {}", op.summary);
+    }
+}
