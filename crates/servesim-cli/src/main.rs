@@ -2,6 +2,7 @@
 
 mod args;
 mod cmd_capacity;
+mod cmd_compare;
 mod cmd_sweep;
 mod cmd_validate;
 
@@ -28,6 +29,8 @@ enum Command {
     Models(cmd_capacity::ListArgs),
     /// Simulated concurrency / request-rate sweep of a vLLM deployment (docs/scenario.md).
     Sweep(Box<cmd_sweep::SweepArgs>),
+    /// Predicted versus measured: simulate at the measured levels and score (docs/compare.md).
+    Compare(Box<cmd_compare::CompareArgs>),
     /// Predicted versus measured on a calibration CSV (per point and aggregate error).
     Validate(Box<cmd_validate::ValidateArgs>),
 }
@@ -39,6 +42,10 @@ fn main() -> anyhow::Result<()> {
             s.mut_arg("model", |a| a.required(false).default_value(""))
                 .mut_arg("gpu", |a| a.required(false).default_value(""))
         })
+        .mut_subcommand("compare", |s| {
+            s.mut_arg("model", |a| a.required(false).default_value(""))
+                .mut_arg("gpu", |a| a.required(false).default_value(""))
+        })
         .get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match cli.command {
@@ -47,6 +54,12 @@ fn main() -> anyhow::Result<()> {
                 .subcommand_matches("sweep")
                 .expect("sweep subcommand matches");
             cmd_sweep::run_sweep(&a, sub)
+        }
+        Command::Compare(a) => {
+            let sub = matches
+                .subcommand_matches("compare")
+                .expect("compare subcommand matches");
+            cmd_compare::run_compare(&a, sub)
         }
         Command::Capacity(a) => cmd_capacity::run_capacity(&a),
         Command::Gpus(a) => cmd_capacity::run_gpus(&a),
