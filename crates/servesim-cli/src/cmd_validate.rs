@@ -27,7 +27,10 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub fit: bool,
     /// Where --fit writes the table.
-    #[arg(long, default_value = "crates/servesim-core/data/calibration/efficiencies.json")]
+    #[arg(
+        long,
+        default_value = "crates/servesim-core/data/calibration/efficiencies.json"
+    )]
     pub fit_out: PathBuf,
     /// Coordinate-descent passes of --fit.
     #[arg(long, default_value_t = 2)]

@@ -49,7 +49,15 @@ fn compare_scores_vllm_jsons_at_their_concurrency_levels() {
     let (c8, c16) = (fixture("vllm_c8.json"), fixture("vllm_c16.json"));
     let mut args = vec!["compare"];
     args.extend(DEPLOY);
-    args.extend(["--num-requests", "40", "--measured", &c8, "--measured", &c16, "--json"]);
+    args.extend([
+        "--num-requests",
+        "40",
+        "--measured",
+        &c8,
+        "--measured",
+        &c16,
+        "--json",
+    ]);
     let (code, out, err) = servesim(&args);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -61,7 +69,10 @@ fn compare_scores_vllm_jsons_at_their_concurrency_levels() {
     assert!(metrics.iter().any(|m| m["metric"] == "OutputTokensPerS"));
     for m in metrics {
         for p in m["points"].as_array().unwrap() {
-            let (pr, me) = (p["predicted"].as_f64().unwrap(), p["measured"].as_f64().unwrap());
+            let (pr, me) = (
+                p["predicted"].as_f64().unwrap(),
+                p["measured"].as_f64().unwrap(),
+            );
             let e = p["signed_error_pct"].as_f64().unwrap();
             assert!((e - 100.0 * (pr / me - 1.0)).abs() < 1e-9);
         }
@@ -75,7 +86,17 @@ fn compare_markdown_has_the_report_shape_and_kv_ratio() {
     let (c8, log) = (fixture("vllm_c8.json"), fixture("vllm_startup.log"));
     let mut args = vec!["compare"];
     args.extend(DEPLOY);
-    args.extend(["--num-requests", "20", "--measured", &c8, "--kv-log", &log, "--arm", "h100-tp1", "--markdown"]);
+    args.extend([
+        "--num-requests",
+        "20",
+        "--measured",
+        &c8,
+        "--kv-log",
+        &log,
+        "--arm",
+        "h100-tp1",
+        "--markdown",
+    ]);
     let (code, out, err) = servesim(&args);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("### h100-tp1"), "{out}");
@@ -91,7 +112,15 @@ fn compare_exclude_and_csv() {
     let t = fixture("table_report.md");
     let mut args = vec!["compare"];
     args.extend(DEPLOY);
-    args.extend(["--num-requests", "32", "--measured", &t, "--exclude", "16:warm-up run", "--csv"]);
+    args.extend([
+        "--num-requests",
+        "32",
+        "--measured",
+        &t,
+        "--exclude",
+        "16:warm-up run",
+        "--csv",
+    ]);
     let (code, out, err) = servesim(&args);
     assert_eq!(code, 0, "{err}");
     let mut lines = out.lines();
@@ -104,14 +133,28 @@ fn compare_exclude_and_csv() {
     // Level 16 is excluded, so every scored row is c8.
     assert!(rows.iter().all(|r| r.contains(",c8,")), "{out}");
     let (code, _, err) = servesim(&[
-        "compare", "--model", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--measured", &t,
-        "--exclude", "999:nope",
+        "compare",
+        "--model",
+        "meta-llama/Meta-Llama-3.1-8B",
+        "--gpu",
+        "H100",
+        "--measured",
+        &t,
+        "--exclude",
+        "999:nope",
     ]);
     assert_ne!(code, 0);
     assert!(err.contains("no measured level 999"), "{err}");
     let (code, _, err) = servesim(&[
-        "compare", "--model", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--measured", &t,
-        "--exclude", "16",
+        "compare",
+        "--model",
+        "meta-llama/Meta-Llama-3.1-8B",
+        "--gpu",
+        "H100",
+        "--measured",
+        &t,
+        "--exclude",
+        "16",
     ]);
     assert_ne!(code, 0);
     assert!(err.contains("LEVEL:REASON"), "{err}");
@@ -138,7 +181,9 @@ fn validate_reports_per_point_and_aggregates_for_one_source() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["points"].as_array().unwrap().len(), 20);
     let aggs = v["aggregates"].as_array().unwrap();
-    assert!(aggs.iter().any(|a| a["scope"] == "all points" && a["family"] == "InterToken"));
+    assert!(aggs
+        .iter()
+        .any(|a| a["scope"] == "all points" && a["family"] == "InterToken"));
     let (code, out, _) = servesim(&["validate", &csv, "--only", "gpustack"]);
     assert_eq!(code, 0);
     assert!(out.contains("| scope | metric | n | median abs error |"));

@@ -28,7 +28,9 @@ pub enum ValidateError {
     },
     #[error("calibration CSV: required column `{column}` is missing from the header. Fix: use the header of data/calibration/measured-points.csv")]
     MissingColumn { column: String },
-    #[error("calibration CSV line {line}, column `{column}`: {problem} (got `{value}`). Fix: {fix}")]
+    #[error(
+        "calibration CSV line {line}, column `{column}`: {problem} (got `{value}`). Fix: {fix}"
+    )]
     BadCell {
         line: usize,
         column: String,
@@ -274,7 +276,9 @@ pub fn parse_points(text: &str) -> Result<Vec<CalibrationPoint>, ValidateError> 
         out.push(CalibrationPoint {
             line,
             source: text("source"),
-            source_ref: source_ref.map(|i| rec[i].trim().to_string()).unwrap_or_default(),
+            source_ref: source_ref
+                .map(|i| rec[i].trim().to_string())
+                .unwrap_or_default(),
             model: text("model"),
             gpu: text("gpu"),
             num_gpus: count_cell(line, "num_gpus", cell("num_gpus"))?,
@@ -372,10 +376,7 @@ pub fn shared_prefix_from_workload(w: &str) -> Option<(f64, f64, f64, f64)> {
 /// (same architecture and config.json; the CSV names a later checkpoint revision).
 pub const MODEL_ALIASES: &[(&str, &str)] = &[
     ("deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-R1"),
-    (
-        "Qwen/Qwen3-235B-A22B-Instruct-2507",
-        "Qwen/Qwen3-235B-A22B",
-    ),
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-235B-A22B"),
 ];
 
 /// GPU names in the CSV that are not catalog ids or aliases, mapped to the catalog GPU
@@ -784,7 +785,11 @@ pub fn compare_point(setup: &PointSetup, r: &LevelResult) -> Vec<MetricCompariso
 }
 
 /// Aggregates of the points whose `scope` predicate holds.
-pub fn aggregate(points: &[PointResult], scope: &str, pick: &dyn Fn(&PointResult) -> bool) -> Vec<Aggregate> {
+pub fn aggregate(
+    points: &[PointResult],
+    scope: &str,
+    pick: &dyn Fn(&PointResult) -> bool,
+) -> Vec<Aggregate> {
     Family::ALL
         .iter()
         .filter_map(|f| {
@@ -1126,7 +1131,9 @@ pub const FIT_PARAMS: &[FitParam] = &[
     FitParam {
         field: "gemm_bf16",
         kind: "dense GEMM compute (prefill-bound steps)",
-        grid: &[0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85],
+        grid: &[
+            0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85,
+        ],
     },
     FitParam {
         field: "hbm_weights",
@@ -1156,7 +1163,9 @@ pub const FIT_PARAMS: &[FitParam] = &[
     FitParam {
         field: "step_overhead_graph_s",
         kind: "per-step engine overhead (CUDA-graph steps)",
-        grid: &[0.1e-3, 0.3e-3, 0.6e-3, 1.0e-3, 1.5e-3, 2.0e-3, 3.0e-3, 4.0e-3],
+        grid: &[
+            0.1e-3, 0.3e-3, 0.6e-3, 1.0e-3, 1.5e-3, 2.0e-3, 3.0e-3, 4.0e-3,
+        ],
     },
     FitParam {
         field: "step_overhead_piecewise_s",
@@ -1226,17 +1235,16 @@ pub fn fit_generation(
         });
     }
     let mut cur = start.clone();
-    let eval = |table: &FittedEfficiencies,
-                sim: &mut Simulator|
-     -> Result<(usize, f64), ValidateError> {
-        let o = ValidateOptions {
-            only_source: None,
-            efficiencies: Some(table.clone()),
-            only_lines: Some(lines.clone()),
+    let eval =
+        |table: &FittedEfficiencies, sim: &mut Simulator| -> Result<(usize, f64), ValidateError> {
+            let o = ValidateOptions {
+                only_source: None,
+                efficiencies: Some(table.clone()),
+                only_lines: Some(lines.clone()),
+            };
+            let r = run_with(points_csv, &o, sim)?;
+            Ok((failures(&r), objective(&r)))
         };
-        let r = run_with(points_csv, &o, sim)?;
-        Ok((failures(&r), objective(&r)))
-    };
     let mut best = eval(&cur, sim)?;
     let mut log = vec![FitStep {
         round: 0,
@@ -1367,10 +1375,16 @@ pub fn fit_all(
     let mut splits = Vec::new();
     for train in &sources {
         for test in sources.iter().filter(|s| *s != train) {
-            let train_lines: Vec<usize> =
-                pts.iter().filter(|p| &p.source == train).map(|p| p.line).collect();
-            let test_lines: Vec<usize> =
-                pts.iter().filter(|p| &p.source == test).map(|p| p.line).collect();
+            let train_lines: Vec<usize> = pts
+                .iter()
+                .filter(|p| &p.source == train)
+                .map(|p| p.line)
+                .collect();
+            let test_lines: Vec<usize> = pts
+                .iter()
+                .filter(|p| &p.source == test)
+                .map(|p| p.line)
+                .collect();
             let o = ValidateOptions {
                 only_lines: Some(train_lines),
                 efficiencies: Some(FittedEfficiencies::default()),
@@ -1388,7 +1402,11 @@ pub fn fit_all(
                 train: train.clone(),
                 test: test.clone(),
                 fitted: t.generations,
-                test_aggregates: aggregate(&rep.points, &format!("{test} (fit on {train})"), &|_| true),
+                test_aggregates: aggregate(
+                    &rep.points,
+                    &format!("{test} (fit on {train})"),
+                    &|_| true,
+                ),
             });
         }
     }
@@ -1407,7 +1425,9 @@ impl FitReport {
 
     /// Markdown: fitted values, the log, and the out-of-sample errors.
     pub fn to_markdown(&self) -> String {
-        let mut s = String::from("## Fitted efficiencies\n\n| generation | field | value |\n|---|---|---|\n");
+        let mut s = String::from(
+            "## Fitted efficiencies\n\n| generation | field | value |\n|---|---|---|\n",
+        );
         for (g, m) in &self.table.generations {
             for (k, v) in m {
                 s.push_str(&format!("| {g} | {k} | {v} |\n"));
@@ -1463,9 +1483,15 @@ mod tests {
             Some((11.0, 100.0, 466.0, 247.0))
         );
         assert_eq!(
-            number_before("load stage 0: 600s at constant rate 5 req/s", "s at constant rate"),
+            number_before(
+                "load stage 0: 600s at constant rate 5 req/s",
+                "s at constant rate"
+            ),
             Some(600.0)
         );
-        assert_eq!(number_after("x; max_model_len=32768; y", "max_model_len="), Some(32768.0));
+        assert_eq!(
+            number_after("x; max_model_len=32768; y", "max_model_len="),
+            Some(32768.0)
+        );
     }
 }

@@ -28,7 +28,12 @@ fn aggregate_error_is_not_worse_than_documented() {
     );
     for (family, n, median, _mean) in DOCUMENTED {
         let a = r.overall(family).unwrap();
-        assert!(a.n >= n, "{}: {} points scored, documented {n}", family.name(), a.n);
+        assert!(
+            a.n >= n,
+            "{}: {} points scored, documented {n}",
+            family.name(),
+            a.n
+        );
         assert!(
             a.median_abs_pct <= median + SLACK_PCT,
             "{}: median abs error {:.1}% is worse than the documented {median}% (+{SLACK_PCT} slack); update docs/accuracy.md only if the change is intended",
@@ -58,7 +63,12 @@ fn throughput_target_is_met_and_fit_beats_defaults() {
             .map(|f| r.overall(*f).unwrap().median_abs_pct)
             .sum::<f64>()
     };
-    assert!(score(&fitted) < score(&defaults), "fit {} vs defaults {}", score(&fitted), score(&defaults));
+    assert!(
+        score(&fitted) < score(&defaults),
+        "fit {} vs defaults {}",
+        score(&fitted),
+        score(&defaults)
+    );
 }
 
 #[test]

@@ -10,19 +10,31 @@ const SHIPPED: &str = include_str!("../data/calibration/measured-points.csv");
 fn shipped_file_has_63_points_from_two_sources() {
     let pts = parse_points(SHIPPED).unwrap();
     assert_eq!(pts.len(), 63);
-    let sim = pts.iter().filter(|p| p.source == "inference-sim/training").count();
-    let gs = pts.iter().filter(|p| p.source.starts_with("gpustack")).count();
+    let sim = pts
+        .iter()
+        .filter(|p| p.source == "inference-sim/training")
+        .count();
+    let gs = pts
+        .iter()
+        .filter(|p| p.source.starts_with("gpustack"))
+        .count();
     assert_eq!((sim, gs), (20, 43));
     // The first data row is line 2 and its quoted workload text keeps its commas.
     assert_eq!(pts[0].line, 2);
-    assert!(pts[0].workload.contains("11 system prompts x 4 users, system 100"));
+    assert!(pts[0]
+        .workload
+        .contains("11 system prompts x 4 users, system 100"));
 }
 
 #[test]
 fn every_shipped_row_maps_to_a_scenario() {
     for p in parse_points(SHIPPED).unwrap() {
         let s = setup_for(&p).unwrap_or_else(|e| panic!("line {}: {e}", p.line));
-        assert!(!s.targets.is_empty(), "line {} has nothing to compare", p.line);
+        assert!(
+            !s.targets.is_empty(),
+            "line {} has nothing to compare",
+            p.line
+        );
     }
 }
 
@@ -47,7 +59,9 @@ fn arrival_follows_rate_and_concurrency_columns() {
                 let sp = &s.scenario["workload"]["requests"]["shared_prefix"];
                 assert!(sp["groups"].as_f64().unwrap() >= 9.0);
                 // input after the prefix + prefix = the configured isl
-                let q = s.scenario["workload"]["requests"]["input"]["tokens"].as_f64().unwrap();
+                let q = s.scenario["workload"]["requests"]["input"]["tokens"]
+                    .as_f64()
+                    .unwrap();
                 assert_eq!(q + sp["tokens"].as_f64().unwrap(), p.isl.unwrap());
             }
         }
@@ -59,7 +73,9 @@ fn sharegpt_rows_use_the_mean_lengths_from_the_notes() {
     let pts = parse_points(SHIPPED).unwrap();
     let p = pts
         .iter()
-        .find(|p| p.model == "deepseek-ai/DeepSeek-R1-0528" && p.isl.is_none() && p.concurrency.is_none())
+        .find(|p| {
+            p.model == "deepseek-ai/DeepSeek-R1-0528" && p.isl.is_none() && p.concurrency.is_none()
+        })
         .unwrap();
     let s = setup_for(p).unwrap();
     let req = &s.scenario["workload"]["requests"];
@@ -77,10 +93,19 @@ fn stated_engine_limits_are_passed_through() {
     let s = setup_for(a100).unwrap();
     assert_eq!(s.scenario["engine"]["max_num_seqs"], 256);
     assert_eq!(s.scenario["engine"]["max_num_batched_tokens"], 2048);
-    let gpt = pts.iter().find(|p| p.model == "openai/gpt-oss-120b" && p.tp == 1).unwrap();
-    assert_eq!(setup_for(gpt).unwrap().scenario["engine"]["max_model_len"], 32768);
+    let gpt = pts
+        .iter()
+        .find(|p| p.model == "openai/gpt-oss-120b" && p.tp == 1)
+        .unwrap();
+    assert_eq!(
+        setup_for(gpt).unwrap().scenario["engine"]["max_model_len"],
+        32768
+    );
     let sim = &pts[0];
-    assert_eq!(setup_for(sim).unwrap().scenario["engine"]["max_model_len"], 4096);
+    assert_eq!(
+        setup_for(sim).unwrap().scenario["engine"]["max_model_len"],
+        4096
+    );
 }
 
 #[test]
@@ -88,13 +113,26 @@ fn source_caveats_choose_and_exclude_metrics() {
     let pts = parse_points(SHIPPED).unwrap();
     for p in &pts {
         let s = setup_for(p).unwrap();
-        let it = s.targets.iter().find(|t| t.0 == Family::InterToken).unwrap();
-        let tput = s.targets.iter().find(|t| t.0 == Family::Throughput).unwrap();
+        let it = s
+            .targets
+            .iter()
+            .find(|t| t.0 == Family::InterToken)
+            .unwrap();
+        let tput = s
+            .targets
+            .iter()
+            .find(|t| t.0 == Family::Throughput)
+            .unwrap();
         if p.source.starts_with("inference-sim") {
             // derived (e2e - ttft)/(osl - 1) is a TPOT
             assert_eq!(it.1.name(), "tpot_ms_mean");
             let excluded = tput.3.is_some();
-            assert_eq!(excluded, p.model == "meta-llama/Llama-2-7b-hf", "line {}", p.line);
+            assert_eq!(
+                excluded,
+                p.model == "meta-llama/Llama-2-7b-hf",
+                "line {}",
+                p.line
+            );
         } else {
             assert_eq!(it.1.name(), "itl_ms_mean");
             assert!(tput.3.is_none());
@@ -133,7 +171,10 @@ fn errors_name_row_and_column() {
     set(&mut cells, "ttft_p50_ms", "fast");
     let text = format!("{header}\n{}\n", cells.join(","));
     let e = parse_points(&text).unwrap_err();
-    assert!(matches!(&e, ValidateError::BadCell { column, .. } if column == "ttft_p50_ms"), "{e}");
+    assert!(
+        matches!(&e, ValidateError::BadCell { column, .. } if column == "ttft_p50_ms"),
+        "{e}"
+    );
     let e = parse_points("source,model\nx,y\n").unwrap_err();
     assert!(matches!(e, ValidateError::MissingColumn { .. }));
     let e = split_csv("a,b\n\"open,x\n").unwrap_err();
