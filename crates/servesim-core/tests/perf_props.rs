@@ -95,6 +95,13 @@ fn breakdown_terms_sum_to_step_time() {
             };
             let b = m.breakdown(&w);
             assert_eq!(b.total_ticks(), m.step_time(&w), "{}", d.model.name);
+            // The iterator entry point gives the same result.
+            let it = chunks.iter().map(|c| PrefillChunk {
+                past: c.past,
+                new: c.new,
+            });
+            assert_eq!(m.breakdown_iter(it.clone(), n, w.decode_ctx_sum), b);
+            assert_eq!(m.step_time_iter(it, n, w.decode_ctx_sum), m.step_time(&w));
             let terms = [
                 b.gemm_compute,
                 b.attention_compute,

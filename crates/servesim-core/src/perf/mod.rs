@@ -450,7 +450,36 @@ impl StepCostModel {
 
     /// Seconds per term of the step (see [`StepBreakdown`]); `total()` equals `step_time`.
     pub fn breakdown(&self, w: &StepWork) -> StepBreakdown {
-        let prefill_tokens: u64 = w.prefill.iter().map(|c| c.new).sum();
+        self.breakdown_iter(w.prefill.iter().copied(), w.decode_seqs, w.decode_ctx_sum)
+    }
+
+    /// [`StepCostModel::step_time`] with the prefill chunks given as an iterator (walked three
+    /// times), so a caller with its own chunk type needs no per-step allocation, e.g.
+    /// `m.step_time_iter(chunks.iter().map(|c| PrefillChunk { past: c.context_before, new: c.new_tokens }), n, ctx_sum)`.
+    pub fn step_time_iter<I>(&self, prefill: I, decode_seqs: u64, decode_ctx_sum: u64) -> Ticks
+    where
+        I: Iterator<Item = PrefillChunk> + Clone,
+    {
+        self.breakdown_iter(prefill, decode_seqs, decode_ctx_sum)
+            .total_ticks()
+    }
+
+    /// [`StepCostModel::breakdown`] with the prefill chunks given as an iterator.
+    pub fn breakdown_iter<I>(
+        &self,
+        prefill: I,
+        decode_seqs: u64,
+        decode_ctx_sum: u64,
+    ) -> StepBreakdown
+    where
+        I: Iterator<Item = PrefillChunk> + Clone,
+    {
+        let w = StepWork {
+            prefill: &[],
+            decode_seqs,
+            decode_ctx_sum,
+        };
+        let prefill_tokens: u64 = prefill.clone().map(|c| c.new).sum();
         let tokens = prefill_tokens + w.decode_seqs;
         let mut b = StepBreakdown::default();
         if tokens == 0 {
@@ -460,7 +489,7 @@ impl StepCostModel {
         let (mode, padded) = self.exec_mode(has_prefill, tokens);
         b.mode = mode;
         let t = padded as f64;
-        let requests = w.prefill.iter().filter(|c| c.new > 0).count() as f64 + w.decode_seqs as f64;
+        let requests = prefill.clone().filter(|c| c.new > 0).count() as f64 + w.decode_seqs as f64;
 
         // Non-expert GEMMs vs non-expert weight reads.
         let dense_c = t * self.dense_s_per_token + requests * self.lm_head_s_per_row;
@@ -499,7 +528,7 @@ impl StepCostModel {
         // Prefill attention: exact per chunk; reads its past context once, writes its new KV.
         let mut pf_flops = 0.0;
         let mut pf_bytes = 0.0;
-        for ch in w.prefill {
+        for ch in prefill {
             if ch.new == 0 {
                 continue;
             }
