@@ -463,7 +463,8 @@ impl Scenario {
             )?,
             kv,
         };
-        let base = Efficiencies::default_for(deployment.gpu.generation);
+        // The calibrated table (fitted fields of docs/accuracy.md over the literature defaults).
+        let base = Efficiencies::calibrated_for(deployment.gpu.generation);
         let eff = match &self.efficiencies {
             None => base,
             Some(o) => base.with_overrides(o).map_err(ScenarioError::Perf)?,

@@ -1014,9 +1014,7 @@ pub fn run_with(
     let mut results = Vec::new();
     for p in &points {
         let setup = setup_for(p)?;
-        let eff = generation_key(&p.gpu)
-            .map(|g| fitted.overrides_for(&g))
-            .unwrap_or_else(|| json!({}));
+        let eff = fitted.full_table_for(&p.gpu);
         let mut r = PointResult {
             line: p.line,
             source: p.source.clone(),
@@ -1098,9 +1096,36 @@ pub struct FittedEfficiencies {
 }
 
 impl FittedEfficiencies {
+    /// Parses and checks a table: every field must be a field of the efficiency table with a
+    /// valid value (an error names the generation and field).
     pub fn from_json(s: &str) -> Result<FittedEfficiencies, ValidateError> {
-        serde_json::from_str(s).map_err(|e| ValidateError::Fitted(e.to_string()))
+        let t: FittedEfficiencies =
+            serde_json::from_str(s).map_err(|e| ValidateError::Fitted(e.to_string()))?;
+        let base = crate::perf::Efficiencies::default_for(crate::gpu::Generation::Hopper);
+        for (g, m) in &t.generations {
+            base.with_fitted(m)
+                .map_err(|e| ValidateError::Fitted(format!("generation `{g}`: {e}")))?;
+        }
+        Ok(t)
     }
+    /// The complete efficiency table for a (CSV) GPU name as scenario overrides: the literature
+    /// defaults of its generation ([`crate::perf::Efficiencies::default_for`]) with this fit's
+    /// fields of that generation replaced. Complete, so a validation run does not depend on the
+    /// calibration the scenario would otherwise use (`--defaults` really is the literature table).
+    /// `{}` for an unknown GPU (the scenario then reports it).
+    pub fn full_table_for(&self, gpu: &str) -> Value {
+        let Ok(g) = crate::gpu::find_gpu(catalog_gpu(gpu)) else {
+            return json!({});
+        };
+        let base = crate::perf::Efficiencies::default_for(g.generation);
+        let key = crate::perf::generation_key(g.generation);
+        let eff = match self.generations.get(&key) {
+            Some(m) => base.with_fitted(m).unwrap_or(base),
+            None => base,
+        };
+        serde_json::to_value(eff).unwrap_or_else(|_| json!({}))
+    }
+
     /// The overrides JSON for a generation (`{}` when the fit has none).
     pub fn overrides_for(&self, generation: &str) -> Value {
         match self.generations.get(generation) {
