@@ -617,7 +617,16 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         requests["shared_prefix"] = json!({"groups": g, "tokens": t});
     }
     let workload = json!({"arrival": arrival, "requests": requests, "seed": SEED});
-    let scenario = json!({
+    // Endpoint kind, as the source states it: the workload names the chat endpoint
+    // (`vllm bench serve --backend openai-chat`); otherwise completions (inference-perf
+    // "streaming completions API", vllm bench serve's default backend).
+    let endpoint = if p.workload.to_ascii_lowercase().contains("chat endpoint") {
+        "chat"
+    } else {
+        "completions"
+    };
+    notes.push(format!("API endpoint: {endpoint}"));
+    let mut scenario = json!({
         "version": 1,
         "model": {"catalog": model_id},
         "gpu": {"catalog": catalog_gpu(&p.gpu)},
@@ -630,7 +639,11 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         "engine": Value::Object(engine),
         "workload": workload,
         "sweep": sweep,
+        "endpoint": endpoint,
     });
+    if let Some(note) = started_kv_floor(&mut scenario) {
+        notes.push(note);
+    }
 
     // What to compare, and the per-source caveats.
     let mut targets = Vec::new();
@@ -673,6 +686,36 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         targets,
         notes,
     })
+}
+
+/// A measured run that started although our capacity model says vLLM would refuse the recorded
+/// settings because one request of `max_model_len` tokens does not fit in the KV pool. vLLM
+/// (0.10-0.11, `_check_enough_kv_cache_memory`) refuses to start in that case and does not reduce
+/// `max_model_len` on its own, so the real run had at least that much KV memory per GPU. The row
+/// is then simulated with exactly that minimum (`engine.kv_cache_memory_bytes` = the bytes of one
+/// max-length request): the smallest KV pool consistent with the run having started, an
+/// assumption that makes such rows KV-pessimistic. Other refusals are left as they are.
+fn started_kv_floor(scenario: &mut Value) -> Option<String> {
+    let sc = crate::scenario::Scenario::from_json(&scenario.to_string()).ok()?;
+    let cap = sc.resolve().ok()?.capacity;
+    if cap.fits || cap.bytes_per_max_len_request == 0 {
+        return None;
+    }
+    let needs_one_request = cap
+        .vllm_error
+        .as_deref()
+        .is_some_and(|e| e.contains("max seq len") || e.contains("max_model_len"));
+    if !needs_one_request {
+        return None;
+    }
+    let bytes = cap.bytes_per_max_len_request;
+    scenario["engine"]["kv_cache_memory_bytes"] = json!(bytes);
+    Some(format!(
+        "the run started at max_model_len {}, which vLLM only does with >= {:.2} GiB of KV per GPU; our capacity model estimates less ({}); simulated with that minimum (kv_cache_memory_bytes = {bytes}, an assumption: a lower bound on the real pool)",
+        cap.max_model_len,
+        bytes as f64 / (1u64 << 30) as f64,
+        cap.reason
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1153,6 +1196,21 @@ pub struct FitParam {
 /// GEMM factors (fp8, fp4) are not fitted: one model each in the set, so fitting them would fit
 /// that model.
 pub const FIT_PARAMS: &[FitParam] = &[
+    FitParam {
+        field: "api_latency_completions_s",
+        kind: "API server per-request latency, completions endpoint",
+        grid: &[0.0, 2e-3, 5e-3, 8e-3, 12e-3, 16e-3, 20e-3, 30e-3],
+    },
+    FitParam {
+        field: "api_latency_chat_s",
+        kind: "API server per-request latency, chat endpoint",
+        grid: &[0.0, 5e-3, 10e-3, 20e-3, 30e-3, 40e-3, 50e-3, 60e-3],
+    },
+    FitParam {
+        field: "api_serial_per_request_s",
+        kind: "API server serial CPU time per request (bursts)",
+        grid: &[0.0, 0.5e-3, 1e-3, 2e-3, 4e-3, 8e-3, 12e-3, 16e-3],
+    },
     FitParam {
         field: "gemm_bf16",
         kind: "dense GEMM compute (prefill-bound steps)",

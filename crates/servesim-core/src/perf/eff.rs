@@ -176,6 +176,16 @@ efficiencies! {
     layer_launch_eager_s: Seconds,
     /// Per scheduled request per step CPU cost (scheduler bookkeeping, input prep, sampling), seconds.
     per_request_overhead_s: Seconds,
+    /// API server, `/v1/completions`: fixed per-request latency between the client's send and the
+    /// engine (HTTP, tokenisation) plus first/last-token streaming, seconds. Not a step cost: the
+    /// sweep driver adds it (`sweep::FrontEnd`).
+    api_latency_completions_s: Seconds,
+    /// API server, `/v1/chat/completions`: as `api_latency_completions_s` plus the chat template
+    /// and the chat streaming path, seconds.
+    api_latency_chat_s: Seconds,
+    /// API server serial CPU time per request (one process preprocesses requests one at a time;
+    /// queues under bursts), seconds.
+    api_serial_per_request_s: Seconds,
 }
 
 impl Efficiencies {
@@ -257,6 +267,9 @@ impl Efficiencies {
             layer_launch_piecewise_s: 15e-6,
             layer_launch_eager_s: 60e-6,
             per_request_overhead_s: 4e-6,
+            api_latency_completions_s: 2e-3,
+            api_latency_chat_s: 5e-3,
+            api_serial_per_request_s: 1e-3,
         };
         match generation {
             Generation::Hopper => base,
