@@ -2,10 +2,19 @@
 //! ref-counted, freed cached blocks evicted least-recently-freed first).
 //!
 //! Physical blocks are not individually tracked: the pool counts never-hashed free blocks and
-//! keeps the cached blocks in a hash map. One cached "unit" stands for `group` physical blocks
-//! (one per full-attention KV cache group).
+//! keeps the cached blocks in a slab (`Vec`) indexed by a small integer id, found by hash through
+//! an open-addressing table. One cached "unit" stands for `group` physical blocks (one per
+//! full-attention KV cache group). Freed cached blocks sit in an intrusive doubly linked LRU list
+//! over slab ids (head = least recently freed = next to evict), so every operation is O(1) and
+//! allocation-free once warm; callers hold slab ids, not hashes, so releasing touches no table.
+//!
+//! The head of the waiting queue is looked up again at every step while it cannot be admitted.
+//! To keep that O(1), the pool *watches* the cached prefix found for one owner: each watched slot
+//! knows its position in the prefix, evicting one cuts the prefix there, and ref-count changes
+//! keep the count of evictable watched blocks current. A repeated lookup only truncates to the
+//! cut and probes the table past the prefix's end.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A hasher for keys that are already well-mixed 64-bit hashes (no OS randomness, deterministic).
@@ -29,20 +38,135 @@ impl Hasher for IdHasher {
 }
 pub(crate) type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
-struct Entry {
+/// Slab id of a cached block.
+pub(crate) type BlockId = u32;
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+struct Slot {
+    hash: u64,
+    /// References held by running requests; `FREE_SLOT` when the slab slot is unused.
     refs: u32,
-    /// Position stamp of this block's entry in the LRU queue (valid when `refs == 0`).
-    stamp: u64,
+    /// LRU links (valid when `refs == 0`).
+    prev: u32,
+    next: u32,
+    /// Position in the watched prefix, or `NIL`.
+    wpos: u32,
+}
+const FREE_SLOT: u32 = u32::MAX;
+
+/// Open-addressing (linear probing, backward-shift deletion) table `hash -> slab id`. Keys are
+/// already well-mixed 64-bit hashes, so the low bits index the table directly.
+struct Table {
+    keys: Vec<u64>,
+    vals: Vec<u32>,
+    mask: usize,
+    len: usize,
+}
+
+impl Table {
+    fn new() -> Table {
+        Table {
+            keys: vec![0; 1024],
+            vals: vec![NIL; 1024],
+            mask: 1023,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn get(&self, h: u64) -> Option<u32> {
+        let mut i = h as usize & self.mask;
+        loop {
+            let v = self.vals[i];
+            if v == NIL {
+                return None;
+            }
+            if self.keys[i] == h {
+                return Some(v);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Inserts `h -> v` (`h` must be absent).
+    fn insert(&mut self, h: u64, v: u32) {
+        if 2 * (self.len + 1) > self.keys.len() {
+            self.grow();
+        }
+        let mut i = h as usize & self.mask;
+        while self.vals[i] != NIL {
+            i = (i + 1) & self.mask;
+        }
+        self.keys[i] = h;
+        self.vals[i] = v;
+        self.len += 1;
+    }
+
+    fn grow(&mut self) {
+        let n = self.keys.len() * 2;
+        let keys = std::mem::replace(&mut self.keys, vec![0; n]);
+        let vals = std::mem::replace(&mut self.vals, vec![NIL; n]);
+        self.mask = n - 1;
+        self.len = 0;
+        for (k, v) in keys.into_iter().zip(vals) {
+            if v != NIL {
+                self.insert(k, v);
+            }
+        }
+    }
+
+    /// Removes `h` (must be present).
+    fn remove(&mut self, h: u64) {
+        let mask = self.mask;
+        let mut i = h as usize & mask;
+        while self.keys[i] != h || self.vals[i] == NIL {
+            debug_assert!(self.vals[i] != NIL, "removed key is present");
+            i = (i + 1) & mask;
+        }
+        // Backward-shift deletion: pull later entries of the probe run into the hole.
+        let mut hole = i;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            if self.vals[j] == NIL {
+                break;
+            }
+            let home = self.keys[j] as usize & mask;
+            // Entry j may move to `hole` iff its home is not cyclically in (hole, j].
+            let in_range = if hole <= j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
+            if !in_range {
+                self.keys[hole] = self.keys[j];
+                self.vals[hole] = self.vals[j];
+                hole = j;
+            }
+        }
+        self.vals[hole] = NIL;
+        self.len -= 1;
+    }
 }
 
 pub(crate) struct KvPool {
     total: u64,
     group: u64,
     free_uncached: u64,
-    map: IdMap<Entry>,
-    lru: VecDeque<(u64, u64)>,
+    table: Table,
+    slots: Vec<Slot>,
+    free_ids: Vec<u32>,
+    /// LRU list of evictable (ref count 0) cached blocks: head is evicted first.
+    head: u32,
+    tail: u32,
     evictable: u64,
-    stamp: u64,
+    /// The watched prefix (`watch[j]` caches block `j` of the owner's hash chain), its owner,
+    /// the shortest position evicted since the last lookup, and its evictable blocks.
+    watch: Vec<BlockId>,
+    watch_owner: Option<(u64, u64)>,
+    watch_cut: usize,
+    watch_evictable: u64,
 }
 
 impl KvPool {
@@ -51,10 +175,16 @@ impl KvPool {
             total,
             group,
             free_uncached: total,
-            map: IdMap::default(),
-            lru: VecDeque::new(),
+            table: Table::new(),
+            slots: Vec::new(),
+            free_ids: Vec::new(),
+            head: NIL,
+            tail: NIL,
             evictable: 0,
-            stamp: 0,
+            watch: Vec::new(),
+            watch_owner: None,
+            watch_cut: 0,
+            watch_evictable: 0,
         }
     }
 
@@ -74,32 +204,96 @@ impl KvPool {
         self.total
     }
 
-    /// Length of the longest cached prefix of `hashes`, and how many of those blocks are
-    /// currently evictable (ref count 0).
-    pub fn lookup(&self, hashes: &[u64]) -> (u64, u64) {
-        let mut hit = 0;
-        let mut evictable = 0;
-        for h in hashes {
-            match self.map.get(h) {
-                Some(e) => {
-                    hit += 1;
-                    if e.refs == 0 {
-                        evictable += 1;
-                    }
+    /// Stops watching prefix entries `from..`.
+    fn unwatch_from(&mut self, from: usize) {
+        for j in from..self.watch.len() {
+            let s = &mut self.slots[self.watch[j] as usize];
+            // An evicted entry was unwatched then (and its slot may be reused since).
+            if s.wpos as usize == j {
+                s.wpos = NIL;
+                self.watch_evictable -= (s.refs == 0) as u64;
+            }
+        }
+        self.watch.truncate(from);
+    }
+
+    /// The longest cached prefix of `hashes` (a block-hash chain) for `owner`: returns
+    /// `(blocks hit, how many of them are evictable)`. Repeated calls for the same owner with the
+    /// same (or a longer) `hashes` cost O(1) plus the change since the last call.
+    pub fn lookup(&mut self, owner: (u64, u64), hashes: &[u64]) -> (u64, u64) {
+        if self.watch_owner != Some(owner) {
+            self.unwatch_from(0);
+            self.watch_owner = Some(owner);
+            self.watch_cut = 0;
+        }
+        let cut = self.watch_cut.min(hashes.len());
+        if cut < self.watch.len() {
+            self.unwatch_from(cut);
+        }
+        for &h in &hashes[self.watch.len()..] {
+            match self.table.get(h) {
+                Some(id) => {
+                    let s = &mut self.slots[id as usize];
+                    debug_assert_eq!(s.wpos, NIL);
+                    s.wpos = self.watch.len() as u32;
+                    self.watch_evictable += (s.refs == 0) as u64;
+                    self.watch.push(id);
                 }
                 None => break,
             }
         }
-        (hit, evictable)
+        self.watch_cut = self.watch.len();
+        (self.watch.len() as u64, self.watch_evictable)
     }
 
-    /// Takes a reference on a cached block (a prefix hit).
-    pub fn take_ref(&mut self, h: u64) {
-        let e = self.map.get_mut(&h).expect("hit block is cached");
-        if e.refs == 0 {
-            self.evictable -= 1;
+    /// Takes a reference on every block of the owner's watched prefix (the prefix hit of an
+    /// admission, as found by the last [`KvPool::lookup`]), appending their ids to `out`, and
+    /// ends the watch.
+    pub fn take_watched(&mut self, out: &mut Vec<BlockId>) {
+        debug_assert_eq!(self.watch_cut, self.watch.len(), "lookup just before");
+        let cut = self.watch_cut.min(self.watch.len());
+        self.unwatch_from(cut);
+        let ids = std::mem::take(&mut self.watch);
+        for &id in &ids {
+            self.slots[id as usize].wpos = NIL;
+            self.take_ref(id);
         }
-        e.refs += 1;
+        out.extend_from_slice(&ids);
+        self.watch = ids;
+        self.watch.clear();
+        self.watch_owner = None;
+        self.watch_cut = 0;
+        self.watch_evictable = 0;
+    }
+
+    #[inline]
+    fn unlink(&mut self, id: u32) {
+        let Slot { prev, next, .. } = self.slots[id as usize];
+        if prev == NIL {
+            self.head = next;
+        } else {
+            self.slots[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.slots[next as usize].prev = prev;
+        }
+    }
+
+    /// Takes a reference on cached block `id` (a prefix hit).
+    #[inline]
+    pub fn take_ref(&mut self, id: BlockId) {
+        let refs = self.slots[id as usize].refs;
+        debug_assert!(refs != FREE_SLOT, "hit block is cached");
+        if refs == 0 {
+            self.unlink(id);
+            self.evictable -= 1;
+            if self.slots[id as usize].wpos != NIL {
+                self.watch_evictable -= 1;
+            }
+        }
+        self.slots[id as usize].refs = refs + 1;
     }
 
     /// Allocates `n` physical blocks, evicting cached blocks least-recently-freed first.
@@ -109,30 +303,54 @@ impl KvPool {
             return false;
         }
         while self.free_uncached < n {
-            let (h, stamp) = self.lru.pop_front().expect("evictable blocks exist");
-            let valid = matches!(self.map.get(&h), Some(e) if e.refs == 0 && e.stamp == stamp);
-            if valid {
-                self.map.remove(&h);
-                self.evictable -= 1;
-                self.free_uncached += self.group;
+            let id = self.head;
+            debug_assert!(id != NIL, "evictable blocks exist");
+            self.unlink(id);
+            let s = &mut self.slots[id as usize];
+            let h = s.hash;
+            s.refs = FREE_SLOT;
+            if s.wpos != NIL {
+                // The watched prefix now ends before this block.
+                self.watch_cut = self.watch_cut.min(s.wpos as usize);
+                s.wpos = NIL;
+                self.watch_evictable -= 1;
             }
+            self.table.remove(h);
+            self.free_ids.push(id);
+            self.evictable -= 1;
+            self.free_uncached += self.group;
         }
         self.free_uncached -= n;
         true
     }
 
     /// Registers a just-filled block (already allocated, held by one request) under hash `h`.
-    /// Returns true if it became a shared cached block (the request now holds a ref on `h`),
-    /// false if `h` was already cached (the block stays a private duplicate, as vLLM keeps
+    /// Returns its slab id if it became a shared cached block (the request now holds a ref on
+    /// it), `None` if `h` was already cached (the block stays a private duplicate, as vLLM keeps
     /// duplicate blocks uncached for reuse).
-    pub fn register(&mut self, h: u64) -> bool {
-        match self.map.entry(h) {
-            std::collections::hash_map::Entry::Occupied(_) => false,
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(Entry { refs: 1, stamp: 0 });
-                true
-            }
+    pub fn register(&mut self, h: u64) -> Option<BlockId> {
+        if self.table.get(h).is_some() {
+            return None;
         }
+        let slot = Slot {
+            hash: h,
+            refs: 1,
+            prev: NIL,
+            next: NIL,
+            wpos: NIL,
+        };
+        let id = match self.free_ids.pop() {
+            Some(id) => {
+                self.slots[id as usize] = slot;
+                id
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.table.insert(h, id);
+        Some(id)
     }
 
     /// Returns `n` private (never-hashed) physical blocks to the pool.
@@ -141,51 +359,186 @@ impl KvPool {
         debug_assert!(self.available() <= self.total);
     }
 
-    /// Drops one reference on cached block `h`; at zero it becomes evictable (most recently freed).
-    pub fn release_ref(&mut self, h: u64) {
-        let e = self.map.get_mut(&h).expect("released block is cached");
-        e.refs -= 1;
-        if e.refs == 0 {
-            self.stamp += 1;
-            e.stamp = self.stamp;
-            self.lru.push_back((h, self.stamp));
+    /// Drops one reference on cached block `id`; at zero it becomes evictable (most recently
+    /// freed, at the LRU tail).
+    #[inline]
+    pub fn release_ref(&mut self, id: BlockId) {
+        let s = &mut self.slots[id as usize];
+        debug_assert!(s.refs != FREE_SLOT && s.refs > 0, "released block is cached");
+        s.refs -= 1;
+        if s.refs == 0 {
+            s.prev = self.tail;
+            s.next = NIL;
+            if self.tail == NIL {
+                self.head = id;
+            } else {
+                self.slots[self.tail as usize].next = id;
+            }
+            self.tail = id;
             self.evictable += 1;
-            if self.lru.len() as u64 > 2 * self.evictable + 4096 {
-                self.compact();
+            if self.slots[id as usize].wpos != NIL {
+                self.watch_evictable += 1;
             }
         }
-    }
-
-    fn compact(&mut self) {
-        let map = &self.map;
-        self.lru
-            .retain(|(h, s)| matches!(map.get(h), Some(e) if e.refs == 0 && e.stamp == *s));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::{Rng, Stream};
+    use std::collections::BTreeMap;
+
+    fn hits(p: &mut KvPool, hashes: &[u64]) -> (u64, u64) {
+        // a fresh owner each time: no watch reuse
+        p.lookup((hashes[0], hashes.len() as u64 + 1000), hashes)
+    }
 
     #[test]
     fn alloc_refuses_beyond_capacity_and_evicts_lru_first() {
         let mut p = KvPool::new(4, 1);
         assert!(p.alloc(2));
-        assert!(p.register(10));
-        assert!(p.register(11));
-        assert!(!p.register(10));
+        let a = p.register(10).unwrap();
+        let b = p.register(11).unwrap();
+        assert!(p.register(10).is_none());
         assert_eq!(p.used(), 2);
         // free 11 then 10: 11 is least recently freed
-        p.release_ref(11);
-        p.release_ref(10);
+        p.release_ref(b);
+        p.release_ref(a);
         assert_eq!(p.available(), 4);
-        assert_eq!(p.lookup(&[10, 11, 12]), (2, 2));
+        assert_eq!(hits(&mut p, &[10, 11, 12]), (2, 2));
         assert!(!p.alloc(5));
         assert!(p.alloc(3)); // 2 uncached + evict 11
-        assert_eq!(p.lookup(&[11]), (0, 0));
-        assert_eq!(p.lookup(&[10]), (1, 1));
-        p.take_ref(10);
+        assert_eq!(hits(&mut p, &[11]), (0, 0));
+        assert_eq!(hits(&mut p, &[10]), (1, 1));
+        p.take_ref(a);
         assert_eq!(p.available(), 0);
         assert!(!p.alloc(1));
+    }
+
+    /// Recounts a lookup from scratch (the table and ref counts only).
+    fn naive(p: &KvPool, hashes: &[u64]) -> (u64, u64) {
+        let mut n = 0;
+        let mut ev = 0;
+        for &h in hashes {
+            match p.table.get(h) {
+                Some(id) => {
+                    n += 1;
+                    ev += (p.slots[id as usize].refs == 0) as u64;
+                }
+                None => break,
+            }
+        }
+        (n, ev)
+    }
+
+    #[test]
+    fn watched_lookup_tracks_evictions_refs_and_reregistration() {
+        let mut p = KvPool::new(3, 1);
+        assert!(p.alloc(3));
+        let ids: Vec<u32> = [1u64, 2, 3].iter().map(|&h| p.register(h).unwrap()).collect();
+        let owner = (9, 0);
+        assert_eq!(p.lookup(owner, &[1, 2, 3, 4]), (3, 0));
+        for &id in ids.iter().rev() {
+            p.release_ref(id);
+        }
+        assert_eq!(p.lookup(owner, &[1, 2, 3, 4]), (3, 3));
+        // freed tail-first: 3 is least recently freed and goes first
+        assert!(p.alloc(1));
+        assert_eq!(p.lookup(owner, &[1, 2, 3, 4]), (2, 2));
+        // block 2 evicted; then 1; then 3 and 2 re-registered under reused slots
+        assert!(p.alloc(1));
+        assert_eq!(p.lookup(owner, &[1, 2, 3, 4]), (1, 1));
+        assert!(p.alloc(1));
+        p.release_private(2);
+        assert!(p.alloc(2));
+        let b3 = p.register(3).unwrap();
+        let b2 = p.register(2).unwrap();
+        assert_eq!(p.lookup(owner, &[1, 2, 3, 4]), (0, 0)); // 1 was evicted by the last alloc
+        p.release_ref(b3);
+        p.release_ref(b2);
+        let other = (10, 0);
+        assert_eq!(p.lookup(other, &[2, 3, 4]), (2, 2));
+        let mut out = Vec::new();
+        p.take_watched(&mut out);
+        assert_eq!(out, vec![b2, b3]);
+        assert_eq!(p.available(), 0); // one private block is still held
+    }
+
+    #[test]
+    fn watched_lookup_agrees_with_a_fresh_recount_under_random_churn() {
+        let mut rng = Rng::stream(3, Stream::Test);
+        let mut p = KvPool::new(64, 1);
+        let chain: Vec<u64> = (0..40).map(|i| 1000 + i).collect();
+        let mut held: Vec<Vec<u32>> = Vec::new();
+        let mut owner = (0, 0);
+        for step in 0..20_000u64 {
+            match rng.range_u64(0, 5) {
+                0 | 1 => {
+                    // a request fills a prefix of the chain (or of a private chain)
+                    let n = rng.range_u64(1, 20);
+                    if p.alloc(n) {
+                        let base = if rng.range_u64(0, 1) == 0 { 1000 } else { 50_000 + step * 64 };
+                        let mut ids = Vec::new();
+                        let mut private = 0;
+                        for j in 0..n {
+                            match p.register(base + j) {
+                                Some(id) => ids.push(id),
+                                None => private += 1,
+                            }
+                        }
+                        p.release_private(private);
+                        held.push(ids);
+                    }
+                }
+                2 => {
+                    if !held.is_empty() {
+                        let i = rng.range_u64(0, held.len() as u64 - 1) as usize;
+                        for id in held.swap_remove(i).into_iter().rev() {
+                            p.release_ref(id);
+                        }
+                    }
+                }
+                3 => {
+                    let (n, ev) = p.lookup(owner, &chain);
+                    if p.alloc(0) && rng.range_u64(0, 3) == 0 && n > 0 && ev == 0 {
+                        let mut out = Vec::new();
+                        p.take_watched(&mut out);
+                        held.push(out);
+                    }
+                }
+                4 => owner = (step, 0),
+                _ => {
+                    let (n, ev) = p.lookup(owner, &chain);
+                    assert_eq!((n, ev), naive(&p, &chain), "step {step}");
+                }
+            }
+            assert!(p.available() <= p.total);
+        }
+    }
+
+    #[test]
+    fn table_matches_a_reference_map_under_random_inserts_and_removes() {
+        let mut rng = Rng::stream(7, Stream::Test);
+        let mut t = Table::new();
+        let mut want: BTreeMap<u64, u32> = BTreeMap::new();
+        for i in 0..200_000u32 {
+            // few distinct low bits: long probe runs and wrap-around
+            let h = (rng.next_u64() & 0xF0000_0FFF) | ((rng.range_u64(0, 3)) << 40);
+            if want.contains_key(&h) {
+                t.remove(h);
+                want.remove(&h);
+            } else if want.len() < 3000 {
+                t.insert(h, i);
+                want.insert(h, i);
+            }
+            if i % 997 == 0 {
+                for (&k, &v) in &want {
+                    assert_eq!(t.get(k), Some(v));
+                }
+                assert_eq!(t.len, want.len());
+            }
+            assert_eq!(t.get(h), want.get(&h).copied());
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The engine core: vLLM v1's `Scheduler.schedule()` / `update_from_output()` loop as discrete
 //! events. See `docs/engine.md`.
 
-use super::kv::KvPool;
+use super::kv::{BlockId, KvPool};
 use super::{
     EngineConfig, FinishedRequest, Observer, PrefillChunk, RejectReason, Request, Segment,
     SimError, StepBatch, StepRecord, StepTimeModel,
@@ -41,8 +41,8 @@ struct Live {
     phase: Phase,
     /// Physical KV blocks held.
     held: u64,
-    /// Cached blocks this request holds a reference on, in acquisition order.
-    refs: Vec<u64>,
+    /// Cached blocks (slab ids) this request holds a reference on, in acquisition order.
+    refs: Vec<BlockId>,
     /// Leading full blocks already offered to the prefix cache.
     reg_blocks: u64,
     /// Block hashes of the token sequence, computed lazily.
@@ -358,9 +358,8 @@ impl<'m> Engine<'m> {
         }
         l.ensure_hashes(upto, bs);
         for j in l.reg_blocks..upto {
-            let h = l.hashes[j as usize];
-            if self.pool.register(h) {
-                l.refs.push(h);
+            if let Some(id) = self.pool.register(l.hashes[j as usize]) {
+                l.refs.push(id);
             }
         }
         l.reg_blocks = upto;
@@ -368,8 +367,8 @@ impl<'m> Engine<'m> {
 
     fn free_blocks(&mut self, s: u32) {
         let l = self.slots[s as usize].as_mut().expect("live slot");
-        for h in l.refs.iter().rev() {
-            self.pool.release_ref(*h);
+        for &id in l.refs.iter().rev() {
+            self.pool.release_ref(id);
         }
         let private = l.held - self.group * l.refs.len() as u64;
         self.pool.release_private(private);
@@ -546,7 +545,8 @@ impl<'m> Engine<'m> {
                     // vLLM always recomputes the last token: at most (eff - 1) tokens hit.
                     let maxb = (eff - 1) / bs;
                     l.ensure_hashes(maxb, bs);
-                    self.pool.lookup(&l.hashes[..maxb as usize])
+                    let owner = (l.id, l.preemptions as u64);
+                    self.pool.lookup(owner, &l.hashes[..maxb as usize])
                 } else {
                     (0, 0)
                 };
@@ -561,10 +561,9 @@ impl<'m> Engine<'m> {
                 }
                 self.waiting.pop_front();
                 let l = self.slots[s as usize].as_mut().expect("live slot");
-                for j in 0..hit_blocks as usize {
-                    let h = l.hashes[j];
-                    self.pool.take_ref(h);
-                    l.refs.push(h);
+                debug_assert!(l.refs.is_empty());
+                if hit_blocks > 0 {
+                    self.pool.take_watched(&mut l.refs);
                 }
                 let ok = self.pool.alloc(need_new);
                 debug_assert!(ok);
