@@ -6,7 +6,7 @@ use super::{
     EngineConfig, FinishedRequest, Observer, PrefillChunk, RejectReason, Request, Segment,
     SimError, StepBatch, StepRecord, StepTimeModel,
 };
-use crate::rng::hash2;
+use crate::rng::mix64;
 use crate::units::Ticks;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -24,6 +24,8 @@ enum Phase {
 
 /// Root of every block-hash chain.
 const HASH_ROOT: u64 = 0x243F_6A88_85A3_08D3;
+/// Odd multiplier spreading token offsets in block hashes (2^64 / golden ratio).
+const HASH_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
 
 struct Live {
     id: u64,
@@ -63,18 +65,22 @@ struct Live {
 impl Live {
     /// Extends `hashes` to `n` blocks: block `j`'s hash chains block `j-1`'s hash with the
     /// (stream, offset, length) pieces of tokens `j*bs .. (j+1)*bs` (vLLM chains parent hashes
-    /// the same way; we hash segment descriptors instead of token ids).
+    /// the same way; we hash segment descriptors instead of token ids). Per piece:
+    /// `h = mix64(h ^ (stream + offset * G)) + length` with `G` the odd golden-ratio constant:
+    /// offsets within one stream never collide (G is invertible mod 2^64), different streams
+    /// (random 64-bit ids) collide with probability ~2^-64, and `mix64` is a bijection.
     fn ensure_hashes(&mut self, n: u64, bs: u64) {
+        self.hashes.reserve((n as usize).saturating_sub(self.hashes.len()));
         while (self.hashes.len() as u64) < n {
             let mut h = self.hashes.last().copied().unwrap_or(HASH_ROOT);
             let mut remaining = bs;
             while remaining > 0 {
                 let seg = self.segs[self.cursor_seg];
                 let take = remaining.min(seg.len - self.cursor_off);
-                h = hash2(
-                    h,
-                    hash2(hash2(seg.stream, seg.start + self.cursor_off), take),
-                );
+                let key = seg
+                    .stream
+                    .wrapping_add((seg.start + self.cursor_off).wrapping_mul(HASH_STEP));
+                h = mix64(h ^ key).wrapping_add(take);
                 self.cursor_off += take;
                 remaining -= take;
                 if self.cursor_off == seg.len {
