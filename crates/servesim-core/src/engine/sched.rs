@@ -2,6 +2,7 @@
 //! events. See `docs/engine.md`.
 
 use super::kv::{BlockId, KvPool};
+use super::IdMap;
 use super::{
     EngineConfig, FinishedRequest, Observer, PrefillChunk, RejectReason, Request, Segment,
     SimError, StepBatch, StepRecord, StepTimeModel,
@@ -26,6 +27,33 @@ enum Phase {
 const HASH_ROOT: u64 = 0x243F_6A88_85A3_08D3;
 /// Odd multiplier spreading token offsets in block hashes (2^64 / golden ratio).
 const HASH_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
+/// Cap on block hashes kept in the finished-request hash memo (8 bytes each: 16 MiB).
+const MEMO_CAP_HASHES: usize = 1 << 21;
+
+/// The block hashes of a finished request, kept under its output stream so that a request
+/// continuing that stream (the next turn of an agentic session) reuses the hashes of the
+/// content both share instead of re-hashing its whole conversation.
+struct HashMemo {
+    segs: Vec<Segment>,
+    hashes: Vec<u64>,
+    serial: u64,
+}
+
+/// Tokens at the start of `a` and `b` that are the same content (segment lists agree).
+fn common_prefix(a: &[Segment], b: &[Segment]) -> u64 {
+    let mut n = 0;
+    for (x, y) in a.iter().zip(b) {
+        if x == y {
+            n += x.len;
+            continue;
+        }
+        if x.stream == y.stream && x.start == y.start {
+            n += x.len.min(y.len);
+        }
+        break;
+    }
+    n
+}
 
 struct Live {
     id: u64,
@@ -62,7 +90,50 @@ struct Live {
     gen: u32,
 }
 
+/// The first `n` block hashes of `segs` computed from scratch (checks the memo in debug builds).
+#[cfg(debug_assertions)]
+fn fresh_hashes(segs: &[Segment], n: u64, bs: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut h = HASH_ROOT;
+    let mut in_block = 0u64;
+    for sg in segs {
+        let mut off = 0;
+        while off < sg.len && (out.len() as u64) < n {
+            let take = (bs - in_block).min(sg.len - off);
+            let key = sg.stream.wrapping_add((sg.start + off).wrapping_mul(HASH_STEP));
+            h = mix64(h ^ key).wrapping_add(take);
+            off += take;
+            in_block += take;
+            if in_block == bs {
+                out.push(h);
+                in_block = 0;
+            }
+        }
+    }
+    out
+}
+
 impl Live {
+    /// Adopts the leading `nb` block hashes of another request with the same content there.
+    fn adopt_hashes(&mut self, mut hashes: Vec<u64>, nb: u64, bs: u64) {
+        hashes.truncate(nb as usize);
+        self.hashes = hashes;
+        // Move the hashing cursor to token nb * bs.
+        let mut pos = nb * bs;
+        self.cursor_seg = 0;
+        self.cursor_off = 0;
+        while pos > 0 {
+            let len = self.segs[self.cursor_seg].len;
+            if pos >= len {
+                pos -= len;
+                self.cursor_seg += 1;
+            } else {
+                self.cursor_off = pos;
+                pos = 0;
+            }
+        }
+    }
+
     /// Extends `hashes` to `n` blocks: block `j`'s hash chains block `j-1`'s hash with the
     /// (stream, offset, length) pieces of tokens `j*bs .. (j+1)*bs` (vLLM chains parent hashes
     /// the same way; we hash segment descriptors instead of token ids). Per piece:
@@ -129,6 +200,13 @@ pub struct Engine<'m> {
     completing: Vec<u32>,
     chunks: Vec<PrefillChunk>,
     plans: Vec<(u32, u64, u64)>,
+    /// Finished requests' block hashes by output stream, oldest first in `memo_fifo`.
+    memo: IdMap<HashMemo>,
+    memo_fifo: VecDeque<(u64, u64)>,
+    memo_hashes: usize,
+    memo_serial: u64,
+    /// Spare `refs` vectors of finished requests (reused to avoid reallocation).
+    spare_refs: Vec<Vec<BlockId>>,
     submitted: u64,
     finished: u64,
     rejected: u64,
@@ -167,6 +245,11 @@ impl<'m> Engine<'m> {
             completing: Vec::new(),
             chunks: Vec::new(),
             plans: Vec::new(),
+            memo: IdMap::default(),
+            memo_fifo: VecDeque::new(),
+            memo_hashes: 0,
+            memo_serial: 0,
+            spare_refs: Vec::new(),
             submitted: 0,
             finished: 0,
             rejected: 0,
@@ -263,7 +346,7 @@ impl<'m> Engine<'m> {
             len: o,
         });
         Request::normalize_segments(&mut segs);
-        let live = Live {
+        let mut live = Live {
             id: req.id,
             arrival: req.arrival,
             segs,
@@ -274,7 +357,7 @@ impl<'m> Engine<'m> {
             computed: 0,
             phase: Phase::Waiting,
             held: 0,
-            refs: Vec::new(),
+            refs: self.spare_refs.pop().unwrap_or_default(),
             reg_blocks: 0,
             hashes: Vec::new(),
             cursor_seg: 0,
@@ -289,6 +372,16 @@ impl<'m> Engine<'m> {
             bucket_pos: 0,
             gen: 0,
         };
+        if self.caching {
+            let key = live.segs.last().expect("non-empty").stream;
+            if let Some(m) = self.memo.remove(&key) {
+                self.memo_hashes -= m.hashes.len();
+                let nb = (common_prefix(&m.segs, &live.segs) / self.bs).min(m.hashes.len() as u64);
+                live.adopt_hashes(m.hashes, nb, self.bs);
+                #[cfg(debug_assertions)]
+                assert_eq!(live.hashes, fresh_hashes(&live.segs, nb, self.bs));
+            }
+        }
         let s = match self.free_slots.pop() {
             Some(s) => {
                 self.slots[s as usize] = Some(live);
@@ -717,6 +810,40 @@ impl<'m> Engine<'m> {
         obs.on_step(&rec);
     }
 
+    /// Keeps a finished request's block hashes under its output stream, dropping the oldest
+    /// memos beyond [`MEMO_CAP_HASHES`].
+    fn remember_hashes(&mut self, segs: Vec<Segment>, hashes: Vec<u64>) {
+        let key = segs.last().expect("non-empty").stream;
+        self.memo_serial += 1;
+        let serial = self.memo_serial;
+        self.memo_hashes += hashes.len();
+        if let Some(old) = self.memo.insert(
+            key,
+            HashMemo {
+                segs,
+                hashes,
+                serial,
+            },
+        ) {
+            self.memo_hashes -= old.hashes.len();
+        }
+        self.memo_fifo.push_back((key, serial));
+        while self.memo_hashes > MEMO_CAP_HASHES {
+            let Some((k, ser)) = self.memo_fifo.pop_front() else {
+                break;
+            };
+            if self.memo.get(&k).is_some_and(|m| m.serial == ser) {
+                let m = self.memo.remove(&k).expect("present");
+                self.memo_hashes -= m.hashes.len();
+            }
+        }
+        if self.memo_fifo.len() > 2 * self.memo.len() + 1024 {
+            let memo = &self.memo;
+            self.memo_fifo
+                .retain(|(k, ser)| memo.get(k).is_some_and(|m| m.serial == *ser));
+        }
+    }
+
     /// Finishes request `s` at `t`; `last_step` is the step of its last decode token if it was
     /// decoding.
     fn finish(&mut self, s: u32, t: Ticks, last_step: Option<u64>, obs: &mut dyn Observer) {
@@ -738,8 +865,12 @@ impl<'m> Engine<'m> {
         if let Some(i) = self.running.iter().position(|&x| x == s) {
             self.running.remove(i);
         }
-        let l = self.slots[s as usize].take().expect("live slot");
+        let mut l = self.slots[s as usize].take().expect("live slot");
         self.free_slots.push(s);
+        self.spare_refs.push(std::mem::take(&mut l.refs));
+        if self.caching && !l.hashes.is_empty() {
+            self.remember_hashes(std::mem::take(&mut l.segs), std::mem::take(&mut l.hashes));
+        }
         self.finished += 1;
         debug_assert_eq!(l.generated, l.output_len);
         let rec = FinishedRequest {
