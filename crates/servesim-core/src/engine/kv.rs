@@ -89,6 +89,28 @@ impl Table {
         }
     }
 
+    /// Inserts `h -> v()` if `h` is absent and returns the new value; `None` if present.
+    #[inline]
+    fn insert_new(&mut self, h: u64, v: impl FnOnce() -> u32) -> Option<u32> {
+        if 2 * (self.len + 1) > self.keys.len() {
+            self.grow();
+        }
+        let mut i = h as usize & self.mask;
+        loop {
+            if self.vals[i] == NIL {
+                let v = v();
+                self.keys[i] = h;
+                self.vals[i] = v;
+                self.len += 1;
+                return Some(v);
+            }
+            if self.keys[i] == h {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
     /// Inserts `h -> v` (`h` must be absent).
     fn insert(&mut self, h: u64, v: u32) {
         if 2 * (self.len + 1) > self.keys.len() {
@@ -329,28 +351,27 @@ impl KvPool {
     /// it), `None` if `h` was already cached (the block stays a private duplicate, as vLLM keeps
     /// duplicate blocks uncached for reuse).
     pub fn register(&mut self, h: u64) -> Option<BlockId> {
-        if self.table.get(h).is_some() {
-            return None;
-        }
-        let slot = Slot {
-            hash: h,
-            refs: 1,
-            prev: NIL,
-            next: NIL,
-            wpos: NIL,
-        };
-        let id = match self.free_ids.pop() {
-            Some(id) => {
-                self.slots[id as usize] = slot;
-                id
+        let slots = &mut self.slots;
+        let free_ids = &mut self.free_ids;
+        self.table.insert_new(h, || {
+            let slot = Slot {
+                hash: h,
+                refs: 1,
+                prev: NIL,
+                next: NIL,
+                wpos: NIL,
+            };
+            match free_ids.pop() {
+                Some(id) => {
+                    slots[id as usize] = slot;
+                    id
+                }
+                None => {
+                    slots.push(slot);
+                    (slots.len() - 1) as u32
+                }
             }
-            None => {
-                self.slots.push(slot);
-                (self.slots.len() - 1) as u32
-            }
-        };
-        self.table.insert(h, id);
-        Some(id)
+        })
     }
 
     /// Returns `n` private (never-hashed) physical blocks to the pool.

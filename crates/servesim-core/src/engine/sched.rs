@@ -115,9 +115,8 @@ fn fresh_hashes(segs: &[Segment], n: u64, bs: u64) -> Vec<u64> {
 
 impl Live {
     /// Adopts the leading `nb` block hashes of another request with the same content there.
-    fn adopt_hashes(&mut self, mut hashes: Vec<u64>, nb: u64, bs: u64) {
-        hashes.truncate(nb as usize);
-        self.hashes = hashes;
+    fn adopt_hashes(&mut self, nb: u64, bs: u64) {
+        self.hashes.truncate(nb as usize);
         // Move the hashing cursor to token nb * bs.
         let mut pos = nb * bs;
         self.cursor_seg = 0;
@@ -145,6 +144,16 @@ impl Live {
         while (self.hashes.len() as u64) < n {
             let mut h = self.hashes.last().copied().unwrap_or(HASH_ROOT);
             let mut remaining = bs;
+            let seg = self.segs[self.cursor_seg];
+            if seg.len - self.cursor_off > bs {
+                // Fast path: the block lies inside one segment and does not end it.
+                let key = seg
+                    .stream
+                    .wrapping_add((seg.start + self.cursor_off).wrapping_mul(HASH_STEP));
+                self.hashes.push(mix64(h ^ key).wrapping_add(bs));
+                self.cursor_off += bs;
+                continue;
+            }
             while remaining > 0 {
                 let seg = self.segs[self.cursor_seg];
                 let take = remaining.min(seg.len - self.cursor_off);
@@ -205,8 +214,9 @@ pub struct Engine<'m> {
     memo_fifo: VecDeque<(u64, u64)>,
     memo_hashes: usize,
     memo_serial: u64,
-    /// Spare `refs` vectors of finished requests (reused to avoid reallocation).
+    /// Spare `refs` / `hashes` vectors of finished requests (reused to avoid reallocation).
     spare_refs: Vec<Vec<BlockId>>,
+    spare_hashes: Vec<Vec<u64>>,
     submitted: u64,
     finished: u64,
     rejected: u64,
@@ -250,6 +260,7 @@ impl<'m> Engine<'m> {
             memo_hashes: 0,
             memo_serial: 0,
             spare_refs: Vec::new(),
+            spare_hashes: Vec::new(),
             submitted: 0,
             finished: 0,
             rejected: 0,
@@ -359,7 +370,7 @@ impl<'m> Engine<'m> {
             held: 0,
             refs: self.spare_refs.pop().unwrap_or_default(),
             reg_blocks: 0,
-            hashes: Vec::new(),
+            hashes: self.spare_hashes.pop().unwrap_or_default(),
             cursor_seg: 0,
             cursor_off: 0,
             first_scheduled: None,
@@ -377,7 +388,9 @@ impl<'m> Engine<'m> {
             if let Some(m) = self.memo.remove(&key) {
                 self.memo_hashes -= m.hashes.len();
                 let nb = (common_prefix(&m.segs, &live.segs) / self.bs).min(m.hashes.len() as u64);
-                live.adopt_hashes(m.hashes, nb, self.bs);
+                let mine = std::mem::replace(&mut live.hashes, m.hashes);
+                self.spare_hashes.push(mine);
+                live.adopt_hashes(nb, self.bs);
                 #[cfg(debug_assertions)]
                 assert_eq!(live.hashes, fresh_hashes(&live.segs, nb, self.bs));
             }
@@ -833,8 +846,12 @@ impl<'m> Engine<'m> {
                 break;
             };
             if self.memo.get(&k).is_some_and(|m| m.serial == ser) {
-                let m = self.memo.remove(&k).expect("present");
+                let mut m = self.memo.remove(&k).expect("present");
                 self.memo_hashes -= m.hashes.len();
+                m.hashes.clear();
+                if self.spare_hashes.len() < 4096 {
+                    self.spare_hashes.push(m.hashes);
+                }
             }
         }
         if self.memo_fifo.len() > 2 * self.memo.len() + 1024 {
@@ -870,6 +887,10 @@ impl<'m> Engine<'m> {
         self.spare_refs.push(std::mem::take(&mut l.refs));
         if self.caching && !l.hashes.is_empty() {
             self.remember_hashes(std::mem::take(&mut l.segs), std::mem::take(&mut l.hashes));
+        } else {
+            let mut h = std::mem::take(&mut l.hashes);
+            h.clear();
+            self.spare_hashes.push(h);
         }
         self.finished += 1;
         debug_assert_eq!(l.generated, l.output_len);
