@@ -394,6 +394,9 @@ impl<'m> Engine<'m> {
                 #[cfg(debug_assertions)]
                 assert_eq!(live.hashes, fresh_hashes(&live.segs, nb, self.bs));
             }
+            let blocks = ((p + o) / self.bs) as usize;
+            live.hashes.reserve(blocks.saturating_sub(live.hashes.len()));
+            live.refs.reserve(blocks);
         }
         let s = match self.free_slots.pop() {
             Some(s) => {
