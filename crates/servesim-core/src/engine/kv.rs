@@ -56,10 +56,10 @@ struct Slot {
 const FREE_SLOT: u32 = u32::MAX;
 
 /// Open-addressing (linear probing, backward-shift deletion) table `hash -> slab id`. Keys are
-/// already well-mixed 64-bit hashes, so the low bits index the table directly.
+/// already well-mixed 64-bit hashes, so the low bits index the table directly. Key and value
+/// share one entry (one cache line per probe); the load factor stays <= 1/2.
 struct Table {
-    keys: Vec<u64>,
-    vals: Vec<u32>,
+    e: Vec<(u64, u32)>,
     mask: usize,
     len: usize,
 }
@@ -67,8 +67,7 @@ struct Table {
 impl Table {
     fn new() -> Table {
         Table {
-            keys: vec![0; 1024],
-            vals: vec![NIL; 1024],
+            e: vec![(0, NIL); 1024],
             mask: 1023,
             len: 0,
         }
@@ -78,11 +77,11 @@ impl Table {
     fn get(&self, h: u64) -> Option<u32> {
         let mut i = h as usize & self.mask;
         loop {
-            let v = self.vals[i];
+            let (k, v) = self.e[i];
             if v == NIL {
                 return None;
             }
-            if self.keys[i] == h {
+            if k == h {
                 return Some(v);
             }
             i = (i + 1) & self.mask;
@@ -92,19 +91,19 @@ impl Table {
     /// Inserts `h -> v()` if `h` is absent and returns the new value; `None` if present.
     #[inline]
     fn insert_new(&mut self, h: u64, v: impl FnOnce() -> u32) -> Option<u32> {
-        if 2 * (self.len + 1) > self.keys.len() {
+        if 2 * (self.len + 1) > self.e.len() {
             self.grow();
         }
         let mut i = h as usize & self.mask;
         loop {
-            if self.vals[i] == NIL {
+            let (k, old) = self.e[i];
+            if old == NIL {
                 let v = v();
-                self.keys[i] = h;
-                self.vals[i] = v;
+                self.e[i] = (h, v);
                 self.len += 1;
                 return Some(v);
             }
-            if self.keys[i] == h {
+            if k == h {
                 return None;
             }
             i = (i + 1) & self.mask;
@@ -113,25 +112,16 @@ impl Table {
 
     /// Inserts `h -> v` (`h` must be absent).
     fn insert(&mut self, h: u64, v: u32) {
-        if 2 * (self.len + 1) > self.keys.len() {
-            self.grow();
-        }
-        let mut i = h as usize & self.mask;
-        while self.vals[i] != NIL {
-            i = (i + 1) & self.mask;
-        }
-        self.keys[i] = h;
-        self.vals[i] = v;
-        self.len += 1;
+        let inserted = self.insert_new(h, || v);
+        debug_assert!(inserted.is_some());
     }
 
     fn grow(&mut self) {
-        let n = self.keys.len() * 2;
-        let keys = std::mem::replace(&mut self.keys, vec![0; n]);
-        let vals = std::mem::replace(&mut self.vals, vec![NIL; n]);
+        let n = self.e.len() * 2;
+        let old = std::mem::replace(&mut self.e, vec![(0, NIL); n]);
         self.mask = n - 1;
         self.len = 0;
-        for (k, v) in keys.into_iter().zip(vals) {
+        for (k, v) in old {
             if v != NIL {
                 self.insert(k, v);
             }
@@ -142,8 +132,8 @@ impl Table {
     fn remove(&mut self, h: u64) {
         let mask = self.mask;
         let mut i = h as usize & mask;
-        while self.keys[i] != h || self.vals[i] == NIL {
-            debug_assert!(self.vals[i] != NIL, "removed key is present");
+        while self.e[i].0 != h || self.e[i].1 == NIL {
+            debug_assert!(self.e[i].1 != NIL, "removed key is present");
             i = (i + 1) & mask;
         }
         // Backward-shift deletion: pull later entries of the probe run into the hole.
@@ -151,10 +141,11 @@ impl Table {
         let mut j = i;
         loop {
             j = (j + 1) & mask;
-            if self.vals[j] == NIL {
+            let ej = self.e[j];
+            if ej.1 == NIL {
                 break;
             }
-            let home = self.keys[j] as usize & mask;
+            let home = ej.0 as usize & mask;
             // Entry j may move to `hole` iff its home is not cyclically in (hole, j].
             let in_range = if hole <= j {
                 hole < home && home <= j
@@ -162,12 +153,11 @@ impl Table {
                 hole < home || home <= j
             };
             if !in_range {
-                self.keys[hole] = self.keys[j];
-                self.vals[hole] = self.vals[j];
+                self.e[hole] = ej;
                 hole = j;
             }
         }
-        self.vals[hole] = NIL;
+        self.e[hole].1 = NIL;
         self.len -= 1;
     }
 }
