@@ -56,10 +56,12 @@ struct Slot {
 const FREE_SLOT: u32 = u32::MAX;
 
 /// Open-addressing (linear probing, backward-shift deletion) table `hash -> slab id`. Keys are
-/// already well-mixed 64-bit hashes, so the low bits index the table directly. Key and value
-/// share one entry (one cache line per probe); the load factor stays <= 1/2.
+/// already well-mixed 64-bit hashes, so the low bits index the table directly. An entry is the
+/// low 32 bits of the hash (its home position and a fingerprint) and the slab id: 8 bytes, so
+/// the table stays cache-resident; a fingerprint match is confirmed against the slab's full
+/// hash. The load factor stays <= 1/2.
 struct Table {
-    e: Vec<(u64, u32)>,
+    e: Vec<(u32, u32)>,
     mask: usize,
     len: usize,
 }
@@ -74,14 +76,15 @@ impl Table {
     }
 
     #[inline]
-    fn get(&self, h: u64) -> Option<u32> {
+    fn get(&self, h: u64, slots: &[Slot]) -> Option<u32> {
+        let fp = h as u32;
         let mut i = h as usize & self.mask;
         loop {
-            let (k, v) = self.e[i];
+            let (f, v) = self.e[i];
             if v == NIL {
                 return None;
             }
-            if k == h {
+            if f == fp && slots[v as usize].hash == h {
                 return Some(v);
             }
             i = (i + 1) & self.mask;
@@ -90,49 +93,52 @@ impl Table {
 
     /// Inserts `h -> v()` if `h` is absent and returns the new value; `None` if present.
     #[inline]
-    fn insert_new(&mut self, h: u64, v: impl FnOnce() -> u32) -> Option<u32> {
+    fn insert_new(
+        &mut self,
+        h: u64,
+        slots: &mut Vec<Slot>,
+        v: impl FnOnce(&mut Vec<Slot>) -> u32,
+    ) -> Option<u32> {
         if 2 * (self.len + 1) > self.e.len() {
             self.grow();
         }
+        let fp = h as u32;
         let mut i = h as usize & self.mask;
         loop {
-            let (k, old) = self.e[i];
+            let (f, old) = self.e[i];
             if old == NIL {
-                let v = v();
-                self.e[i] = (h, v);
+                let v = v(slots);
+                self.e[i] = (fp, v);
                 self.len += 1;
                 return Some(v);
             }
-            if k == h {
+            if f == fp && slots[old as usize].hash == h {
                 return None;
             }
             i = (i + 1) & self.mask;
         }
     }
 
-    /// Inserts `h -> v` (`h` must be absent).
-    fn insert(&mut self, h: u64, v: u32) {
-        let inserted = self.insert_new(h, || v);
-        debug_assert!(inserted.is_some());
-    }
-
     fn grow(&mut self) {
         let n = self.e.len() * 2;
         let old = std::mem::replace(&mut self.e, vec![(0, NIL); n]);
         self.mask = n - 1;
-        self.len = 0;
-        for (k, v) in old {
+        for (f, v) in old {
             if v != NIL {
-                self.insert(k, v);
+                let mut i = f as usize & self.mask;
+                while self.e[i].1 != NIL {
+                    i = (i + 1) & self.mask;
+                }
+                self.e[i] = (f, v);
             }
         }
     }
 
-    /// Removes `h` (must be present).
-    fn remove(&mut self, h: u64) {
+    /// Removes the entry of slab id `id` with hash `h` (must be present).
+    fn remove(&mut self, h: u64, id: u32) {
         let mask = self.mask;
         let mut i = h as usize & mask;
-        while self.e[i].0 != h || self.e[i].1 == NIL {
+        while self.e[i].1 != id {
             debug_assert!(self.e[i].1 != NIL, "removed key is present");
             i = (i + 1) & mask;
         }
@@ -243,7 +249,7 @@ impl KvPool {
             self.unwatch_from(cut);
         }
         for &h in &hashes[self.watch.len()..] {
-            match self.table.get(h) {
+            match self.table.get(h, &self.slots) {
                 Some(id) => {
                     let s = &mut self.slots[id as usize];
                     debug_assert_eq!(s.wpos, NIL);
@@ -327,7 +333,7 @@ impl KvPool {
                 s.wpos = NIL;
                 self.watch_evictable -= 1;
             }
-            self.table.remove(h);
+            self.table.remove(h, id);
             self.free_ids.push(id);
             self.evictable -= 1;
             self.free_uncached += self.group;
@@ -341,9 +347,8 @@ impl KvPool {
     /// it), `None` if `h` was already cached (the block stays a private duplicate, as vLLM keeps
     /// duplicate blocks uncached for reuse).
     pub fn register(&mut self, h: u64) -> Option<BlockId> {
-        let slots = &mut self.slots;
         let free_ids = &mut self.free_ids;
-        self.table.insert_new(h, || {
+        self.table.insert_new(h, &mut self.slots, |slots| {
             let slot = Slot {
                 hash: h,
                 refs: 1,
@@ -432,7 +437,7 @@ mod tests {
         let mut n = 0;
         let mut ev = 0;
         for &h in hashes {
-            match p.table.get(h) {
+            match p.table.get(h, &p.slots) {
                 Some(id) => {
                     n += 1;
                     ev += (p.slots[id as usize].refs == 0) as u64;
@@ -532,24 +537,36 @@ mod tests {
     fn table_matches_a_reference_map_under_random_inserts_and_removes() {
         let mut rng = Rng::stream(7, Stream::Test);
         let mut t = Table::new();
+        let mut slots: Vec<Slot> = Vec::new();
         let mut want: BTreeMap<u64, u32> = BTreeMap::new();
-        for i in 0..200_000u32 {
-            // few distinct low bits: long probe runs and wrap-around
-            let h = (rng.next_u64() & 0xF0000_0FFF) | ((rng.range_u64(0, 3)) << 40);
-            if want.contains_key(&h) {
-                t.remove(h);
+        for _ in 0..200_000u32 {
+            // few distinct low bits (long probe runs, wrap-around) and many keys sharing their
+            // low 32 bits (fingerprint collisions)
+            let h = (rng.next_u64() & 0xF_0000_0FFF) | ((rng.range_u64(0, 3)) << 40);
+            if let Some(&id) = want.get(&h) {
+                t.remove(h, id);
                 want.remove(&h);
             } else if want.len() < 3000 {
-                t.insert(h, i);
-                want.insert(h, i);
+                let got = t.insert_new(h, &mut slots, |sl| {
+                    sl.push(Slot {
+                        hash: h,
+                        refs: 1,
+                        prev: NIL,
+                        next: NIL,
+                        wpos: NIL,
+                    });
+                    (sl.len() - 1) as u32
+                });
+                want.insert(h, got.expect("absent key is inserted"));
+                assert!(t.insert_new(h, &mut slots, |_| unreachable!()).is_none());
             }
-            if i % 997 == 0 {
+            if slots.len() % 997 == 0 {
                 for (&k, &v) in &want {
-                    assert_eq!(t.get(k), Some(v));
+                    assert_eq!(t.get(k, &slots), Some(v));
                 }
                 assert_eq!(t.len, want.len());
             }
-            assert_eq!(t.get(h), want.get(&h).copied());
+            assert_eq!(t.get(h, &slots), want.get(&h).copied());
         }
     }
 }
