@@ -55,15 +55,26 @@ struct Slot {
 }
 const FREE_SLOT: u32 = u32::MAX;
 
-/// Open-addressing (linear probing, backward-shift deletion) table `hash -> slab id`. Keys are
-/// already well-mixed 64-bit hashes, so the low bits index the table directly. An entry is the
-/// low 32 bits of the hash (its home position and a fingerprint) and the slab id: 8 bytes, so
-/// the table stays cache-resident; a fingerprint match is confirmed against the slab's full
-/// hash. The load factor stays <= 1/2.
+/// Open-addressing (linear probing) table `hash -> slab id`. Keys are already well-mixed 64-bit
+/// hashes, so the low bits index the table directly. An entry is the low 32 bits of the hash
+/// (its home position and a fingerprint) and the slab id: 8 bytes, so the table stays
+/// cache-resident; a fingerprint match is confirmed against the slab (live, same full hash).
+/// Evicting a block does not touch the table: its entry goes stale (the slab slot is free or
+/// holds another hash, so it never matches) and is dropped when the table is rebuilt from the
+/// live slots, which happens when live + stale entries reach half the capacity (the capacity
+/// doubles first if live entries alone exceed a quarter). Rebuilds are sequential passes
+/// amortised over at least `capacity / 4` evictions.
 struct Table {
     e: Vec<(u32, u32)>,
     mask: usize,
+    /// Entries in the table, live or stale.
     len: usize,
+}
+
+#[inline]
+fn live_with(slots: &[Slot], v: u32, h: u64) -> bool {
+    let s = &slots[v as usize];
+    s.refs != FREE_SLOT && s.hash == h
 }
 
 impl Table {
@@ -84,7 +95,7 @@ impl Table {
             if v == NIL {
                 return None;
             }
-            if f == fp && slots[v as usize].hash == h {
+            if f == fp && live_with(slots, v, h) {
                 return Some(v);
             }
             i = (i + 1) & self.mask;
@@ -92,15 +103,17 @@ impl Table {
     }
 
     /// Inserts `h -> v()` if `h` is absent and returns the new value; `None` if present.
+    /// `live` is the number of live slab slots.
     #[inline]
     fn insert_new(
         &mut self,
         h: u64,
         slots: &mut Vec<Slot>,
+        live: usize,
         v: impl FnOnce(&mut Vec<Slot>) -> u32,
     ) -> Option<u32> {
         if 2 * (self.len + 1) > self.e.len() {
-            self.grow();
+            self.rebuild(slots, live + 1);
         }
         let fp = h as u32;
         let mut i = h as usize & self.mask;
@@ -112,59 +125,34 @@ impl Table {
                 self.len += 1;
                 return Some(v);
             }
-            if f == fp && slots[old as usize].hash == h {
+            if f == fp && live_with(slots, old, h) {
                 return None;
             }
             i = (i + 1) & self.mask;
         }
     }
 
-    fn grow(&mut self) {
-        let n = self.e.len() * 2;
-        let old = std::mem::replace(&mut self.e, vec![(0, NIL); n]);
+    /// Drops the stale entries: re-inserts every live slot (growing if `live` entries would
+    /// exceed a quarter of the capacity).
+    fn rebuild(&mut self, slots: &[Slot], live: usize) {
+        let mut n = self.e.len();
+        while 4 * live > n {
+            n *= 2;
+        }
+        self.e.clear();
+        self.e.resize(n, (0, NIL));
         self.mask = n - 1;
-        for (f, v) in old {
-            if v != NIL {
-                let mut i = f as usize & self.mask;
+        self.len = 0;
+        for (id, s) in slots.iter().enumerate() {
+            if s.refs != FREE_SLOT {
+                let mut i = s.hash as usize & self.mask;
                 while self.e[i].1 != NIL {
                     i = (i + 1) & self.mask;
                 }
-                self.e[i] = (f, v);
+                self.e[i] = (s.hash as u32, id as u32);
+                self.len += 1;
             }
         }
-    }
-
-    /// Removes the entry of slab id `id` with hash `h` (must be present).
-    fn remove(&mut self, h: u64, id: u32) {
-        let mask = self.mask;
-        let mut i = h as usize & mask;
-        while self.e[i].1 != id {
-            debug_assert!(self.e[i].1 != NIL, "removed key is present");
-            i = (i + 1) & mask;
-        }
-        // Backward-shift deletion: pull later entries of the probe run into the hole.
-        let mut hole = i;
-        let mut j = i;
-        loop {
-            j = (j + 1) & mask;
-            let ej = self.e[j];
-            if ej.1 == NIL {
-                break;
-            }
-            let home = ej.0 as usize & mask;
-            // Entry j may move to `hole` iff its home is not cyclically in (hole, j].
-            let in_range = if hole <= j {
-                hole < home && home <= j
-            } else {
-                hole < home || home <= j
-            };
-            if !in_range {
-                self.e[hole] = ej;
-                hole = j;
-            }
-        }
-        self.e[hole].1 = NIL;
-        self.len -= 1;
     }
 }
 
@@ -325,7 +313,6 @@ impl KvPool {
             debug_assert!(id != NIL, "evictable blocks exist");
             self.unlink(id);
             let s = &mut self.slots[id as usize];
-            let h = s.hash;
             s.refs = FREE_SLOT;
             if s.wpos != NIL {
                 // The watched prefix now ends before this block.
@@ -333,7 +320,6 @@ impl KvPool {
                 s.wpos = NIL;
                 self.watch_evictable -= 1;
             }
-            self.table.remove(h, id);
             self.free_ids.push(id);
             self.evictable -= 1;
             self.free_uncached += self.group;
@@ -348,7 +334,8 @@ impl KvPool {
     /// duplicate blocks uncached for reuse).
     pub fn register(&mut self, h: u64) -> Option<BlockId> {
         let free_ids = &mut self.free_ids;
-        self.table.insert_new(h, &mut self.slots, |slots| {
+        let live = self.slots.len() - free_ids.len();
+        self.table.insert_new(h, &mut self.slots, live, |slots| {
             let slot = Slot {
                 hash: h,
                 refs: 1,
@@ -534,37 +521,49 @@ mod tests {
     }
 
     #[test]
-    fn table_matches_a_reference_map_under_random_inserts_and_removes() {
+    fn table_matches_a_reference_map_under_random_inserts_and_evictions() {
         let mut rng = Rng::stream(7, Stream::Test);
         let mut t = Table::new();
         let mut slots: Vec<Slot> = Vec::new();
+        let mut free: Vec<u32> = Vec::new();
         let mut want: BTreeMap<u64, u32> = BTreeMap::new();
-        for _ in 0..200_000u32 {
+        for step in 0..200_000u32 {
             // few distinct low bits (long probe runs, wrap-around) and many keys sharing their
             // low 32 bits (fingerprint collisions)
             let h = (rng.next_u64() & 0xF_0000_0FFF) | ((rng.range_u64(0, 3)) << 40);
-            if let Some(&id) = want.get(&h) {
-                t.remove(h, id);
-                want.remove(&h);
+            if let Some(id) = want.remove(&h) {
+                // evict: the slab slot is freed, the table is not touched
+                slots[id as usize].refs = FREE_SLOT;
+                free.push(id);
             } else if want.len() < 3000 {
-                let got = t.insert_new(h, &mut slots, |sl| {
-                    sl.push(Slot {
+                let live = slots.len() - free.len();
+                let got = t.insert_new(h, &mut slots, live, |sl| {
+                    let s = Slot {
                         hash: h,
                         refs: 1,
                         prev: NIL,
                         next: NIL,
                         wpos: NIL,
-                    });
-                    (sl.len() - 1) as u32
+                    };
+                    match free.pop() {
+                        Some(id) => {
+                            sl[id as usize] = s;
+                            id
+                        }
+                        None => {
+                            sl.push(s);
+                            (sl.len() - 1) as u32
+                        }
+                    }
                 });
                 want.insert(h, got.expect("absent key is inserted"));
-                assert!(t.insert_new(h, &mut slots, |_| unreachable!()).is_none());
+                assert!(t.insert_new(h, &mut slots, live + 1, |_| unreachable!()).is_none());
             }
-            if slots.len() % 997 == 0 {
+            if step % 997 == 0 {
                 for (&k, &v) in &want {
                     assert_eq!(t.get(k, &slots), Some(v));
                 }
-                assert_eq!(t.len, want.len());
+                assert!(2 * t.len <= t.e.len());
             }
             assert_eq!(t.get(h, &slots), want.get(&h).copied());
         }
