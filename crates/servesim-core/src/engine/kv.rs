@@ -173,6 +173,8 @@ pub(crate) struct KvPool {
     watch_owner: Option<(u64, u64)>,
     watch_cut: usize,
     watch_evictable: u64,
+    /// Sink for the prefetching reads of [`KvPool::register_all`] (keeps them from being elided).
+    touch: u32,
 }
 
 impl KvPool {
@@ -191,6 +193,7 @@ impl KvPool {
             watch_owner: None,
             watch_cut: 0,
             watch_evictable: 0,
+            touch: 0,
         }
     }
 
@@ -356,6 +359,24 @@ impl KvPool {
         })
     }
 
+    /// [`KvPool::register`] for each hash in order, appending the ids of the blocks that became
+    /// shared to `out`. A first pass reads the home entries of all hashes: independent loads the
+    /// CPU overlaps, so the inserting pass finds them in cache.
+    pub fn register_all(&mut self, hashes: &[u64], out: &mut Vec<BlockId>) {
+        if hashes.len() > 1 {
+            let mut acc = 0u32;
+            for &h in hashes {
+                acc ^= self.table.e[h as usize & self.table.mask].1;
+            }
+            self.touch ^= acc;
+        }
+        for &h in hashes {
+            if let Some(id) = self.register(h) {
+                out.push(id);
+            }
+        }
+    }
+
     /// Returns `n` private (never-hashed) physical blocks to the pool.
     pub fn release_private(&mut self, n: u64) {
         self.free_uncached += n;
@@ -367,7 +388,10 @@ impl KvPool {
     #[inline]
     pub fn release_ref(&mut self, id: BlockId) {
         let s = &mut self.slots[id as usize];
-        debug_assert!(s.refs != FREE_SLOT && s.refs > 0, "released block is cached");
+        debug_assert!(
+            s.refs != FREE_SLOT && s.refs > 0,
+            "released block is cached"
+        );
         s.refs -= 1;
         if s.refs == 0 {
             s.prev = self.tail;
@@ -439,7 +463,10 @@ mod tests {
     fn watched_lookup_tracks_evictions_refs_and_reregistration() {
         let mut p = KvPool::new(3, 1);
         assert!(p.alloc(3));
-        let ids: Vec<u32> = [1u64, 2, 3].iter().map(|&h| p.register(h).unwrap()).collect();
+        let ids: Vec<u32> = [1u64, 2, 3]
+            .iter()
+            .map(|&h| p.register(h).unwrap())
+            .collect();
         let owner = (9, 0);
         assert_eq!(p.lookup(owner, &[1, 2, 3, 4]), (3, 0));
         for &id in ids.iter().rev() {
@@ -481,7 +508,11 @@ mod tests {
                     // a request fills a prefix of the chain (or of a private chain)
                     let n = rng.range_u64(1, 20);
                     if p.alloc(n) {
-                        let base = if rng.range_u64(0, 1) == 0 { 1000 } else { 50_000 + step * 64 };
+                        let base = if rng.range_u64(0, 1) == 0 {
+                            1000
+                        } else {
+                            50_000 + step * 64
+                        };
                         let mut ids = Vec::new();
                         let mut private = 0;
                         for j in 0..n {
@@ -557,7 +588,9 @@ mod tests {
                     }
                 });
                 want.insert(h, got.expect("absent key is inserted"));
-                assert!(t.insert_new(h, &mut slots, live + 1, |_| unreachable!()).is_none());
+                assert!(t
+                    .insert_new(h, &mut slots, live + 1, |_| unreachable!())
+                    .is_none());
             }
             if step % 997 == 0 {
                 for (&k, &v) in &want {

@@ -100,7 +100,9 @@ fn fresh_hashes(segs: &[Segment], n: u64, bs: u64) -> Vec<u64> {
         let mut off = 0;
         while off < sg.len && (out.len() as u64) < n {
             let take = (bs - in_block).min(sg.len - off);
-            let key = sg.stream.wrapping_add((sg.start + off).wrapping_mul(HASH_STEP));
+            let key = sg
+                .stream
+                .wrapping_add((sg.start + off).wrapping_mul(HASH_STEP));
             h = mix64(h ^ key).wrapping_add(take);
             off += take;
             in_block += take;
@@ -140,7 +142,8 @@ impl Live {
     /// offsets within one stream never collide (G is invertible mod 2^64), different streams
     /// (random 64-bit ids) collide with probability ~2^-64, and `mix64` is a bijection.
     fn ensure_hashes(&mut self, n: u64, bs: u64) {
-        self.hashes.reserve((n as usize).saturating_sub(self.hashes.len()));
+        self.hashes
+            .reserve((n as usize).saturating_sub(self.hashes.len()));
         while (self.hashes.len() as u64) < n {
             let mut h = self.hashes.last().copied().unwrap_or(HASH_ROOT);
             let mut remaining = bs;
@@ -395,7 +398,8 @@ impl<'m> Engine<'m> {
                 assert_eq!(live.hashes, fresh_hashes(&live.segs, nb, self.bs));
             }
             let blocks = ((p + o) / self.bs) as usize;
-            live.hashes.reserve(blocks.saturating_sub(live.hashes.len()));
+            live.hashes
+                .reserve(blocks.saturating_sub(live.hashes.len()));
             live.refs.reserve(blocks);
         }
         let s = match self.free_slots.pop() {
@@ -472,11 +476,8 @@ impl<'m> Engine<'m> {
             return;
         }
         l.ensure_hashes(upto, bs);
-        for j in l.reg_blocks..upto {
-            if let Some(id) = self.pool.register(l.hashes[j as usize]) {
-                l.refs.push(id);
-            }
-        }
+        self.pool
+            .register_all(&l.hashes[l.reg_blocks as usize..upto as usize], &mut l.refs);
         l.reg_blocks = upto;
     }
 
