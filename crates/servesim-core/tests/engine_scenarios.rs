@@ -133,6 +133,41 @@ fn property_random_small_scenarios_keep_invariants() {
     }
 }
 
+/// vLLM walks its running list in order and a prefill chunk can use up the token budget; the
+/// engine serves decodes first. Both agree only because a decode is never behind a
+/// budget-limited chunk (docs/engine.md, "Running order"). Tight budgets and thresholds make
+/// budget-limited chunks frequent: the engine debug-asserts the premise at each of them, and a
+/// skipped decode would show as an inter-token gap outside the decode runs without a preemption.
+#[test]
+fn property_tight_budgets_never_put_a_decode_behind_a_budget_limited_chunk() {
+    let mut rng = Rng::stream(77, Stream::Test);
+    for case in 0..30 {
+        let mut c = cfg(rng.range_u64(200, 4000));
+        c.max_num_seqs = rng.range_u64(1, 16) as u32;
+        c.max_num_batched_tokens = (c.max_num_seqs as u64 + rng.range_u64(0, 96)) as u32;
+        c.long_prefill_token_threshold =
+            rng.range_u64(0, c.max_num_batched_tokens as u64 + 8) as u32;
+        c.block_size = [1u32, 4, 16][rng.range_u64(0, 2) as usize];
+        c.enable_prefix_caching = rng.range_u64(0, 1) == 1;
+        let conc = rng.range_u64(2, 24);
+        let w = workload(&format!(
+            r#"{{"arrival":{{"type":"closed_loop","concurrency":{conc}}},"requests":{{"type":"synthetic","input":{{"type":"uniform","min":1,"max":400}},"output":{{"type":"uniform","min":1,"max":60}}}},"seed":{case}}}"#
+        ));
+        let s = sweep_spec(r#"{"duration_s":20,"warmup_s":2}"#);
+        let (r, col) = run_level(&c, &model(), &w, &s, w.own_level().unwrap())
+            .unwrap_or_else(|e| panic!("case {case}: {e}"));
+        check_invariants(&r, &col);
+        assert!(r.totals.completed > 0, "case {case}");
+        for f in col.finished() {
+            assert!(
+                f.extra_itls.len() as u32 <= f.preemptions,
+                "case {case}: request {} has a gap without a preemption",
+                f.id
+            );
+        }
+    }
+}
+
 #[test]
 fn two_runs_give_identical_output() {
     let w = workload(SYNTH);
@@ -482,4 +517,69 @@ fn sliding_window_footprint_caps_blocks() {
     assert_eq!(peak, 101 + 10 + 2);
     assert_eq!(e.kv_used_blocks(), 0);
     let _ = NullObserver;
+}
+
+/// vLLM caches a block at the scheduling of the step whose tokens fill it (`allocate_slots`
+/// caches `num_computed + num_new` tokens), so a request arriving just before that step can hit
+/// a block that a running request's decode output is filling in it.
+#[test]
+fn decode_output_block_is_cached_at_the_step_that_fills_it() {
+    #[derive(Default)]
+    struct Hits(Vec<(u64, u64)>);
+    impl Observer for Hits {
+        fn on_scheduled(&mut self, _e: u32, _t: Ticks, id: u64, _p: u64, cached: u64) {
+            self.0.push((id, cached));
+        }
+    }
+    let m = LinearStepTime {
+        per_step_ns: 1000.0,
+        per_token_ns: 0.0,
+        per_ctx_token_ns: 0.0,
+    };
+    let mut c = cfg(1000);
+    c.block_size = 4;
+    let mut e = Engine::new(0, c, &m).unwrap();
+    let mut obs = Hits::default();
+    let x = 0xABCD;
+    // A: 16 prompt tokens of stream x, output continues stream x at token 16.
+    let a = Request {
+        id: 0,
+        arrival: Ticks(0),
+        prompt: vec![servesim_core::engine::Segment {
+            stream: x,
+            start: 0,
+            len: 16,
+        }],
+        output_stream: x,
+        output_start: 16,
+        output_len: 20,
+    };
+    e.submit(a, Ticks(0), &mut obs).unwrap();
+    // Step 0 prefills (first token = token 16); decode step j computes token 16 + j - 1 and
+    // emits token 16 + j. Token 19 exists after step 3 (ends at 4 us); step 4 computes it and
+    // fills block 4 (tokens 16..19).
+    while e.next_event_time().unwrap() < Ticks(4000) || e.steps() < 4 {
+        e.process_next_event(&mut obs).unwrap();
+    }
+    assert_eq!(e.steps(), 4);
+    // B echoes tokens 0..21 of the stream, arriving before step 4 is scheduled.
+    let b = Request {
+        id: 1,
+        arrival: Ticks(4000),
+        prompt: vec![servesim_core::engine::Segment {
+            stream: x,
+            start: 0,
+            len: 21,
+        }],
+        output_stream: 0x1234,
+        output_start: 0,
+        output_len: 1,
+    };
+    e.submit(b, Ticks(4000), &mut obs).unwrap();
+    e.process_next_event(&mut obs).unwrap(); // schedules step 4: A decodes, B is admitted
+    assert_eq!(
+        obs.0,
+        vec![(0, 0), (1, 20)],
+        "B hits blocks 0..4, block 4 filled in step 4"
+    );
 }

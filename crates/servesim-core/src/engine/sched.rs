@@ -567,6 +567,9 @@ impl<'m> Engine<'m> {
         self.plans.clear();
 
         // 1. Running requests: decodes (1 token each) and the next chunk of unfinished prefills.
+        // vLLM walks its running list in admission order, each request taking from the budget
+        // in turn; serving all decodes first gives the same chunks because a decode is never
+        // behind a budget-limited chunk (docs/engine.md, "Running order"; debug-checked below).
         let mut need_total = 0u64;
         let members = std::mem::take(&mut self.buckets[bidx]);
         for &s in &members {
@@ -584,6 +587,18 @@ impl<'m> Engine<'m> {
             }
             if chunk == 0 {
                 continue;
+            }
+            #[cfg(debug_assertions)]
+            if chunk == budget && chunk < l.eff_len - l.computed && (thr == 0 || chunk < thr) {
+                // Budget-limited: no decode may come after it in the running list.
+                let pos = self.running.iter().position(|&x| x == s).expect("running");
+                for &x in &self.running[pos + 1..] {
+                    let later = self.slots[x as usize].as_ref().expect("live slot");
+                    assert!(
+                        !matches!(later.phase, Phase::Decoding { .. }),
+                        "a decode is behind a budget-limited prefill chunk"
+                    );
+                }
             }
             let need = self.fp(l.computed + chunk) - l.held;
             budget -= chunk;
@@ -626,6 +641,19 @@ impl<'m> Engine<'m> {
             self.register_full(s, ctx / bs);
         }
         self.buckets[bidx] = members;
+        // Output blocks that this step's decode fills enter the prefix cache now, as vLLM's
+        // `allocate_slots` caches `num_computed + num_new` tokens at scheduling: the decodes
+        // with `(ctx + 1) % bs == 0` are the next residue's bucket.
+        if self.caching {
+            let ridx = ((k + 1) % bs) as usize;
+            let members = std::mem::take(&mut self.buckets[ridx]);
+            for &s in &members {
+                let l = self.slots[s as usize].as_ref().expect("live slot");
+                let ctx = Self::decode_ctx(l, k);
+                self.register_full(s, (ctx + 1) / bs);
+            }
+            self.buckets[ridx] = members;
+        }
         let plans = std::mem::take(&mut self.plans);
         for &(s, chunk, need) in &plans {
             let ok = self.pool.alloc(need);
