@@ -583,3 +583,107 @@ fn decode_output_block_is_cached_at_the_step_that_fills_it() {
         "B hits blocks 0..4, block 4 filled in step 4"
     );
 }
+
+/// Records what the engine hands the step-time model at each step.
+struct WindowProbe {
+    seen: std::cell::RefCell<Vec<(u64, u64, Vec<u64>)>>,
+}
+impl servesim_core::engine::StepTimeModel for WindowProbe {
+    fn step_time(&self, _b: &servesim_core::engine::StepBatch) -> Ticks {
+        unreachable!("the engine calls step_time_windowed")
+    }
+    fn step_time_windowed(
+        &self,
+        b: &servesim_core::engine::StepBatch,
+        w: &[servesim_core::engine::WindowedDecode],
+    ) -> Ticks {
+        let keys = w.iter().map(|x| x.decode_keys).collect();
+        self.seen
+            .borrow_mut()
+            .push((b.num_decode_seqs as u64, b.decode_ctx_sum, keys));
+        Ticks(1000 + 10 * b.num_tokens)
+    }
+}
+
+fn windowed_cfg(blocks: u64, windows: &[u64]) -> EngineConfig {
+    let mut c = cfg(blocks);
+    c.block_size = 4;
+    c.max_num_seqs = 8;
+    c.max_num_batched_tokens = 64;
+    c.kv.sliding = windows
+        .iter()
+        .map(|&window| SlidingGroup {
+            window,
+            max_blocks: 1 << 30,
+        })
+        .collect();
+    c
+}
+
+/// Runs `n` random requests to completion on one engine; returns the probe and the finished
+/// requests.
+fn run_windowed(c: EngineConfig, n: u64, seed: u64) -> (WindowProbe, Vec<FinishedRequest>) {
+    let probe = WindowProbe {
+        seen: Default::default(),
+    };
+    let mut rec = Rec::default();
+    {
+        let mut e = Engine::new(0, c, &probe).unwrap();
+        let mut rng = Rng::stream(seed, Stream::Test);
+        let mut t = 0;
+        for id in 0..n {
+            let r = Request::unique(id, Ticks(t), rng.range_u64(1, 90), rng.range_u64(1, 70));
+            e.advance_to(Ticks(t), &mut rec).unwrap();
+            e.submit(r, Ticks(t), &mut rec).unwrap();
+            t += rng.range_u64(0, 20_000);
+        }
+        e.advance_to(Ticks(u64::MAX), &mut rec).unwrap();
+        assert_eq!(e.num_running() + e.num_waiting(), 0);
+    }
+    (probe, rec.fin)
+}
+
+#[test]
+fn windowed_decode_keys_match_a_per_request_recount() {
+    // A pool large enough for no preemption: each request decodes in one run [a, b] with
+    // ctx = prompt + (j - a) at step j, so the windowed key count is min(ctx + 1, w).
+    let windows = [1u64, 8, 37, 64, 1 << 40];
+    let (probe, fin) = run_windowed(windowed_cfg(100_000, &windows), 60, 5);
+    let seen = probe.seen.borrow();
+    let mut want = vec![vec![0u64; windows.len()]; seen.len()];
+    for f in &fin {
+        assert!(f.decode_runs.len() <= 1 && f.preemptions == 0);
+        for &(a, b) in &f.decode_runs {
+            for j in a..=b {
+                let ctx = f.prompt_len + (j - a);
+                for (i, &w) in windows.iter().enumerate() {
+                    want[j as usize][i] += (ctx + 1).min(w);
+                }
+            }
+        }
+    }
+    assert!(seen.iter().any(|s| s.0 > 3), "batches with several decodes");
+    for (j, (n, ctx_sum, keys)) in seen.iter().enumerate() {
+        assert_eq!(keys, &want[j], "step {j}");
+        assert_eq!(keys[0], *n, "window 1: one key per decode");
+        assert_eq!(keys[4], ctx_sum + n, "huge window: full attention");
+    }
+}
+
+#[test]
+fn windowed_decode_keys_stay_consistent_through_preemptions() {
+    let windows = [1u64, 16, 1 << 40];
+    let (probe, fin) = run_windowed(windowed_cfg(200, &windows), 80, 9);
+    assert!(
+        fin.iter().any(|f| f.preemptions > 0),
+        "the small pool preempts"
+    );
+    for (j, (n, ctx_sum, keys)) in probe.seen.borrow().iter().enumerate() {
+        assert_eq!(keys[0], *n, "step {j}");
+        assert_eq!(keys[2], ctx_sum + n, "step {j}");
+        assert!(
+            keys[1] <= 16 * n && keys[1] <= ctx_sum + n && keys[1] >= *n,
+            "step {j}"
+        );
+    }
+}

@@ -5,7 +5,7 @@ use super::kv::{BlockId, KvPool};
 use super::IdMap;
 use super::{
     EngineConfig, FinishedRequest, Observer, PrefillChunk, RejectReason, Request, Segment,
-    SimError, StepBatch, StepRecord, StepTimeModel,
+    SimError, StepBatch, StepRecord, StepTimeModel, WindowedDecode,
 };
 use crate::rng::mix64;
 use crate::units::Ticks;
@@ -176,6 +176,9 @@ impl Live {
     }
 }
 
+/// (step, window index, slot, request id, gen) of a decode reaching a sliding window.
+type Crossing = (u64, u32, u32, u64, u32);
+
 struct InFlight {
     start: Ticks,
     end: Ticks,
@@ -206,6 +209,13 @@ pub struct Engine<'m> {
     sum_dec_ctx: u64,
     buckets: Vec<Vec<u32>>,
     finish_heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    /// Per distinct sliding window: `sum min(ctx + 1, window)` over decodes, and how many
+    /// decodes are still below the window (`ctx + 1 < window`, growing by one key per step).
+    windows: Vec<WindowedDecode>,
+    below: Vec<u64>,
+    /// (step at which a decode's `ctx + 1` reaches the window, window index, slot, request id,
+    /// gen): from that step on its windowed key count stays at `window`.
+    cross_heap: BinaryHeap<Reverse<Crossing>>,
     step: u64,
     now: Ticks,
     in_flight: Option<InFlight>,
@@ -236,7 +246,7 @@ impl<'m> Engine<'m> {
         cfg.validate()?;
         let bs = cfg.block_size as u64;
         let group = cfg.kv.full_groups as u64;
-        Ok(Engine {
+        let mut e = Engine {
             index,
             bs,
             group,
@@ -252,6 +262,19 @@ impl<'m> Engine<'m> {
             sum_dec_ctx: 0,
             buckets: vec![Vec::new(); bs as usize],
             finish_heap: BinaryHeap::new(),
+            windows: {
+                let mut w: Vec<u64> = cfg.kv.sliding.iter().map(|g| g.window).collect();
+                w.sort_unstable();
+                w.dedup();
+                w.into_iter()
+                    .map(|window| WindowedDecode {
+                        window,
+                        decode_keys: 0,
+                    })
+                    .collect()
+            },
+            below: Vec::new(),
+            cross_heap: BinaryHeap::new(),
             step: 0,
             now: Ticks::ZERO,
             in_flight: None,
@@ -269,7 +292,9 @@ impl<'m> Engine<'m> {
             rejected: 0,
             preemptions: 0,
             cfg,
-        })
+        };
+        e.below = vec![0; e.windows.len()];
+        Ok(e)
     }
 
     pub fn index(&self) -> u32 {
@@ -512,6 +537,60 @@ impl<'m> Engine<'m> {
         }
     }
 
+    /// A request enters decode at step `s0` with `eff` tokens in its KV cache and `remaining`
+    /// tokens to go: windowed decode sums and crossing events.
+    fn windows_enter(&mut self, s: u32, s0: u64, eff: u64, remaining: u64) {
+        if self.windows.is_empty() {
+            return;
+        }
+        let (id, gen) = {
+            let l = self.slots[s as usize].as_ref().expect("live slot");
+            (l.id, l.gen)
+        };
+        for (i, w) in self.windows.iter_mut().enumerate() {
+            w.decode_keys += (eff + 1).min(w.window);
+            if eff + 1 < w.window {
+                self.below[i] += 1;
+                let cross = s0 + (w.window - 1 - eff);
+                // Its last decode step is s0 + remaining - 1; the sums advance once more.
+                if cross <= s0 + remaining {
+                    self.cross_heap.push(Reverse((cross, i as u32, s, id, gen)));
+                }
+            }
+        }
+    }
+
+    /// A decode with `ctx` tokens in its KV cache leaves (finish or preemption).
+    fn windows_leave(&mut self, ctx: u64) {
+        for (i, w) in self.windows.iter_mut().enumerate() {
+            w.decode_keys -= (ctx + 1).min(w.window);
+            if ctx + 1 < w.window {
+                self.below[i] -= 1;
+            }
+        }
+    }
+
+    /// Advances the windowed sums from step `k` to `k + 1` (before finishes and new decodes).
+    fn windows_advance(&mut self, k: u64) {
+        if self.windows.is_empty() {
+            return;
+        }
+        for (w, &b) in self.windows.iter_mut().zip(&self.below) {
+            w.decode_keys += b;
+        }
+        while let Some(&Reverse((step, i, s, id, gen))) = self.cross_heap.peek() {
+            if step > k + 1 {
+                break;
+            }
+            self.cross_heap.pop();
+            let valid = matches!(&self.slots[s as usize],
+                Some(l) if l.id == id && l.gen == gen && matches!(l.phase, Phase::Decoding { .. }));
+            if valid {
+                self.below[i as usize] -= 1;
+            }
+        }
+    }
+
     /// Recompute preemption of running request `s` while scheduling step `k` at time `t`.
     fn preempt(&mut self, s: u32, k: u64, t: Ticks, obs: &mut dyn Observer) {
         let phase = self.live(s).phase;
@@ -531,6 +610,7 @@ impl<'m> Engine<'m> {
                 let ctx = l.computed;
                 self.n_dec -= 1;
                 self.sum_dec_ctx -= ctx;
+                self.windows_leave(ctx);
             }
             Phase::Prefilling => {
                 if let Some(i) = self.prefilling.iter().rposition(|&x| x == s) {
@@ -763,7 +843,11 @@ impl<'m> Engine<'m> {
                 .sum(),
             num_tokens,
         };
-        let dt = self.model.step_time(&batch).0.max(1);
+        let dt = self
+            .model
+            .step_time_windowed(&batch, &self.windows)
+            .0
+            .max(1);
         self.in_flight = Some(InFlight {
             start: t,
             end: Ticks(t.0 + dt),
@@ -784,6 +868,7 @@ impl<'m> Engine<'m> {
         self.now = t;
         // Every decode advanced by one token.
         self.sum_dec_ctx += self.n_dec;
+        self.windows_advance(k);
         while let Some(&Reverse((st, s, gen))) = self.finish_heap.peek() {
             if st > k {
                 break;
@@ -828,6 +913,7 @@ impl<'m> Engine<'m> {
                 let gen = l.gen;
                 self.n_dec += 1;
                 self.sum_dec_ctx += eff;
+                self.windows_enter(s, s0, eff, remaining);
                 let b = self.residue(s0, eff);
                 self.buckets[b].push(s);
                 let pos = self.buckets[b].len() - 1;
@@ -907,6 +993,7 @@ impl<'m> Engine<'m> {
             let ctx = l.computed;
             self.n_dec -= 1;
             self.sum_dec_ctx -= ctx;
+            self.windows_leave(ctx);
         }
         let upto = self.live(s).computed / self.bs;
         self.register_full(s, upto);
