@@ -146,6 +146,22 @@ macro_rules! dist_keys {
     };
 }
 
+impl DistKeys {
+    /// The form key of one of the distribution's fields (`mean`, `std`, ...).
+    pub fn key(&self, field: &str) -> &'static str {
+        match field {
+            "mean" => self.mean,
+            "std" => self.std,
+            "min" => self.min,
+            "max" => self.max,
+            "min_ratio" => self.min_ratio,
+            "max_ratio" => self.max_ratio,
+            "values" => self.values,
+            _ => self.kind,
+        }
+    }
+}
+
 /// Input, output (independent requests), new tokens per turn, output per turn (agentic).
 pub const DIST_KEYS: [DistKeys; 4] = [
     dist_keys!("in"),
