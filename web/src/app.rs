@@ -35,10 +35,7 @@ thread_local! {
 #[derive(Clone, Debug, PartialEq)]
 enum RunStatus {
     Idle,
-    Running {
-        done: usize,
-        levels: usize,
-    },
+    Running { done: usize, levels: usize },
     Cancelling,
     Done,
     Cancelled,
@@ -249,7 +246,8 @@ fn load_fragment(st: State, frag: &str) {
             st.notice.set(Some(format!(
                 "This link could not be opened: {e}. Showing the default scenario instead."
             )));
-            st.form.set(Form::from_scenario(&Scenario::default_scenario()));
+            st.form
+                .set(Form::from_scenario(&Scenario::default_scenario()));
         }
     }
 }
@@ -443,7 +441,14 @@ fn field(
     get: fn(&Form) -> &String,
     set: fn(&mut Form, String),
 ) -> impl IntoView {
-    field_with(st, key, label.to_string(), unit, move |f| get(f).clone(), set)
+    field_with(
+        st,
+        key,
+        label.to_string(),
+        unit,
+        move |f| get(f).clone(),
+        set,
+    )
 }
 
 /// [`field`] with getter and setter closures (for nested fields such as distributions).
@@ -924,7 +929,10 @@ fn RunPanel(st: State) -> impl IntoView {
         }
         RunStatus::Cancelling => "Cancelling…".into(),
         RunStatus::Done => match st.elapsed_ms.get() {
-            Some(ms) => format!("Done in {:.1} s (wall clock, in this browser).", ms / 1000.0),
+            Some(ms) => format!(
+                "Done in {:.1} s (wall clock, in this browser).",
+                ms / 1000.0
+            ),
             None => "Done.".into(),
         },
         RunStatus::Cancelled => "Cancelled.".into(),
@@ -938,6 +946,7 @@ fn RunPanel(st: State) -> impl IntoView {
                     on:click=move |_| start_run(st)>"Run sweep"</button>
                 <button id="cancel-btn" class="btn" disabled=move || !running() on:click=move |_| cancel_run(st)>"Cancel"</button>
                 <span id="run-status" role="status" aria-live="polite"
+                    data-elapsed-ms=move || st.elapsed_ms.get().map(|v| format!("{v}"))
                     class:error-text=move || matches!(st.status.get(), RunStatus::Failed(_))>{status_text}</span>
             </div>
             <div class="progress-grid">

@@ -2,11 +2,11 @@
 //! chart on any plotters `DrawingBackend`: the page uses the canvas backend, the native tests SVG.
 
 use crate::core_api::{LevelResult, OperatingPoint, Scenario};
-use servesim_core::sweep::{Gate, GateOp};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use servesim_core::metric::{MetricId, Stat};
+use servesim_core::sweep::{Gate, GateOp};
 
 /// One line of points.
 #[derive(Clone, Debug, PartialEq)]
@@ -102,7 +102,11 @@ fn gate_label(g: &Gate) -> String {
         GateOp::Le => "≤",
         GateOp::Lt => "<",
     };
-    format!("SLA {} {op} {}", g.metric.name(), crate::table::fmt_tick(g.value))
+    format!(
+        "SLA {} {op} {}",
+        g.metric.name(),
+        crate::table::fmt_tick(g.value)
+    )
 }
 
 /// SLA gates on any of `metrics`, as lines (horizontal on the y axis, or vertical on x).
@@ -127,11 +131,7 @@ pub fn chart_specs(
     op: Option<&OperatingPoint>,
 ) -> Vec<ChartSpec> {
     use MetricOrLevel::Level as L;
-    let gates: Vec<Gate> = scenario
-        .sweep
-        .validate()
-        .map(|s| s.sla)
-        .unwrap_or_default();
+    let gates: Vec<Gate> = scenario.sweep.validate().map(|s| s.sla).unwrap_or_default();
     let xl = crate::core_api::level_axis(rows).to_string();
     let crossing: Vec<RefLine> = op
         .and_then(|o| o.crossing.as_ref())
@@ -172,7 +172,12 @@ pub fn chart_specs(
             x_label: xl.clone(),
             y_label: "output tok/s".into(),
             log_x: true,
-            series: vec![series_of(rows, "output tok/s", L, MetricId::OutputTokensPerS)],
+            series: vec![series_of(
+                rows,
+                "output tok/s",
+                L,
+                MetricId::OutputTokensPerS,
+            )],
             ref_lines: with(
                 gate_lines(&gates, &[MetricId::OutputTokensPerS], false),
                 &crossing,
@@ -418,8 +423,8 @@ mod tests {
         s.sweep.concurrency = Some(vec![1.0, 8.0, 64.0, 256.0]);
         s.sweep.duration_s = Some(20.0);
         s.sweep.warmup_s = Some(2.0);
-        s.sweep.sla = crate::form::parse_sla("e2e_tokens_per_s_per_user>=100, ttft_ms_p90<=2000")
-            .unwrap();
+        s.sweep.sla =
+            crate::form::parse_sla("e2e_tokens_per_s_per_user>=100, ttft_ms_p90<=2000").unwrap();
         let r = s.resolve().unwrap().run().unwrap();
         (s, r)
     }
@@ -440,7 +445,10 @@ mod tests {
         assert_eq!(ttft.x_label, "concurrency (clients)");
         // The TTFT gate is a horizontal line on the TTFT chart only; the E2E tok/s/user gate
         // on the per-user chart and as the pareto chart's vertical line.
-        assert!(ttft.ref_lines.iter().any(|l| !l.vertical && l.value == 2000.0));
+        assert!(ttft
+            .ref_lines
+            .iter()
+            .any(|l| !l.vertical && l.value == 2000.0));
         assert!(!specs[3].ref_lines.iter().any(|l| !l.vertical));
         assert!(specs[1].ref_lines.iter().any(|l| l.value == 100.0));
         assert_eq!(specs[4].ref_lines[0].value, 100.0);
@@ -462,7 +470,10 @@ mod tests {
         let specs = chart_specs(&s, &r.levels, None);
         let ((x0, x1), (y0, y1)) = ranges(&specs[2]);
         assert!(x0 > 0.0 && x0 < 1.0 && x1 > 256.0, "log x range {x0}..{x1}");
-        assert!(y0 <= 0.0 && y1 >= 2000.0, "must include the 2000 ms SLA line");
+        assert!(
+            y0 <= 0.0 && y1 >= 2000.0,
+            "must include the 2000 ms SLA line"
+        );
     }
 
     #[test]

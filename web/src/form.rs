@@ -499,7 +499,12 @@ impl Form {
     pub fn from_scenario(s: &Scenario) -> Form {
         let (model_mode, model_id, custom_model_name, config_json) = match &s.model {
             ModelRef::Catalog(id) => ("catalog", id.clone(), String::new(), String::new()),
-            ModelRef::Custom(c) => ("custom", String::new(), c.name.clone(), c.config_json.clone()),
+            ModelRef::Custom(c) => (
+                "custom",
+                String::new(),
+                c.name.clone(),
+                c.config_json.clone(),
+            ),
         };
         let (gpu_mode, gpu_id, custom) = match &s.gpu {
             GpuRef::Catalog(id) => ("catalog", id.clone(), None),
@@ -636,7 +641,10 @@ impl Form {
                 self.content = "agentic".into();
                 self.set_agentic(a);
             }
-            RawContent::Mooncake { jsonl, block_tokens } => {
+            RawContent::Mooncake {
+                jsonl,
+                block_tokens,
+            } => {
                 self.content = "mooncake".into();
                 self.trace = jsonl.clone();
                 self.trace_block_tokens = opt_f(*block_tokens);
@@ -662,8 +670,7 @@ impl Form {
 
     /// Turns the named preset into editable agentic-session fields (same sessions).
     pub fn expand_preset(&mut self) {
-        if let Ok(RawContent::Agentic(a)) =
-            servesim_core::workload::preset(self.preset_name.trim())
+        if let Ok(RawContent::Agentic(a)) = servesim_core::workload::preset(self.preset_name.trim())
         {
             self.content = "agentic".into();
             self.set_agentic(&a);
@@ -833,8 +840,12 @@ impl Form {
                     "custom_gpu_link_gb_s",
                     &self.custom_gpu_link_gb_s,
                 ),
-                scaleup_domain: pos_u(&mut e, "custom_gpu_domain", &self.custom_gpu_domain, 1 << 20)
-                    as u32,
+                scaleup_domain: pos_u(
+                    &mut e,
+                    "custom_gpu_domain",
+                    &self.custom_gpu_domain,
+                    1 << 20,
+                ) as u32,
                 vendor,
             })
         } else {
@@ -951,7 +962,7 @@ impl Form {
             engine,
             workload,
             sweep,
-            efficiencies: self.base.efficiencies.clone(),
+            efficiencies: self.base.efficiencies,
         })
     }
 }
@@ -1066,7 +1077,7 @@ mod tests {
         // every field the form shows is read from the form, not the base.
         let mut f2 = Form::from_scenario(&back);
         f2.base = Scenario::default_scenario();
-        f2.base.efficiencies = s.efficiencies.clone();
+        f2.base.efficiencies = s.efficiencies;
         f2.base.engine = s.engine.clone();
         f2.base.sweep.max_events = s.sweep.max_events;
         f2.base.gpu = s.gpu.clone();

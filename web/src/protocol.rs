@@ -6,7 +6,9 @@
 //! ([`SweepRun`]); the report it sends at the end is the core's `SweepReport`, the same bytes
 //! `servesim sweep --scenario S --json` prints.
 
-use crate::core_api::{Level, LevelResult, OperatingPoint, ResolvedScenario, Scenario, SweepReport};
+use crate::core_api::{
+    Level, LevelResult, OperatingPoint, ResolvedScenario, Scenario, SweepReport,
+};
 use serde::{Deserialize, Serialize};
 use servesim_core::sweep::SweepRunner;
 
@@ -101,11 +103,16 @@ pub fn sweep_fraction(done: usize, levels: usize) -> f64 {
 }
 
 /// Reads and resolves a scenario; a bad one becomes the `Error` message to send.
-pub fn prepare(id: u32, scenario_json: &str) -> Result<(Scenario, ResolvedScenario), FromWorker> {
-    let err = |e: servesim_core::scenario::ScenarioError| FromWorker::Error {
-        id,
-        field: Some(e.field()),
-        message: e.to_string(),
+pub fn prepare(
+    id: u32,
+    scenario_json: &str,
+) -> Result<(Scenario, ResolvedScenario), Box<FromWorker>> {
+    let err = |e: servesim_core::scenario::ScenarioError| {
+        Box::new(FromWorker::Error {
+            id,
+            field: Some(e.field()),
+            message: e.to_string(),
+        })
     };
     let s = Scenario::from_json(scenario_json).map_err(err)?;
     let r = s.resolve().map_err(err)?;
@@ -133,11 +140,13 @@ impl<'r> SweepRun<'r> {
         id: u32,
         scenario: &'r Scenario,
         resolved: &'r ResolvedScenario,
-    ) -> Result<SweepRun<'r>, FromWorker> {
-        let runner = resolved.runner().map_err(|e| FromWorker::Error {
-            id,
-            field: Some(e.field()),
-            message: e.to_string(),
+    ) -> Result<SweepRun<'r>, Box<FromWorker>> {
+        let runner = resolved.runner().map_err(|e| {
+            Box::new(FromWorker::Error {
+                id,
+                field: Some(e.field()),
+                message: e.to_string(),
+            })
         })?;
         Ok(SweepRun {
             id,
@@ -240,11 +249,11 @@ pub fn run_sweep(
 ) {
     let (s, r) = match prepare(id, scenario_json) {
         Ok(x) => x,
-        Err(m) => return send(m),
+        Err(m) => return send(*m),
     };
     let mut run = match SweepRun::new(id, &s, &r) {
         Ok(x) => x,
-        Err(m) => return send(m),
+        Err(m) => return send(*m),
     };
     send(run.started());
     loop {

@@ -40,7 +40,9 @@ pub fn column_label(m: MetricId) -> String {
 /// as whole numbers, everything else with [`fmt_num`].
 pub fn fmt_metric(m: MetricId, v: f64) -> String {
     match m {
-        MetricId::KvUtilizationPeak | MetricId::KvUtilizationMean | MetricId::PrefixCacheHitRate => {
+        MetricId::KvUtilizationPeak
+        | MetricId::KvUtilizationMean
+        | MetricId::PrefixCacheHitRate => {
             format!("{:.1}", 100.0 * v)
         }
         MetricId::Preemptions | MetricId::CompletedRequests | MetricId::RejectedRequests => {
@@ -215,7 +217,10 @@ mod tests {
         assert_eq!(header.len(), 2 + MetricId::all().len());
         assert!(lines[1].starts_with("concurrency,1,"));
         // Every value parses back to the same f64.
-        let col = header.iter().position(|h| *h == "output_tokens_per_s").unwrap();
+        let col = header
+            .iter()
+            .position(|h| *h == "output_tokens_per_s")
+            .unwrap();
         let v: f64 = lines[2].split(',').nth(col).unwrap().parse().unwrap();
         assert_eq!(v, res.levels[1].output_tokens_per_s);
     }

@@ -32,11 +32,11 @@ async fn run(
     let send = |m: FromWorker| post(&scope, &m);
     let (s, r) = match prepare(id, &scenario) {
         Ok(x) => x,
-        Err(m) => return send(m),
+        Err(m) => return send(*m),
     };
     let mut sweep = match SweepRun::new(id, &s, &r) {
         Ok(x) => x,
-        Err(m) => return send(m),
+        Err(m) => return send(*m),
     };
     send(sweep.started());
     loop {
