@@ -29,6 +29,8 @@ const CANCEL_GRACE_MS: u64 = 400;
 thread_local! {
     static WORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
     static PENDING: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The worker has said `ready` (messages posted before that are lost, so they wait).
+    static READY: Cell<bool> = const { Cell::new(false) };
     static LAST_PUSH: Cell<f64> = const { Cell::new(f64::NEG_INFINITY) };
 }
 
@@ -92,12 +94,13 @@ fn initial_form(notice: &mut Option<String>) -> Form {
 
 fn post_to_worker(msg: &ToWorker) {
     let text = msg.to_json();
-    let sent = WORKER.with(|w| {
-        w.borrow()
-            .as_ref()
-            .map(|w| w.post_message(&JsValue::from_str(&text)).is_ok())
-            .unwrap_or(false)
-    });
+    let sent = READY.with(|r| r.get())
+        && WORKER.with(|w| {
+            w.borrow()
+                .as_ref()
+                .map(|w| w.post_message(&JsValue::from_str(&text)).is_ok())
+                .unwrap_or(false)
+        });
     if !sent {
         PENDING.with(|p| *p.borrow_mut() = Some(text));
     }
@@ -120,7 +123,8 @@ fn spawn_worker(st: State) {
             Err(e) => return st.status.set(RunStatus::Failed(e)),
         };
         if msg == FromWorker::Ready {
-            // Messages posted before the worker's wasm was loaded are lost: resend.
+            READY.with(|r| r.set(true));
+            // Messages posted before the worker's wasm was loaded would be lost: send them now.
             if let Some(p) = PENDING.with(|p| p.borrow_mut().take()) {
                 WORKER.with(|w| {
                     if let Some(w) = w.borrow().as_ref() {
@@ -174,6 +178,7 @@ fn spawn_worker(st: State) {
     });
     worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     onmessage.forget();
+    READY.with(|r| r.set(false));
     WORKER.with(|w| *w.borrow_mut() = Some(worker));
 }
 
@@ -533,7 +538,7 @@ fn dist_editor(
         <div class="dist">
             {select(st, keys.kind, title, opts(DIST_KINDS),
                 move |f| get(f).kind.clone(), move |f, v| get_mut(f).kind = v)}
-            <div class="grid4">
+            <div class="grid2">
                 {move || DistForm::fields(&kind.get()).iter().map(|(name, label)| {
                     let name: &'static str = name;
                     let (label, optional) = match label.strip_suffix('?') {
@@ -599,10 +604,10 @@ fn ScenarioPanel(st: State) -> impl IntoView {
         v
     };
     let arrival_label = move || match arrival.get().as_str() {
-        "closed_loop" => "Clients (used when no levels are given)",
-        "burst" => "Requests at t = 0 (used when no levels are given)",
-        "trace" => "Rescale trace to rate, req/s (blank: its own timestamps)",
-        _ => "Rate, req/s (used when no levels are given)",
+        "closed_loop" => "Clients, if no levels",
+        "burst" => "Requests, if no levels",
+        "trace" => "Rate, req/s (blank: trace's)",
+        _ => "Rate, req/s, if no levels",
     };
     view! {
         <aside class="scenario" aria-label="Scenario">
@@ -954,16 +959,28 @@ fn RunPanel(st: State) -> impl IntoView {
                 <progress id="sweep-progress" max="1" prop:value=sweep_frac></progress>
             </div>
             {move || st.op.get().map(|o| {
+                let what = match st.levels.with(|l| l.first().copied()) {
+                    Some(Level::RequestRate(_)) => ("rate", " req/s"),
+                    _ => ("C", ""),
+                };
+                let lv = table::fmt_tick;
+                let headline = match (&o.crossing, o.highest_passing) {
+                    (Some(c), _) => format!("{} ≈ {}{} → {} output tok/s per GPU",
+                        what.0, fmt_num(c.level), what.1, fmt_num(c.output_tokens_per_s_per_gpu)),
+                    (None, Some(h)) => format!("{} = {}{} → {} output tok/s per GPU (every level passes)",
+                        what.0, lv(h), what.1, o.highest_passing_output_tokens_per_s_per_gpu.map(fmt_num).unwrap_or_default()),
+                    (None, None) => "no level passes the SLA".to_string(),
+                };
                 let passing = o.highest_passing.map(|h| {
                     let tput = o.highest_passing_output_tokens_per_s_per_gpu.map(fmt_num).unwrap_or_default();
-                    format!("Highest level passing every gate: {} ({tput} output tok/s per GPU).", fmt_num(h))
+                    format!("Highest level passing every gate: {}{} ({tput} output tok/s per GPU).", lv(h), what.1)
                 });
                 let crossing = o.crossing.as_ref().map(|c| format!(
-                    "The gates are crossed at ≈ {} (interpolated in log(level) between {} and {}): ≈ {} output tok/s per GPU.",
-                    fmt_num(c.level), fmt_num(c.lower), fmt_num(c.upper), fmt_num(c.output_tokens_per_s_per_gpu)));
+                    "The gates are crossed between {} and {} (interpolated in log(level)).",
+                    lv(c.lower), lv(c.upper)));
                 view! {
-                    <div id="operating-point" class="op">
-                        <p><strong>"SLA operating point: "</strong><span id="op-summary">{o.summary.clone()}</span></p>
+                    <div id="operating-point" class="op" title=format!("servesim: {}", o.summary)>
+                        <p><strong>"SLA operating point: "</strong><span id="op-summary">{headline}</span></p>
                         <p class="muted">{passing.unwrap_or_else(|| "No level passes every gate.".into())}" "{crossing}</p>
                     </div>
                 }
@@ -1010,7 +1027,7 @@ fn ResultsTable(st: State) -> impl IntoView {
                 <table id="results-table">
                     <thead><tr>
                         <th scope="col">{level_head}</th>
-                        {cols.iter().map(|m| view! { <th scope="col">{table::column_label(*m)}</th> }).collect_view()}
+                        {cols.iter().map(|m| view! { <th scope="col" title=table::column_title(*m)>{table::column_label(*m)}</th> }).collect_view()}
                     </tr></thead>
                     <tbody>
                         {move || {

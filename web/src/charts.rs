@@ -102,11 +102,13 @@ fn gate_label(g: &Gate) -> String {
         GateOp::Le => "≤",
         GateOp::Lt => "<",
     };
-    format!(
-        "SLA {} {op} {}",
-        g.metric.name(),
-        crate::table::fmt_tick(g.value)
-    )
+    // "TTFT p90 (ms)" -> "SLA: TTFT p90 < 400 ms".
+    let label = g.metric.label();
+    let (name, unit) = match label.rsplit_once(" (") {
+        Some((n, u)) => (n.to_string(), format!(" {}", u.trim_end_matches(')'))),
+        None => (label.clone(), String::new()),
+    };
+    format!("SLA: {name} {op} {}{unit}", crate::table::fmt_tick(g.value))
 }
 
 /// SLA gates on any of `metrics`, as lines (horizontal on the y axis, or vertical on x).
@@ -138,7 +140,7 @@ pub fn chart_specs(
         .map(|c| RefLine {
             vertical: true,
             value: c.level,
-            label: format!("SLA crossing ≈ {}", crate::table::fmt_num(c.level)),
+            label: format!("crossing ≈ {} ", crate::table::fmt_num(c.level)),
         })
         .into_iter()
         .collect();
@@ -288,6 +290,57 @@ pub fn ranges(spec: &ChartSpec) -> ((f64, f64), (f64, f64)) {
     (x, (0.0, y1))
 }
 
+/// A log axis labels only 1, 2 and 5 times a power of ten (the other ticks stay unlabelled, so
+/// labels never crowd near the end of a decade).
+pub fn log_tick(v: f64) -> String {
+    if !v.is_finite() || v <= 0.0 {
+        return String::new();
+    }
+    let mut m = v;
+    while m >= 10.0 {
+        m /= 10.0;
+    }
+    while m < 1.0 {
+        m *= 10.0;
+    }
+    let near = |t: f64| (m - t).abs() < 1e-6 * t;
+    if near(1.0) || near(2.0) || near(5.0) || near(10.0) {
+        crate::table::fmt_tick(v)
+    } else {
+        String::new()
+    }
+}
+
+/// The plot corner with the fewest points (in normalised coordinates), for the legend.
+fn legend_corner(spec: &ChartSpec, x: (f64, f64), y: (f64, f64)) -> SeriesLabelPosition {
+    let tx = |v: f64| {
+        if spec.log_x {
+            (libm::log(v.max(1e-12)) - libm::log(x.0)) / (libm::log(x.1) - libm::log(x.0))
+        } else {
+            (v - x.0) / (x.1 - x.0)
+        }
+    };
+    let ty = |v: f64| (v - y.0) / (y.1 - y.0);
+    let corners = [
+        (SeriesLabelPosition::UpperLeft, 0.0, 1.0),
+        (SeriesLabelPosition::UpperRight, 1.0, 1.0),
+        (SeriesLabelPosition::LowerRight, 1.0, 0.0),
+        (SeriesLabelPosition::LowerLeft, 0.0, 0.0),
+    ];
+    let crowd = |cx: f64, cy: f64| {
+        spec.series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|p| (tx(p.0) - cx).abs() < 0.45 && (ty(p.1) - cy).abs() < 0.35)
+            .count()
+    };
+    corners
+        .into_iter()
+        .min_by_key(|(_, cx, cy)| crowd(*cx, *cy))
+        .map(|c| c.0)
+        .unwrap_or(SeriesLabelPosition::UpperLeft)
+}
+
 /// Draws one chart filling `root`.
 pub fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
@@ -318,8 +371,10 @@ pub fn draw<DB: DrawingBackend>(
             .axis_desc_style(label_style.clone())
             .light_line_style(theme.grid.mix(0.5))
             .bold_line_style(theme.grid)
+            .x_max_light_lines(0)
+            .y_max_light_lines(1)
             .axis_style(text.mix(0.6))
-            .x_label_formatter(&|v| crate::table::fmt_tick(*v))
+            .x_label_formatter(&|v| log_tick(*v))
             .y_label_formatter(&|v| crate::table::fmt_tick(*v))
             .draw()
             .map_err(err)?;
@@ -334,6 +389,7 @@ pub fn draw<DB: DrawingBackend>(
             .axis_desc_style(label_style.clone())
             .light_line_style(theme.grid.mix(0.5))
             .bold_line_style(theme.grid)
+            .max_light_lines(1)
             .axis_style(text.mix(0.6))
             .x_label_formatter(&|v| crate::table::fmt_tick(*v))
             .y_label_formatter(&|v| crate::table::fmt_tick(*v))
@@ -377,12 +433,13 @@ where
         } else {
             vec![(x0, r.value), (x1, r.value)]
         };
-        // Labels sit inside the plot, away from the axes: top of a vertical line, right end
-        // of a horizontal one.
+        // Labels sit inside the plot: a vertical line's at its top, to the left of the line
+        // (text ending at the line); a horizontal line's above its left end. So a gate near the
+        // top and the crossing line never write over each other.
         let (anchor, pos) = if r.vertical {
-            ((r.value, y1), Pos::new(HPos::Left, VPos::Top))
+            ((r.value, y1), Pos::new(HPos::Right, VPos::Top))
         } else {
-            ((x1, r.value), Pos::new(HPos::Right, VPos::Bottom))
+            ((x0, r.value), Pos::new(HPos::Left, VPos::Bottom))
         };
         chart.draw_series(DashedLineSeries::new(pts, 6, 4, style))?;
         chart.draw_series(std::iter::once(Text::new(
@@ -404,7 +461,7 @@ where
     if spec.series.len() > 1 {
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(legend_corner(spec, (x0, x1), (y0, y1)))
             .background_style(theme.background.mix(0.85))
             .border_style(theme.grid)
             .label_font(label_style)
@@ -462,6 +519,15 @@ mod tests {
                 r.levels[0].output_tokens_per_s_per_gpu
             )
         );
+    }
+
+    #[test]
+    fn log_axis_labels_only_1_2_5_steps() {
+        let labelled: Vec<String> = [1.0, 2.0, 3.0, 5.0, 7.0, 9.0, 10.0, 20.0, 40.0, 500.0]
+            .iter()
+            .map(|v| log_tick(*v))
+            .collect();
+        assert_eq!(labelled, ["1", "2", "", "5", "", "", "10", "20", "", "500"]);
     }
 
     #[test]

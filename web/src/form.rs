@@ -34,22 +34,22 @@ pub struct Preset {
 pub const PRESETS: &[Preset] = &[
     Preset {
         key: "agentic-coding",
-        label: "Agentic coding (64K in / 400 out, ~90% prefix reuse)",
+        label: "Agentic coding (64K in / 400 out)",
         json: r#"{"arrival":{"type":"closed_loop","concurrency":1},"requests":{"type":"preset","name":"agentic-coding"}}"#,
     },
     Preset {
         key: "chat",
-        label: "Chat (lognormal ~1K in / ~256 out, 512-token system prompt)",
+        label: "Chat (~1.5K in / ~256 out)",
         json: r#"{"arrival":{"type":"closed_loop","concurrency":1},"requests":{"type":"synthetic","input":{"type":"lognormal","mean":1024,"std":1024,"min":16,"max":16384},"output":{"type":"lognormal","mean":256,"std":256,"min":16,"max":4096},"shared_prefix":{"groups":1,"tokens":512}}}"#,
     },
     Preset {
         key: "summarisation",
-        label: "Long-context summarisation (26K-32K in / ~512 out)",
+        label: "Long-context summarisation (~29K in)",
         json: r#"{"arrival":{"type":"closed_loop","concurrency":1},"requests":{"type":"synthetic","input":{"type":"uniform_ratio","nominal":32768,"min_ratio":0.8,"max_ratio":1.0},"output":{"type":"normal","mean":512,"std":128,"min":64,"max":1024}}}"#,
     },
     Preset {
         key: "random",
-        label: "Fixed random lengths (1024 in / 128 out, vllm bench serve random)",
+        label: "Fixed random (1024 in / 128 out)",
         json: r#"{"arrival":{"type":"closed_loop","concurrency":1},"requests":{"type":"synthetic","input":{"type":"constant","tokens":1024},"output":{"type":"constant","tokens":128}}}"#,
     },
 ];
@@ -100,11 +100,11 @@ pub const DIST_KINDS: &[(&str, &str)] = &[
 
 /// Arrival processes offered: (type, label).
 pub const ARRIVALS: &[(&str, &str)] = &[
-    ("closed_loop", "closed loop (fixed concurrency)"),
-    ("poisson", "Poisson (open loop)"),
-    ("constant", "constant rate (open loop)"),
-    ("gamma", "gamma (bursty open loop)"),
-    ("burst", "burst (all at t = 0)"),
+    ("closed_loop", "closed loop"),
+    ("poisson", "Poisson"),
+    ("constant", "constant rate"),
+    ("gamma", "gamma (bursty)"),
+    ("burst", "burst at t = 0"),
     ("trace", "trace timestamps"),
 ];
 

@@ -31,9 +31,23 @@ pub fn column_label(m: MetricId) -> String {
         MetricId::KvUtilizationPeak => "KV cache use, peak (%)".into(),
         MetricId::KvUtilizationMean => "KV cache use, mean (%)".into(),
         MetricId::PrefixCacheHitRate => "prefix-cache hits (%)".into(),
-        MetricId::E2eTokensPerSPerUser => "E2E tok/s per user (OSL / (TTFT + OSL × ITL))".into(),
+        MetricId::E2eTokensPerSPerUser => "E2E tok/s per user".into(),
         other => other.label(),
     }
+}
+
+/// A column's tooltip: the metric's key (as in the exports and `--sla`) and, where it helps, its
+/// definition (docs/metrics.md).
+pub fn column_title(m: MetricId) -> String {
+    let def = match m {
+        MetricId::E2eTokensPerSPerUser => " = OSL / (TTFT + OSL × ITL), from mean values",
+        MetricId::OutputTokensPerSPerUser => " = mean over requests of output tokens / E2E latency",
+        MetricId::KvUtilizationPeak => ": KV blocks in use / KV blocks per engine, peak",
+        MetricId::PrefixCacheHitRate => ": prompt tokens served from the prefix cache",
+        MetricId::MeanRunningBatch => ": requests in the running batch, time-averaged",
+        _ => "",
+    };
+    format!("{}{def}", m.name())
 }
 
 /// A metric's value as the table shows it: fractions as percentages with one decimal, counts
