@@ -615,6 +615,7 @@ async fn cancel_stops_a_running_sweep_and_the_next_sweep_runs() {
                 // The worker is usable again.
                 type_into(&c, "#f-levels", "1, 2").await?;
                 type_into(&c, "#f-duration_s", "10").await?;
+                type_into(&c, "#f-warmup_s", "1").await?;
                 c.find(Locator::Css("#run-btn")).await?.click().await?;
                 let status2 = wait_status(&c, "Done", 120).await?;
                 Ok((cancelled, rows_after_cancel, rows_later, status2))
