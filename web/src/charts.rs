@@ -4,7 +4,6 @@
 use crate::core_api::{LevelResult, OperatingPoint, Scenario};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 use servesim_core::metric::{MetricId, Stat};
 use servesim_core::sweep::{Gate, GateOp};
 
@@ -433,23 +432,15 @@ where
         } else {
             vec![(x0, r.value), (x1, r.value)]
         };
-        // Labels sit inside the plot: a vertical line's at its top, to the left of the line
-        // (text ending at the line); a horizontal line's above its left end. So a gate near the
-        // top and the crossing line never write over each other.
-        let (anchor, pos) = if r.vertical {
-            ((r.value, y1), Pos::new(HPos::Right, VPos::Top))
-        } else {
-            ((x0, r.value), Pos::new(HPos::Left, VPos::Bottom))
-        };
-        chart.draw_series(DashedLineSeries::new(pts, 6, 4, style))?;
-        chart.draw_series(std::iter::once(Text::new(
-            r.label.clone(),
-            anchor,
-            ("sans-serif", 11)
-                .into_font()
-                .color(&theme.reference)
-                .pos(pos),
-        )))?;
+        // The line is named in the legend (never as free text in the plot, where it would
+        // collide with curves, other lines or the legend).
+        let colour = theme.reference;
+        chart
+            .draw_series(DashedLineSeries::new(pts, 6, 4, style))?
+            .label(r.label.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 6, y)], colour.stroke_width(1))
+            });
     }
     if let Some(p) = spec.highlight {
         chart.draw_series(std::iter::once(Circle::new(
@@ -458,7 +449,7 @@ where
             theme.reference.stroke_width(2),
         )))?;
     }
-    if spec.series.len() > 1 {
+    if spec.series.len() > 1 || !spec.ref_lines.is_empty() {
         chart
             .configure_series_labels()
             .position(legend_corner(spec, (x0, x1), (y0, y1)))
