@@ -352,11 +352,7 @@ pub fn scenario_label(s: &Scenario) -> String {
     )
 }
 
-/// The x value and axis name of a level.
-pub fn level_value(l: &Level) -> f64 {
-    l.value()
-}
-
+/// The x-axis name of a sweep's levels.
 pub fn level_axis(levels: &[LevelResult]) -> &'static str {
     match levels.first().map(|l| l.level) {
         Some(Level::RequestRate(_)) => "request rate (req/s)",
