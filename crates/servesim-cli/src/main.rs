@@ -2,7 +2,9 @@
 
 mod args;
 mod cmd_capacity;
+mod cmd_compare;
 mod cmd_sweep;
+mod cmd_validate;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -27,12 +29,20 @@ enum Command {
     Models(cmd_capacity::ListArgs),
     /// Simulated concurrency / request-rate sweep of a vLLM deployment (docs/scenario.md).
     Sweep(Box<cmd_sweep::SweepArgs>),
+    /// Predicted versus measured: simulate at the measured levels and score (docs/compare.md).
+    Compare(Box<cmd_compare::CompareArgs>),
+    /// Predicted versus measured on a calibration CSV (per point and aggregate error).
+    Validate(Box<cmd_validate::ValidateArgs>),
 }
 
 fn main() -> anyhow::Result<()> {
     // `sweep` takes --model/--gpu from --scenario FILE when they are not given.
     let matches = Cli::command()
         .mut_subcommand("sweep", |s| {
+            s.mut_arg("model", |a| a.required(false).default_value(""))
+                .mut_arg("gpu", |a| a.required(false).default_value(""))
+        })
+        .mut_subcommand("compare", |s| {
             s.mut_arg("model", |a| a.required(false).default_value(""))
                 .mut_arg("gpu", |a| a.required(false).default_value(""))
         })
@@ -45,8 +55,15 @@ fn main() -> anyhow::Result<()> {
                 .expect("sweep subcommand matches");
             cmd_sweep::run_sweep(&a, sub)
         }
+        Command::Compare(a) => {
+            let sub = matches
+                .subcommand_matches("compare")
+                .expect("compare subcommand matches");
+            cmd_compare::run_compare(&a, sub)
+        }
         Command::Capacity(a) => cmd_capacity::run_capacity(&a),
         Command::Gpus(a) => cmd_capacity::run_gpus(&a),
         Command::Models(a) => cmd_capacity::run_models(&a),
+        Command::Validate(a) => cmd_validate::run_validate(&a),
     }
 }

@@ -20,4 +20,5 @@ pub mod scenario;
 pub mod share;
 pub mod sweep;
 pub mod units;
+pub mod validate;
 pub mod workload;

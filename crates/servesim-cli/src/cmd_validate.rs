@@ -1,0 +1,86 @@
+//! `servesim validate POINTS.csv`: simulate every measured run of a calibration CSV and report
+//! the error per point and in aggregate; `--fit` refits the efficiency table (docs/accuracy.md).
+
+use anyhow::{Context, Result};
+use clap::Args;
+use servesim_core::validate::{self, FittedEfficiencies, ValidateOptions};
+use std::path::PathBuf;
+
+#[derive(Args, Clone, Debug)]
+pub struct ValidateArgs {
+    /// Calibration CSV (header as in crates/servesim-core/data/calibration/measured-points.csv).
+    pub points: PathBuf,
+    /// Print the report as JSON instead of Markdown.
+    #[arg(long)]
+    pub json: bool,
+    /// Only rows whose `source` starts with this text (e.g. `gpustack`, `inference-sim`).
+    #[arg(long)]
+    pub only: Option<String>,
+    /// A fitted efficiency table (JSON, the format of data/calibration/efficiencies.json)
+    /// instead of the shipped one.
+    #[arg(long)]
+    pub efficiencies: Option<PathBuf>,
+    /// Use the step-time model's defaults (no fitted table).
+    #[arg(long, conflicts_with = "efficiencies")]
+    pub defaults: bool,
+    /// Refit the efficiency table on every row (all of POINTS.csv; --only is ignored) and write it.
+    #[arg(long)]
+    pub fit: bool,
+    /// Where --fit writes the table.
+    #[arg(
+        long,
+        default_value = "crates/servesim-core/data/calibration/efficiencies.json"
+    )]
+    pub fit_out: PathBuf,
+    /// Coordinate-descent passes of --fit.
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
+}
+
+pub fn run_validate(a: &ValidateArgs) -> Result<()> {
+    let csv = std::fs::read_to_string(&a.points)
+        .with_context(|| format!("reading {}", a.points.display()))?;
+    if a.fit {
+        let rep = validate::fit_all(&csv, a.rounds, &mut |s, e| validate::simulate(s, e))?;
+        std::fs::write(&a.fit_out, rep.table_json())
+            .with_context(|| format!("writing {}", a.fit_out.display()))?;
+        eprintln!("wrote {}", a.fit_out.display());
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&rep)?);
+        } else {
+            println!("{}", rep.to_markdown());
+        }
+        let opts = ValidateOptions {
+            efficiencies: Some(rep.table.clone()),
+            ..Default::default()
+        };
+        let r = validate::run(&csv, &opts)?;
+        if !a.json {
+            println!("{}", r.to_markdown());
+        }
+        return Ok(());
+    }
+    let efficiencies = if a.defaults {
+        Some(FittedEfficiencies {
+            description: "the step-time model's defaults (no fitted values)".into(),
+            ..Default::default()
+        })
+    } else if let Some(p) = &a.efficiencies {
+        let t = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        Some(FittedEfficiencies::from_json(&t)?)
+    } else {
+        None
+    };
+    let opts = ValidateOptions {
+        only_source: a.only.clone(),
+        efficiencies,
+        only_lines: None,
+    };
+    let r = validate::run(&csv, &opts)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", r.to_markdown());
+    }
+    Ok(())
+}

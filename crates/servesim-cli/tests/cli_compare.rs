@@ -1,0 +1,193 @@
+//! `servesim compare` (simulate at the measured levels, score) and `servesim validate`
+//! (calibration CSV), end to end through the binary. Fixtures: crates/servesim-core/tests/data/imports/
+//! (provenance in its README) and the shipped calibration CSV.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn servesim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_servesim"))
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run servesim");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../servesim-core/tests/data/imports")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn calibration() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../servesim-core/data/calibration/measured-points.csv")
+        .display()
+        .to_string()
+}
+
+const DEPLOY: [&str; 8] = [
+    "--model",
+    "meta-llama/Meta-Llama-3.1-8B",
+    "--gpu",
+    "H100",
+    "--isl",
+    "1024",
+    "--osl",
+    "1024",
+];
+
+#[test]
+fn compare_scores_vllm_jsons_at_their_concurrency_levels() {
+    let (c8, c16) = (fixture("vllm_c8.json"), fixture("vllm_c16.json"));
+    let mut args = vec!["compare"];
+    args.extend(DEPLOY);
+    args.extend([
+        "--num-requests",
+        "40",
+        "--measured",
+        &c8,
+        "--measured",
+        &c16,
+        "--json",
+    ]);
+    let (code, out, err) = servesim(&args);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let arm = &v["arms"][0];
+    assert_eq!(arm["level_kind"], "Concurrency");
+    assert_eq!(arm["scored_levels"], serde_json::json!([8.0, 16.0]));
+    // Every scored metric has one point per level, and its signed error is 100 (p/m - 1).
+    let metrics = arm["metrics"].as_array().unwrap();
+    assert!(metrics.iter().any(|m| m["metric"] == "OutputTokensPerS"));
+    for m in metrics {
+        for p in m["points"].as_array().unwrap() {
+            let (pr, me) = (
+                p["predicted"].as_f64().unwrap(),
+                p["measured"].as_f64().unwrap(),
+            );
+            let e = p["signed_error_pct"].as_f64().unwrap();
+            assert!((e - 100.0 * (pr / me - 1.0)).abs() < 1e-9);
+        }
+    }
+    // Unused vLLM fields are reported, not dropped silently.
+    assert!(err.contains("total_token_throughput"), "{err}");
+}
+
+#[test]
+fn compare_markdown_has_the_report_shape_and_kv_ratio() {
+    let (c8, log) = (fixture("vllm_c8.json"), fixture("vllm_startup.log"));
+    let mut args = vec!["compare"];
+    args.extend(DEPLOY);
+    args.extend([
+        "--num-requests",
+        "20",
+        "--measured",
+        &c8,
+        "--kv-log",
+        &log,
+        "--arm",
+        "h100-tp1",
+        "--markdown",
+    ]);
+    let (code, out, err) = servesim(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("### h100-tp1"), "{out}");
+    assert!(out.contains("| arm | metric | signed mean | MAPE % | shape error % | sign |"));
+    assert!(out.contains("Scored levels: c8."));
+    // The log's KV size is used: the KV table has a ratio, not "not logged".
+    let kv = out.split("## KV pool").nth(1).unwrap();
+    assert!(!kv.contains("not logged"), "{kv}");
+}
+
+#[test]
+fn compare_exclude_and_csv() {
+    let t = fixture("table_report.md");
+    let mut args = vec!["compare"];
+    args.extend(DEPLOY);
+    args.extend([
+        "--num-requests",
+        "32",
+        "--measured",
+        &t,
+        "--exclude",
+        "16:warm-up run",
+        "--csv",
+    ]);
+    let (code, out, err) = servesim(&args);
+    assert_eq!(code, 0, "{err}");
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "arm,metric,level_kind,level,level_label,predicted,measured,signed_error_pct"
+    );
+    let rows: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
+    assert!(!rows.is_empty());
+    // Level 16 is excluded, so every scored row is c8.
+    assert!(rows.iter().all(|r| r.contains(",c8,")), "{out}");
+    let (code, _, err) = servesim(&[
+        "compare",
+        "--model",
+        "meta-llama/Meta-Llama-3.1-8B",
+        "--gpu",
+        "H100",
+        "--measured",
+        &t,
+        "--exclude",
+        "999:nope",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no measured level 999"), "{err}");
+    let (code, _, err) = servesim(&[
+        "compare",
+        "--model",
+        "meta-llama/Meta-Llama-3.1-8B",
+        "--gpu",
+        "H100",
+        "--measured",
+        &t,
+        "--exclude",
+        "16",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("LEVEL:REASON"), "{err}");
+}
+
+#[test]
+fn compare_burst_export_runs_one_burst_per_level() {
+    let b = fixture("vllm_burst.json");
+    let mut args = vec!["compare"];
+    args.extend(DEPLOY);
+    args.extend(["--measured", &b, "--json"]);
+    let (code, out, err) = servesim(&args);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["arms"][0]["level_kind"], "Burst");
+    assert_eq!(v["arms"][0]["scored_levels"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn validate_reports_per_point_and_aggregates_for_one_source() {
+    let csv = calibration();
+    let (code, out, err) = servesim(&["validate", &csv, "--only", "inference-sim", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["points"].as_array().unwrap().len(), 20);
+    let aggs = v["aggregates"].as_array().unwrap();
+    assert!(aggs
+        .iter()
+        .any(|a| a["scope"] == "all points" && a["family"] == "InterToken"));
+    let (code, out, _) = servesim(&["validate", &csv, "--only", "gpustack"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("| scope | metric | n | median abs error |"));
+    let (code, _, err) = servesim(&["validate", &csv, "--only", "nosuchsource"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("nosuchsource"), "{err}");
+}

@@ -1,0 +1,182 @@
+//! The calibration CSV parser and the row -> scenario mapping rules (docs/accuracy.md).
+
+use servesim_core::validate::{
+    parse_points, setup_for, split_csv, Family, ValidateError, REQUIRED_COLUMNS,
+};
+
+const SHIPPED: &str = include_str!("../data/calibration/measured-points.csv");
+
+#[test]
+fn shipped_file_has_63_points_from_two_sources() {
+    let pts = parse_points(SHIPPED).unwrap();
+    assert_eq!(pts.len(), 63);
+    let sim = pts
+        .iter()
+        .filter(|p| p.source == "inference-sim/training")
+        .count();
+    let gs = pts
+        .iter()
+        .filter(|p| p.source.starts_with("gpustack"))
+        .count();
+    assert_eq!((sim, gs), (20, 43));
+    // The first data row is line 2 and its quoted workload text keeps its commas.
+    assert_eq!(pts[0].line, 2);
+    assert!(pts[0]
+        .workload
+        .contains("11 system prompts x 4 users, system 100"));
+}
+
+#[test]
+fn every_shipped_row_maps_to_a_scenario() {
+    for p in parse_points(SHIPPED).unwrap() {
+        let s = setup_for(&p).unwrap_or_else(|e| panic!("line {}: {e}", p.line));
+        assert!(
+            !s.targets.is_empty(),
+            "line {} has nothing to compare",
+            p.line
+        );
+    }
+}
+
+#[test]
+fn arrival_follows_rate_and_concurrency_columns() {
+    for p in parse_points(SHIPPED).unwrap() {
+        let s = setup_for(&p).unwrap();
+        let arrival = &s.scenario["workload"]["arrival"];
+        match (p.request_rate, p.concurrency) {
+            (None, None) => {
+                assert_eq!(arrival["type"], "burst", "line {}", p.line);
+                assert_eq!(arrival["count"].as_f64(), p.num_requests);
+                assert_eq!(s.scenario["sweep"]["num_requests"].as_f64(), p.num_requests);
+            }
+            (_, Some(c)) => {
+                assert_eq!(arrival["type"], "closed_loop");
+                assert_eq!(arrival["concurrency"].as_f64(), Some(c));
+            }
+            (Some(r), None) => {
+                assert_eq!(arrival["type"], "constant");
+                assert_eq!(arrival["rate"].as_f64(), Some(r));
+                let sp = &s.scenario["workload"]["requests"]["shared_prefix"];
+                assert!(sp["groups"].as_f64().unwrap() >= 9.0);
+                // input after the prefix + prefix = the configured isl
+                let q = s.scenario["workload"]["requests"]["input"]["tokens"]
+                    .as_f64()
+                    .unwrap();
+                assert_eq!(q + sp["tokens"].as_f64().unwrap(), p.isl.unwrap());
+            }
+        }
+    }
+}
+
+#[test]
+fn sharegpt_rows_use_the_mean_lengths_from_the_notes() {
+    let pts = parse_points(SHIPPED).unwrap();
+    let p = pts
+        .iter()
+        .find(|p| {
+            p.model == "deepseek-ai/DeepSeek-R1-0528" && p.isl.is_none() && p.concurrency.is_none()
+        })
+        .unwrap();
+    let s = setup_for(p).unwrap();
+    let req = &s.scenario["workload"]["requests"];
+    assert_eq!(req["input"]["type"], "lognormal");
+    assert_eq!(req["input"]["mean"].as_f64(), Some(219.2));
+    assert_eq!(req["output"]["mean"].as_f64(), Some(200.8));
+    assert_eq!(s.scenario["model"]["catalog"], "deepseek-ai/DeepSeek-R1");
+    assert_eq!(s.scenario["weight_precision"], "checkpoint");
+}
+
+#[test]
+fn stated_engine_limits_are_passed_through() {
+    let pts = parse_points(SHIPPED).unwrap();
+    let a100 = pts.iter().find(|p| p.gpu.starts_with("A100")).unwrap();
+    let s = setup_for(a100).unwrap();
+    assert_eq!(s.scenario["engine"]["max_num_seqs"], 256);
+    assert_eq!(s.scenario["engine"]["max_num_batched_tokens"], 2048);
+    let gpt = pts
+        .iter()
+        .find(|p| p.model == "openai/gpt-oss-120b" && p.tp == 1)
+        .unwrap();
+    assert_eq!(
+        setup_for(gpt).unwrap().scenario["engine"]["max_model_len"],
+        32768
+    );
+    let sim = &pts[0];
+    assert_eq!(
+        setup_for(sim).unwrap().scenario["engine"]["max_model_len"],
+        4096
+    );
+}
+
+#[test]
+fn source_caveats_choose_and_exclude_metrics() {
+    let pts = parse_points(SHIPPED).unwrap();
+    for p in &pts {
+        let s = setup_for(p).unwrap();
+        let it = s
+            .targets
+            .iter()
+            .find(|t| t.0 == Family::InterToken)
+            .unwrap();
+        let tput = s
+            .targets
+            .iter()
+            .find(|t| t.0 == Family::Throughput)
+            .unwrap();
+        if p.source.starts_with("inference-sim") {
+            // derived (e2e - ttft)/(osl - 1) is a TPOT
+            assert_eq!(it.1.name(), "tpot_ms_mean");
+            let excluded = tput.3.is_some();
+            assert_eq!(
+                excluded,
+                p.model == "meta-llama/Llama-2-7b-hf",
+                "line {}",
+                p.line
+            );
+        } else {
+            assert_eq!(it.1.name(), "itl_ms_mean");
+            assert!(tput.3.is_none());
+        }
+    }
+}
+
+#[test]
+fn errors_name_row_and_column() {
+    let header = REQUIRED_COLUMNS.join(",");
+    let mut cells: Vec<&str> = vec![""; REQUIRED_COLUMNS.len()];
+    let set = |cells: &mut Vec<&'static str>, c: &str, v: &'static str| {
+        let i = REQUIRED_COLUMNS.iter().position(|x| *x == c).unwrap();
+        cells[i] = v;
+    };
+    for (c, v) in [
+        ("source", "x"),
+        ("model", "Qwen/Qwen3-8B"),
+        ("gpu", "H100"),
+        ("num_gpus", "1"),
+        ("tp", "0"),
+        ("dp", "1"),
+        ("ep", "1"),
+        ("request_rate", "inf"),
+    ] {
+        set(&mut cells, c, v);
+    }
+    let text = format!("{header}\n{}\n", cells.join(","));
+    match parse_points(&text).unwrap_err() {
+        ValidateError::BadCell { line, column, .. } => {
+            assert_eq!((line, column.as_str()), (2, "tp"));
+        }
+        e => panic!("{e}"),
+    }
+    set(&mut cells, "tp", "1");
+    set(&mut cells, "ttft_p50_ms", "fast");
+    let text = format!("{header}\n{}\n", cells.join(","));
+    let e = parse_points(&text).unwrap_err();
+    assert!(
+        matches!(&e, ValidateError::BadCell { column, .. } if column == "ttft_p50_ms"),
+        "{e}"
+    );
+    let e = parse_points("source,model\nx,y\n").unwrap_err();
+    assert!(matches!(e, ValidateError::MissingColumn { .. }));
+    let e = split_csv("a,b\n\"open,x\n").unwrap_err();
+    assert!(matches!(e, ValidateError::Csv { line: 2, .. }), "{e}");
+}
