@@ -195,7 +195,9 @@ pub fn draw_fit<DB: DrawingBackend>(
                 ))
                 .map_err(err)?
                 .label("ServeSim (predicted)")
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], pc.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], pc.stroke_width(2))
+                });
             chart
                 .draw_series(c.measured.iter().map(|p| Circle::new(*p, 4, mc.filled())))
                 .map_err(err)?
@@ -275,7 +277,10 @@ pub fn draw_error<DB: DrawingBackend>(
                 let color = theme.series[i % theme.series.len()];
                 let shade = color.mix(1.0 - 0.25 * (i / theme.series.len()) as f64);
                 chart
-                    .draw_series(LineSeries::new(points.iter().copied(), shade.stroke_width(2)))
+                    .draw_series(LineSeries::new(
+                        points.iter().copied(),
+                        shade.stroke_width(2),
+                    ))
                     .map_err(err)?
                     .label(name.as_str())
                     .legend(move |(x, y)| {
@@ -309,7 +314,9 @@ pub fn draw_error<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_core::compare::{score_arm, MeasuredLevel, MeasuredRun, ScoreOptions, SourceFormat};
+    use servesim_core::compare::{
+        score_arm, MeasuredLevel, MeasuredRun, ScoreOptions, SourceFormat,
+    };
     use servesim_core::metric::Stat;
 
     fn arm() -> (ArmScore, PredictedSeries, Vec<(f64, f64)>) {
@@ -338,14 +345,21 @@ mod tests {
             kv_capacity_tokens: None,
         };
         let a = score_arm(&measured, &predicted, &ScoreOptions::default()).unwrap();
-        (a, predicted, vec![(1.0, 100.0), (8.0, 700.0), (64.0, 3000.0)])
+        (
+            a,
+            predicted,
+            vec![(1.0, 100.0), (8.0, 700.0), (64.0, 3000.0)],
+        )
     }
 
     #[test]
     fn fit_chart_splits_scored_and_excluded_points_and_draws_the_full_predicted_line() {
         let (a, p, all) = arm();
         let c = fit_chart(&a, MetricId::OutputTokensPerS, &p, &all);
-        assert_eq!(c.predicted, vec![(1.0, 110.0), (8.0, 650.0), (64.0, 3300.0)]);
+        assert_eq!(
+            c.predicted,
+            vec![(1.0, 110.0), (8.0, 650.0), (64.0, 3300.0)]
+        );
         assert_eq!(c.measured, vec![(1.0, 100.0), (8.0, 700.0)]);
         assert_eq!(c.unscored, vec![(64.0, 3000.0)]);
         assert!(c.log_x, "1..64 spans more than 8x");

@@ -25,7 +25,10 @@ pub enum ColumnStatus {
     Arm,
     Excluded,
     /// Matched to a metric; `by_hand` when the user's mapping decided it.
-    Metric { metric: MetricId, by_hand: bool },
+    Metric {
+        metric: MetricId,
+        by_hand: bool,
+    },
     /// Ignored by the user's mapping.
     Ignored,
     /// Not used, with the core's reason.
@@ -164,6 +167,8 @@ fn metrics_of(imp: &Imported) -> BTreeSet<MetricId> {
         .collect()
 }
 
+// ImportError is the core's (it carries file, line, column and the fix text).
+#[allow(clippy::result_large_err)]
 fn import(
     files: &[SourceFile],
     mapping: &ColumnMapping,
@@ -329,7 +334,8 @@ mod tests {
             }
         );
         assert_eq!(
-            v.imported.runs[0].levels[1].metrics[&MetricId::TtftMs(servesim_core::metric::Stat::P99)],
+            v.imported.runs[0].levels[1].metrics
+                [&MetricId::TtftMs(servesim_core::metric::Stat::P99)],
             70.0
         );
     }
@@ -353,7 +359,11 @@ mod tests {
         let cases: &[(&str, Option<usize>, Option<usize>)] = &[
             ("concurrency,output_throughput\n8,1000,5\n", Some(2), None), // ragged
             ("concurrency,TTFT p50 (parsecs)\n8,10\n", Some(1), Some(2)), // unknown unit (header)
-            ("concurrency,output_throughput\n8,1000\n8,1100\n", Some(3), None), // duplicate
+            (
+                "concurrency,output_throughput\n8,1000\n8,1100\n",
+                Some(3),
+                None,
+            ), // duplicate
             ("concurrency,output_throughput\n8,-5\n", Some(2), Some(2)),  // negative
             ("concurrency,output_throughput\n8,0\n", Some(2), Some(2)),   // zero throughput
             ("{\"max_concurrency\": 8, \n", Some(2), Some(1)),            // truncated JSON

@@ -41,7 +41,10 @@ mod exact {
     }
     pub mod map {
         use super::*;
-        pub fn serialize<S: Serializer>(m: &BTreeMap<String, f64>, s: S) -> Result<S::Ok, S::Error> {
+        pub fn serialize<S: Serializer>(
+            m: &BTreeMap<String, f64>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
             s.collect_map(m.iter().map(|(k, v)| (k, format!("{v}"))))
         }
         pub fn deserialize<'de, D: Deserializer<'de>>(
@@ -181,13 +184,15 @@ pub fn runs_of(
                 .iter()
                 .any(|x| servesim_core::compare::levels_equal(x.level, l.level))
             {
-                return Err(format!("arm \"{}\": level {} appears twice", a.arm, l.level));
+                return Err(format!(
+                    "arm \"{}\": level {} appears twice",
+                    a.arm, l.level
+                ));
             }
             let mut metrics = BTreeMap::new();
             for (name, v) in &l.metrics {
-                let m = MetricId::from_name(name).ok_or_else(|| {
-                    format!("arm \"{}\": unknown metric \"{name}\"", a.arm)
-                })?;
+                let m = MetricId::from_name(name)
+                    .ok_or_else(|| format!("arm \"{}\": unknown metric \"{name}\"", a.arm))?;
                 if !(v.is_finite() && *v >= 0.0) {
                     return Err(format!(
                         "arm \"{}\", level {}: {name} = {v} must be a finite number >= 0",
@@ -262,7 +267,10 @@ pub enum WithMeasured {
     /// The fragment with `&m=...` (or unchanged when there is nothing to add).
     Fits(String),
     /// Too long for a link: the fragment without it, and the measured part's encoded length.
-    TooLong { fragment: String, encoded_len: usize },
+    TooLong {
+        fragment: String,
+        encoded_len: usize,
+    },
 }
 
 /// `scenario_frag` (`s=v1...`) plus the measured part when it fits the limit.
@@ -393,7 +401,9 @@ mod tests {
             for l in 0..40 {
                 let mut metrics = BTreeMap::new();
                 for m in MetricId::all().iter().take(12) {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     metrics.insert(m.name(), (x >> 11) as f64 / 7.0);
                 }
                 levels.push(LevelPayload {
@@ -410,10 +420,7 @@ mod tests {
                 scenario: None,
             });
         }
-        let p = MeasuredPayload {
-            version: 1,
-            arms,
-        };
+        let p = MeasuredPayload { version: 1, arms };
         match with_measured("s=v1.abc", Some(&p)) {
             WithMeasured::TooLong {
                 fragment,
@@ -435,8 +442,10 @@ mod tests {
         assert!(decode_payload("v2.abc").unwrap_err().contains("v1"));
         let bad = |json: &str| runs_of(&serde_json::from_str(json).unwrap()).unwrap_err();
         assert!(bad(r#"{"version":2,"arms":[]}"#).contains("version 2"));
-        assert!(bad(r#"{"version":1,"arms":[{"arm":"a","level_kind":"qps","levels":[]}]}"#)
-            .contains("qps"));
+        assert!(
+            bad(r#"{"version":1,"arms":[{"arm":"a","level_kind":"qps","levels":[]}]}"#)
+                .contains("qps")
+        );
         assert!(bad(r#"{"version":1,"arms":[{"arm":"a","level_kind":"concurrency","levels":[{"level":"-1","metrics":{}}]}]}"#).contains("positive"));
         assert!(bad(r#"{"version":1,"arms":[{"arm":"a","level_kind":"concurrency","levels":[{"level":"1","metrics":{"bogus":"1"}}]}]}"#).contains("bogus"));
         assert!(read_bundle("{}").is_err());

@@ -112,7 +112,9 @@ pub fn predict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_core::compare::{score_arm, MeasuredLevel, MeasuredRun, ScoreOptions, SourceFormat};
+    use servesim_core::compare::{
+        score_arm, MeasuredLevel, MeasuredRun, ScoreOptions, SourceFormat,
+    };
 
     pub(crate) fn quick_scenario() -> Scenario {
         let mut s = Scenario::default_scenario();

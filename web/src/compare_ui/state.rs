@@ -169,19 +169,19 @@ impl Prediction {
     /// True when this prediction still belongs to the plan (same scenario, covers its levels).
     pub fn matches(&self, plan: &ArmPlan) -> bool {
         self.scenario_json == plan.scenario.to_json()
-            && plan
-                .run
-                .levels
-                .iter()
-                .all(|l| self.levels.iter().any(|p| servesim_core::compare::levels_equal(*p, l.level)))
+            && plan.run.levels.iter().all(|l| {
+                self.levels
+                    .iter()
+                    .any(|p| servesim_core::compare::levels_equal(*p, l.level))
+            })
     }
 }
 
+/// The report of the arms that could be scored, and (arm, why) for the others.
+pub type Scored = (Option<ComparisonReport>, Vec<(String, String)>);
+
 /// Scores every arm that has a matching, successful prediction; the others are listed with why.
-pub fn score(
-    plans: &[ArmPlan],
-    predictions: &BTreeMap<String, Prediction>,
-) -> (Option<ComparisonReport>, Vec<(String, String)>) {
+pub fn score(plans: &[ArmPlan], predictions: &BTreeMap<String, Prediction>) -> Scored {
     let mut pairs = Vec::new();
     let mut missing = Vec::new();
     for p in plans {
