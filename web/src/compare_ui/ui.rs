@@ -541,20 +541,23 @@ fn ArmsView(
     plans: Memo<Vec<Result<ArmPlan, String>>>,
     current: Signal<Option<Scenario>>,
 ) -> impl IntoView {
+    // Only a change of the arm list re-creates the cards (typing in one keeps its focus).
+    let names = Memo::new(move |_| {
+        plans.with(|p| {
+            p.iter()
+                .map(|x| match x {
+                    Ok(p) => Ok(p.run.arm.clone()),
+                    Err(e) => Err(e.clone()),
+                })
+                .collect::<Vec<_>>()
+        })
+    });
     view! {
         <div id="compare-arms">
-            {move || {
-                let names: Vec<String> = plans.with(|p| p.iter().map(|x| match x {
-                    Ok(p) => p.run.arm.clone(),
-                    Err(e) => format!("\u{0}{e}"),
-                }).collect());
-                names.into_iter().enumerate().map(|(i, name)| {
-                    if let Some(err) = name.strip_prefix('\u{0}') {
-                        return view! { <p class="error-text">{err.to_string()}</p> }.into_any();
-                    }
-                    view! { <ArmCard cs=cs plans=plans current=current index=i arm=name/> }.into_any()
-                }).collect_view()
-            }}
+            {move || names.get().into_iter().enumerate().map(|(i, name)| match name {
+                Err(err) => view! { <p class="error-text">{err}</p> }.into_any(),
+                Ok(name) => view! { <ArmCard cs=cs plans=plans current=current index=i arm=name/> }.into_any(),
+            }).collect_view()}
         </div>
     }
 }
