@@ -64,6 +64,7 @@ struct State {
     recent: RwSignal<Vec<Recent>>,
     started_ms: RwSignal<f64>,
     elapsed_ms: RwSignal<Option<f64>>,
+    compare: crate::compare_ui::CompareState,
 }
 
 /// Mounts the page.
@@ -80,7 +81,9 @@ fn load_recent() -> Vec<Recent> {
 
 /// The scenario in the URL, or the default with a message when the link is damaged.
 fn initial_form(notice: &mut Option<String>) -> Form {
-    match core_api::scenario_from_fragment(&browser::hash()) {
+    match core_api::scenario_from_fragment(
+        &crate::compare_ui::link::scenario_part(&browser::hash()),
+    ) {
         Ok(Some(s)) => Form::from_scenario(&s),
         Ok(None) => Form::from_scenario(&Scenario::default_scenario()),
         Err(e) => {
@@ -238,7 +241,7 @@ fn cancel_run(st: State) {
 }
 
 fn load_fragment(st: State, frag: &str) {
-    match core_api::scenario_from_fragment(frag) {
+    match core_api::scenario_from_fragment(&crate::compare_ui::link::scenario_part(frag)) {
         Ok(Some(s)) => {
             let f = Form::from_scenario(&s);
             if f != st.form.get_untracked() {
@@ -310,13 +313,14 @@ fn App() -> impl IntoView {
         recent: RwSignal::new(load_recent()),
         started_ms: RwSignal::new(0.0),
         elapsed_ms: RwSignal::new(None),
+        compare: crate::compare_ui::CompareState::new(),
     };
     spawn_worker(st);
 
     // The URL fragment follows the scenario; a damaged link is replaced by the default's.
     Effect::new(move |prev: Option<()>| {
         if let Ok(s) = scenario.get() {
-            let frag = core_api::fragment_for(&s);
+            let frag = st.compare.fragment(&core_api::fragment_for(&s));
             if frag != browser::hash() {
                 let now = browser::now_ms();
                 let push = prev.is_some() && now - LAST_PUSH.with(|l| l.get()) > HISTORY_PUSH_MS;
@@ -360,6 +364,8 @@ fn App() -> impl IntoView {
                 <RunPanel st=st/>
                 <ResultsTable st=st/>
                 <Charts st=st/>
+                <crate::compare_ui::ComparePanel compare=st.compare
+                    current=Signal::derive(move || st.scenario.get().ok().map(|s| crate::compare_ui::interim::core_scenario(&s)))/>
             </section>
         </main>
         <footer class="foot">
