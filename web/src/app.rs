@@ -365,7 +365,7 @@ fn App() -> impl IntoView {
                 <ResultsTable st=st/>
                 <Charts st=st/>
                 <crate::compare_ui::ComparePanel compare=st.compare
-                    current=Signal::derive(move || st.scenario.get().ok().map(|s| crate::compare_ui::interim::core_scenario(&s)))/>
+                    current=Signal::derive(move || st.scenario.get().ok())/>
             </section>
         </main>
         <footer class="foot">

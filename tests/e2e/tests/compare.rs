@@ -15,19 +15,13 @@ const MEASURED_CSV: &str =
     "concurrency,output_throughput,Median TTFT (ms),Mean ITL (ms)\n1,80,30,12\n4,300,40,13\n";
 
 /// The page link of a small scenario (two short levels) and the core scenario the comparison
-/// pairs arms with. PAGE-SCENARIO BRIDGE: while the page carries its interim scenario type, the
-/// link is made from it and converted with `compare_ui::interim`; once the page carries the
-/// core's `Scenario`, make the link from `Scenario::default_scenario()` (shortened) directly.
+/// pairs arms with: the page carries the core's `Scenario`, so both are the same value.
 fn small_scenario() -> (String, servesim_core::scenario::Scenario) {
-    let s = servesim_web::core_api::Scenario {
-        levels: vec![1, 4],
-        duration_s: 20.0,
-        ..servesim_web::core_api::Scenario::default()
-    };
-    (
-        servesim_web::core_api::fragment_for(&s),
-        servesim_web::compare_ui::interim::core_scenario(&s),
-    )
+    let mut s = servesim_core::scenario::Scenario::default_scenario();
+    s.sweep.concurrency = Some(vec![1.0, 4.0]);
+    s.sweep.duration_s = Some(20.0);
+    s.sweep.warmup_s = Some(2.0);
+    (servesim_web::core_api::fragment_for(&s), s)
 }
 
 /// The Markdown report the page must show for `MEASURED_CSV`, computed natively with the same

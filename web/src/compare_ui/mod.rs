@@ -7,7 +7,6 @@
 
 pub mod accuracy;
 pub mod import_view;
-pub mod interim;
 pub mod link;
 pub mod predict;
 pub mod state;
