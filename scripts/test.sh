@@ -27,6 +27,8 @@ step "core builds for wasm32-unknown-unknown"
 cargo build -p servesim-core --target wasm32-unknown-unknown
 
 if [ -f web/Cargo.toml ]; then
+  step "page unit tests (native: form, protocol, charts, exports)"
+  cargo test -p servesim-web
   step "page build (trunk, release)"
   bash scripts/build-web.sh
   step "browser tests (headless Chromium)"

@@ -4,8 +4,11 @@
 
 use crate::browser;
 use crate::charts::{self, Theme};
-use crate::core_api::{self, CapacityView, LevelRow, OperatingPoint, Recent, Scenario};
-use crate::form::{FieldErrors, Form, PRESETS, WEIGHT_PRECISIONS};
+use crate::core_api::{self, CapacityView, Level, LevelResult, OperatingPoint, Recent, Scenario};
+use crate::form::{
+    DistForm, DistKeys, FieldErrors, Form, ARRIVALS, CONTENTS, DIST_KEYS, DIST_KINDS, PRESETS,
+    WEIGHT_PRECISIONS,
+};
 use crate::protocol::{sweep_fraction, FromWorker, ToWorker};
 use crate::table::{self, fmt_gib, fmt_num, group_thousands};
 use leptos::prelude::*;
@@ -26,17 +29,15 @@ const CANCEL_GRACE_MS: u64 = 400;
 thread_local! {
     static WORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
     static PENDING: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The worker has said `ready` (messages posted before that are lost, so they wait).
+    static READY: Cell<bool> = const { Cell::new(false) };
     static LAST_PUSH: Cell<f64> = const { Cell::new(f64::NEG_INFINITY) };
 }
 
 #[derive(Clone, Debug, PartialEq)]
 enum RunStatus {
     Idle,
-    Running {
-        index: usize,
-        levels: usize,
-        fraction: f64,
-    },
+    Running { done: usize, levels: usize },
     Cancelling,
     Done,
     Cancelled,
@@ -51,14 +52,19 @@ struct State {
     defaults: Memo<std::collections::BTreeMap<&'static str, String>>,
     run_id: RwSignal<u32>,
     status: RwSignal<RunStatus>,
-    rows: RwSignal<Vec<LevelRow>>,
+    rows: RwSignal<Vec<LevelResult>>,
     op: RwSignal<Option<OperatingPoint>>,
+    /// The levels of the current run (sorted, as the worker runs them).
+    levels: RwSignal<Vec<Level>>,
+    /// The core's `SweepReport` JSON and the CSV of the last finished (or cancelled) run.
+    report: RwSignal<Option<(String, String)>>,
     results_for: RwSignal<Option<Scenario>>,
     notice: RwSignal<Option<String>>,
     theme: RwSignal<String>,
     recent: RwSignal<Vec<Recent>>,
     started_ms: RwSignal<f64>,
     elapsed_ms: RwSignal<Option<f64>>,
+    compare: crate::compare_ui::CompareState,
 }
 
 /// Mounts the page.
@@ -75,26 +81,29 @@ fn load_recent() -> Vec<Recent> {
 
 /// The scenario in the URL, or the default with a message when the link is damaged.
 fn initial_form(notice: &mut Option<String>) -> Form {
-    match core_api::scenario_from_fragment(&browser::hash()) {
+    match core_api::scenario_from_fragment(
+        &crate::compare_ui::link::scenario_part(&browser::hash()),
+    ) {
         Ok(Some(s)) => Form::from_scenario(&s),
-        Ok(None) => Form::from_scenario(&Scenario::default()),
+        Ok(None) => Form::from_scenario(&Scenario::default_scenario()),
         Err(e) => {
             *notice = Some(format!(
                 "This link could not be opened: {e}. Showing the default scenario instead."
             ));
-            Form::from_scenario(&Scenario::default())
+            Form::from_scenario(&Scenario::default_scenario())
         }
     }
 }
 
 fn post_to_worker(msg: &ToWorker) {
     let text = msg.to_json();
-    let sent = WORKER.with(|w| {
-        w.borrow()
-            .as_ref()
-            .map(|w| w.post_message(&JsValue::from_str(&text)).is_ok())
-            .unwrap_or(false)
-    });
+    let sent = READY.with(|r| r.get())
+        && WORKER.with(|w| {
+            w.borrow()
+                .as_ref()
+                .map(|w| w.post_message(&JsValue::from_str(&text)).is_ok())
+                .unwrap_or(false)
+        });
     if !sent {
         PENDING.with(|p| *p.borrow_mut() = Some(text));
     }
@@ -117,7 +126,8 @@ fn spawn_worker(st: State) {
             Err(e) => return st.status.set(RunStatus::Failed(e)),
         };
         if msg == FromWorker::Ready {
-            // Messages posted before the worker's wasm was loaded are lost: resend.
+            READY.with(|r| r.set(true));
+            // Messages posted before the worker's wasm was loaded would be lost: send them now.
             if let Some(p) = PENDING.with(|p| p.borrow_mut().take()) {
                 WORKER.with(|w| {
                     if let Some(w) = w.borrow().as_ref() {
@@ -131,36 +141,47 @@ fn spawn_worker(st: State) {
             return; // a late message from a run that was cancelled
         }
         match msg {
-            FromWorker::Progress {
-                index,
-                levels,
-                fraction,
-                ..
-            } => {
+            FromWorker::Started { levels, .. } => {
                 if st.status.get_untracked() != RunStatus::Cancelling {
                     st.status.set(RunStatus::Running {
-                        index,
+                        done: 0,
+                        levels: levels.len(),
+                    });
+                }
+                st.levels.set(levels);
+            }
+            FromWorker::Progress { index, levels, .. } => {
+                if st.status.get_untracked() != RunStatus::Cancelling {
+                    st.status.set(RunStatus::Running {
+                        done: index,
                         levels,
-                        fraction,
                     })
                 }
             }
-            FromWorker::Level { row, .. } => st.rows.update(|r| r.push(row)),
+            FromWorker::Level { result, .. } => st.rows.update(|r| r.push(*result)),
             FromWorker::Done {
-                operating_point, ..
+                operating_point,
+                report,
+                csv,
+                ..
             } => {
                 st.op.set(operating_point);
+                st.report.set(Some((report, csv)));
                 st.status.set(RunStatus::Done);
                 st.elapsed_ms
                     .set(Some(browser::now_ms() - st.started_ms.get_untracked()));
             }
-            FromWorker::Cancelled { .. } => st.status.set(RunStatus::Cancelled),
+            FromWorker::Cancelled { report, csv, .. } => {
+                st.report.set(report.zip(csv));
+                st.status.set(RunStatus::Cancelled)
+            }
             FromWorker::Error { message, .. } => st.status.set(RunStatus::Failed(message)),
             FromWorker::Ready => {}
         }
     });
     worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     onmessage.forget();
+    READY.with(|r| r.set(false));
     WORKER.with(|w| *w.borrow_mut() = Some(worker));
 }
 
@@ -172,14 +193,12 @@ fn start_run(st: State) {
     st.run_id.set(id);
     st.rows.set(Vec::new());
     st.op.set(None);
+    st.report.set(None);
+    st.levels.set(Vec::new());
     st.elapsed_ms.set(None);
     st.started_ms.set(browser::now_ms());
     st.results_for.set(Some(s.clone()));
-    st.status.set(RunStatus::Running {
-        index: 0,
-        levels: s.levels.len(),
-        fraction: 0.0,
-    });
+    st.status.set(RunStatus::Running { done: 0, levels: 0 });
     st.recent.update(|l| {
         core_api::push_recent(
             l,
@@ -222,7 +241,7 @@ fn cancel_run(st: State) {
 }
 
 fn load_fragment(st: State, frag: &str) {
-    match core_api::scenario_from_fragment(frag) {
+    match core_api::scenario_from_fragment(&crate::compare_ui::link::scenario_part(frag)) {
         Ok(Some(s)) => {
             let f = Form::from_scenario(&s);
             if f != st.form.get_untracked() {
@@ -235,7 +254,8 @@ fn load_fragment(st: State, frag: &str) {
             st.notice.set(Some(format!(
                 "This link could not be opened: {e}. Showing the default scenario instead."
             )));
-            st.form.set(Form::from_scenario(&Scenario::default()));
+            st.form
+                .set(Form::from_scenario(&Scenario::default_scenario()));
         }
     }
 }
@@ -285,19 +305,22 @@ fn App() -> impl IntoView {
         status: RwSignal::new(RunStatus::Idle),
         rows: RwSignal::new(Vec::new()),
         op: RwSignal::new(None),
+        levels: RwSignal::new(Vec::new()),
+        report: RwSignal::new(None),
         results_for: RwSignal::new(None),
         notice: RwSignal::new(notice0.clone()),
         theme: RwSignal::new(theme0),
         recent: RwSignal::new(load_recent()),
         started_ms: RwSignal::new(0.0),
         elapsed_ms: RwSignal::new(None),
+        compare: crate::compare_ui::CompareState::new(),
     };
     spawn_worker(st);
 
     // The URL fragment follows the scenario; a damaged link is replaced by the default's.
     Effect::new(move |prev: Option<()>| {
         if let Ok(s) = scenario.get() {
-            let frag = core_api::fragment_for(&s);
+            let frag = st.compare.fragment(&core_api::fragment_for(&s));
             if frag != browser::hash() {
                 let now = browser::now_ms();
                 let push = prev.is_some() && now - LAST_PUSH.with(|l| l.get()) > HISTORY_PUSH_MS;
@@ -328,11 +351,6 @@ fn App() -> impl IntoView {
                 <ThemeToggle st=st/>
             </div>
         </header>
-        {(!core_api::SIM_WIRED).then(|| view! {
-            <div class="banner warn" id="preview-banner" role="status">
-                "Preview build: the capacity card is computed by ServeSim's core, but sweep results are placeholders until the simulator is wired into the page. Do not use the sweep numbers for planning."
-            </div>
-        })}
         <Show when=move || st.notice.get().is_some()>
             <div class="banner error" id="notice" role="alert">
                 <span>{move || st.notice.get().unwrap_or_default()}</span>
@@ -346,6 +364,8 @@ fn App() -> impl IntoView {
                 <RunPanel st=st/>
                 <ResultsTable st=st/>
                 <Charts st=st/>
+                <crate::compare_ui::ComparePanel compare=st.compare
+                    current=Signal::derive(move || st.scenario.get().ok())/>
             </section>
         </main>
         <footer class="foot">
@@ -432,6 +452,25 @@ fn field(
     get: fn(&Form) -> &String,
     set: fn(&mut Form, String),
 ) -> impl IntoView {
+    field_with(
+        st,
+        key,
+        label.to_string(),
+        unit,
+        move |f| get(f).clone(),
+        set,
+    )
+}
+
+/// [`field`] with getter and setter closures (for nested fields such as distributions).
+fn field_with(
+    st: State,
+    key: &'static str,
+    label: String,
+    unit: &'static str,
+    get: impl Fn(&Form) -> String + Copy + Send + Sync + 'static,
+    set: impl Fn(&mut Form, String) + Copy + Send + Sync + 'static,
+) -> impl IntoView {
     let id = format!("f-{key}");
     let err_id = format!("e-{key}");
     let err = move || st.errors.with(|e| e.get(key).cloned());
@@ -444,7 +483,7 @@ fn field(
                     aria-invalid=move || if err().is_some() { "true" } else { "false" }
                     aria-describedby=err_id.clone()
                     placeholder=move || st.defaults.with(|d| d.get(key).map(|v| format!("default {v}")).unwrap_or_default())
-                    prop:value=move || st.form.with(|f| get(f).clone())
+                    prop:value=move || st.form.with(get)
                     on:input=move |ev| { let v = event_target_value(&ev); st.form.update(|f| set(f, v)) }/>
                 {(!unit.is_empty()).then(|| view! { <span class="unit">{unit}</span> })}
             </div>
@@ -453,20 +492,71 @@ fn field(
     }
 }
 
-fn checkbox(
+/// A labelled select bound to one form field; `options` are (value, label).
+fn select(
     st: State,
     key: &'static str,
     label: &'static str,
-    get: fn(&Form) -> bool,
-    set: fn(&mut Form, bool),
+    options: Vec<(String, String)>,
+    get: impl Fn(&Form) -> String + Copy + Send + Sync + 'static,
+    set: impl Fn(&mut Form, String) + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
     let id = format!("f-{key}");
+    let err = move || st.errors.with(|e| e.get(key).cloned());
     view! {
-        <div class="field check">
-            <input id=id.clone() type="checkbox"
-                prop:checked=move || st.form.with(get)
-                on:change=move |ev| { let v = event_target_checked(&ev); st.form.update(|f| set(f, v)) }/>
-            <label for=id>{label}</label>
+        <div class="field" class:invalid=move || err().is_some()>
+            <label for=id.clone()>{label}</label>
+            <select id=id
+                prop:value=move || st.form.with(get)
+                on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| set(f, v)) }>
+                {options.into_iter().map(|(v, l)| view! { <option value=v>{l}</option> }).collect_view()}
+            </select>
+            <div class="field-error" id=format!("e-{key}") role="alert">{err}</div>
+        </div>
+    }
+}
+
+fn opts(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(v, l)| (v.to_string(), l.to_string()))
+        .collect()
+}
+
+/// "" / "true" / "false" for a vLLM boolean flag.
+fn tri_state(default_label: &str) -> Vec<(String, String)> {
+    vec![
+        (String::new(), format!("vLLM default ({default_label})")),
+        ("true".into(), "on".into()),
+        ("false".into(), "off".into()),
+    ]
+}
+
+/// A length distribution: its type and the fields that type uses.
+fn dist_editor(
+    st: State,
+    keys: DistKeys,
+    title: &'static str,
+    get: fn(&Form) -> &DistForm,
+    get_mut: fn(&mut Form) -> &mut DistForm,
+) -> impl IntoView {
+    let kind = Memo::new(move |_| st.form.with(|f| get(f).kind.clone()));
+    view! {
+        <div class="dist">
+            {select(st, keys.kind, title, opts(DIST_KINDS),
+                move |f| get(f).kind.clone(), move |f, v| get_mut(f).kind = v)}
+            <div class="grid2">
+                {move || DistForm::fields(&kind.get()).iter().map(|(name, label)| {
+                    let name: &'static str = name;
+                    let (label, optional) = match label.strip_suffix('?') {
+                        Some(l) => (l, true),
+                        None => (*label, false),
+                    };
+                    let unit = if name.ends_with("ratio") { "×" } else { "tok" };
+                    let text = if optional { format!("{label} (optional)") } else { label.to_string() };
+                    field_with(st, keys.key(name), text, unit,
+                        move |f| get(f).get(name).clone(), move |f, v| get_mut(f).set(name, v))
+                }).collect_view()}
+            </div>
         </div>
     }
 }
@@ -475,8 +565,11 @@ fn checkbox(
 fn ScenarioPanel(st: State) -> impl IntoView {
     let models = core_api::models();
     let gpus = core_api::gpus();
-    let model_mode = move || st.form.with(|f| f.model_mode.clone());
-    let gpu_mode = move || st.form.with(|f| f.gpu_mode.clone());
+    let model_mode = Memo::new(move |_| st.form.with(|f| f.model_mode.clone()));
+    let gpu_mode = Memo::new(move |_| st.form.with(|f| f.gpu_mode.clone()));
+    let content = Memo::new(move |_| st.form.with(|f| f.content.clone()));
+    let arrival = Memo::new(move |_| st.form.with(|f| f.arrival.clone()));
+    let stop = Memo::new(move |_| st.form.with(|f| f.stop.clone()));
     let on_trace = move |ev: web_sys::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         let Some(file) = input.files().and_then(|l| l.get(0)) else {
@@ -495,6 +588,33 @@ fn ScenarioPanel(st: State) -> impl IntoView {
         onload.forget();
         let _ = reader.read_as_text(&file);
     };
+    let [kin, kout, kturn, kagout] = DIST_KEYS;
+    let mut preset_opts: Vec<(String, String)> = PRESETS
+        .iter()
+        .map(|p| (p.key.to_string(), p.label.to_string()))
+        .collect();
+    preset_opts.push(("custom".into(), "Custom (edited below)".into()));
+    let cudagraph_opts = {
+        let mut v = vec![(String::new(), "vLLM default".to_string())];
+        v.extend(
+            [
+                "FULL_AND_PIECEWISE",
+                "FULL_DECODE_ONLY",
+                "PIECEWISE",
+                "FULL",
+                "NONE",
+            ]
+            .iter()
+            .map(|m| (m.to_string(), m.to_string())),
+        );
+        v
+    };
+    let arrival_label = move || match arrival.get().as_str() {
+        "closed_loop" => "Clients, if no levels",
+        "burst" => "Requests, if no levels",
+        "trace" => "Rate, req/s (blank: trace's)",
+        _ => "Rate, req/s, if no levels",
+    };
     view! {
         <aside class="scenario" aria-label="Scenario">
             <h2>"Scenario"</h2>
@@ -502,26 +622,27 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                 <legend>"Model"</legend>
                 <div class="seg" role="radiogroup" aria-label="Model source">
                     <label><input type="radio" name="model_mode" value="catalog"
-                        prop:checked=move || model_mode() == "catalog"
+                        prop:checked=move || model_mode.get() == "catalog"
                         on:change=move |_| st.form.update(|f| f.model_mode = "catalog".into())/>"Catalog"</label>
-                    <label><input type="radio" name="model_mode" value="config" id="f-model_mode-config"
-                        prop:checked=move || model_mode() == "config"
-                        on:change=move |_| st.form.update(|f| f.model_mode = "config".into())/>"Paste config.json"</label>
+                    <label><input type="radio" name="model_mode" value="custom" id="f-model_mode-config"
+                        prop:checked=move || model_mode.get() == "custom"
+                        on:change=move |_| st.form.update(|f| f.model_mode = "custom".into())/>"Paste config.json"</label>
                 </div>
-                <Show when=move || model_mode() == "catalog">
+                <Show when=move || model_mode.get() == "catalog">
                     {field(st, "model_id", "Model (type to search)", "", |f| &f.model_id, |f, v| f.model_id = v)}
                 </Show>
                 <datalist id="model-list">
                     {models.iter().map(|m| view! { <option value=m.id.clone()></option> }).collect_view()}
                 </datalist>
-                <Show when=move || model_mode() == "config">
+                <Show when=move || model_mode.get() == "custom">
+                    {field(st, "custom_model_name", "Model name", "", |f| &f.custom_model_name, |f, v| f.custom_model_name = v)}
                     <div class="field" class:invalid=move || st.errors.with(|e| e.contains_key("config_json"))>
                         <label for="f-config_json">"Hugging Face config.json"</label>
                         <textarea id="f-config_json" rows="6" spellcheck="false"
                             placeholder="{ \"architectures\": [...], \"hidden_size\": ... }"
                             prop:value=move || st.form.with(|f| f.config_json.clone())
                             on:input=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.config_json = v) }></textarea>
-                        <div class="field-error" role="alert">{move || st.errors.with(|e| e.get("config_json").cloned())}</div>
+                        <div class="field-error" id="e-config_json" role="alert">{move || st.errors.with(|e| e.get("config_json").cloned())}</div>
                     </div>
                 </Show>
             </fieldset>
@@ -529,26 +650,18 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                 <legend>"Hardware and parallelism"</legend>
                 <div class="seg" role="radiogroup" aria-label="GPU source">
                     <label><input type="radio" name="gpu_mode" value="catalog"
-                        prop:checked=move || gpu_mode() == "catalog"
+                        prop:checked=move || gpu_mode.get() == "catalog"
                         on:change=move |_| st.form.update(|f| f.gpu_mode = "catalog".into())/>"Catalog GPU"</label>
                     <label><input type="radio" name="gpu_mode" value="custom"
-                        prop:checked=move || gpu_mode() == "custom"
+                        prop:checked=move || gpu_mode.get() == "custom"
                         on:change=move |_| st.form.update(|f| f.gpu_mode = "custom".into())/>"Custom GPU"</label>
                 </div>
-                <Show when=move || gpu_mode() == "catalog">
-                    <div class="field" class:invalid=move || st.errors.with(|e| e.contains_key("gpu_id"))>
-                        <label for="f-gpu_id">"GPU"</label>
-                        <select id="f-gpu_id"
-                            prop:value=move || st.form.with(|f| f.gpu_id.clone())
-                            on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.gpu_id = v) }>
-                            {gpus.iter().map(|g| view! {
-                                <option value=g.id.clone() title=g.label.clone()>{format!("{} ({:.0} GiB)", g.id, g.memory_gib)}</option>
-                            }).collect_view()}
-                        </select>
-                        <div class="field-error" role="alert">{move || st.errors.with(|e| e.get("gpu_id").cloned())}</div>
-                    </div>
+                <Show when=move || gpu_mode.get() == "catalog">
+                    {select(st, "gpu_id", "GPU",
+                        gpus.iter().map(|g| (g.id.clone(), format!("{} ({:.0} GiB)", g.id, g.memory_gib))).collect(),
+                        |f| f.gpu_id.clone(), |f, v| f.gpu_id = v)}
                 </Show>
-                <Show when=move || gpu_mode() == "custom">
+                <Show when=move || gpu_mode.get() == "custom">
                     {field(st, "custom_gpu_name", "Name", "", |f| &f.custom_gpu_name, |f, v| f.custom_gpu_name = v)}
                     <div class="grid2">
                         {field(st, "custom_gpu_memory_gib", "Memory vLLM sees", "GiB", |f| &f.custom_gpu_memory_gib, |f, v| f.custom_gpu_memory_gib = v)}
@@ -567,22 +680,11 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                     {field(st, "ep", "EP", "", |f| &f.ep, |f, v| f.ep = v)}
                 </div>
                 <div class="grid2">
-                    <div class="field">
-                        <label for="f-weight_precision">"Weights"</label>
-                        <select id="f-weight_precision"
-                            prop:value=move || st.form.with(|f| f.weight_precision.clone())
-                            on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.weight_precision = v) }>
-                            {WEIGHT_PRECISIONS.iter().map(|(v, l)| view! { <option value=*v>{*l}</option> }).collect_view()}
-                        </select>
-                    </div>
-                    <div class="field">
-                        <label for="f-kv_cache_dtype">"KV cache dtype"</label>
-                        <select id="f-kv_cache_dtype"
-                            prop:value=move || st.form.with(|f| f.kv_cache_dtype.clone())
-                            on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.kv_cache_dtype = v) }>
-                            {KvCacheDtype::NAMES.iter().map(|n| view! { <option value=*n>{*n}</option> }).collect_view()}
-                        </select>
-                    </div>
+                    {select(st, "weight_precision", "Weights", opts(WEIGHT_PRECISIONS),
+                        |f| f.weight_precision.clone(), |f, v| f.weight_precision = v)}
+                    {select(st, "kv_cache_dtype", "KV cache dtype",
+                        KvCacheDtype::NAMES.iter().map(|n| (n.to_string(), n.to_string())).collect(),
+                        |f| f.kv_cache_dtype.clone(), |f, v| f.kv_cache_dtype = v)}
                 </div>
             </fieldset>
             <details class="advanced">
@@ -590,51 +692,133 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                 <div class="grid2">
                     {field(st, "gpu_memory_utilization", "--gpu-memory-utilization", "", |f| &f.gpu_memory_utilization, |f, v| f.gpu_memory_utilization = v)}
                     {field(st, "max_num_seqs", "--max-num-seqs", "", |f| &f.max_num_seqs, |f, v| f.max_num_seqs = v)}
-                    {field(st, "max_num_batched_tokens", "--max-num-batched-tokens", "", |f| &f.max_num_batched_tokens, |f, v| f.max_num_batched_tokens = v)}
-                    {field(st, "block_size", "--block-size", "tokens", |f| &f.block_size, |f, v| f.block_size = v)}
-                    {field(st, "max_model_len", "--max-model-len (blank: model's)", "tokens", |f| &f.max_model_len, |f, v| f.max_model_len = v)}
+                    {field(st, "max_num_batched_tokens", "--max-num-batched-tokens", "tok", |f| &f.max_num_batched_tokens, |f, v| f.max_num_batched_tokens = v)}
+                    {field(st, "block_size", "--block-size", "tok", |f| &f.block_size, |f, v| f.block_size = v)}
+                    {field(st, "max_model_len", "--max-model-len", "tok", |f| &f.max_model_len, |f, v| f.max_model_len = v)}
+                    {field(st, "long_prefill_token_threshold", "--long-prefill-token-threshold", "tok", |f| &f.long_prefill_token_threshold, |f, v| f.long_prefill_token_threshold = v)}
+                    {field(st, "kv_cache_memory_bytes", "--kv-cache-memory (overrides utilisation)", "bytes", |f| &f.kv_cache_memory_bytes, |f, v| f.kv_cache_memory_bytes = v)}
+                    {select(st, "cudagraph_mode", "cudagraph_mode", cudagraph_opts,
+                        |f| f.cudagraph_mode.clone(), |f, v| f.cudagraph_mode = v)}
+                    {select(st, "enable_prefix_caching", "--enable-prefix-caching", tri_state("on"),
+                        |f| f.enable_prefix_caching.clone(), |f, v| f.enable_prefix_caching = v)}
+                    {select(st, "enforce_eager", "--enforce-eager", tri_state("off"),
+                        |f| f.enforce_eager.clone(), |f, v| f.enforce_eager = v)}
                 </div>
-                {checkbox(st, "enable_prefix_caching", "--enable-prefix-caching", |f| f.enable_prefix_caching.unwrap_or(true), |f, v| f.enable_prefix_caching = Some(v))}
-                {checkbox(st, "enforce_eager", "--enforce-eager", |f| f.enforce_eager.unwrap_or(false), |f, v| f.enforce_eager = Some(v))}
-                <p class="hint">"Blank fields take vLLM's default for this model and GPU (shown greyed)."</p>
+                <p class="hint">"Blank fields take vLLM's default for this model and GPU (shown greyed). Other settings: edit the scenario JSON below."</p>
             </details>
             <fieldset>
                 <legend>"Workload"</legend>
-                <div class="field">
-                    <label for="f-preset">"Preset"</label>
-                    <select id="f-preset"
-                        prop:value=move || st.form.with(|f| f.preset.clone())
-                        on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.apply_preset(&v)) }>
-                        {PRESETS.iter().map(|p| view! { <option value=p.0>{p.1}</option> }).collect_view()}
-                    </select>
+                {select(st, "preset", "Preset", preset_opts,
+                    |f| f.preset_key().to_string(), |f, v| f.apply_preset(&v))}
+                <div class="grid2">
+                    {select(st, "arrival", "Arrival", opts(ARRIVALS), |f| f.arrival.clone(), |f, v| f.arrival = v)}
+                    {move || field_with(st, "arrival_value", arrival_label().to_string(), "",
+                        |f| f.arrival_value.clone(), |f, v| f.arrival_value = v)}
                 </div>
-                <div class="grid3">
-                    {field(st, "isl", "Input length", "tok", |f| &f.isl, |f, v| { f.isl = v; f.preset = "custom".into() })}
-                    {field(st, "osl", "Output length", "tok", |f| &f.osl, |f, v| { f.osl = v; f.preset = "custom".into() })}
-                    {field(st, "prefix_share", "Shared prefix", "0–1", |f| &f.prefix_share, |f, v| f.prefix_share = v)}
-                </div>
-                <div class="field">
-                    <label for="f-trace">"Trace (JSONL or CSV, optional)"</label>
-                    <input id="f-trace" type="file" accept=".jsonl,.json,.csv,.txt" on:change=on_trace/>
-                    <div class="hint">{move || st.form.with(|f| if f.trace.is_empty() { String::new() } else {
-                        format!("{} lines loaded", f.trace.lines().count())
-                    })}</div>
-                </div>
+                <Show when=move || arrival.get() == "closed_loop">
+                    {field(st, "think_time_s", "Think time between requests (optional)", "s", |f| &f.think_time_s, |f, v| f.think_time_s = v)}
+                </Show>
+                <Show when=move || arrival.get() == "gamma">
+                    {field(st, "arrival_cv", "Coefficient of variation of gaps", "", |f| &f.arrival_cv, |f, v| f.arrival_cv = v)}
+                </Show>
+                {select(st, "content", "Requests", opts(CONTENTS), |f| f.content.clone(), |f, v| f.content = v)}
+                <Show when=move || content.get() == "preset">
+                    <p class="hint" id="preset-desc">
+                        {move || st.form.with(|f| f.preset_name.clone())}
+                        ": sessions of 11 turns; 16,384-token system prompt, 34,000-token first turn, +5,600 new tokens per turn, 400 output tokens (mean input 64K, ~90% prefix reuse; docs/workloads.md). "
+                        <button class="link-btn" id="expand-preset" on:click=move |_| st.form.update(|f| f.expand_preset())>"Edit as sessions"</button>
+                    </p>
+                </Show>
+                <Show when=move || content.get() == "synthetic">
+                    {dist_editor(st, kin, "Input length", |f| &f.input, |f| &mut f.input)}
+                    {dist_editor(st, kout, "Output length", |f| &f.output, |f| &mut f.output)}
+                    <div class="grid2">
+                        {field(st, "prefix_tokens", "Shared prefix (optional)", "tok", |f| &f.prefix_tokens, |f, v| f.prefix_tokens = v)}
+                        {field(st, "prefix_groups", "Distinct prefixes", "", |f| &f.prefix_groups, |f, v| f.prefix_groups = v)}
+                    </div>
+                    <p class="hint">"Input length counts the tokens after the shared prefix."</p>
+                </Show>
+                <Show when=move || content.get() == "agentic">
+                    <div class="grid2">
+                        {field(st, "ag_system", "System prompt (shared)", "tok", |f| &f.ag_system, |f, v| f.ag_system = v)}
+                        {field(st, "ag_first", "First turn input (incl. system)", "tok", |f| &f.ag_first, |f, v| f.ag_first = v)}
+                        {field(st, "ag_turns", "Turns per session", "", |f| &f.ag_turns, |f, v| f.ag_turns = v)}
+                        {field(st, "ag_think", "Think time (optional)", "s", |f| &f.ag_think, |f, v| f.ag_think = v)}
+                    </div>
+                    {dist_editor(st, kturn, "New tokens per turn", |f| &f.turn, |f| &mut f.turn)}
+                    {dist_editor(st, kagout, "Output tokens per turn", |f| &f.agout, |f| &mut f.agout)}
+                </Show>
+                <Show when=move || content.get() == "mooncake">
+                    <div class="field" class:invalid=move || st.errors.with(|e| e.contains_key("trace"))>
+                        <label for="f-trace">"Mooncake trace (JSONL)"</label>
+                        <input id="f-trace" type="file" accept=".jsonl,.json,.txt" on:change=on_trace/>
+                        <div class="hint">{move || st.form.with(|f| if f.trace.is_empty() { "No trace loaded.".to_string() } else {
+                            format!("{} requests loaded (embedded in the scenario and the link).", group_thousands(f.trace.lines().filter(|l| !l.trim().is_empty()).count() as u64))
+                        })}</div>
+                        <div class="field-error" id="e-trace" role="alert">{move || st.errors.with(|e| e.get("trace").cloned())}</div>
+                    </div>
+                    {field(st, "trace_block_tokens", "Tokens per hash id (blank: 512)", "tok", |f| &f.trace_block_tokens, |f, v| f.trace_block_tokens = v)}
+                </Show>
+                {field(st, "seed", "Seed", "", |f| &f.seed, |f, v| f.seed = v)}
             </fieldset>
             <fieldset>
                 <legend>"Sweep and SLA"</legend>
-                {field(st, "levels", "Concurrency levels", "", |f| &f.levels, |f, v| f.levels = v)}
-                <div class="grid2">
-                    {field(st, "duration_s", "Duration per level", "s", |f| &f.duration_s, |f, v| f.duration_s = v)}
-                    {field(st, "seed", "Seed", "", |f| &f.seed, |f, v| f.seed = v)}
-                </div>
-                <div class="grid3">
-                    {field(st, "sla_ttft_p90_ms", "TTFT p90 ≤", "ms", |f| &f.sla_ttft_p90_ms, |f, v| f.sla_ttft_p90_ms = v)}
-                    {field(st, "sla_itl_p90_ms", "ITL p90 ≤", "ms", |f| &f.sla_itl_p90_ms, |f, v| f.sla_itl_p90_ms = v)}
-                    {field(st, "sla_min_tps_user", "tok/s/user ≥", "", |f| &f.sla_min_tps_user, |f, v| f.sla_min_tps_user = v)}
-                </div>
+                {move || {
+                    let label = if st.form.with(|f| f.levels_are_concurrency()) { "Concurrency levels (blank: 1, 2, 4, …, 512)" } else { "Request rates, req/s (blank: the arrival's rate)" };
+                    field_with(st, "levels", label.to_string(), "", |f| f.levels.clone(), |f, v| f.levels = v)
+                }}
+                {select(st, "stop", "Each level runs", vec![("duration".into(), "for a simulated duration".into()), ("requests".into(), "until N requests finish".into())],
+                    |f| f.stop.clone(), |f, v| f.stop = v)}
+                <Show when=move || stop.get() == "duration"
+                    fallback=move || field(st, "num_requests", "Requests per level", "", |f| &f.num_requests, |f, v| f.num_requests = v)>
+                    <div class="grid2">
+                        {field(st, "duration_s", "Simulated time per level (blank: 900)", "s", |f| &f.duration_s, |f, v| f.duration_s = v)}
+                        {field(st, "warmup_s", "Warm-up excluded (blank: 10%)", "s", |f| &f.warmup_s, |f, v| f.warmup_s = v)}
+                    </div>
+                </Show>
+                {field(st, "sla", "SLA gates (all must pass)", "", |f| &f.sla, |f, v| f.sla = v)}
+                <p class="hint">"As servesim sweep --sla: metric>=value, comma-separated; e.g. e2e_tokens_per_s_per_user>=50, ttft_ms_p50<5000, itl_ms_p90<=50."</p>
             </fieldset>
+            <ScenarioJson st=st/>
         </aside>
+    }
+}
+
+/// The scenario as JSON: what the link carries and `servesim sweep --scenario FILE` reads.
+/// Editable: "Apply" loads edited JSON into the form.
+#[component]
+fn ScenarioJson(st: State) -> impl IntoView {
+    let text = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    Effect::new(move |_| {
+        if let Ok(s) = st.scenario.get() {
+            text.set(s.to_json_pretty());
+            error.set(None);
+        }
+    });
+    let apply = move |_| match Scenario::from_json(&text.get_untracked()) {
+        Ok(s) => {
+            st.form.set(Form::from_scenario(&s));
+            error.set(None);
+        }
+        Err(e) => error.set(Some(e.to_string())),
+    };
+    let download = move |_| {
+        browser::download_text(&text.get_untracked(), "scenario.json", "application/json");
+    };
+    view! {
+        <details class="advanced" id="scenario-json-box">
+            <summary>"Scenario JSON (servesim sweep --scenario)"</summary>
+            <textarea id="scenario-json" rows="14" spellcheck="false"
+                prop:value=move || text.get()
+                on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+            <div class="field-error" role="alert">{move || error.get()}</div>
+            <div class="btn-row">
+                <button class="btn small" id="apply-json" on:click=apply>"Apply JSON"</button>
+                <button class="btn small" on:click=download>"Download scenario.json"</button>
+            </div>
+            <p class="hint">"Run the same scenario natively: servesim sweep --scenario scenario.json --json"</p>
+        </details>
     }
 }
 
@@ -654,7 +838,7 @@ fn CapacityCard(st: State) -> impl IntoView {
                     </ul>
                 </div>
             }.into_any(),
-            Some(Err(e)) => view! { <p class="error-text" id="cap-error">{e.message}</p> }.into_any(),
+            Some(Err(e)) => view! { <p class="error-text" id="cap-error">{e}</p> }.into_any(),
             Some(Ok(c)) => capacity_body(c).into_any(),
         }
     };
@@ -687,7 +871,10 @@ fn capacity_body(c: CapacityView) -> impl IntoView {
             </span>
             <div class="kpis">
                 <div class="kpi"><span class="kpi-v" id="cap-kv-tokens">{group_thousands(c.kv_cache_tokens)}</span><span class="kpi-l">"KV cache tokens per engine"</span></div>
-                <div class="kpi"><span class="kpi-v" id="cap-requests">{c.requests_that_fit.map(group_thousands).unwrap_or_else(|| "—".into())}</span><span class="kpi-l">"requests of this workload at once, per engine"</span></div>
+                <div class="kpi"><span class="kpi-v" id="cap-requests">{c.requests_that_fit.map(group_thousands).unwrap_or_else(|| "—".into())}</span><span class="kpi-l">{match c.shape {
+                    Some((i, o)) => format!("requests of {} in + {} out tokens at once, per engine", group_thousands(i), group_thousands(o)),
+                    None => "requests at once, per engine".to_string(),
+                }}</span></div>
                 <div class="kpi"><span class="kpi-v" id="cap-replicas">{format!("{} × {}", c.replicas, c.engines / c.replicas.max(1))}</span><span class="kpi-l">"replicas × engines (DP) each"</span></div>
             </div>
         </div>
@@ -732,32 +919,31 @@ fn RunPanel(st: State) -> impl IntoView {
         )
     };
     let sweep_frac = move || match st.status.get() {
-        RunStatus::Running {
-            index,
-            levels,
-            fraction,
-        } => sweep_fraction(index, levels, fraction),
-        RunStatus::Done => 1.0,
-        _ => 0.0,
-    };
-    let level_frac = move || match st.status.get() {
-        RunStatus::Running { fraction, .. } => fraction,
+        RunStatus::Running { done, levels } => sweep_fraction(done, levels),
         RunStatus::Done => 1.0,
         _ => 0.0,
     };
     let status_text = move || match st.status.get() {
         RunStatus::Idle => "Ready.".to_string(),
-        RunStatus::Running { index, levels, .. } => {
-            let c = st.results_for.with(|s| {
-                s.as_ref()
-                    .and_then(|s| s.levels.get(index).copied())
-                    .unwrap_or(0)
-            });
-            format!("Running level {} of {levels} (concurrency {c})…", index + 1)
+        RunStatus::Running { levels: 0, .. } => "Starting…".to_string(),
+        RunStatus::Running { done, levels } => {
+            let l = st.levels.with(|l| l.get(done).map(table::fmt_level));
+            let what = match st.levels.with(|l| l.first().copied()) {
+                Some(Level::RequestRate(_)) => "request rate",
+                _ => "concurrency",
+            };
+            format!(
+                "Running level {} of {levels} ({what} {})…",
+                done + 1,
+                l.unwrap_or_default()
+            )
         }
         RunStatus::Cancelling => "Cancelling…".into(),
         RunStatus::Done => match st.elapsed_ms.get() {
-            Some(ms) => format!("Done in {:.1} s.", ms / 1000.0),
+            Some(ms) => format!(
+                "Done in {:.1} s (wall clock, in this browser).",
+                ms / 1000.0
+            ),
             None => "Done.".into(),
         },
         RunStatus::Cancelled => "Cancelled.".into(),
@@ -771,23 +957,42 @@ fn RunPanel(st: State) -> impl IntoView {
                     on:click=move |_| start_run(st)>"Run sweep"</button>
                 <button id="cancel-btn" class="btn" disabled=move || !running() on:click=move |_| cancel_run(st)>"Cancel"</button>
                 <span id="run-status" role="status" aria-live="polite"
+                    data-elapsed-ms=move || st.elapsed_ms.get().map(|v| format!("{v}"))
                     class:error-text=move || matches!(st.status.get(), RunStatus::Failed(_))>{status_text}</span>
             </div>
             <div class="progress-grid">
-                <label for="level-progress">"Level"</label>
-                <progress id="level-progress" max="1" prop:value=level_frac></progress>
-                <label for="sweep-progress">"Sweep"</label>
+                <label for="sweep-progress">"Levels done"</label>
                 <progress id="sweep-progress" max="1" prop:value=sweep_frac></progress>
             </div>
-            {move || st.op.get().map(|o| view! {
-                <p id="operating-point" class="op">
-                    <strong>"SLA operating point: "</strong>
-                    {format!("concurrency {} · {} output tok/s per GPU · {} tok/s per user",
-                        o.concurrency, fmt_num(o.output_tokens_per_s_per_gpu), fmt_num(o.tokens_per_s_per_user))}
-                </p>
+            {move || st.op.get().map(|o| {
+                let what = match st.levels.with(|l| l.first().copied()) {
+                    Some(Level::RequestRate(_)) => ("rate", " req/s"),
+                    _ => ("C", ""),
+                };
+                let lv = table::fmt_tick;
+                let headline = match (&o.crossing, o.highest_passing) {
+                    (Some(c), _) => format!("{} ≈ {}{} → {} output tok/s per GPU",
+                        what.0, fmt_num(c.level), what.1, fmt_num(c.output_tokens_per_s_per_gpu)),
+                    (None, Some(h)) => format!("{} = {}{} → {} output tok/s per GPU (every level passes)",
+                        what.0, lv(h), what.1, o.highest_passing_output_tokens_per_s_per_gpu.map(fmt_num).unwrap_or_default()),
+                    (None, None) => "no level passes the SLA".to_string(),
+                };
+                let passing = o.highest_passing.map(|h| {
+                    let tput = o.highest_passing_output_tokens_per_s_per_gpu.map(fmt_num).unwrap_or_default();
+                    format!("Highest level passing every gate: {}{} ({tput} output tok/s per GPU).", lv(h), what.1)
+                });
+                let crossing = o.crossing.as_ref().map(|c| format!(
+                    "The gates are crossed between {} and {} (interpolated in log(level)).",
+                    lv(c.lower), lv(c.upper)));
+                view! {
+                    <div id="operating-point" class="op" title=format!("servesim: {}", o.summary)>
+                        <p><strong>"SLA operating point: "</strong><span id="op-summary">{headline}</span></p>
+                        <p class="muted">{passing.unwrap_or_else(|| "No level passes every gate.".into())}" "{crossing}</p>
+                    </div>
+                }
             })}
             {move || (st.status.get() == RunStatus::Done && st.op.get().is_none()).then(|| view! {
-                <p id="operating-point" class="op muted">"No level meets every SLA gate."</p>
+                <p id="operating-point" class="op muted">"No SLA gates set: add some under Sweep and SLA to get an operating point."</p>
             })}
         </section>
     }
@@ -798,40 +1003,48 @@ fn ResultsTable(st: State) -> impl IntoView {
     let cols = table::table_columns();
     let cols2 = cols.clone();
     let export_csv = move |_| {
-        let csv = table::to_csv(&st.rows.get_untracked());
-        browser::download_text(&csv, "servesim-sweep.csv", "text/csv");
+        if let Some((_, csv)) = st.report.get_untracked() {
+            browser::download_text(&csv, "servesim-sweep.csv", "text/csv");
+        }
     };
     let export_json = move |_| {
-        if let Some(s) = st.results_for.get_untracked() {
-            let j = table::to_json(&s, &st.rows.get_untracked(), st.op.get_untracked().as_ref());
-            browser::download_text(&j, "servesim-sweep.json", "application/json");
+        if let Some((json, _)) = st.report.get_untracked() {
+            browser::download_text(&json, "servesim-sweep.json", "application/json");
         }
+    };
+    let level_head = move || {
+        st.rows
+            .with(|r| core_api::level_axis(r))
+            .split(" (")
+            .next()
+            .unwrap_or("level")
+            .to_string()
     };
     view! {
         <section class="card" aria-labelledby="res-title">
             <div class="card-head">
                 <h2 id="res-title">"Results"</h2>
                 <div class="btn-row">
-                    <button class="btn small" id="export-csv" disabled=move || st.rows.with(|r| r.is_empty()) on:click=export_csv>"CSV"</button>
-                    <button class="btn small" id="export-json" disabled=move || st.rows.with(|r| r.is_empty()) on:click=export_json>"JSON"</button>
+                    <button class="btn small" id="export-csv" title="Every metric, as servesim sweep --csv" disabled=move || st.report.with(|r| r.is_none()) on:click=export_csv>"CSV"</button>
+                    <button class="btn small" id="export-json" title="The sweep report, byte for byte what servesim sweep --scenario S --json prints" disabled=move || st.report.with(|r| r.is_none()) on:click=export_json>"JSON"</button>
                 </div>
             </div>
             <div class="table-wrap">
                 <table id="results-table">
                     <thead><tr>
-                        <th scope="col">"concurrency"</th>
-                        {cols.iter().map(|m| view! { <th scope="col">{m.label()}</th> }).collect_view()}
+                        <th scope="col">{level_head}</th>
+                        {cols.iter().map(|m| view! { <th scope="col" title=table::column_title(*m)>{table::column_label(*m)}</th> }).collect_view()}
                     </tr></thead>
                     <tbody>
                         {move || {
-                            let op_c = st.op.with(|o| o.as_ref().map(|o| o.concurrency));
+                            let op_l = st.op.with(|o| o.as_ref().and_then(|o| o.highest_passing));
                             st.rows.get().into_iter().map(|r| {
-                                let is_op = Some(r.concurrency) == op_c;
+                                let is_op = Some(r.level.value()) == op_l;
                                 let cells = cols2.iter().map(|m| {
                                     let v = r.get(*m);
-                                    view! { <td class="num" data-metric=m.name() data-value=v.map(|v| format!("{v}")).unwrap_or_default()>{v.map(fmt_num).unwrap_or_else(|| "—".into())}</td> }
+                                    view! { <td class="num" data-metric=m.name() data-value=v.map(|v| format!("{v}")).unwrap_or_default()>{v.map(|v| table::fmt_metric(*m, v)).unwrap_or_else(|| "—".into())}</td> }
                                 }).collect_view();
-                                view! { <tr class:op-row=is_op><th scope="row" class="num">{r.concurrency}</th>{cells}</tr> }
+                                view! { <tr class:op-row=is_op><th scope="row" class="num">{table::fmt_level(&r.level)}</th>{cells}</tr> }
                             }).collect_view()
                         }}
                     </tbody>
@@ -839,7 +1052,11 @@ fn ResultsTable(st: State) -> impl IntoView {
                 <Show when=move || st.rows.with(|r| r.is_empty())>
                     <p class="muted empty">"Run a sweep to fill the table."</p>
                 </Show>
+                <Show when=move || st.op.with(|o| o.as_ref().and_then(|o| o.highest_passing).is_some())>
+                    <p class="hint">"Highlighted: the highest level passing every SLA gate."</p>
+                </Show>
             </div>
+            <pre id="report-json" hidden>{move || st.report.with(|r| r.as_ref().map(|r| r.0.clone()).unwrap_or_default())}</pre>
         </section>
     }
 }

@@ -1,11 +1,11 @@
 //! The results charts. [`chart_specs`] turns sweep rows into what to draw; [`draw`] draws one
 //! chart on any plotters `DrawingBackend`: the page uses the canvas backend, the native tests SVG.
 
-use crate::core_api::{LevelRow, OperatingPoint, Scenario};
+use crate::core_api::{LevelResult, OperatingPoint, Scenario};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 use servesim_core::metric::{MetricId, Stat};
+use servesim_core::sweep::{Gate, GateOp};
 
 /// One line of points.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,15 +71,15 @@ impl Theme {
     };
 }
 
-fn series_of(rows: &[LevelRow], label: &str, x: MetricOrC, y: MetricId) -> Series {
+fn series_of(rows: &[LevelResult], label: &str, x: MetricOrLevel, y: MetricId) -> Series {
     Series {
         label: label.into(),
         points: rows
             .iter()
             .filter_map(|r| {
                 let xv = match x {
-                    MetricOrC::Concurrency => Some(f64::from(r.concurrency)),
-                    MetricOrC::Metric(m) => r.get(m),
+                    MetricOrLevel::Level => Some(r.level.value()),
+                    MetricOrLevel::Metric(m) => r.get(m),
                 }?;
                 Some((xv, r.get(y)?))
             })
@@ -89,128 +89,157 @@ fn series_of(rows: &[LevelRow], label: &str, x: MetricOrC, y: MetricId) -> Serie
 }
 
 #[derive(Clone, Copy)]
-enum MetricOrC {
-    Concurrency,
+enum MetricOrLevel {
+    Level,
     Metric(MetricId),
 }
 
-/// The five charts of a sweep.
+fn gate_label(g: &Gate) -> String {
+    let op = match g.op {
+        GateOp::Ge => "≥",
+        GateOp::Gt => ">",
+        GateOp::Le => "≤",
+        GateOp::Lt => "<",
+    };
+    // "TTFT p90 (ms)" -> "SLA: TTFT p90 < 400 ms".
+    let label = g.metric.label();
+    let (name, unit) = match label.rsplit_once(" (") {
+        Some((n, u)) => (n.to_string(), format!(" {}", u.trim_end_matches(')'))),
+        None => (label.clone(), String::new()),
+    };
+    format!("SLA: {name} {op} {}{unit}", crate::table::fmt_tick(g.value))
+}
+
+/// SLA gates on any of `metrics`, as lines (horizontal on the y axis, or vertical on x).
+fn gate_lines(gates: &[Gate], metrics: &[MetricId], vertical: bool) -> Vec<RefLine> {
+    gates
+        .iter()
+        .filter(|g| metrics.contains(&g.metric))
+        .map(|g| RefLine {
+            vertical,
+            value: g.value,
+            label: gate_label(g),
+        })
+        .collect()
+}
+
+/// The five charts of a sweep. SLA gates are drawn where their metric is plotted; the
+/// operating point's crossing is a vertical line on the level charts and the highest passing
+/// level is ringed on the throughput-per-GPU chart.
 pub fn chart_specs(
     scenario: &Scenario,
-    rows: &[LevelRow],
+    rows: &[LevelResult],
     op: Option<&OperatingPoint>,
 ) -> Vec<ChartSpec> {
-    use MetricOrC::Concurrency as C;
-    let conc = "concurrency (requests in flight)".to_string();
-    let mut specs = vec![
+    use MetricOrLevel::Level as L;
+    let gates: Vec<Gate> = scenario.sweep.validate().map(|s| s.sla).unwrap_or_default();
+    let xl = crate::core_api::level_axis(rows).to_string();
+    let crossing: Vec<RefLine> = op
+        .and_then(|o| o.crossing.as_ref())
+        .map(|c| RefLine {
+            vertical: true,
+            value: c.level,
+            label: format!("crossing ≈ {} ", crate::table::fmt_num(c.level)),
+        })
+        .into_iter()
+        .collect();
+    let with = |mut v: Vec<RefLine>, extra: &[RefLine]| {
+        v.extend_from_slice(extra);
+        v
+    };
+    let per_user = [
+        MetricId::OutputTokensPerSPerUser,
+        MetricId::E2eTokensPerSPerUser,
+    ];
+    let ttft = [MetricId::TtftMs(Stat::P50), MetricId::TtftMs(Stat::P90)];
+    let itl = [MetricId::ItlMs(Stat::P50), MetricId::ItlMs(Stat::P90)];
+    let pareto_x = if gates
+        .iter()
+        .any(|g| g.metric == MetricId::E2eTokensPerSPerUser)
+    {
+        MetricId::E2eTokensPerSPerUser
+    } else {
+        MetricId::OutputTokensPerSPerUser
+    };
+    let highest = op.and_then(|o| o.highest_passing).and_then(|h| {
+        rows.iter()
+            .find(|r| r.level.value() == h)
+            .and_then(|r| Some((r.get(pareto_x)?, r.output_tokens_per_s_per_gpu)))
+    });
+    vec![
         ChartSpec {
             key: "throughput",
-            title: "Output throughput".into(),
-            x_label: conc.clone(),
-            y_label: MetricId::OutputTokensPerS.label(),
+            title: "Output throughput (all GPUs)".into(),
+            x_label: xl.clone(),
+            y_label: "output tok/s".into(),
             log_x: true,
             series: vec![series_of(
                 rows,
                 "output tok/s",
-                C,
+                L,
                 MetricId::OutputTokensPerS,
             )],
-            ref_lines: vec![],
+            ref_lines: with(
+                gate_lines(&gates, &[MetricId::OutputTokensPerS], false),
+                &crossing,
+            ),
             highlight: None,
         },
         ChartSpec {
             key: "per_user",
             title: "Speed per user".into(),
-            x_label: conc.clone(),
-            y_label: MetricId::OutputTokensPerSPerUser.label(),
+            x_label: xl.clone(),
+            y_label: "tok/s per user".into(),
             log_x: true,
-            series: vec![series_of(
-                rows,
-                "tok/s per user",
-                C,
-                MetricId::OutputTokensPerSPerUser,
-            )],
-            ref_lines: scenario
-                .sla
-                .min_tokens_per_s_per_user
-                .map(|v| RefLine {
-                    vertical: false,
-                    value: v,
-                    label: "SLA".into(),
-                })
-                .into_iter()
-                .collect(),
+            series: vec![
+                series_of(rows, "output tok/s per user", L, per_user[0]),
+                series_of(rows, "E2E tok/s per user", L, per_user[1]),
+            ],
+            ref_lines: with(gate_lines(&gates, &per_user, false), &crossing),
             highlight: None,
         },
         ChartSpec {
             key: "ttft",
             title: "Time to first token".into(),
-            x_label: conc.clone(),
+            x_label: xl.clone(),
             y_label: "TTFT (ms)".into(),
             log_x: true,
             series: vec![
-                series_of(rows, "p50", C, MetricId::TtftMs(Stat::P50)),
-                series_of(rows, "p90", C, MetricId::TtftMs(Stat::P90)),
+                series_of(rows, "p50", L, ttft[0]),
+                series_of(rows, "p90", L, ttft[1]),
             ],
-            ref_lines: scenario
-                .sla
-                .ttft_p90_ms
-                .map(|v| RefLine {
-                    vertical: false,
-                    value: v,
-                    label: "SLA p90".into(),
-                })
-                .into_iter()
-                .collect(),
+            ref_lines: with(gate_lines(&gates, &ttft, false), &crossing),
             highlight: None,
         },
         ChartSpec {
             key: "itl",
             title: "Inter-token latency".into(),
-            x_label: conc,
+            x_label: xl,
             y_label: "ITL (ms)".into(),
             log_x: true,
             series: vec![
-                series_of(rows, "mean", C, MetricId::ItlMs(Stat::Mean)),
-                series_of(rows, "p90", C, MetricId::ItlMs(Stat::P90)),
+                series_of(rows, "p50", L, itl[0]),
+                series_of(rows, "p90", L, itl[1]),
             ],
-            ref_lines: scenario
-                .sla
-                .itl_p90_ms
-                .map(|v| RefLine {
-                    vertical: false,
-                    value: v,
-                    label: "SLA p90".into(),
-                })
-                .into_iter()
-                .collect(),
+            ref_lines: with(gate_lines(&gates, &itl, false), &crossing),
             highlight: None,
         },
-    ];
-    let mut refs = Vec::new();
-    if let Some(v) = scenario.sla.min_tokens_per_s_per_user {
-        refs.push(RefLine {
-            vertical: true,
-            value: v,
-            label: "SLA tok/s/user".into(),
-        });
-    }
-    specs.push(ChartSpec {
-        key: "pareto",
-        title: "Throughput per GPU vs speed per user".into(),
-        x_label: MetricId::OutputTokensPerSPerUser.label(),
-        y_label: MetricId::OutputTokensPerSPerGpu.label(),
-        log_x: false,
-        series: vec![series_of(
-            rows,
-            "levels",
-            MetricOrC::Metric(MetricId::OutputTokensPerSPerUser),
-            MetricId::OutputTokensPerSPerGpu,
-        )],
-        ref_lines: refs,
-        highlight: op.map(|o| (o.tokens_per_s_per_user, o.output_tokens_per_s_per_gpu)),
-    });
-    specs
+        ChartSpec {
+            key: "pareto",
+            title: "Throughput per GPU vs speed per user".into(),
+            x_label: pareto_x.label(),
+            y_label: MetricId::OutputTokensPerSPerGpu.label(),
+            log_x: false,
+            series: vec![series_of(
+                rows,
+                "levels",
+                MetricOrLevel::Metric(pareto_x),
+                MetricId::OutputTokensPerSPerGpu,
+            )],
+            ref_lines: gate_lines(&gates, &[pareto_x], true),
+            highlight: highest,
+        },
+    ]
 }
 
 fn padded(lo: f64, hi: f64, log: bool) -> (f64, f64) {
@@ -260,6 +289,57 @@ pub fn ranges(spec: &ChartSpec) -> ((f64, f64), (f64, f64)) {
     (x, (0.0, y1))
 }
 
+/// A log axis labels only 1, 2 and 5 times a power of ten (the other ticks stay unlabelled, so
+/// labels never crowd near the end of a decade).
+pub fn log_tick(v: f64) -> String {
+    if !v.is_finite() || v <= 0.0 {
+        return String::new();
+    }
+    let mut m = v;
+    while m >= 10.0 {
+        m /= 10.0;
+    }
+    while m < 1.0 {
+        m *= 10.0;
+    }
+    let near = |t: f64| (m - t).abs() < 1e-6 * t;
+    if near(1.0) || near(2.0) || near(5.0) || near(10.0) {
+        crate::table::fmt_tick(v)
+    } else {
+        String::new()
+    }
+}
+
+/// The plot corner with the fewest points (in normalised coordinates), for the legend.
+fn legend_corner(spec: &ChartSpec, x: (f64, f64), y: (f64, f64)) -> SeriesLabelPosition {
+    let tx = |v: f64| {
+        if spec.log_x {
+            (libm::log(v.max(1e-12)) - libm::log(x.0)) / (libm::log(x.1) - libm::log(x.0))
+        } else {
+            (v - x.0) / (x.1 - x.0)
+        }
+    };
+    let ty = |v: f64| (v - y.0) / (y.1 - y.0);
+    let corners = [
+        (SeriesLabelPosition::UpperLeft, 0.0, 1.0),
+        (SeriesLabelPosition::UpperRight, 1.0, 1.0),
+        (SeriesLabelPosition::LowerRight, 1.0, 0.0),
+        (SeriesLabelPosition::LowerLeft, 0.0, 0.0),
+    ];
+    let crowd = |cx: f64, cy: f64| {
+        spec.series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|p| (tx(p.0) - cx).abs() < 0.45 && (ty(p.1) - cy).abs() < 0.35)
+            .count()
+    };
+    corners
+        .into_iter()
+        .min_by_key(|(_, cx, cy)| crowd(*cx, *cy))
+        .map(|c| c.0)
+        .unwrap_or(SeriesLabelPosition::UpperLeft)
+}
+
 /// Draws one chart filling `root`.
 pub fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
@@ -290,8 +370,10 @@ pub fn draw<DB: DrawingBackend>(
             .axis_desc_style(label_style.clone())
             .light_line_style(theme.grid.mix(0.5))
             .bold_line_style(theme.grid)
+            .x_max_light_lines(0)
+            .y_max_light_lines(1)
             .axis_style(text.mix(0.6))
-            .x_label_formatter(&|v| crate::table::fmt_tick(*v))
+            .x_label_formatter(&|v| log_tick(*v))
             .y_label_formatter(&|v| crate::table::fmt_tick(*v))
             .draw()
             .map_err(err)?;
@@ -306,6 +388,7 @@ pub fn draw<DB: DrawingBackend>(
             .axis_desc_style(label_style.clone())
             .light_line_style(theme.grid.mix(0.5))
             .bold_line_style(theme.grid)
+            .max_light_lines(1)
             .axis_style(text.mix(0.6))
             .x_label_formatter(&|v| crate::table::fmt_tick(*v))
             .y_label_formatter(&|v| crate::table::fmt_tick(*v))
@@ -349,22 +432,15 @@ where
         } else {
             vec![(x0, r.value), (x1, r.value)]
         };
-        // Labels sit inside the plot, away from the axes: top of a vertical line, right end
-        // of a horizontal one.
-        let (anchor, pos) = if r.vertical {
-            ((r.value, y1), Pos::new(HPos::Left, VPos::Top))
-        } else {
-            ((x1, r.value), Pos::new(HPos::Right, VPos::Bottom))
-        };
-        chart.draw_series(DashedLineSeries::new(pts, 6, 4, style))?;
-        chart.draw_series(std::iter::once(Text::new(
-            r.label.clone(),
-            anchor,
-            ("sans-serif", 11)
-                .into_font()
-                .color(&theme.reference)
-                .pos(pos),
-        )))?;
+        // The line is named in the legend (never as free text in the plot, where it would
+        // collide with curves, other lines or the legend).
+        let colour = theme.reference;
+        chart
+            .draw_series(DashedLineSeries::new(pts, 6, 4, style))?
+            .label(r.label.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 6, y)], colour.stroke_width(1))
+            });
     }
     if let Some(p) = spec.highlight {
         chart.draw_series(std::iter::once(Circle::new(
@@ -373,10 +449,10 @@ where
             theme.reference.stroke_width(2),
         )))?;
     }
-    if spec.series.len() > 1 {
+    if spec.series.len() > 1 || !spec.ref_lines.is_empty() {
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(legend_corner(spec, (x0, x1), (y0, y1)))
             .background_style(theme.background.mix(0.85))
             .border_style(theme.grid)
             .label_font(label_style)
@@ -388,54 +464,73 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
+    use servesim_core::sweep::SweepResult;
 
-    fn rows() -> Vec<LevelRow> {
-        [1u32, 4, 16, 64]
-            .iter()
-            .map(|&c| {
-                let cf = f64::from(c);
-                let itl = 10.0 + cf * 0.5;
-                let mut v = BTreeMap::new();
-                v.insert(MetricId::OutputTokensPerS.name(), cf * 1000.0 / itl);
-                v.insert(MetricId::OutputTokensPerSPerGpu.name(), cf * 1000.0 / itl);
-                v.insert(MetricId::OutputTokensPerSPerUser.name(), 1000.0 / itl);
-                v.insert(MetricId::TtftMs(Stat::P50).name(), 50.0 + cf);
-                v.insert(MetricId::TtftMs(Stat::P90).name(), 60.0 + cf);
-                v.insert(MetricId::ItlMs(Stat::Mean).name(), itl);
-                v.insert(MetricId::ItlMs(Stat::P90).name(), itl * 1.2);
-                LevelRow {
-                    concurrency: c,
-                    values: v,
-                }
-            })
-            .collect()
+    fn run() -> (Scenario, SweepResult) {
+        let mut s = Scenario::default_scenario();
+        s.sweep.concurrency = Some(vec![1.0, 8.0, 64.0, 256.0]);
+        s.sweep.duration_s = Some(20.0);
+        s.sweep.warmup_s = Some(2.0);
+        s.sweep.sla =
+            crate::form::parse_sla("e2e_tokens_per_s_per_user>=100, ttft_ms_p90<=2000").unwrap();
+        let r = s.resolve().unwrap().run().unwrap();
+        (s, r)
     }
 
     #[test]
-    fn specs_take_their_points_from_the_rows() {
-        let s = Scenario::default();
-        let specs = chart_specs(&s, &rows(), None);
+    fn specs_take_their_points_from_the_level_results() {
+        let (s, r) = run();
+        let specs = chart_specs(&s, &r.levels, r.operating_point.as_ref());
         let keys: Vec<&str> = specs.iter().map(|c| c.key).collect();
         assert_eq!(keys, ["throughput", "per_user", "ttft", "itl", "pareto"]);
         let ttft = &specs[2];
         assert_eq!(ttft.series.len(), 2);
-        assert_eq!(ttft.series[1].points[3], (64.0, 124.0));
+        assert_eq!(
+            ttft.series[1].points[3],
+            (256.0, r.levels[3].ttft_ms.unwrap().p90)
+        );
         assert!(ttft.log_x);
-        // The ITL p90 gate appears as a horizontal line on the ITL chart.
-        assert_eq!(specs[3].ref_lines[0].value, s.sla.itl_p90_ms.unwrap());
-        // Pareto: x = tok/s/user, y = tok/s/GPU.
+        assert_eq!(ttft.x_label, "concurrency (clients)");
+        // The TTFT gate is a horizontal line on the TTFT chart only; the E2E tok/s/user gate
+        // on the per-user chart and as the pareto chart's vertical line.
+        assert!(ttft
+            .ref_lines
+            .iter()
+            .any(|l| !l.vertical && l.value == 2000.0));
+        assert!(!specs[3].ref_lines.iter().any(|l| !l.vertical));
+        assert!(specs[1].ref_lines.iter().any(|l| l.value == 100.0));
+        assert_eq!(specs[4].ref_lines[0].value, 100.0);
+        assert!(specs[4].ref_lines[0].vertical);
+        // Pareto: x = E2E tok/s/user (the gated metric), y = tok/s/GPU.
         let p = specs[4].series[0].points[0];
-        assert_eq!(p, (1000.0 / 10.5, 1000.0 / 10.5));
+        assert_eq!(
+            p,
+            (
+                r.levels[0].e2e_tokens_per_s_per_user.unwrap(),
+                r.levels[0].output_tokens_per_s_per_gpu
+            )
+        );
+    }
+
+    #[test]
+    fn log_axis_labels_only_1_2_5_steps() {
+        let labelled: Vec<String> = [1.0, 2.0, 3.0, 5.0, 7.0, 9.0, 10.0, 20.0, 40.0, 500.0]
+            .iter()
+            .map(|v| log_tick(*v))
+            .collect();
+        assert_eq!(labelled, ["1", "2", "", "5", "", "", "10", "20", "", "500"]);
     }
 
     #[test]
     fn ranges_cover_points_and_reference_lines() {
-        let s = Scenario::default();
-        let specs = chart_specs(&s, &rows(), None);
-        let ((x0, x1), (y0, y1)) = ranges(&specs[3]);
-        assert!(x0 > 0.0 && x0 < 1.0 && x1 > 64.0, "log x range {x0}..{x1}");
-        assert!(y0 <= 0.0 && y1 >= 50.0, "must include the 50 ms SLA line");
+        let (s, r) = run();
+        let specs = chart_specs(&s, &r.levels, None);
+        let ((x0, x1), (y0, y1)) = ranges(&specs[2]);
+        assert!(x0 > 0.0 && x0 < 1.0 && x1 > 256.0, "log x range {x0}..{x1}");
+        assert!(
+            y0 <= 0.0 && y1 >= 2000.0,
+            "must include the 2000 ms SLA line"
+        );
     }
 
     #[test]
@@ -465,14 +560,8 @@ mod tests {
 
     #[test]
     fn every_chart_renders_to_svg_with_its_title_and_points() {
-        let s = Scenario::default();
-        let rows = rows();
-        let op = crate::core_api::OperatingPoint {
-            concurrency: 16,
-            output_tokens_per_s_per_gpu: rows[2].get(MetricId::OutputTokensPerSPerGpu).unwrap(),
-            tokens_per_s_per_user: rows[2].get(MetricId::OutputTokensPerSPerUser).unwrap(),
-        };
-        for spec in chart_specs(&s, &rows, Some(&op)) {
+        let (s, r) = run();
+        for spec in chart_specs(&s, &r.levels, r.operating_point.as_ref()) {
             for theme in [Theme::LIGHT, Theme::DARK] {
                 let mut svg = String::new();
                 {

@@ -1,124 +1,21 @@
-//! The page's only door into `servesim_core` (apart from the share-link codec): the scenario type,
-//! the catalogs, capacity and one sweep level. Everything the UI shows comes through here, so
-//! wiring further core APIs touches only this file.
-//!
-//! STATUS
-//! - Wired to the core: the model catalog (`model::catalog`), pasted `config.json`
-//!   (`ModelConfig::from_hf_json`), the GPU catalog and custom GPUs (`gpu`), deployment validation
-//!   (`deploy::Deployment::new`, vLLM's defaults) and start-up capacity (`capacity::compute`).
-//! - PLACEHOLDER: [`run_level`] (the sweep) is a stand-in until the core's scenario resolver and
-//!   step-time model land; the page shows a banner while [`SIM_WIRED`] is false.
+//! The page's only door into `servesim_core` (apart from the share-link codec): the scenario type
+//! (the core's own [`Scenario`], so a share link, the page and `servesim sweep --scenario` carry
+//! the same JSON), catalogs, validation, capacity and the sweep report. Everything the UI shows
+//! comes through here.
 
 use serde::{Deserialize, Serialize};
 use servesim_core::capacity::{self, CapacityReport, RequestShape};
-use servesim_core::deploy::{DeployError, Deployment, RawEngineSettings};
-use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
-use servesim_core::gpu::{self, RawGpu};
-use servesim_core::metric::{MetricId, Stat};
-use servesim_core::model::{catalog, ModelConfig};
-use servesim_core::parallel::Parallelism;
+use servesim_core::gpu;
+use servesim_core::model::catalog;
+use servesim_core::workload::{Content, WorkloadSpec};
 use std::collections::BTreeMap;
 
-/// False while the sweep is a placeholder; the page shows a warning banner.
-pub const SIM_WIRED: bool = false;
-
-/// Which model: a catalog id, or a pasted Hugging Face `config.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum ModelRef {
-    Catalog(String),
-    ConfigJson(String),
-}
-
-/// Which GPU: a catalog id (or alias) or a custom spec in the core's raw form.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum GpuRef {
-    Catalog(String),
-    Custom(RawGpu),
-}
-
-/// Request mix.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Workload {
-    /// Input (prompt) tokens per request.
-    pub isl: u64,
-    /// Output tokens per request.
-    pub osl: u64,
-    /// Share of each prompt that is a prefix common to all requests (0..1).
-    pub prefix_share: f64,
-    /// Uploaded trace (Mooncake JSONL), replacing isl/osl when present.
-    pub trace: Option<String>,
-}
-
-/// Service-level gates for the operating point.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Sla {
-    pub ttft_p90_ms: Option<f64>,
-    pub itl_p90_ms: Option<f64>,
-    pub min_tokens_per_s_per_user: Option<f64>,
-}
-
-/// The whole scenario, as the share link and the worker carry it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Scenario {
-    pub model: ModelRef,
-    pub gpu: GpuRef,
-    /// GPUs in total; replicas = num_gpus / (tp * dp).
-    pub num_gpus: u32,
-    pub parallelism: Parallelism,
-    pub weight_precision: WeightPrecision,
-    pub kv_cache_dtype: KvCacheDtype,
-    /// vLLM engine arguments; `None` = vLLM's default for this model and GPU.
-    pub engine: RawEngineSettings,
-    pub workload: Workload,
-    /// Concurrency levels of the sweep.
-    pub levels: Vec<u32>,
-    /// Simulated seconds per level.
-    pub duration_s: f64,
-    pub sla: Sla,
-    pub seed: u64,
-}
-
-impl Default for Scenario {
-    fn default() -> Self {
-        Scenario {
-            model: ModelRef::Catalog("meta-llama/Meta-Llama-3.1-8B".into()),
-            gpu: GpuRef::Catalog("H100-SXM".into()),
-            num_gpus: 1,
-            parallelism: Parallelism::default(),
-            weight_precision: WeightPrecision::Checkpoint,
-            kv_cache_dtype: KvCacheDtype::Auto,
-            engine: RawEngineSettings::default(),
-            workload: Workload {
-                isl: 1024,
-                osl: 256,
-                prefix_share: 0.0,
-                trace: None,
-            },
-            levels: vec![1, 2, 4, 8, 16, 32, 64, 128],
-            duration_s: 60.0,
-            sla: Sla {
-                ttft_p90_ms: Some(2000.0),
-                itl_p90_ms: Some(50.0),
-                min_tokens_per_s_per_user: None,
-            },
-            seed: 1,
-        }
-    }
-}
-
-impl Scenario {
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("scenario serialises")
-    }
-    pub fn from_json(s: &str) -> Result<Scenario, String> {
-        serde_json::from_str(s).map_err(|e| format!("the scenario is not valid: {e}"))
-    }
-}
+pub use servesim_core::metrics::LevelResult;
+pub use servesim_core::scenario::{
+    CustomModel, GpuRef, ModelRef, ResolvedScenario, Scenario, ScenarioError, SweepReport,
+};
+pub use servesim_core::sweep::OperatingPoint;
+pub use servesim_core::workload::Level;
 
 /// One model in the searchable list.
 #[derive(Clone, Debug, PartialEq)]
@@ -155,88 +52,102 @@ pub fn gpus() -> Vec<GpuEntry> {
         .collect()
 }
 
-/// A failure to build the deployment, with the form field it belongs to (when there is one).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScenarioError {
-    pub field: Option<&'static str>,
-    pub message: String,
-}
-
-/// The form key of a core field name.
-fn form_key(s: &Scenario, core_field: &str) -> Option<&'static str> {
-    Some(match core_field {
-        "model" => match s.model {
+/// The form key showing an error of the core at JSON path `path` (see
+/// [`ScenarioError::field`]). Paths without a field of their own go to `scenario`, shown in the
+/// capacity card's error list.
+pub fn form_key(s: &Scenario, path: &str) -> &'static str {
+    let dist = |prefix: &str, rest: &str| -> &'static str {
+        use crate::form::DIST_KEYS;
+        let keys = DIST_KEYS
+            .iter()
+            .find(|k| k.prefix == prefix)
+            .unwrap_or(&DIST_KEYS[0]);
+        match rest {
+            "tokens" | "mean" | "nominal" => keys.mean,
+            "std" => keys.std,
+            "min" => keys.min,
+            "max" => keys.max,
+            "min_ratio" => keys.min_ratio,
+            "max_ratio" => keys.max_ratio,
+            "values" => keys.values,
+            _ => keys.kind,
+        }
+    };
+    let p = path.strip_prefix("workload.").unwrap_or(path);
+    let (head, rest) = p.split_once('.').unwrap_or((p, ""));
+    match path {
+        "model" | "model.custom.config_json" => match s.model {
             ModelRef::Catalog(_) => "model_id",
-            ModelRef::ConfigJson(_) => "config_json",
+            ModelRef::Custom(_) => "config_json",
         },
+        "model.custom.name" => "custom_model_name",
         "gpu" => match s.gpu {
             GpuRef::Catalog(_) => "gpu_id",
             GpuRef::Custom(_) => "custom_gpu_name",
         },
+        "gpu.custom.memory_visible_mib" => "custom_gpu_memory_gib",
+        "gpu.custom.hbm_bandwidth_tb_s" => "custom_gpu_bandwidth_tb_s",
+        "gpu.custom.bf16_dense_tflops" => "custom_gpu_bf16_tflops",
+        "gpu.custom.fp8_dense_tflops" => "custom_gpu_fp8_tflops",
+        "gpu.custom.fp4_dense_tflops" => "custom_gpu_fp4_tflops",
+        "gpu.custom.scaleup_unidir_gb_s" => "custom_gpu_link_gb_s",
+        "gpu.custom.scaleup_domain" => "custom_gpu_domain",
+        "gpu.custom.name" => "custom_gpu_name",
         "num_gpus" => "gpus",
         "tp" => "tp",
         "dp" => "dp",
         "ep" => "ep",
         "weight_precision" => "weight_precision",
         "kv_cache_dtype" => "kv_cache_dtype",
-        "gpu_memory_utilization" => "gpu_memory_utilization",
-        "max_num_seqs" => "max_num_seqs",
-        "max_num_batched_tokens" => "max_num_batched_tokens",
-        "block_size" => "block_size",
-        "max_model_len" => "max_model_len",
-        "memory_visible_mib" => "custom_gpu_memory_gib",
-        "hbm_bandwidth_tb_s" => "custom_gpu_bandwidth_tb_s",
-        "bf16_dense_tflops" => "custom_gpu_bf16_tflops",
-        "fp8_dense_tflops" => "custom_gpu_fp8_tflops",
-        "name" => "custom_gpu_name",
-        _ => return None,
-    })
+        "engine.gpu_memory_utilization" => "gpu_memory_utilization",
+        "engine.max_num_seqs" => "max_num_seqs",
+        "engine.max_num_batched_tokens" => "max_num_batched_tokens",
+        "engine.block_size" => "block_size",
+        "engine.max_model_len" => "max_model_len",
+        "engine.long_prefill_token_threshold" => "long_prefill_token_threshold",
+        "engine.kv_cache_memory_bytes" => "kv_cache_memory_bytes",
+        "engine.cudagraph_mode" => "cudagraph_mode",
+        "sweep.concurrency" | "sweep.request_rates" => "levels",
+        "sweep.duration_s" => "duration_s",
+        "sweep.num_requests" => "num_requests",
+        "sweep.warmup_s" => "warmup_s",
+        "sweep.sla" | "sweep.sla.metric" | "sweep.sla.value" => "sla",
+        _ => match (head, path.starts_with("workload.")) {
+            ("arrival", true) => match rest {
+                "think_time_s" => "think_time_s",
+                "cv" => "arrival_cv",
+                _ => "arrival_value",
+            },
+            ("requests", true) => {
+                let (h2, r2) = rest.split_once('.').unwrap_or((rest, ""));
+                match h2 {
+                    "input" => dist("in", r2),
+                    "output" => dist("out", r2),
+                    "tokens_per_turn" => dist("turn", r2),
+                    "output_tokens" => dist("agout", r2),
+                    "shared_prefix" if r2 == "groups" => "prefix_groups",
+                    "shared_prefix" => "prefix_tokens",
+                    "system_prompt_tokens" => "ag_system",
+                    "first_turn_tokens" => "ag_first",
+                    "turns" => "ag_turns",
+                    "think_time_s" => "ag_think",
+                    "jsonl" => "trace",
+                    "block_tokens" => "trace_block_tokens",
+                    _ => "content",
+                }
+            }
+            ("seed", true) => "seed",
+            _ => "scenario",
+        },
+    }
 }
 
-/// Builds the validated deployment the CLI would build (`servesim capacity`).
-pub fn deployment(s: &Scenario) -> Result<Deployment, ScenarioError> {
-    let model = match &s.model {
-        ModelRef::Catalog(id) => catalog::load(id),
-        ModelRef::ConfigJson(text) => ModelConfig::from_hf_json("pasted config.json", text),
-    }
-    .map_err(|e| ScenarioError {
-        field: form_key(s, "model"),
-        message: e.to_string(),
-    })?;
-    let gpu = match &s.gpu {
-        GpuRef::Catalog(id) => gpu::find_gpu(id),
-        GpuRef::Custom(raw) => raw.validate(),
-    }
-    .map_err(|e| {
-        let field = match &e {
-            gpu::GpuError::InvalidField { field, .. } => form_key(s, field),
-            _ => form_key(s, "gpu"),
-        };
-        ScenarioError {
-            field,
-            message: e.to_string(),
-        }
-    })?;
-    Deployment::new(
-        model,
-        gpu,
-        s.parallelism,
-        Some(s.num_gpus),
-        s.weight_precision,
-        s.kv_cache_dtype,
-        &s.engine,
-    )
-    .map_err(|e: DeployError| ScenarioError {
-        field: form_key(s, e.field()),
-        message: e.to_string(),
-    })
-}
-
-/// Errors the core finds in a scenario, by form field (empty when it builds).
+/// Errors the core finds in a scenario (`Scenario::resolve`), keyed by form field; empty when
+/// it resolves. A deployment that does not fit still resolves: the capacity card says why.
 pub fn check(s: &Scenario) -> crate::form::FieldErrors {
     let mut e = crate::form::FieldErrors::new();
-    if let Err(err) = deployment(s) {
-        e.insert(err.field.unwrap_or("model_id"), err.message);
+    if let Err(err) = s.resolve() {
+        e.insert(form_key(s, &err.field()), err.to_string());
     }
     e
 }
@@ -244,8 +155,8 @@ pub fn check(s: &Scenario) -> crate::form::FieldErrors {
 /// vLLM's resolved defaults for the engine fields the form leaves blank, as text.
 pub fn engine_defaults(s: &Scenario) -> BTreeMap<&'static str, String> {
     let mut m = BTreeMap::new();
-    if let Ok(d) = deployment(s) {
-        let e = &d.engine;
+    if let Ok(r) = s.resolve() {
+        let e = &r.deployment.engine;
         m.insert(
             "gpu_memory_utilization",
             format!("{}", e.gpu_memory_utilization),
@@ -257,6 +168,12 @@ pub fn engine_defaults(s: &Scenario) -> BTreeMap<&'static str, String> {
         );
         m.insert("block_size", e.block_size.to_string());
         m.insert("max_model_len", e.max_model_len.to_string());
+        m.insert(
+            "long_prefill_token_threshold",
+            e.long_prefill_token_threshold.to_string(),
+        );
+        m.insert("cudagraph_mode", e.cudagraph_mode.name().to_string());
+        m.insert("gpus", r.deployment.num_gpus.to_string());
     }
     m
 }
@@ -284,7 +201,9 @@ pub struct CapacityView {
     pub per_gpu: Vec<MemSlice>,
     /// KV cache tokens per engine (vLLM's `GPU KV cache size: N tokens`).
     pub kv_cache_tokens: u64,
-    /// Requests of the workload's ISL+OSL that fit at once per engine (KV and max_num_seqs).
+    /// The request shape used for `requests_that_fit` (mean input, mean output tokens).
+    pub shape: Option<(u64, u64)>,
+    /// Requests of that shape that fit at once per engine (KV and max_num_seqs).
     pub requests_that_fit: Option<u64>,
     pub replicas: u32,
     pub engines: u32,
@@ -293,7 +212,7 @@ pub struct CapacityView {
     pub notes: Vec<String>,
 }
 
-fn view_of(r: &CapacityReport) -> CapacityView {
+fn view_of(r: &CapacityReport, shape: Option<RequestShape>) -> CapacityView {
     let b = &r.breakdown;
     let pos = |v: i64| v.max(0) as f64;
     let mut per_gpu = vec![
@@ -332,6 +251,7 @@ fn view_of(r: &CapacityReport) -> CapacityView {
         gpu_bytes: pos(b.visible.bytes),
         per_gpu,
         kv_cache_tokens: r.kv_cache_tokens,
+        shape: shape.map(|s| (s.isl, s.osl)),
         requests_that_fit: r.requests_fit.map(|f| f.at_once),
         replicas: r.replicas,
         engines: r.engines,
@@ -341,168 +261,103 @@ fn view_of(r: &CapacityReport) -> CapacityView {
     }
 }
 
-/// vLLM's start-up memory sizing for the scenario (`capacity::compute`, as `servesim capacity`).
-pub fn capacity(s: &Scenario) -> Result<CapacityView, ScenarioError> {
-    let d = deployment(s)?;
-    let shape = RequestShape {
-        isl: s.workload.isl,
-        osl: s.workload.osl,
-    };
-    capacity::compute(&d, Some(shape))
-        .map(|r| view_of(&r))
-        .map_err(|e| ScenarioError {
-            field: None,
-            message: e.to_string(),
-        })
-}
-
-/// One level's metrics, keyed by [`MetricId::name`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LevelRow {
-    pub concurrency: u32,
-    pub values: BTreeMap<String, f64>,
-}
-
-impl LevelRow {
-    pub fn get(&self, m: MetricId) -> Option<f64> {
-        self.values.get(&m.name()).copied()
-    }
-}
-
-/// The best level that meets every SLA gate.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct OperatingPoint {
-    pub concurrency: u32,
-    pub output_tokens_per_s_per_gpu: f64,
-    pub tokens_per_s_per_user: f64,
-}
-
-/// Runs one level of the sweep. `on_progress(fraction)` is called during the level.
-///
-/// PLACEHOLDER: a closed-form toy (ITL grows linearly with batch), busy-waiting in proportion to
-/// `duration_s` so the worker's progress and cancel paths are exercised. Not a model of anything;
-/// to be replaced by the core's sweep runner.
-pub fn run_level(
-    s: &Scenario,
-    index: usize,
-    on_progress: &mut dyn FnMut(f64),
-) -> Result<LevelRow, String> {
-    let c = *s
-        .levels
-        .get(index)
-        .ok_or_else(|| format!("no level {index}"))?;
-    let steps = 20;
-    let mut acc = 0.0f64;
-    for step in 0..steps {
-        // Stand-in for simulation work: ~duration_s x 1e4 float ops per step.
-        for i in 0..(s.duration_s as u64 * 10_000) {
-            acc += libm_free_sqrt(i as f64 + acc.fract());
-        }
-        on_progress(f64::from(step + 1) / f64::from(steps));
-    }
-    let cf = f64::from(c);
-    let itl_ms = 8.0 * (1.0 + cf / 64.0);
-    let ttft_ms = 40.0 * (1.0 + cf / 16.0) + acc * 0.0;
-    let osl = s.workload.osl as f64;
-    let e2e_s = (ttft_ms + osl * itl_ms) / 1000.0;
-    let per_user = osl / e2e_s;
-    let gpus = f64::from(s.num_gpus.max(1));
-    let mut values = BTreeMap::new();
-    let mut put = |m: MetricId, v: f64| {
-        values.insert(m.name(), v);
-    };
-    put(MetricId::OutputTokensPerS, per_user * cf);
-    put(MetricId::OutputTokensPerSPerGpu, per_user * cf / gpus);
-    put(MetricId::OutputTokensPerSPerUser, per_user);
-    put(MetricId::RequestsPerS, cf / e2e_s);
-    put(MetricId::TtftMs(Stat::P50), ttft_ms);
-    put(MetricId::TtftMs(Stat::P90), ttft_ms * 1.3);
-    put(MetricId::ItlMs(Stat::Mean), itl_ms);
-    put(MetricId::ItlMs(Stat::P90), itl_ms * 1.2);
-    put(MetricId::E2eS(Stat::P50), e2e_s);
-    Ok(LevelRow {
-        concurrency: c,
-        values,
-    })
-}
-
-fn libm_free_sqrt(x: f64) -> f64 {
-    // Placeholder busy work only; the real engine uses libm.
-    x * 0.5
-}
-
-/// The highest-throughput level meeting every gate.
-pub fn operating_point(s: &Scenario, rows: &[LevelRow]) -> Option<OperatingPoint> {
-    rows.iter()
-        .filter(|r| {
-            let ok = |gate: Option<f64>, m: MetricId, upper: bool| match (gate, r.get(m)) {
-                (None, _) => true,
-                (Some(g), Some(v)) => {
-                    if upper {
-                        v <= g
-                    } else {
-                        v >= g
-                    }
-                }
-                (Some(_), None) => false,
-            };
-            ok(s.sla.ttft_p90_ms, MetricId::TtftMs(Stat::P90), true)
-                && ok(s.sla.itl_p90_ms, MetricId::ItlMs(Stat::P90), true)
-                && ok(
-                    s.sla.min_tokens_per_s_per_user,
-                    MetricId::OutputTokensPerSPerUser,
-                    false,
-                )
-        })
-        .filter_map(|r| {
-            Some(OperatingPoint {
-                concurrency: r.concurrency,
-                output_tokens_per_s_per_gpu: r.get(MetricId::OutputTokensPerSPerGpu)?,
-                tokens_per_s_per_user: r.get(MetricId::OutputTokensPerSPerUser)?,
+/// The mean request of a workload, for "requests that fit at once": synthetic = mean input
+/// (plus the shared prefix) and mean output; agentic = the mean turn, whose input is the
+/// conversation so far, `first + (turns - 1) / 2 x (new tokens per turn + output)`; a trace =
+/// its mean input and output lengths. Means of the distributions before clamping.
+pub fn request_shape(w: &WorkloadSpec) -> Option<RequestShape> {
+    let r = |v: f64| libm::round(v).max(1.0) as u64;
+    match &w.content {
+        Content::Synthetic {
+            input,
+            output,
+            shared_prefix,
+        } => Some(RequestShape {
+            isl: r(input.nominal_mean() + shared_prefix.map(|p| p.1 as f64).unwrap_or(0.0)),
+            osl: r(output.nominal_mean()),
+        }),
+        Content::Agentic(a) => {
+            let per_turn = a.tokens_per_turn.nominal_mean() + a.output_tokens.nominal_mean();
+            Some(RequestShape {
+                isl: r(a.first_turn_tokens as f64 + (a.turns as f64 - 1.0) / 2.0 * per_turn),
+                osl: r(a.output_tokens.nominal_mean()),
             })
-        })
-        .max_by(|a, b| {
-            a.output_tokens_per_s_per_gpu
-                .total_cmp(&b.output_tokens_per_s_per_gpu)
-        })
+        }
+        Content::Trace(t) if !t.is_empty() => {
+            let n = t.len() as f64;
+            Some(RequestShape {
+                isl: r(t.iter().map(|x| x.input_length as f64).sum::<f64>() / n),
+                osl: r(t.iter().map(|x| x.output_length as f64).sum::<f64>() / n),
+            })
+        }
+        Content::Trace(_) => None,
+    }
 }
 
-/// The URL fragment (without `#`) that carries a scenario: `s=v1.<...>`.
+/// vLLM's start-up memory sizing for the scenario (`capacity::compute`, as `servesim capacity`),
+/// with the workload's mean request as the request shape.
+pub fn capacity(s: &Scenario) -> Result<CapacityView, String> {
+    let r = s.resolve().map_err(|e| e.to_string())?;
+    let shape = request_shape(&r.workload);
+    capacity::compute(&r.deployment, shape)
+        .map(|c| view_of(&c, shape))
+        .map_err(|e| e.to_string())
+}
+
+/// The URL fragment (without `#`) that carries a scenario: `s=v1.<...>` of its canonical JSON.
 pub fn fragment_for(s: &Scenario) -> String {
     format!("s={}", servesim_core::share::encode(&s.to_json()))
 }
 
 /// The scenario a URL fragment carries: `Ok(None)` when the fragment has no scenario,
-/// `Err(message)` when it has a damaged one (the page then shows the message and the default).
+/// `Err(message)` when it has a damaged one or one this build cannot read (the page then shows
+/// the message and the default).
 pub fn scenario_from_fragment(frag: &str) -> Result<Option<Scenario>, String> {
     let frag = frag.trim_start_matches('#');
     let Some(code) = frag.strip_prefix("s=") else {
         return Ok(None);
     };
     let json = servesim_core::share::decode(code).map_err(|e| e.to_string())?;
-    Scenario::from_json(&json).map(Some)
+    Scenario::from_json(&json).map(Some).map_err(|e| {
+        let old = matches!(e, ScenarioError::Version { .. })
+            || matches!(&e, ScenarioError::Json { field, .. } if field == "version");
+        if old {
+            format!("the link is from an older or unknown version of ServeSim ({e})")
+        } else {
+            format!("the link holds a scenario this version cannot read ({e})")
+        }
+    })
 }
 
 /// A one-line summary for the recent-scenarios list.
 pub fn scenario_label(s: &Scenario) -> String {
     let model = match &s.model {
         ModelRef::Catalog(id) => id.rsplit('/').next().unwrap_or(id).to_string(),
-        ModelRef::ConfigJson(_) => "pasted config".into(),
+        ModelRef::Custom(c) => c.name.clone(),
     };
     let gpu = match &s.gpu {
         GpuRef::Catalog(id) => id.clone(),
         GpuRef::Custom(c) => c.name.clone(),
     };
-    let p = s.parallelism;
+    let n = s.num_gpus.unwrap_or(s.tp * s.dp);
+    let wl = crate::form::preset_of(&s.workload)
+        .map(|p| p.label.to_string())
+        .unwrap_or_else(|| "custom workload".into());
     format!(
-        "{model} · {}× {gpu} · TP{} DP{} · KV {} · {}/{} tok",
-        s.num_gpus,
-        p.tp,
-        p.dp,
+        "{model} · {n}× {gpu} · TP{} DP{} EP{} · KV {} · {wl}",
+        s.tp,
+        s.dp,
+        s.ep,
         s.kv_cache_dtype.name(),
-        s.workload.isl,
-        s.workload.osl
     )
+}
+
+/// The x-axis name of a sweep's levels.
+pub fn level_axis(levels: &[LevelResult]) -> &'static str {
+    match levels.first().map(|l| l.level) {
+        Some(Level::RequestRate(_)) => "request rate (req/s)",
+        _ => "concurrency (clients)",
+    }
 }
 
 /// One entry of the recent-scenarios list kept in localStorage.
@@ -524,22 +379,28 @@ pub const RECENT_MAX: usize = 8;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use servesim_core::dtype::KvCacheDtype;
 
     #[test]
     fn fragment_round_trip_restores_the_scenario() {
         let s = Scenario {
-            num_gpus: 4,
-            parallelism: Parallelism {
-                tp: 4,
-                dp: 1,
-                ep: 1,
-            },
+            num_gpus: Some(4),
+            tp: 4,
             kv_cache_dtype: KvCacheDtype::Fp8,
-            ..Scenario::default()
+            ..Scenario::default_scenario()
         };
         let f = fragment_for(&s);
         assert!(f.starts_with("s=v1."));
         assert_eq!(scenario_from_fragment(&format!("#{f}")).unwrap(), Some(s));
+    }
+
+    #[test]
+    fn the_link_carries_the_canonical_json_the_cli_reads() {
+        let s = Scenario::default_scenario();
+        let code = fragment_for(&s);
+        let json = servesim_core::share::decode(code.strip_prefix("s=").unwrap()).unwrap();
+        assert_eq!(json, s.to_json());
+        assert_eq!(Scenario::from_json(&json).unwrap(), s);
     }
 
     #[test]
@@ -548,11 +409,20 @@ mod tests {
         assert_eq!(scenario_from_fragment("#results"), Ok(None));
         let err = scenario_from_fragment("s=v1.@@@").unwrap_err();
         assert!(err.contains("not base64url"), "{err}");
-        // Valid link, but not a scenario: the serde message names the problem.
-        let not_scenario = format!("s={}", servesim_core::share::encode("{\"x\":1}"));
-        assert!(scenario_from_fragment(&not_scenario)
-            .unwrap_err()
-            .contains("not valid"));
+    }
+
+    #[test]
+    fn links_of_the_interim_format_say_they_are_from_an_older_version() {
+        // The page's pre-release scenario had no "version" and a "parallelism" object.
+        let old = r#"{"model":{"catalog":"meta-llama/Meta-Llama-3.1-8B"},"gpu":{"catalog":"H100-SXM"},"num_gpus":1,"parallelism":{"tp":1,"dp":1,"ep":1},"levels":[1,2],"duration_s":60.0}"#;
+        let frag = format!("s={}", servesim_core::share::encode(old));
+        let err = scenario_from_fragment(&frag).unwrap_err();
+        assert!(err.contains("older or unknown version"), "{err}");
+        let future = r#"{"version":7}"#;
+        let frag = format!("s={}", servesim_core::share::encode(future));
+        let err = scenario_from_fragment(&frag).unwrap_err();
+        assert!(err.contains("older or unknown version"), "{err}");
+        assert!(err.contains("version 7"), "{err}");
     }
 
     #[test]
@@ -582,67 +452,87 @@ mod tests {
 
     #[test]
     fn core_errors_land_on_the_field_they_are_about() {
+        let d = Scenario::default_scenario;
         let bad_model = Scenario {
             model: ModelRef::Catalog("nobody/nothing".into()),
-            ..Scenario::default()
+            ..d()
         };
         assert!(check(&bad_model)["model_id"].contains("nobody/nothing"));
         let bad_gpu = Scenario {
             gpu: GpuRef::Catalog("Z9000".into()),
-            ..Scenario::default()
+            ..d()
         };
         assert!(check(&bad_gpu)["gpu_id"].contains("Z9000"));
         // Llama-3.1-8B has 32 attention heads: TP 3 cannot split them.
         let bad_tp = Scenario {
-            num_gpus: 3,
-            parallelism: Parallelism {
-                tp: 3,
-                dp: 1,
-                ep: 1,
-            },
-            ..Scenario::default()
+            num_gpus: Some(3),
+            tp: 3,
+            ..d()
+        };
+        assert!(check(&bad_tp).contains_key("tp"), "{:?}", check(&bad_tp));
+        let mut bad_len = d();
+        bad_len.workload.requests = servesim_core::workload::RawContent::Synthetic {
+            input: servesim_core::workload::RawLengthDist::Constant { tokens: 0.0 },
+            output: servesim_core::workload::RawLengthDist::Constant { tokens: 10.0 },
+            shared_prefix: None,
         };
         assert!(
-            check(&bad_tp)["tp"].contains("divisible"),
+            check(&bad_len).contains_key("in_mean"),
             "{:?}",
-            check(&bad_tp)
+            check(&bad_len)
         );
-        assert!(check(&Scenario::default()).is_empty());
+        let mut bad_sweep = d();
+        bad_sweep.sweep.duration_s = Some(-1.0);
+        assert!(check(&bad_sweep).contains_key("duration_s"));
+        assert!(check(&d()).is_empty());
     }
 
     #[test]
     fn capacity_card_shows_the_cli_numbers() {
         // The page and `servesim capacity` call the same function with the same deployment.
-        let s = Scenario::default();
-        let d = deployment(&s).unwrap();
-        let r = servesim_core::capacity::compute(
-            &d,
+        let s = Scenario::default_scenario();
+        let r = s.resolve().unwrap();
+        let c = servesim_core::capacity::compute(
+            &r.deployment,
             Some(RequestShape {
                 isl: 1024,
-                osl: 256,
+                osl: 128,
             }),
         )
         .unwrap();
         let v = capacity(&s).unwrap();
         assert!(v.fits);
-        assert_eq!(v.kv_cache_tokens, r.kv_cache_tokens);
-        assert_eq!(v.requests_that_fit, r.requests_fit.map(|f| f.at_once));
-        assert_eq!(v.gpu_bytes, r.breakdown.visible.bytes as f64);
+        assert_eq!(v.shape, Some((1024, 128)));
+        assert_eq!(v.kv_cache_tokens, c.kv_cache_tokens);
+        assert_eq!(v.kv_cache_tokens, r.capacity.kv_cache_tokens);
+        assert_eq!(v.requests_that_fit, c.requests_fit.map(|f| f.at_once));
+        assert_eq!(v.gpu_bytes, c.breakdown.visible.bytes as f64);
         assert!(v
             .log_lines
             .iter()
             .any(|l| l.starts_with("GPU KV cache size:")));
-        // The bar's slices never exceed the GPU.
         let used: f64 = v.per_gpu.iter().map(|m| m.bytes).sum();
         assert!(used <= v.gpu_bytes);
+    }
+
+    #[test]
+    fn agentic_preset_request_shape_is_64k_in_400_out() {
+        let mut s = Scenario::default_scenario();
+        s.workload.requests = servesim_core::workload::RawContent::Preset {
+            name: "agentic-coding".into(),
+        };
+        let w = s.workload.validate().unwrap();
+        let shape = request_shape(&w).unwrap();
+        assert_eq!((shape.isl, shape.osl), (64000, 400));
     }
 
     #[test]
     fn a_model_too_big_for_the_gpu_does_not_fit_and_says_how_to_fix_it() {
         let s = Scenario {
             model: ModelRef::Catalog("meta-llama/Meta-Llama-3.1-405B".into()),
-            ..Scenario::default()
+            ..Scenario::default_scenario()
         };
+        assert!(check(&s).is_empty(), "it resolves; only the run refuses");
         let v = capacity(&s).unwrap();
         assert!(!v.fits);
         assert!(!v.fixes.is_empty());
@@ -653,49 +543,27 @@ mod tests {
     fn pasted_config_json_is_parsed_by_the_core() {
         let text = catalog::config_json("Qwen/Qwen3-8B").unwrap();
         let pasted = Scenario {
-            model: ModelRef::ConfigJson(text.into()),
-            ..Scenario::default()
+            model: ModelRef::Custom(CustomModel {
+                name: "my-qwen".into(),
+                config_json: text.into(),
+            }),
+            ..Scenario::default_scenario()
         };
         let by_id = Scenario {
             model: ModelRef::Catalog("Qwen/Qwen3-8B".into()),
-            ..Scenario::default()
+            ..Scenario::default_scenario()
         };
         assert_eq!(
             capacity(&pasted).unwrap().kv_cache_tokens,
             capacity(&by_id).unwrap().kv_cache_tokens
         );
         let broken = Scenario {
-            model: ModelRef::ConfigJson("{\"hidden_size\": 4096}".into()),
-            ..Scenario::default()
+            model: ModelRef::Custom(CustomModel {
+                name: "x".into(),
+                config_json: "{\"hidden_size\": 4096}".into(),
+            }),
+            ..Scenario::default_scenario()
         };
         assert!(check(&broken).contains_key("config_json"));
-    }
-
-    #[test]
-    fn operating_point_is_the_best_level_meeting_every_gate() {
-        let s = Scenario::default(); // gates: TTFT p90 <= 2000 ms, ITL p90 <= 50 ms
-        let mk = |c: u32, tpg: f64, itl: f64| {
-            let mut v = BTreeMap::new();
-            v.insert(MetricId::OutputTokensPerSPerGpu.name(), tpg);
-            v.insert(MetricId::OutputTokensPerSPerUser.name(), 1000.0 / itl);
-            v.insert(MetricId::TtftMs(Stat::P90).name(), 100.0);
-            v.insert(MetricId::ItlMs(Stat::P90).name(), itl);
-            LevelRow {
-                concurrency: c,
-                values: v,
-            }
-        };
-        let rows = vec![mk(1, 100.0, 10.0), mk(8, 700.0, 40.0), mk(64, 2000.0, 80.0)];
-        let op = operating_point(&s, &rows).unwrap();
-        assert_eq!(op.concurrency, 8);
-        let strict = Scenario {
-            sla: Sla {
-                ttft_p90_ms: Some(50.0),
-                itl_p90_ms: None,
-                min_tokens_per_s_per_user: None,
-            },
-            ..Scenario::default()
-        };
-        assert_eq!(operating_point(&strict, &rows), None);
     }
 }

@@ -1,24 +1,83 @@
-//! The scenario form as the user edits it (text fields), its validation into a
-//! [`Scenario`](crate::core_api::Scenario), and back. Pure Rust, tested natively.
+//! The scenario form as the user edits it (text fields), its reading into the core's
+//! [`Scenario`], and back. Pure Rust, tested natively.
 //!
 //! Each field has a stable key; the page uses `f-<key>` as the input's id and shows the field's
-//! error message next to it.
+//! error message next to it. The form only checks syntax (a number where a number belongs);
+//! every rule about values is the core's (`Scenario::resolve`), whose errors are mapped back to
+//! these keys by [`crate::core_api::form_key`].
+//!
+//! Round trip: `Form::from_scenario(s).to_scenario() == Ok(s)` for every scenario. The few
+//! fields the form has no control for (efficiency overrides, `sweep.max_events`, rarely used
+//! engine settings, a custom GPU's vendor) are carried over unchanged from the scenario the
+//! form was loaded from (`base`); the "Scenario JSON" box edits them.
 
-use crate::core_api::{GpuRef, ModelRef, Scenario, Sla, Workload};
-use servesim_core::deploy::RawEngineSettings;
+use crate::core_api::{CustomModel, GpuRef, ModelRef, Scenario};
+use servesim_core::deploy::{CudagraphMode, RawEngineSettings};
 use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
 use servesim_core::gpu::RawGpu;
-use servesim_core::parallel::Parallelism;
+use servesim_core::metric::MetricId;
+use servesim_core::sweep::{GateOp, RawGate};
+use servesim_core::workload::{
+    RawAgentic, RawArrival, RawContent, RawLengthDist, RawSharedPrefix, RawWorkloadSpec,
+};
 use std::collections::BTreeMap;
 
-/// Workload presets: (key, label, isl, osl).
-pub const PRESETS: &[(&str, &str, u64, u64)] = &[
-    ("chat", "Chat (1k in / 256 out)", 1024, 256),
-    ("summarize", "Summarise / RAG (8k in / 256 out)", 8192, 256),
-    ("agentic", "Agentic (16k in / 1k out)", 16384, 1024),
-    ("reasoning", "Reasoning (1k in / 4k out)", 1024, 4096),
-    ("custom", "Custom", 0, 0),
+/// A workload preset: arrival and request content as scenario JSON (`workload` without the
+/// seed). Documented in docs/web.md.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Preset {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub json: &'static str,
+}
+
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        key: "agentic-coding",
+        label: "Agentic coding (64K in / 400 out)",
+        json: r#"{"arrival":{"type":"closed_loop","concurrency":1},"requests":{"type":"preset","name":"agentic-coding"}}"#,
+    },
+    Preset {
+        key: "chat",
+        label: "Chat (~1.5K in / ~256 out)",
+        json: r#"{"arrival":{"type":"closed_loop","concurrency":1},"requests":{"type":"synthetic","input":{"type":"lognormal","mean":1024,"std":1024,"min":16,"max":16384},"output":{"type":"lognormal","mean":256,"std":256,"min":16,"max":4096},"shared_prefix":{"groups":1,"tokens":512}}}"#,
+    },
+    Preset {
+        key: "summarisation",
+        label: "Long-context summarisation (~29K in)",
+        json: r#"{"arrival":{"type":"closed_loop","concurrency":1},"requests":{"type":"synthetic","input":{"type":"uniform_ratio","nominal":32768,"min_ratio":0.8,"max_ratio":1.0},"output":{"type":"normal","mean":512,"std":128,"min":64,"max":1024}}}"#,
+    },
+    Preset {
+        key: "random",
+        label: "Fixed random (1024 in / 128 out)",
+        json: r#"{"arrival":{"type":"closed_loop","concurrency":1},"requests":{"type":"synthetic","input":{"type":"constant","tokens":1024},"output":{"type":"constant","tokens":128}}}"#,
+    },
 ];
+
+/// The preset's workload (seed 0).
+pub fn preset_workload(key: &str) -> Option<RawWorkloadSpec> {
+    let p = PRESETS.iter().find(|p| p.key == key)?;
+    RawWorkloadSpec::from_json(p.json).ok()
+}
+
+/// The preset a workload is (same request content, closed loop without think time).
+pub fn preset_of(w: &RawWorkloadSpec) -> Option<&'static Preset> {
+    let closed = matches!(
+        w.arrival,
+        RawArrival::ClosedLoop {
+            think_time_s: None,
+            ..
+        }
+    );
+    if !closed {
+        return None;
+    }
+    PRESETS.iter().find(|p| {
+        preset_workload(p.key)
+            .map(|pw| pw.requests == w.requests)
+            .unwrap_or(false)
+    })
+}
 
 /// Weight precisions offered: (value, label).
 pub const WEIGHT_PRECISIONS: &[(&str, &str)] = &[
@@ -28,10 +87,269 @@ pub const WEIGHT_PRECISIONS: &[(&str, &str)] = &[
     ("fp4", "fp4 (NVFP4 / MXFP4)"),
 ];
 
+/// Length distributions offered: (type, label).
+pub const DIST_KINDS: &[(&str, &str)] = &[
+    ("constant", "constant"),
+    ("uniform", "uniform [min, max]"),
+    ("uniform_ratio", "uniform ratio × nominal"),
+    ("normal", "normal (clamped)"),
+    ("lognormal", "lognormal"),
+    ("exponential", "exponential"),
+    ("empirical", "list of lengths"),
+];
+
+/// Arrival processes offered: (type, label).
+pub const ARRIVALS: &[(&str, &str)] = &[
+    ("closed_loop", "closed loop"),
+    ("poisson", "Poisson"),
+    ("constant", "constant rate"),
+    ("gamma", "gamma (bursty)"),
+    ("burst", "burst at t = 0"),
+    ("trace", "trace timestamps"),
+];
+
+/// Request content kinds offered: (type, label).
+pub const CONTENTS: &[(&str, &str)] = &[
+    ("preset", "named preset (agentic-coding)"),
+    ("synthetic", "independent requests"),
+    ("agentic", "multi-turn agentic sessions"),
+    ("mooncake", "Mooncake trace (JSONL)"),
+];
+
+/// The form keys of one length distribution's fields.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DistKeys {
+    pub prefix: &'static str,
+    pub kind: &'static str,
+    pub mean: &'static str,
+    pub std: &'static str,
+    pub min: &'static str,
+    pub max: &'static str,
+    pub min_ratio: &'static str,
+    pub max_ratio: &'static str,
+    pub values: &'static str,
+}
+
+macro_rules! dist_keys {
+    ($p:literal) => {
+        DistKeys {
+            prefix: $p,
+            kind: concat!($p, "_kind"),
+            mean: concat!($p, "_mean"),
+            std: concat!($p, "_std"),
+            min: concat!($p, "_min"),
+            max: concat!($p, "_max"),
+            min_ratio: concat!($p, "_min_ratio"),
+            max_ratio: concat!($p, "_max_ratio"),
+            values: concat!($p, "_values"),
+        }
+    };
+}
+
+impl DistKeys {
+    /// The form key of one of the distribution's fields (`mean`, `std`, ...).
+    pub fn key(&self, field: &str) -> &'static str {
+        match field {
+            "mean" => self.mean,
+            "std" => self.std,
+            "min" => self.min,
+            "max" => self.max,
+            "min_ratio" => self.min_ratio,
+            "max_ratio" => self.max_ratio,
+            "values" => self.values,
+            _ => self.kind,
+        }
+    }
+}
+
+/// Input, output (independent requests), new tokens per turn, output per turn (agentic).
+pub const DIST_KEYS: [DistKeys; 4] = [
+    dist_keys!("in"),
+    dist_keys!("out"),
+    dist_keys!("turn"),
+    dist_keys!("agout"),
+];
+
+/// One length distribution as text fields (fields of other kinds are kept while hidden).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DistForm {
+    pub kind: String,
+    /// `tokens` (constant), `mean` (normal, lognormal, exponential) or `nominal` (uniform ratio).
+    pub mean: String,
+    pub std: String,
+    pub min: String,
+    pub max: String,
+    pub min_ratio: String,
+    pub max_ratio: String,
+    pub values: String,
+}
+
+impl DistForm {
+    pub fn from_raw(d: &RawLengthDist) -> DistForm {
+        let f = fmt_f;
+        let o = opt_f;
+        let mut x = DistForm::default();
+        match d {
+            RawLengthDist::Constant { tokens } => {
+                x.kind = "constant".into();
+                x.mean = f(*tokens);
+            }
+            RawLengthDist::Uniform { min, max } => {
+                x.kind = "uniform".into();
+                x.min = f(*min);
+                x.max = f(*max);
+            }
+            RawLengthDist::UniformRatio {
+                nominal,
+                min_ratio,
+                max_ratio,
+            } => {
+                x.kind = "uniform_ratio".into();
+                x.mean = f(*nominal);
+                x.min_ratio = f(*min_ratio);
+                x.max_ratio = f(*max_ratio);
+            }
+            RawLengthDist::Normal {
+                mean,
+                std,
+                min,
+                max,
+            } => {
+                x.kind = "normal".into();
+                x.mean = f(*mean);
+                x.std = f(*std);
+                x.min = f(*min);
+                x.max = f(*max);
+            }
+            RawLengthDist::Lognormal {
+                mean,
+                std,
+                min,
+                max,
+            } => {
+                x.kind = "lognormal".into();
+                x.mean = f(*mean);
+                x.std = f(*std);
+                x.min = o(*min);
+                x.max = o(*max);
+            }
+            RawLengthDist::Exponential { mean, min, max } => {
+                x.kind = "exponential".into();
+                x.mean = f(*mean);
+                x.min = o(*min);
+                x.max = o(*max);
+            }
+            RawLengthDist::Empirical { values } => {
+                x.kind = "empirical".into();
+                x.values = values.iter().map(|v| f(*v)).collect::<Vec<_>>().join(", ");
+            }
+        }
+        x
+    }
+
+    /// Which fields the kind uses: (key, label) pairs, `?` marking optional ones.
+    pub fn fields(kind: &str) -> &'static [(&'static str, &'static str)] {
+        match kind {
+            "constant" => &[("mean", "tokens")],
+            "uniform" => &[("min", "min"), ("max", "max")],
+            "uniform_ratio" => &[
+                ("mean", "nominal"),
+                ("min_ratio", "min ratio"),
+                ("max_ratio", "max ratio"),
+            ],
+            "normal" => &[
+                ("mean", "mean"),
+                ("std", "std"),
+                ("min", "min"),
+                ("max", "max"),
+            ],
+            "lognormal" => &[
+                ("mean", "mean"),
+                ("std", "std"),
+                ("min", "min?"),
+                ("max", "max?"),
+            ],
+            "exponential" => &[("mean", "mean"), ("min", "min?"), ("max", "max?")],
+            "empirical" => &[("values", "lengths")],
+            _ => &[],
+        }
+    }
+
+    pub fn get(&self, field: &str) -> &String {
+        match field {
+            "mean" => &self.mean,
+            "std" => &self.std,
+            "min" => &self.min,
+            "max" => &self.max,
+            "min_ratio" => &self.min_ratio,
+            "max_ratio" => &self.max_ratio,
+            "values" => &self.values,
+            _ => &self.kind,
+        }
+    }
+
+    pub fn set(&mut self, field: &str, v: String) {
+        match field {
+            "mean" => self.mean = v,
+            "std" => self.std = v,
+            "min" => self.min = v,
+            "max" => self.max = v,
+            "min_ratio" => self.min_ratio = v,
+            "max_ratio" => self.max_ratio = v,
+            "values" => self.values = v,
+            _ => self.kind = v,
+        }
+    }
+
+    fn to_raw(&self, k: &DistKeys, e: &mut FieldErrors) -> RawLengthDist {
+        match self.kind.as_str() {
+            "constant" => RawLengthDist::Constant {
+                tokens: num(e, k.mean, &self.mean),
+            },
+            "uniform" => RawLengthDist::Uniform {
+                min: num(e, k.min, &self.min),
+                max: num(e, k.max, &self.max),
+            },
+            "uniform_ratio" => RawLengthDist::UniformRatio {
+                nominal: num(e, k.mean, &self.mean),
+                min_ratio: num(e, k.min_ratio, &self.min_ratio),
+                max_ratio: num(e, k.max_ratio, &self.max_ratio),
+            },
+            "normal" => RawLengthDist::Normal {
+                mean: num(e, k.mean, &self.mean),
+                std: num(e, k.std, &self.std),
+                min: num(e, k.min, &self.min),
+                max: num(e, k.max, &self.max),
+            },
+            "lognormal" => RawLengthDist::Lognormal {
+                mean: num(e, k.mean, &self.mean),
+                std: num(e, k.std, &self.std),
+                min: opt_num(e, k.min, &self.min),
+                max: opt_num(e, k.max, &self.max),
+            },
+            "exponential" => RawLengthDist::Exponential {
+                mean: num(e, k.mean, &self.mean),
+                min: opt_num(e, k.min, &self.min),
+                max: opt_num(e, k.max, &self.max),
+            },
+            "empirical" => RawLengthDist::Empirical {
+                values: num_list(e, k.values, &self.values).unwrap_or_default(),
+            },
+            _ => {
+                e.insert(k.kind, "choose a distribution".into());
+                RawLengthDist::Constant { tokens: 1.0 }
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Form {
-    pub model_mode: String, // "catalog" | "config"
+    /// The scenario the form was loaded from: source of the fields the form has no control for.
+    pub base: Scenario,
+    pub model_mode: String, // "catalog" | "custom"
     pub model_id: String,
+    pub custom_model_name: String,
     pub config_json: String,
     pub gpu_mode: String, // "catalog" | "custom"
     pub gpu_id: String,
@@ -43,6 +361,7 @@ pub struct Form {
     pub custom_gpu_fp4_tflops: String,
     pub custom_gpu_link_gb_s: String,
     pub custom_gpu_domain: String,
+    /// Blank = one replica (`tp * dp`).
     pub gpus: String,
     pub tp: String,
     pub dp: String,
@@ -54,34 +373,52 @@ pub struct Form {
     pub max_num_batched_tokens: String,
     pub block_size: String,
     pub max_model_len: String,
-    /// `--enable-prefix-caching` (`None` = vLLM's default, on).
-    pub enable_prefix_caching: Option<bool>,
-    /// `--enforce-eager` (`None` = vLLM's default, off).
-    pub enforce_eager: Option<bool>,
-    pub preset: String,
-    pub isl: String,
-    pub osl: String,
-    pub prefix_share: String,
+    pub long_prefill_token_threshold: String,
+    pub kv_cache_memory_bytes: String,
+    /// "" = vLLM's default, else vLLM's spelling.
+    pub cudagraph_mode: String,
+    /// "" = vLLM's default, "true", "false".
+    pub enable_prefix_caching: String,
+    pub enforce_eager: String,
+    /// "preset" | "synthetic" | "agentic" | "mooncake".
+    pub content: String,
+    pub preset_name: String,
+    pub input: DistForm,
+    pub output: DistForm,
+    pub prefix_groups: String,
+    pub prefix_tokens: String,
+    pub ag_system: String,
+    pub ag_first: String,
+    pub turn: DistForm,
+    pub agout: DistForm,
+    pub ag_turns: String,
+    pub ag_think: String,
     pub trace: String,
-    pub levels: String,
-    pub duration_s: String,
-    pub sla_ttft_p90_ms: String,
-    pub sla_itl_p90_ms: String,
-    pub sla_min_tps_user: String,
+    pub trace_block_tokens: String,
+    /// "closed_loop" | "poisson" | "constant" | "gamma" | "burst" | "trace".
+    pub arrival: String,
+    /// concurrency, rate or count of the arrival (blank only for `trace`).
+    pub arrival_value: String,
+    pub think_time_s: String,
+    pub arrival_cv: String,
     pub seed: String,
+    /// Blank = the default levels (concurrency 1..512, or the arrival's own rate).
+    pub levels: String,
+    /// "duration" | "requests".
+    pub stop: String,
+    pub duration_s: String,
+    pub num_requests: String,
+    pub warmup_s: String,
+    /// SLA gates as `servesim sweep --sla` writes them: `metric>=value, ...`.
+    pub sla: String,
 }
 
 /// Field key -> message, for every invalid field.
 pub type FieldErrors = BTreeMap<&'static str, String>;
 
-fn fmt_f(v: f64) -> String {
-    // Shortest text that parses back to the same value.
-    let s = format!("{v}");
-    if s.contains('e') {
-        format!("{v:.6}")
-    } else {
-        s
-    }
+/// Shortest text that parses back to the same value (Rust's `Display` for f64).
+pub fn fmt_f(v: f64) -> String {
+    format!("{v}")
 }
 
 fn opt_f(v: Option<f64>) -> String {
@@ -92,62 +429,111 @@ fn opt_i(v: Option<i64>) -> String {
     v.map(|x| x.to_string()).unwrap_or_default()
 }
 
+fn opt_b(v: Option<bool>) -> String {
+    v.map(|b| b.to_string()).unwrap_or_default()
+}
+
+fn list(v: &[f64]) -> String {
+    v.iter().map(|x| fmt_f(*x)).collect::<Vec<_>>().join(", ")
+}
+
+fn op_text(op: GateOp) -> &'static str {
+    match op {
+        GateOp::Ge => ">=",
+        GateOp::Gt => ">",
+        GateOp::Le => "<=",
+        GateOp::Lt => "<",
+    }
+}
+
+/// SLA gates as text, `servesim sweep --sla` syntax.
+pub fn sla_text(gates: &[RawGate]) -> String {
+    gates
+        .iter()
+        .map(|g| format!("{}{}{}", g.metric, op_text(g.op), fmt_f(g.value)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Parses `metric>=value, metric<value` (the CLI's `--sla` syntax).
+pub fn parse_sla(s: &str) -> Result<Vec<RawGate>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let ops = [
+            (">=", GateOp::Ge),
+            ("<=", GateOp::Le),
+            (">", GateOp::Gt),
+            ("<", GateOp::Lt),
+        ];
+        let Some((i, tok, op)) = ops
+            .iter()
+            .filter_map(|(t, op)| part.find(t).map(|i| (i, *t, *op)))
+            .min_by_key(|(i, t, _)| (*i, std::cmp::Reverse(t.len())))
+        else {
+            return Err(format!(
+                "`{part}`: write METRIC>=VALUE (operators >=, >, <=, <)"
+            ));
+        };
+        let metric = part[..i].trim();
+        let value = part[i + tok.len()..]
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("`{part}`: the value is not a number"))?;
+        if MetricId::from_name(metric).is_none() {
+            return Err(format!(
+                "`{part}`: unknown metric `{metric}` (e.g. e2e_tokens_per_s_per_user, ttft_ms_p50, itl_ms_p90)"
+            ));
+        }
+        out.push(RawGate {
+            metric: metric.to_string(),
+            op,
+            value,
+        });
+    }
+    Ok(out)
+}
+
 impl Form {
     pub fn from_scenario(s: &Scenario) -> Form {
-        let (model_mode, model_id, config_json) = match &s.model {
-            ModelRef::Catalog(id) => ("catalog", id.clone(), String::new()),
-            ModelRef::ConfigJson(j) => ("config", String::new(), j.clone()),
+        let (model_mode, model_id, custom_model_name, config_json) = match &s.model {
+            ModelRef::Catalog(id) => ("catalog", id.clone(), String::new(), String::new()),
+            ModelRef::Custom(c) => (
+                "custom",
+                String::new(),
+                c.name.clone(),
+                c.config_json.clone(),
+            ),
         };
         let (gpu_mode, gpu_id, custom) = match &s.gpu {
             GpuRef::Catalog(id) => ("catalog", id.clone(), None),
-            GpuRef::Custom(c) => ("custom", String::new(), Some(c.clone())),
+            GpuRef::Custom(c) => ("custom", "H100-SXM".to_string(), Some(c.clone())),
         };
-        let preset = PRESETS
-            .iter()
-            .find(|p| p.2 == s.workload.isl && p.3 == s.workload.osl)
-            .map(|p| p.0)
-            .unwrap_or("custom");
-        Form {
+        let cg = |f: fn(&RawGpu) -> String, dflt: &str| {
+            custom.as_ref().map(f).unwrap_or_else(|| dflt.to_string())
+        };
+        let en = &s.engine;
+        let mut f = Form {
+            base: s.clone(),
             model_mode: model_mode.into(),
             model_id,
+            custom_model_name,
             config_json,
             gpu_mode: gpu_mode.into(),
             gpu_id,
-            custom_gpu_name: custom.as_ref().map(|c| c.name.clone()).unwrap_or_default(),
-            custom_gpu_memory_gib: custom
-                .as_ref()
-                .map(|c| fmt_f(c.memory_visible_mib / 1024.0))
-                .unwrap_or_default(),
-            custom_gpu_bandwidth_tb_s: custom
-                .as_ref()
-                .map(|c| fmt_f(c.hbm_bandwidth_tb_s))
-                .unwrap_or_default(),
-            custom_gpu_bf16_tflops: custom
-                .as_ref()
-                .map(|c| fmt_f(c.bf16_dense_tflops))
-                .unwrap_or_default(),
-            custom_gpu_fp8_tflops: custom
-                .as_ref()
-                .and_then(|c| c.fp8_dense_tflops)
-                .map(fmt_f)
-                .unwrap_or_default(),
-            custom_gpu_fp4_tflops: custom
-                .as_ref()
-                .and_then(|c| c.fp4_dense_tflops)
-                .map(fmt_f)
-                .unwrap_or_default(),
-            custom_gpu_link_gb_s: custom
-                .as_ref()
-                .map(|c| fmt_f(c.scaleup_unidir_gb_s))
-                .unwrap_or_else(|| "450".into()),
-            custom_gpu_domain: custom
-                .as_ref()
-                .map(|c| c.scaleup_domain.to_string())
-                .unwrap_or_else(|| "8".into()),
-            gpus: s.num_gpus.to_string(),
-            tp: s.parallelism.tp.to_string(),
-            dp: s.parallelism.dp.to_string(),
-            ep: s.parallelism.ep.to_string(),
+            custom_gpu_name: cg(|c| c.name.clone(), ""),
+            custom_gpu_memory_gib: cg(|c| fmt_f(c.memory_visible_mib / 1024.0), ""),
+            custom_gpu_bandwidth_tb_s: cg(|c| fmt_f(c.hbm_bandwidth_tb_s), ""),
+            custom_gpu_bf16_tflops: cg(|c| fmt_f(c.bf16_dense_tflops), ""),
+            custom_gpu_fp8_tflops: cg(|c| opt_f(c.fp8_dense_tflops), ""),
+            custom_gpu_fp4_tflops: cg(|c| opt_f(c.fp4_dense_tflops), ""),
+            custom_gpu_link_gb_s: cg(|c| fmt_f(c.scaleup_unidir_gb_s), "450"),
+            custom_gpu_domain: cg(|c| c.scaleup_domain.to_string(), "8"),
+            gpus: s.num_gpus.map(|n| n.to_string()).unwrap_or_default(),
+            tp: s.tp.to_string(),
+            dp: s.dp.to_string(),
+            ep: s.ep.to_string(),
             weight_precision: match s.weight_precision {
                 WeightPrecision::Checkpoint => "checkpoint",
                 WeightPrecision::Bf16 => "bf16",
@@ -156,51 +542,257 @@ impl Form {
             }
             .into(),
             kv_cache_dtype: s.kv_cache_dtype.name().into(),
-            gpu_memory_utilization: opt_f(s.engine.gpu_memory_utilization),
-            max_num_seqs: opt_i(s.engine.max_num_seqs),
-            max_num_batched_tokens: opt_i(s.engine.max_num_batched_tokens),
-            block_size: opt_i(s.engine.block_size),
-            max_model_len: opt_i(s.engine.max_model_len),
-            enable_prefix_caching: s.engine.enable_prefix_caching,
-            enforce_eager: s.engine.enforce_eager,
-            preset: preset.into(),
-            isl: s.workload.isl.to_string(),
-            osl: s.workload.osl.to_string(),
-            prefix_share: fmt_f(s.workload.prefix_share),
-            trace: s.workload.trace.clone().unwrap_or_default(),
-            levels: s
-                .levels
-                .iter()
-                .map(|l| l.to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            duration_s: fmt_f(s.duration_s),
-            sla_ttft_p90_ms: opt_f(s.sla.ttft_p90_ms),
-            sla_itl_p90_ms: opt_f(s.sla.itl_p90_ms),
-            sla_min_tps_user: opt_f(s.sla.min_tokens_per_s_per_user),
-            seed: s.seed.to_string(),
+            gpu_memory_utilization: opt_f(en.gpu_memory_utilization),
+            max_num_seqs: opt_i(en.max_num_seqs),
+            max_num_batched_tokens: opt_i(en.max_num_batched_tokens),
+            block_size: opt_i(en.block_size),
+            max_model_len: opt_i(en.max_model_len),
+            long_prefill_token_threshold: opt_i(en.long_prefill_token_threshold),
+            kv_cache_memory_bytes: opt_i(en.kv_cache_memory_bytes),
+            cudagraph_mode: en
+                .cudagraph_mode
+                .map(|m| m.name().to_string())
+                .unwrap_or_default(),
+            enable_prefix_caching: opt_b(en.enable_prefix_caching),
+            enforce_eager: opt_b(en.enforce_eager),
+            content: String::new(),
+            preset_name: "agentic-coding".into(),
+            input: DistForm::from_raw(&RawLengthDist::Constant { tokens: 1024.0 }),
+            output: DistForm::from_raw(&RawLengthDist::Constant { tokens: 128.0 }),
+            prefix_groups: String::new(),
+            prefix_tokens: String::new(),
+            ag_system: String::new(),
+            ag_first: String::new(),
+            turn: DistForm::from_raw(&RawLengthDist::Constant { tokens: 5600.0 }),
+            agout: DistForm::from_raw(&RawLengthDist::Constant { tokens: 400.0 }),
+            ag_turns: String::new(),
+            ag_think: String::new(),
+            trace: String::new(),
+            trace_block_tokens: String::new(),
+            arrival: String::new(),
+            arrival_value: String::new(),
+            think_time_s: String::new(),
+            arrival_cv: String::new(),
+            seed: s.workload.seed.to_string(),
+            levels: list(
+                s.sweep
+                    .concurrency
+                    .as_deref()
+                    .or(s.sweep.request_rates.as_deref())
+                    .unwrap_or(&[]),
+            ),
+            stop: if s.sweep.num_requests.is_some() {
+                "requests"
+            } else {
+                "duration"
+            }
+            .into(),
+            duration_s: opt_f(s.sweep.duration_s),
+            num_requests: opt_f(s.sweep.num_requests),
+            warmup_s: opt_f(s.sweep.warmup_s),
+            sla: sla_text(&s.sweep.sla),
+        };
+        f.set_workload(&s.workload);
+        f
+    }
+
+    /// Sets the arrival and request fields (not the seed) from a workload.
+    pub fn set_workload(&mut self, w: &RawWorkloadSpec) {
+        let (kind, value, think) = match &w.arrival {
+            RawArrival::ClosedLoop {
+                concurrency,
+                think_time_s,
+            } => ("closed_loop", fmt_f(*concurrency), opt_f(*think_time_s)),
+            RawArrival::Poisson { rate } => ("poisson", fmt_f(*rate), String::new()),
+            RawArrival::Constant { rate } => ("constant", fmt_f(*rate), String::new()),
+            RawArrival::Gamma { rate, cv } => {
+                self.arrival_cv = fmt_f(*cv);
+                ("gamma", fmt_f(*rate), String::new())
+            }
+            RawArrival::Burst { count } => ("burst", fmt_f(*count), String::new()),
+            RawArrival::Trace { rate } => ("trace", opt_f(*rate), String::new()),
+        };
+        self.arrival = kind.into();
+        self.arrival_value = value;
+        self.think_time_s = think;
+        match &w.requests {
+            RawContent::Preset { name } => {
+                self.content = "preset".into();
+                self.preset_name = name.clone();
+            }
+            RawContent::Synthetic {
+                input,
+                output,
+                shared_prefix,
+            } => {
+                self.content = "synthetic".into();
+                self.input = DistForm::from_raw(input);
+                self.output = DistForm::from_raw(output);
+                self.prefix_groups = shared_prefix
+                    .as_ref()
+                    .map(|p| fmt_f(p.groups))
+                    .unwrap_or_default();
+                self.prefix_tokens = shared_prefix
+                    .as_ref()
+                    .map(|p| fmt_f(p.tokens))
+                    .unwrap_or_default();
+            }
+            RawContent::Agentic(a) => {
+                self.content = "agentic".into();
+                self.set_agentic(a);
+            }
+            RawContent::Mooncake {
+                jsonl,
+                block_tokens,
+            } => {
+                self.content = "mooncake".into();
+                self.trace = jsonl.clone();
+                self.trace_block_tokens = opt_f(*block_tokens);
+            }
         }
     }
 
-    /// Applies a workload preset (a no-op for "custom").
+    fn set_agentic(&mut self, a: &RawAgentic) {
+        self.ag_system = fmt_f(a.system_prompt_tokens);
+        self.ag_first = fmt_f(a.first_turn_tokens);
+        self.turn = DistForm::from_raw(&a.tokens_per_turn);
+        self.agout = DistForm::from_raw(&a.output_tokens);
+        self.ag_turns = fmt_f(a.turns);
+        self.ag_think = opt_f(a.think_time_s);
+    }
+
+    /// Applies a workload preset (arrival and requests; the seed and the sweep stay).
     pub fn apply_preset(&mut self, key: &str) {
-        self.preset = key.into();
-        if let Some(p) = PRESETS.iter().find(|p| p.0 == key && p.0 != "custom") {
-            self.isl = p.2.to_string();
-            self.osl = p.3.to_string();
+        if let Some(w) = preset_workload(key) {
+            self.set_workload(&w);
         }
     }
 
-    /// Validates every field; on success the scenario, otherwise one message per bad field.
+    /// Turns the named preset into editable agentic-session fields (same sessions).
+    pub fn expand_preset(&mut self) {
+        if let Ok(RawContent::Agentic(a)) = servesim_core::workload::preset(self.preset_name.trim())
+        {
+            self.content = "agentic".into();
+            self.set_agentic(&a);
+        }
+    }
+
+    /// The preset the current workload is, if any (for the preset menu).
+    pub fn preset_key(&self) -> &'static str {
+        let mut e = FieldErrors::new();
+        let w = self.workload(&mut e);
+        if !e.is_empty() {
+            return "custom";
+        }
+        preset_of(&w).map(|p| p.key).unwrap_or("custom")
+    }
+
+    fn workload(&self, e: &mut FieldErrors) -> RawWorkloadSpec {
+        let av = |e: &mut FieldErrors| num(e, "arrival_value", &self.arrival_value);
+        let arrival = match self.arrival.as_str() {
+            "closed_loop" => RawArrival::ClosedLoop {
+                concurrency: av(e),
+                think_time_s: opt_num(e, "think_time_s", &self.think_time_s),
+            },
+            "poisson" => RawArrival::Poisson { rate: av(e) },
+            "constant" => RawArrival::Constant { rate: av(e) },
+            "gamma" => RawArrival::Gamma {
+                rate: av(e),
+                cv: num(e, "arrival_cv", &self.arrival_cv),
+            },
+            "burst" => RawArrival::Burst { count: av(e) },
+            "trace" => RawArrival::Trace {
+                rate: opt_num(e, "arrival_value", &self.arrival_value),
+            },
+            _ => {
+                e.insert("arrival", "choose an arrival process".into());
+                RawArrival::Burst { count: 1.0 }
+            }
+        };
+        let [kin, kout, kturn, kagout] = DIST_KEYS;
+        let requests = match self.content.as_str() {
+            "preset" => RawContent::Preset {
+                name: self.preset_name.trim().to_string(),
+            },
+            "synthetic" => {
+                let g = opt_num(e, "prefix_groups", &self.prefix_groups);
+                let t = opt_num(e, "prefix_tokens", &self.prefix_tokens);
+                let shared_prefix = match (g, t) {
+                    (None, None) => None,
+                    (g, Some(tokens)) => Some(RawSharedPrefix {
+                        groups: g.unwrap_or(1.0),
+                        tokens,
+                    }),
+                    (Some(_), None) => {
+                        e.insert("prefix_tokens", "give the prefix length".into());
+                        None
+                    }
+                };
+                RawContent::Synthetic {
+                    input: self.input.to_raw(&kin, e),
+                    output: self.output.to_raw(&kout, e),
+                    shared_prefix,
+                }
+            }
+            "agentic" => RawContent::Agentic(RawAgentic {
+                system_prompt_tokens: opt_num(e, "ag_system", &self.ag_system).unwrap_or(0.0),
+                first_turn_tokens: num(e, "ag_first", &self.ag_first),
+                tokens_per_turn: self.turn.to_raw(&kturn, e),
+                output_tokens: self.agout.to_raw(&kagout, e),
+                turns: num(e, "ag_turns", &self.ag_turns),
+                think_time_s: opt_num(e, "ag_think", &self.ag_think),
+            }),
+            "mooncake" => {
+                if self.trace.trim().is_empty() {
+                    e.insert("trace", "load a Mooncake JSONL trace".into());
+                }
+                RawContent::Mooncake {
+                    jsonl: self.trace.clone(),
+                    block_tokens: opt_num(e, "trace_block_tokens", &self.trace_block_tokens),
+                }
+            }
+            _ => {
+                e.insert("content", "choose what requests contain".into());
+                RawContent::Preset {
+                    name: String::new(),
+                }
+            }
+        };
+        let seed = match self.seed.trim().parse::<u64>() {
+            Ok(v) => v,
+            Err(_) => {
+                e.insert("seed", "a whole number, 0 or more".into());
+                0
+            }
+        };
+        RawWorkloadSpec {
+            arrival,
+            requests,
+            seed,
+        }
+    }
+
+    /// Whether the sweep levels are concurrencies (closed loop, burst) or request rates.
+    pub fn levels_are_concurrency(&self) -> bool {
+        matches!(self.arrival.as_str(), "closed_loop" | "burst")
+    }
+
+    /// Reads every field; on success the scenario, otherwise one message per bad field.
     pub fn to_scenario(&self) -> Result<Scenario, FieldErrors> {
         let mut e = FieldErrors::new();
-        let model = if self.model_mode == "config" {
+        let model = if self.model_mode == "custom" {
             if self.config_json.trim().is_empty() {
                 e.insert("config_json", "paste a Hugging Face config.json".into());
             } else if serde_json::from_str::<serde_json::Value>(&self.config_json).is_err() {
                 e.insert("config_json", "this is not valid JSON".into());
             }
-            ModelRef::ConfigJson(self.config_json.clone())
+            if self.custom_model_name.trim().is_empty() {
+                e.insert("custom_model_name", "give the model a name".into());
+            }
+            ModelRef::Custom(CustomModel {
+                name: self.custom_model_name.clone(),
+                config_json: self.config_json.clone(),
+            })
         } else {
             if self.model_id.trim().is_empty() {
                 e.insert("model_id", "choose a model".into());
@@ -212,41 +804,49 @@ impl Form {
             if name.is_empty() {
                 e.insert("custom_gpu_name", "give the GPU a name".into());
             }
+            let vendor = match &self.base.gpu {
+                GpuRef::Custom(c) => c.vendor,
+                GpuRef::Catalog(_) => None,
+            };
             GpuRef::Custom(RawGpu {
                 name: name.into(),
-                memory_visible_mib: pos_f(
+                memory_visible_mib: num(
                     &mut e,
                     "custom_gpu_memory_gib",
                     &self.custom_gpu_memory_gib,
                 ) * 1024.0,
-                hbm_bandwidth_tb_s: pos_f(
+                hbm_bandwidth_tb_s: num(
                     &mut e,
                     "custom_gpu_bandwidth_tb_s",
                     &self.custom_gpu_bandwidth_tb_s,
                 ),
-                bf16_dense_tflops: pos_f(
+                bf16_dense_tflops: num(
                     &mut e,
                     "custom_gpu_bf16_tflops",
                     &self.custom_gpu_bf16_tflops,
                 ),
-                fp8_dense_tflops: opt_pos_f(
+                fp8_dense_tflops: opt_num(
                     &mut e,
                     "custom_gpu_fp8_tflops",
                     &self.custom_gpu_fp8_tflops,
                 ),
-                fp4_dense_tflops: opt_pos_f(
+                fp4_dense_tflops: opt_num(
                     &mut e,
                     "custom_gpu_fp4_tflops",
                     &self.custom_gpu_fp4_tflops,
                 ),
-                scaleup_unidir_gb_s: pos_f(
+                scaleup_unidir_gb_s: num(
                     &mut e,
                     "custom_gpu_link_gb_s",
                     &self.custom_gpu_link_gb_s,
                 ),
-                scaleup_domain: pos_u(&mut e, "custom_gpu_domain", &self.custom_gpu_domain, 4096)
-                    as u32,
-                vendor: None,
+                scaleup_domain: pos_u(
+                    &mut e,
+                    "custom_gpu_domain",
+                    &self.custom_gpu_domain,
+                    1 << 20,
+                ) as u32,
+                vendor,
             })
         } else {
             if self.gpu_id.trim().is_empty() {
@@ -254,29 +854,14 @@ impl Form {
             }
             GpuRef::Catalog(self.gpu_id.trim().into())
         };
-        let gpus = pos_u(&mut e, "gpus", &self.gpus, 4096) as u32;
-        let tp = pos_u(&mut e, "tp", &self.tp, 1024) as u32;
-        let dp = pos_u(&mut e, "dp", &self.dp, 1024) as u32;
-        let ep = pos_u(&mut e, "ep", &self.ep, 4096) as u32;
-        if tp > 0 && dp > 0 && gpus > 0 && !e.contains_key("gpus") && !gpus.is_multiple_of(tp * dp)
-        {
-            e.insert(
-                "gpus",
-                format!(
-                    "{gpus} GPUs do not split into replicas of TP x DP = {} GPUs",
-                    tp * dp
-                ),
-            );
-        }
-        if ep > 1 && tp > 0 && dp > 0 && ep != tp * dp && !e.contains_key("ep") {
-            e.insert(
-                "ep",
-                format!(
-                    "with expert parallelism vLLM uses EP = TP x DP = {}",
-                    tp * dp
-                ),
-            );
-        }
+        let num_gpus = if self.gpus.trim().is_empty() {
+            None
+        } else {
+            Some(pos_u(&mut e, "gpus", &self.gpus, 1 << 20) as u32)
+        };
+        let tp = pos_u(&mut e, "tp", &self.tp, 4096) as u32;
+        let dp = pos_u(&mut e, "dp", &self.dp, 4096) as u32;
+        let ep = pos_u(&mut e, "ep", &self.ep, 1 << 16) as u32;
         let weight_precision =
             WeightPrecision::parse(&self.weight_precision).unwrap_or_else(|| {
                 e.insert("weight_precision", "choose a weight precision".into());
@@ -289,86 +874,104 @@ impl Form {
             );
             KvCacheDtype::Auto
         });
-        let gmu = opt_pos_f(
-            &mut e,
-            "gpu_memory_utilization",
-            &self.gpu_memory_utilization,
-        );
-        if gmu.is_some_and(|g| g > 1.0) {
-            e.insert(
-                "gpu_memory_utilization",
-                "a fraction of GPU memory: at most 1".into(),
-            );
-        }
-        let block_size = opt_pos_u(&mut e, "block_size", &self.block_size, 1024);
-        if block_size.is_some_and(|b| !(b as u64).is_power_of_two())
-            && !e.contains_key("block_size")
-        {
-            e.insert("block_size", "vLLM block sizes are powers of two".into());
-        }
+        let cudagraph_mode = if self.cudagraph_mode.trim().is_empty() {
+            None
+        } else {
+            let m = CudagraphMode::parse(&self.cudagraph_mode);
+            if m.is_none() {
+                e.insert("cudagraph_mode", "choose a CUDA graph mode".into());
+            }
+            m
+        };
         let engine = RawEngineSettings {
-            gpu_memory_utilization: gmu,
-            max_num_seqs: opt_pos_u(&mut e, "max_num_seqs", &self.max_num_seqs, 1 << 20),
-            max_num_batched_tokens: opt_pos_u(
+            gpu_memory_utilization: opt_num(
+                &mut e,
+                "gpu_memory_utilization",
+                &self.gpu_memory_utilization,
+            ),
+            max_num_seqs: opt_int(&mut e, "max_num_seqs", &self.max_num_seqs),
+            max_num_batched_tokens: opt_int(
                 &mut e,
                 "max_num_batched_tokens",
                 &self.max_num_batched_tokens,
-                1 << 24,
             ),
-            block_size,
-            max_model_len: opt_pos_u(&mut e, "max_model_len", &self.max_model_len, 1 << 24),
-            enable_prefix_caching: self.enable_prefix_caching,
-            enforce_eager: self.enforce_eager,
-            ..RawEngineSettings::default()
+            block_size: opt_int(&mut e, "block_size", &self.block_size),
+            max_model_len: opt_int(&mut e, "max_model_len", &self.max_model_len),
+            long_prefill_token_threshold: opt_int(
+                &mut e,
+                "long_prefill_token_threshold",
+                &self.long_prefill_token_threshold,
+            ),
+            kv_cache_memory_bytes: opt_int(
+                &mut e,
+                "kv_cache_memory_bytes",
+                &self.kv_cache_memory_bytes,
+            ),
+            cudagraph_mode,
+            enable_prefix_caching: opt_bool(&self.enable_prefix_caching),
+            enforce_eager: opt_bool(&self.enforce_eager),
+            ..self.base.engine.clone()
         };
-        let prefix_share = nonneg_f(&mut e, "prefix_share", &self.prefix_share);
-        if prefix_share >= 1.0 {
-            e.insert("prefix_share", "a fraction below 1".into());
-        }
-        let workload = Workload {
-            isl: pos_u(&mut e, "isl", &self.isl, 1 << 24),
-            osl: pos_u(&mut e, "osl", &self.osl, 1 << 24),
-            prefix_share,
-            trace: (!self.trace.trim().is_empty()).then(|| self.trace.clone()),
+        let workload = self.workload(&mut e);
+        let levels = if self.levels.trim().is_empty() {
+            None
+        } else {
+            num_list(&mut e, "levels", &self.levels)
         };
-        let levels = parse_levels(&self.levels).unwrap_or_else(|msg| {
-            e.insert("levels", msg);
+        let (concurrency, request_rates) = if self.levels_are_concurrency() {
+            (levels, None)
+        } else {
+            (None, levels)
+        };
+        let (duration_s, num_requests) = if self.stop == "requests" {
+            (None, Some(num(&mut e, "num_requests", &self.num_requests)))
+        } else {
+            (opt_num(&mut e, "duration_s", &self.duration_s), None)
+        };
+        let warmup_s = if self.stop == "requests" {
+            None
+        } else {
+            opt_num(&mut e, "warmup_s", &self.warmup_s)
+        };
+        let sla = parse_sla(&self.sla).unwrap_or_else(|m| {
+            e.insert("sla", m);
             Vec::new()
         });
-        let duration_s = pos_f(&mut e, "duration_s", &self.duration_s);
-        let sla = Sla {
-            ttft_p90_ms: opt_pos_f(&mut e, "sla_ttft_p90_ms", &self.sla_ttft_p90_ms),
-            itl_p90_ms: opt_pos_f(&mut e, "sla_itl_p90_ms", &self.sla_itl_p90_ms),
-            min_tokens_per_s_per_user: opt_pos_f(
-                &mut e,
-                "sla_min_tps_user",
-                &self.sla_min_tps_user,
-            ),
-        };
-        let seed = match self.seed.trim().parse::<u64>() {
-            Ok(v) => v,
-            Err(_) => {
-                e.insert("seed", "a whole number, 0 or more".into());
-                0
-            }
+        let sweep = servesim_core::sweep::RawSweepSpec {
+            concurrency,
+            request_rates,
+            duration_s,
+            num_requests,
+            warmup_s,
+            sla,
+            ..self.base.sweep.clone()
         };
         if !e.is_empty() {
             return Err(e);
         }
         Ok(Scenario {
+            version: servesim_core::scenario::SCENARIO_VERSION,
             model,
             gpu,
-            num_gpus: gpus,
-            parallelism: Parallelism { tp, dp, ep },
+            tp,
+            dp,
+            ep,
+            num_gpus,
             weight_precision,
             kv_cache_dtype,
             engine,
             workload,
-            levels,
-            duration_s,
-            sla,
-            seed,
+            sweep,
+            efficiencies: self.base.efficiencies,
         })
+    }
+}
+
+fn opt_bool(s: &str) -> Option<bool> {
+    match s.trim() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
     }
 }
 
@@ -394,11 +997,17 @@ fn pos_u(e: &mut FieldErrors, key: &'static str, text: &str, max: u64) -> u64 {
     }
 }
 
-fn opt_pos_u(e: &mut FieldErrors, key: &'static str, text: &str, max: u64) -> Option<i64> {
-    if text.trim().is_empty() {
-        None
-    } else {
-        Some(pos_u(e, key, text, max) as i64)
+fn opt_int(e: &mut FieldErrors, key: &'static str, text: &str) -> Option<i64> {
+    let t = text.trim();
+    if t.is_empty() {
+        return None;
+    }
+    match t.parse::<i64>() {
+        Ok(v) => Some(v),
+        Err(_) => {
+            e.insert(key, "a whole number".into());
+            None
+        }
     }
 }
 
@@ -406,13 +1015,10 @@ fn parse_f(text: &str) -> Option<f64> {
     text.trim().parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-fn pos_f(e: &mut FieldErrors, key: &'static str, text: &str) -> f64 {
+/// A required number (syntax only; the core checks its range).
+fn num(e: &mut FieldErrors, key: &'static str, text: &str) -> f64 {
     match parse_f(text) {
-        Some(v) if v > 0.0 => v,
-        Some(_) => {
-            e.insert(key, "must be above 0".into());
-            0.0
-        }
+        Some(v) => v,
         None if text.trim().is_empty() => {
             e.insert(key, "required".into());
             0.0
@@ -424,168 +1030,308 @@ fn pos_f(e: &mut FieldErrors, key: &'static str, text: &str) -> f64 {
     }
 }
 
-fn nonneg_f(e: &mut FieldErrors, key: &'static str, text: &str) -> f64 {
-    if text.trim().is_empty() {
-        return 0.0;
-    }
-    match parse_f(text) {
-        Some(v) if v >= 0.0 => v,
-        _ => {
-            e.insert(key, "a number, 0 or more".into());
-            0.0
-        }
-    }
-}
-
-fn opt_pos_f(e: &mut FieldErrors, key: &'static str, text: &str) -> Option<f64> {
+fn opt_num(e: &mut FieldErrors, key: &'static str, text: &str) -> Option<f64> {
     if text.trim().is_empty() {
         None
     } else {
-        Some(pos_f(e, key, text))
+        Some(num(e, key, text))
     }
 }
 
-/// Parses "1, 2, 4" (commas or spaces) into strictly increasing concurrency levels.
-pub fn parse_levels(text: &str) -> Result<Vec<u32>, String> {
+/// "1, 2 4" (commas or spaces) into numbers.
+fn num_list(e: &mut FieldErrors, key: &'static str, text: &str) -> Option<Vec<f64>> {
     let mut out = Vec::new();
     for part in text
         .split(|c: char| c == ',' || c.is_whitespace())
         .filter(|p| !p.is_empty())
     {
-        let v: u32 = part
-            .parse()
-            .map_err(|_| format!("`{part}` is not a whole number"))?;
-        if v == 0 {
-            return Err("concurrency levels start at 1".into());
+        match parse_f(part) {
+            Some(v) => out.push(v),
+            None => {
+                e.insert(key, format!("`{part}` is not a number"));
+                return None;
+            }
         }
-        if out.last().is_some_and(|&last| v <= last) {
-            return Err("list levels in increasing order".into());
-        }
-        out.push(v);
     }
     if out.is_empty() {
-        return Err("give at least one concurrency level".into());
+        e.insert(key, "give at least one value".into());
+        return None;
     }
     if out.len() > 64 {
-        return Err("at most 64 levels".into());
+        e.insert(key, "at most 64 values".into());
+        return None;
     }
-    Ok(out)
+    Some(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use servesim_core::gpu::Vendor;
 
-    #[test]
-    fn default_scenario_survives_form_round_trip() {
-        let s = Scenario::default();
-        assert_eq!(Form::from_scenario(&s).to_scenario().unwrap(), s);
+    fn round_trip(s: &Scenario) {
+        let f = Form::from_scenario(s);
+        let back = f.to_scenario().unwrap();
+        assert_eq!(&back, s);
+        // A form re-made from the result (without the base) gives the same scenario too:
+        // every field the form shows is read from the form, not the base.
+        let mut f2 = Form::from_scenario(&back);
+        f2.base = Scenario::default_scenario();
+        f2.base.efficiencies = s.efficiencies;
+        f2.base.engine = s.engine.clone();
+        f2.base.sweep.max_events = s.sweep.max_events;
+        f2.base.gpu = s.gpu.clone();
+        assert_eq!(f2.to_scenario().unwrap().to_json(), s.to_json());
     }
 
     #[test]
-    fn custom_gpu_and_pasted_config_survive_form_round_trip() {
+    fn default_scenario_survives_form_round_trip() {
+        round_trip(&Scenario::default_scenario());
+    }
+
+    #[test]
+    fn every_preset_survives_form_round_trip_and_is_recognised() {
+        for p in PRESETS {
+            let mut s = Scenario::default_scenario();
+            s.workload = RawWorkloadSpec {
+                seed: 7,
+                ..preset_workload(p.key).unwrap()
+            };
+            round_trip(&s);
+            assert_eq!(Form::from_scenario(&s).preset_key(), p.key);
+            assert!(s.resolve().is_ok(), "preset {} resolves", p.key);
+        }
+        // The agentic preset is the core's named preset.
+        assert_eq!(
+            preset_workload("agentic-coding").unwrap().requests,
+            RawContent::Preset {
+                name: "agentic-coding".into()
+            }
+        );
+    }
+
+    #[test]
+    fn every_distribution_arrival_and_content_kind_survives_form_round_trip() {
+        let dists = [
+            RawLengthDist::Constant { tokens: 300.0 },
+            RawLengthDist::Uniform {
+                min: 10.0,
+                max: 20.0,
+            },
+            RawLengthDist::UniformRatio {
+                nominal: 1000.0,
+                min_ratio: 0.8,
+                max_ratio: 1.0,
+            },
+            RawLengthDist::Normal {
+                mean: 512.5,
+                std: 0.1 + 0.2,
+                min: 2.0,
+                max: 7000.0,
+            },
+            RawLengthDist::Lognormal {
+                mean: 400.0,
+                std: 300.0,
+                min: None,
+                max: Some(9000.0),
+            },
+            RawLengthDist::Exponential {
+                mean: 200.0,
+                min: Some(3.0),
+                max: None,
+            },
+            RawLengthDist::Empirical {
+                values: vec![5.0, 50.0, 500.0],
+            },
+        ];
+        let arrivals = [
+            RawArrival::ClosedLoop {
+                concurrency: 4.0,
+                think_time_s: Some(1.5),
+            },
+            RawArrival::Poisson { rate: 2.5 },
+            RawArrival::Constant { rate: 3.0 },
+            RawArrival::Gamma { rate: 1.0, cv: 2.0 },
+            RawArrival::Burst { count: 100.0 },
+            RawArrival::Trace { rate: None },
+            RawArrival::Trace { rate: Some(0.5) },
+        ];
+        for (i, d) in dists.iter().enumerate() {
+            let mut s = Scenario::default_scenario();
+            s.workload.arrival = arrivals[i % arrivals.len()].clone();
+            if !matches!(
+                s.workload.arrival,
+                RawArrival::ClosedLoop { .. } | RawArrival::Burst { .. }
+            ) {
+                s.sweep.concurrency = None;
+                s.sweep.request_rates = Some(vec![0.5, 1.0]);
+            }
+            s.workload.requests = RawContent::Synthetic {
+                input: d.clone(),
+                output: dists[(i + 3) % dists.len()].clone(),
+                shared_prefix: (i % 2 == 0).then_some(RawSharedPrefix {
+                    groups: 3.0,
+                    tokens: 256.0,
+                }),
+            };
+            round_trip(&s);
+            s.workload.requests = RawContent::Agentic(RawAgentic {
+                system_prompt_tokens: 100.0,
+                first_turn_tokens: 2000.0,
+                tokens_per_turn: d.clone(),
+                output_tokens: dists[(i + 1) % dists.len()].clone(),
+                turns: 5.0,
+                think_time_s: (i % 2 == 1).then_some(2.0),
+            });
+            round_trip(&s);
+        }
+        let mut s = Scenario::default_scenario();
+        s.workload.requests = RawContent::Mooncake {
+            jsonl: "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n".into(),
+            block_tokens: Some(512.0),
+        };
+        round_trip(&s);
+    }
+
+    #[test]
+    fn custom_gpu_custom_model_engine_and_sweep_fields_survive_form_round_trip() {
         let s = Scenario {
-            model: ModelRef::ConfigJson("{\"hidden_size\": 4096}".into()),
+            model: ModelRef::Custom(CustomModel {
+                name: "my-model".into(),
+                config_json: "{\"hidden_size\": 4096}".into(),
+            }),
             gpu: GpuRef::Custom(RawGpu {
                 name: "My GPU".into(),
-                memory_visible_mib: 96.0 * 1024.0,
+                memory_visible_mib: 96.0 * 1024.0 + 0.5,
                 hbm_bandwidth_tb_s: 4.0,
                 bf16_dense_tflops: 800.5,
                 fp8_dense_tflops: Some(1600.0),
                 fp4_dense_tflops: None,
                 scaleup_unidir_gb_s: 450.0,
                 scaleup_domain: 8,
-                vendor: None,
+                vendor: Some(Vendor::Amd),
             }),
-            num_gpus: 8,
+            num_gpus: Some(16),
+            tp: 4,
+            dp: 2,
+            ep: 8,
             engine: RawEngineSettings {
                 gpu_memory_utilization: Some(0.85),
                 max_num_seqs: Some(128),
                 block_size: Some(32),
                 enable_prefix_caching: Some(false),
+                enforce_eager: Some(true),
+                cudagraph_mode: Some(CudagraphMode::FullDecodeOnly),
+                long_prefill_token_threshold: Some(2048),
+                kv_cache_memory_bytes: Some(1 << 34),
+                allow_long_max_model_len: Some(true),
                 ..RawEngineSettings::default()
-            },
-            parallelism: Parallelism {
-                tp: 4,
-                dp: 2,
-                ep: 8,
             },
             kv_cache_dtype: KvCacheDtype::Fp8,
             weight_precision: WeightPrecision::Fp8,
-            ..Scenario::default()
+            ..Scenario::default_scenario()
         };
-        assert_eq!(Form::from_scenario(&s).to_scenario().unwrap(), s);
+        round_trip(&s);
+        let mut s2 = s.clone();
+        s2.sweep.duration_s = None;
+        s2.sweep.warmup_s = None;
+        s2.sweep.num_requests = Some(500.0);
+        s2.sweep.concurrency = None;
+        s2.sweep.max_events = Some(1e6);
+        s2.sweep.sla = parse_sla("ttft_ms_p50<5000, itl_ms_p90<=40.5, interactivity>20").unwrap();
+        s2.efficiencies = Some(serde_json::from_str(r#"{"gemm_bf16": 0.5}"#).unwrap());
+        round_trip(&s2);
     }
 
     #[test]
-    fn each_bad_field_gets_its_own_message() {
-        let mut f = Form::from_scenario(&Scenario::default());
+    fn syntax_errors_get_their_own_message_per_field() {
+        let mut f = Form::from_scenario(&Scenario::default_scenario());
         f.tp = "0".into();
-        f.isl = "abc".into();
-        f.gpu_memory_utilization = "1.5".into();
+        f.input.mean = "abc".into();
+        f.gpu_memory_utilization = "lots".into();
         f.kv_cache_dtype = "int3".into();
-        f.levels = "4, 2".into();
+        f.levels = "4, x".into();
+        f.sla = "ttft>5".into();
         let e = f.to_scenario().unwrap_err();
         assert_eq!(e["tp"], "must be at least 1");
-        assert_eq!(e["isl"], "a whole number, 1 or more");
-        assert!(e["gpu_memory_utilization"].contains("at most 1"));
-        assert!(e["kv_cache_dtype"].contains("fp8_e4m3"));
-        assert!(e["levels"].contains("increasing"));
-        assert_eq!(e.len(), 5);
+        assert_eq!(e["in_mean"], "a number");
+        assert_eq!(e["gpu_memory_utilization"], "a number");
+        assert!(e["kv_cache_dtype"].contains("fp8_ds_mla"));
+        assert!(e["levels"].contains("`x`"));
+        assert!(e["sla"].contains("unknown metric `ttft`"));
+        assert_eq!(e.len(), 6);
     }
 
     #[test]
-    fn gpu_count_must_split_into_replicas() {
-        let mut f = Form::from_scenario(&Scenario::default());
-        f.gpus = "6".into();
-        f.tp = "4".into();
-        let e = f.to_scenario().unwrap_err();
-        assert!(e["gpus"].contains("TP x DP = 4"), "{}", e["gpus"]);
-        f.gpus = "8".into();
-        assert_eq!(f.to_scenario().unwrap().num_gpus, 8);
-    }
-
-    #[test]
-    fn blank_engine_fields_mean_vllm_defaults() {
-        let s = Form::from_scenario(&Scenario::default())
-            .to_scenario()
-            .unwrap();
+    fn blank_fields_mean_defaults() {
+        let mut f = Form::from_scenario(&Scenario::default_scenario());
+        f.levels.clear();
+        f.duration_s.clear();
+        f.warmup_s.clear();
+        f.gpus.clear();
+        let s = f.to_scenario().unwrap();
         assert_eq!(s.engine, RawEngineSettings::default());
-        let mut f = Form::from_scenario(&s);
+        assert_eq!(s.sweep.concurrency, None);
+        assert_eq!(s.sweep.duration_s, None);
+        assert_eq!(s.num_gpus, None);
         f.max_num_seqs = "64".into();
-        f.block_size = "24".into();
-        let e = f.to_scenario().unwrap_err();
-        assert!(e["block_size"].contains("powers of two"));
-        f.block_size = String::new();
         assert_eq!(f.to_scenario().unwrap().engine.max_num_seqs, Some(64));
     }
 
     #[test]
     fn nan_and_infinity_are_rejected() {
-        let mut f = Form::from_scenario(&Scenario::default());
+        let mut f = Form::from_scenario(&Scenario::default_scenario());
         f.duration_s = "NaN".into();
-        f.sla_itl_p90_ms = "inf".into();
+        f.output.mean = "inf".into();
         let e = f.to_scenario().unwrap_err();
         assert!(e.contains_key("duration_s"));
-        assert!(e.contains_key("sla_itl_p90_ms"));
+        assert!(e.contains_key("out_mean"));
     }
 
     #[test]
-    fn presets_set_isl_and_osl() {
-        let mut f = Form::from_scenario(&Scenario::default());
-        f.apply_preset("reasoning");
+    fn presets_replace_the_workload_but_keep_seed_and_sweep() {
+        let mut f = Form::from_scenario(&Scenario::default_scenario());
+        f.seed = "9".into();
+        f.apply_preset("agentic-coding");
         let s = f.to_scenario().unwrap();
-        assert_eq!((s.workload.isl, s.workload.osl), (1024, 4096));
-        assert_eq!(Form::from_scenario(&s).preset, "reasoning");
-        f.apply_preset("custom");
-        assert_eq!(f.isl, "1024");
+        assert_eq!(
+            s.workload.requests,
+            RawContent::Preset {
+                name: "agentic-coding".into()
+            }
+        );
+        assert_eq!(s.workload.seed, 9);
+        assert_eq!(
+            s.sweep.concurrency,
+            Scenario::default_scenario().sweep.concurrency
+        );
+        // Expanding the preset gives the same sessions as editable fields.
+        f.expand_preset();
+        let expanded = f.to_scenario().unwrap();
+        assert_eq!(
+            expanded.workload.requests,
+            servesim_core::workload::preset("agentic-coding").unwrap()
+        );
+        assert_eq!(f.preset_key(), "custom");
+        f.apply_preset("random");
+        assert_eq!(f.preset_key(), "random");
+        f.input.mean = "2048".into();
+        assert_eq!(f.preset_key(), "custom");
     }
 
     #[test]
-    fn levels_parse_with_commas_or_spaces() {
-        assert_eq!(parse_levels("1, 2 4,8").unwrap(), vec![1, 2, 4, 8]);
-        assert!(parse_levels("").is_err());
-        assert!(parse_levels("0,1").is_err());
-        assert!(parse_levels("1,x").unwrap_err().contains("`x`"));
+    fn sla_text_round_trips_and_matches_the_cli_syntax() {
+        let g = parse_sla("e2e_tokens_per_s_per_user>=50, ttft_ms_p50 < 5000").unwrap();
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0].op, GateOp::Ge);
+        assert_eq!(g[1].op, GateOp::Lt);
+        assert_eq!(g[1].value, 5000.0);
+        assert_eq!(
+            sla_text(&g),
+            "e2e_tokens_per_s_per_user>=50, ttft_ms_p50<5000"
+        );
+        assert!(parse_sla("").unwrap().is_empty());
+        assert!(parse_sla("ttft_ms_p50 = 3").is_err());
+        assert!(parse_sla("ttft_ms_p50 < abc").is_err());
     }
 }

@@ -5,6 +5,8 @@
 //! modules below are compiled for wasm32 only.
 
 pub mod charts;
+pub mod compare_charts;
+pub mod compare_ui;
 pub mod core_api;
 pub mod form;
 pub mod protocol;

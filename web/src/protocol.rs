@@ -1,15 +1,22 @@
 //! Messages between the page and the sweep worker. Each message is one JSON string posted with
 //! `postMessage` (documented in docs/web.md). Every message carries the run `id` the page chose,
 //! so late messages from a cancelled run are recognised and dropped.
+//!
+//! The worker runs `Scenario::from_json(..)?.resolve()?.runner()?` and steps it level by level
+//! ([`SweepRun`]); the report it sends at the end is the core's `SweepReport`, the same bytes
+//! `servesim sweep --scenario S --json` prints.
 
-use crate::core_api::{LevelRow, OperatingPoint};
+use crate::core_api::{
+    Level, LevelResult, OperatingPoint, ResolvedScenario, Scenario, SweepReport,
+};
 use serde::{Deserialize, Serialize};
+use servesim_core::sweep::SweepRunner;
 
 /// Page -> worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToWorker {
-    /// Run the whole sweep of this scenario (JSON as in the share link).
+    /// Run the whole sweep of this scenario (canonical JSON, as in the share link).
     Run { id: u32, scenario: String },
     /// Stop after the current level (the page also terminates a worker that does not answer).
     Cancel { id: u32 },
@@ -21,33 +28,45 @@ pub enum ToWorker {
 pub enum FromWorker {
     /// The worker's wasm is loaded and its message handler installed; sent once at start-up.
     Ready,
-    /// Progress inside level `index` (0-based) of `levels`; `fraction` in 0..=1.
+    /// The scenario resolved; these levels (sorted) will run.
+    Started { id: u32, levels: Vec<Level> },
+    /// Level `index` (0-based) of `levels` is starting.
     Progress {
         id: u32,
         index: usize,
         levels: usize,
-        fraction: f64,
     },
     /// Level `index` finished.
     Level {
         id: u32,
         index: usize,
-        row: LevelRow,
+        result: Box<LevelResult>,
     },
-    /// Every level finished.
+    /// Every level finished. `report` is the `SweepReport` JSON (`servesim sweep --json`),
+    /// `csv` the same rows as `servesim sweep --csv`.
     Done {
         id: u32,
         operating_point: Option<OperatingPoint>,
+        report: String,
+        csv: String,
     },
-    /// The run stopped after a Cancel.
-    Cancelled { id: u32 },
-    /// The run failed; `message` is for the user.
-    Error { id: u32, message: String },
+    /// The run stopped after a Cancel; the report holds the levels that ran (`cancelled: true`).
+    Cancelled {
+        id: u32,
+        report: Option<String>,
+        csv: Option<String>,
+    },
+    /// The run failed; `message` is for the user, `field` the scenario's JSON path at fault.
+    Error {
+        id: u32,
+        field: Option<String>,
+        message: String,
+    },
 }
 
 impl ToWorker {
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("message serialises")
+        serde_json::to_string(self).unwrap_or_default()
     }
     pub fn from_json(s: &str) -> Result<Self, String> {
         serde_json::from_str(s).map_err(|e| format!("bad message to worker: {e}"))
@@ -56,7 +75,7 @@ impl ToWorker {
 
 impl FromWorker {
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("message serialises")
+        serde_json::to_string(self).unwrap_or_default()
     }
     pub fn from_json(s: &str) -> Result<Self, String> {
         serde_json::from_str(s).map_err(|e| format!("bad message from worker: {e}"))
@@ -65,77 +84,157 @@ impl FromWorker {
     pub fn run_id(&self) -> Option<u32> {
         match self {
             FromWorker::Ready => None,
-            FromWorker::Progress { id, .. }
+            FromWorker::Started { id, .. }
+            | FromWorker::Progress { id, .. }
             | FromWorker::Level { id, .. }
             | FromWorker::Done { id, .. }
-            | FromWorker::Cancelled { id }
+            | FromWorker::Cancelled { id, .. }
             | FromWorker::Error { id, .. } => Some(*id),
         }
     }
 }
 
-/// Overall sweep progress in 0..=1 from a level index and the fraction done inside it.
-pub fn sweep_fraction(index: usize, levels: usize, fraction: f64) -> f64 {
+/// Overall sweep progress in 0..=1 after `done` of `levels` levels.
+pub fn sweep_fraction(done: usize, levels: usize) -> f64 {
     if levels == 0 {
         return 1.0;
     }
-    ((index as f64 + fraction.clamp(0.0, 1.0)) / levels as f64).clamp(0.0, 1.0)
+    (done as f64 / levels as f64).clamp(0.0, 1.0)
+}
+
+/// Reads and resolves a scenario; a bad one becomes the `Error` message to send.
+pub fn prepare(
+    id: u32,
+    scenario_json: &str,
+) -> Result<(Scenario, ResolvedScenario), Box<FromWorker>> {
+    let err = |e: servesim_core::scenario::ScenarioError| {
+        Box::new(FromWorker::Error {
+            id,
+            field: Some(e.field()),
+            message: e.to_string(),
+        })
+    };
+    let s = Scenario::from_json(scenario_json).map_err(err)?;
+    let r = s.resolve().map_err(err)?;
+    Ok((s, r))
+}
+
+/// The rows of `servesim sweep --csv`: `level,value,` then every metric of `MetricId::all()`.
+pub fn csv(levels: &[LevelResult]) -> String {
+    crate::table::to_csv(levels)
 }
 
 /// One sweep being run, level by level. The worker calls [`SweepRun::step`] once per level and
-/// yields to its event loop in between, so a `Cancel` message can be seen between levels.
-pub struct SweepRun {
+/// yields to its event loop in between, so a `Cancel` message is seen between levels.
+pub struct SweepRun<'r> {
     id: u32,
-    scenario: crate::core_api::Scenario,
-    rows: Vec<LevelRow>,
+    scenario: &'r Scenario,
+    resolved: &'r ResolvedScenario,
+    runner: Option<SweepRunner<'r>>,
 }
 
-impl SweepRun {
-    /// Parses the scenario; a bad one becomes the `Error` message to send.
-    pub fn new(id: u32, scenario_json: &str) -> Result<SweepRun, FromWorker> {
-        crate::core_api::Scenario::from_json(scenario_json)
-            .map(|scenario| SweepRun {
+impl<'r> SweepRun<'r> {
+    /// Builds the runner (`ResolvedScenario::runner`); a deployment that does not fit is the
+    /// `Error` message to send.
+    pub fn new(
+        id: u32,
+        scenario: &'r Scenario,
+        resolved: &'r ResolvedScenario,
+    ) -> Result<SweepRun<'r>, Box<FromWorker>> {
+        let runner = resolved.runner().map_err(|e| {
+            Box::new(FromWorker::Error {
                 id,
-                scenario,
-                rows: Vec::new(),
+                field: Some(e.field()),
+                message: e.to_string(),
             })
-            .map_err(|message| FromWorker::Error { id, message })
+        })?;
+        Ok(SweepRun {
+            id,
+            scenario,
+            resolved,
+            runner: Some(runner),
+        })
     }
 
-    pub fn levels(&self) -> usize {
-        self.scenario.levels.len()
+    pub fn started(&self) -> FromWorker {
+        FromWorker::Started {
+            id: self.id,
+            levels: self
+                .runner
+                .as_ref()
+                .map(|r| r.levels().to_vec())
+                .unwrap_or_default(),
+        }
     }
 
-    /// Runs the next level, sending its progress and result; at the end sends `Done`.
+    fn report(&self, result: &servesim_core::sweep::SweepResult) -> (String, String) {
+        (
+            SweepReport::new(self.scenario, self.resolved, result).to_json_pretty(),
+            csv(&result.levels),
+        )
+    }
+
+    /// Runs the next level and sends its result; after the last one sends `Done`.
     /// Returns false when nothing is left to run (after `Done` or `Error`).
     pub fn step(&mut self, send: &mut dyn FnMut(FromWorker)) -> bool {
-        let (id, index, levels) = (self.id, self.rows.len(), self.levels());
-        if index >= levels {
-            let operating_point = crate::core_api::operating_point(&self.scenario, &self.rows);
-            send(FromWorker::Done {
-                id,
-                operating_point,
-            });
+        let id = self.id;
+        let Some(runner) = self.runner.as_mut() else {
             return false;
-        }
-        let mut progress = |fraction: f64| {
-            send(FromWorker::Progress {
-                id,
-                index,
-                levels,
-                fraction,
-            })
         };
-        match crate::core_api::run_level(&self.scenario, index, &mut progress) {
-            Ok(row) => {
-                self.rows.push(row.clone());
-                send(FromWorker::Level { id, index, row });
-                true
+        let (index, levels) = (runner.done_levels(), runner.total_levels());
+        if index < levels {
+            send(FromWorker::Progress { id, index, levels });
+            match runner.step() {
+                Some(Ok(r)) => {
+                    send(FromWorker::Level {
+                        id,
+                        index,
+                        result: Box::new(r.clone()),
+                    });
+                    if index + 1 < levels {
+                        return true;
+                    }
+                }
+                Some(Err(e)) => {
+                    let e = servesim_core::scenario::ScenarioError::Sweep(e);
+                    send(FromWorker::Error {
+                        id,
+                        field: Some(e.field()),
+                        message: e.to_string(),
+                    });
+                    self.runner = None;
+                    return false;
+                }
+                None => {}
             }
-            Err(message) => {
-                send(FromWorker::Error { id, message });
-                false
+        }
+        let Some(runner) = self.runner.take() else {
+            return false;
+        };
+        let result = runner.finish();
+        let (report, csv) = self.report(&result);
+        send(FromWorker::Done {
+            id,
+            operating_point: result.operating_point,
+            report,
+            csv,
+        });
+        false
+    }
+
+    /// Stops the run; the message carries the report of the levels that ran.
+    pub fn cancel(mut self) -> FromWorker {
+        let (report, csv) = match self.runner.take() {
+            Some(r) => {
+                let (a, b) = self.report(&r.finish());
+                (Some(a), Some(b))
             }
+            None => (None, None),
+        };
+        FromWorker::Cancelled {
+            id: self.id,
+            report,
+            csv,
         }
     }
 }
@@ -148,13 +247,18 @@ pub fn run_sweep(
     send: &mut dyn FnMut(FromWorker),
     cancelled: &mut dyn FnMut() -> bool,
 ) {
-    let mut run = match SweepRun::new(id, scenario_json) {
-        Ok(r) => r,
-        Err(m) => return send(m),
+    let (s, r) = match prepare(id, scenario_json) {
+        Ok(x) => x,
+        Err(m) => return send(*m),
     };
+    let mut run = match SweepRun::new(id, &s, &r) {
+        Ok(x) => x,
+        Err(m) => return send(*m),
+    };
+    send(run.started());
     loop {
         if cancelled() {
-            return send(FromWorker::Cancelled { id });
+            return send(run.cancel());
         }
         if !run.step(send) {
             return;
@@ -165,29 +269,37 @@ pub fn run_sweep(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core_api::Scenario;
 
-    fn small_scenario() -> Scenario {
-        Scenario {
-            levels: vec![1, 4, 16],
-            duration_s: 1.0,
-            ..Scenario::default()
-        }
+    /// A quick scenario: 3 levels of 20 simulated seconds.
+    pub(crate) fn small_scenario() -> Scenario {
+        let mut s = Scenario::default_scenario();
+        s.sweep.concurrency = Some(vec![1.0, 4.0, 16.0]);
+        s.sweep.duration_s = Some(20.0);
+        s.sweep.warmup_s = Some(2.0);
+        s
     }
 
     #[test]
     fn messages_round_trip_through_json() {
         let msgs = vec![
             FromWorker::Ready,
+            FromWorker::Started {
+                id: 3,
+                levels: vec![Level::Concurrency(1), Level::RequestRate(0.5)],
+            },
             FromWorker::Progress {
                 id: 3,
                 index: 1,
                 levels: 4,
-                fraction: 0.5,
             },
-            FromWorker::Cancelled { id: 3 },
+            FromWorker::Cancelled {
+                id: 3,
+                report: None,
+                csv: None,
+            },
             FromWorker::Error {
                 id: 3,
+                field: Some("tp".into()),
                 message: "x".into(),
             },
         ];
@@ -203,42 +315,46 @@ mod tests {
     }
 
     #[test]
-    fn sweep_reports_each_level_in_order_then_done() {
+    fn sweep_reports_each_level_in_order_then_the_cli_report() {
         let mut got = Vec::new();
-        run_sweep(
-            9,
-            &small_scenario().to_json(),
-            &mut |m| got.push(m),
-            &mut || false,
-        );
-        let levels: Vec<(usize, u32)> = got
+        let json = small_scenario().to_json();
+        run_sweep(9, &json, &mut |m| got.push(m), &mut || false);
+        assert!(matches!(&got[0], FromWorker::Started { levels, .. } if levels.len() == 3));
+        let levels: Vec<(usize, f64)> = got
             .iter()
             .filter_map(|m| match m {
-                FromWorker::Level { index, row, .. } => Some((*index, row.concurrency)),
+                FromWorker::Level { index, result, .. } => Some((*index, result.level.value())),
                 _ => None,
             })
             .collect();
-        assert_eq!(levels, vec![(0, 1), (1, 4), (2, 16)]);
-        assert!(matches!(got.last(), Some(FromWorker::Done { id: 9, .. })));
+        assert_eq!(levels, vec![(0, 1.0), (1, 4.0), (2, 16.0)]);
         assert!(got.iter().all(|m| m.run_id() == Some(9)));
-        // Progress inside a level is monotone and ends at 1 before the level's result.
-        let first_level_pos = got
-            .iter()
-            .position(|m| matches!(m, FromWorker::Level { .. }))
-            .unwrap();
-        let fr: Vec<f64> = got[..first_level_pos]
+        let Some(FromWorker::Done { report, csv, .. }) = got.last() else {
+            panic!("last message is Done: {:?}", got.last());
+        };
+        // The report is the core's SweepReport of the same scenario: what the CLI prints.
+        let s = Scenario::from_json(&json).unwrap();
+        let r = s.resolve().unwrap();
+        let native = r.run().unwrap();
+        assert_eq!(
+            report,
+            &SweepReport::new(&s, &r, &native).to_json_pretty(),
+            "worker report == servesim sweep --json"
+        );
+        assert_eq!(csv.lines().count(), 4);
+        // Levels sent one by one are the report's levels.
+        let sent: Vec<LevelResult> = got
             .iter()
             .filter_map(|m| match m {
-                FromWorker::Progress { fraction, .. } => Some(*fraction),
+                FromWorker::Level { result, .. } => Some((**result).clone()),
                 _ => None,
             })
             .collect();
-        assert!(fr.windows(2).all(|w| w[0] <= w[1]));
-        assert_eq!(fr.last(), Some(&1.0));
+        assert_eq!(sent, native.levels);
     }
 
     #[test]
-    fn cancel_between_levels_stops_the_sweep() {
+    fn cancel_between_levels_stops_the_sweep_with_a_partial_report() {
         let mut got = Vec::new();
         let mut polls = 0;
         run_sweep(
@@ -255,23 +371,47 @@ mod tests {
             .filter(|m| matches!(m, FromWorker::Level { .. }))
             .count();
         assert_eq!(n_levels, 1);
-        assert_eq!(got.last(), Some(&FromWorker::Cancelled { id: 1 }));
+        let Some(FromWorker::Cancelled {
+            id: 1,
+            report: Some(report),
+            ..
+        }) = got.last()
+        else {
+            panic!("ends with Cancelled: {:?}", got.last());
+        };
+        let v: serde_json::Value = serde_json::from_str(report).unwrap();
+        assert_eq!(v["cancelled"], true);
+        assert_eq!(v["levels"].as_array().unwrap().len(), 1);
     }
 
     #[test]
     fn bad_scenario_json_is_an_error_message_not_a_panic() {
         let mut got = Vec::new();
         run_sweep(2, "{not json", &mut |m| got.push(m), &mut || false);
-        assert!(
-            matches!(&got[..], [FromWorker::Error { id: 2, message }] if message.contains("not valid"))
-        );
+        assert!(matches!(&got[..], [FromWorker::Error { id: 2, .. }]));
     }
 
     #[test]
-    fn sweep_fraction_combines_level_and_inner_progress() {
-        assert_eq!(sweep_fraction(0, 4, 0.0), 0.0);
-        assert_eq!(sweep_fraction(1, 4, 0.5), 0.375);
-        assert_eq!(sweep_fraction(3, 4, 1.0), 1.0);
-        assert_eq!(sweep_fraction(0, 0, 0.0), 1.0);
+    fn a_deployment_that_does_not_fit_is_an_error_naming_the_fix() {
+        let mut s = small_scenario();
+        s.model = crate::core_api::ModelRef::Catalog("meta-llama/Meta-Llama-3.1-405B".into());
+        let mut got = Vec::new();
+        run_sweep(4, &s.to_json(), &mut |m| got.push(m), &mut || false);
+        match &got[..] {
+            [FromWorker::Error { field, message, .. }] => {
+                assert_eq!(field.as_deref(), Some("deployment"));
+                assert!(message.contains("does not fit"), "{message}");
+                assert!(message.contains("Fixes"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn sweep_fraction_counts_finished_levels() {
+        assert_eq!(sweep_fraction(0, 4), 0.0);
+        assert_eq!(sweep_fraction(1, 4), 0.25);
+        assert_eq!(sweep_fraction(4, 4), 1.0);
+        assert_eq!(sweep_fraction(0, 0), 1.0);
     }
 }

@@ -1,23 +1,81 @@
 //! Number formatting for the page and the results exports (CSV and JSON). Pure Rust, tested
 //! natively.
 
-use crate::core_api::{LevelRow, OperatingPoint, Scenario};
-use serde::Serialize;
+use crate::core_api::LevelResult;
 use servesim_core::metric::{MetricId, Stat};
+use servesim_core::workload::Level;
 
-/// The results table's columns, in order (the CSV has every metric).
+/// The results table's columns, in order (the CSV and JSON exports have every metric).
 pub fn table_columns() -> Vec<MetricId> {
     vec![
         MetricId::OutputTokensPerS,
         MetricId::OutputTokensPerSPerGpu,
         MetricId::OutputTokensPerSPerUser,
+        MetricId::E2eTokensPerSPerUser,
         MetricId::TtftMs(Stat::P50),
         MetricId::TtftMs(Stat::P90),
-        MetricId::ItlMs(Stat::Mean),
+        MetricId::ItlMs(Stat::P50),
         MetricId::ItlMs(Stat::P90),
         MetricId::E2eS(Stat::P50),
         MetricId::RequestsPerS,
+        MetricId::MeanRunningBatch,
+        MetricId::KvUtilizationPeak,
+        MetricId::PrefixCacheHitRate,
+        MetricId::Preemptions,
     ]
+}
+
+/// Column header: the metric's label, with fractions shown as percentages.
+pub fn column_label(m: MetricId) -> String {
+    match m {
+        MetricId::KvUtilizationPeak => "KV cache use, peak (%)".into(),
+        MetricId::KvUtilizationMean => "KV cache use, mean (%)".into(),
+        MetricId::PrefixCacheHitRate => "prefix-cache hits (%)".into(),
+        MetricId::E2eTokensPerSPerUser => "E2E tok/s per user".into(),
+        other => other.label(),
+    }
+}
+
+/// A column's tooltip: the metric's key (as in the exports and `--sla`) and, where it helps, its
+/// definition (docs/metrics.md).
+pub fn column_title(m: MetricId) -> String {
+    let def = match m {
+        MetricId::E2eTokensPerSPerUser => " = OSL / (TTFT + OSL × ITL), from mean values",
+        MetricId::OutputTokensPerSPerUser => " = mean over requests of output tokens / E2E latency",
+        MetricId::KvUtilizationPeak => ": KV blocks in use / KV blocks per engine, peak",
+        MetricId::PrefixCacheHitRate => ": prompt tokens served from the prefix cache",
+        MetricId::MeanRunningBatch => ": requests in the running batch, time-averaged",
+        _ => "",
+    };
+    format!("{}{def}", m.name())
+}
+
+/// A metric's value as the table shows it: fractions as percentages with one decimal, counts
+/// as whole numbers, everything else with [`fmt_num`].
+pub fn fmt_metric(m: MetricId, v: f64) -> String {
+    match m {
+        MetricId::KvUtilizationPeak
+        | MetricId::KvUtilizationMean
+        | MetricId::PrefixCacheHitRate => {
+            format!("{:.1}", 100.0 * v)
+        }
+        MetricId::Preemptions | MetricId::CompletedRequests | MetricId::RejectedRequests => {
+            if v.is_finite() && v >= 0.0 {
+                group_thousands(v as u64)
+            } else {
+                "—".into()
+            }
+        }
+        _ => fmt_num(v),
+    }
+}
+
+/// A level as the table's first column shows it.
+pub fn fmt_level(l: &Level) -> String {
+    match l {
+        Level::Concurrency(c) => group_thousands(u64::from(*c)),
+        Level::RequestRate(r) => fmt_tick(*r),
+    }
 }
 
 /// Groups thousands with a thin comma: 1234567 -> "1,234,567".
@@ -88,26 +146,29 @@ pub fn fmt_gib(bytes: f64) -> String {
     format!("{:.1} GiB", bytes / (1024.0 * 1024.0 * 1024.0))
 }
 
-/// CSV with a header of metric keys (`concurrency` first, then every metric present in any row,
-/// in [`MetricId::all`] order). Values are written in full precision (Rust's shortest
-/// round-trip form) so the CSV matches the CLI's JSON exactly.
-pub fn to_csv(rows: &[LevelRow]) -> String {
-    let cols: Vec<MetricId> = MetricId::all()
-        .into_iter()
-        .filter(|m| rows.iter().any(|r| r.get(*m).is_some()))
-        .collect();
-    let mut out = String::from("concurrency");
-    for c in &cols {
+/// The CSV `servesim sweep --csv` prints: `level,value,` then every metric name of
+/// [`MetricId::all`]; a level is `concurrency` or `request_rate` and its value; metric values in
+/// Rust's shortest round-trip form, empty when the metric is undefined.
+pub fn to_csv(levels: &[LevelResult]) -> String {
+    let metrics = MetricId::all();
+    let mut out = String::from("level,value");
+    for m in &metrics {
         out.push(',');
-        out.push_str(&c.name());
+        out.push_str(&m.name());
     }
     out.push('\n');
-    for r in rows {
-        out.push_str(&r.concurrency.to_string());
-        for c in &cols {
+    for l in levels {
+        let kind = match l.level {
+            Level::Concurrency(_) => "concurrency",
+            Level::RequestRate(_) => "request_rate",
+        };
+        out.push_str(kind);
+        out.push(',');
+        out.push_str(&l.level.value().to_string());
+        for m in &metrics {
             out.push(',');
-            if let Some(v) = r.get(*c) {
-                out.push_str(&format!("{v}"));
+            if let Some(v) = l.get(*m) {
+                out.push_str(&v.to_string());
             }
         }
         out.push('\n');
@@ -115,27 +176,9 @@ pub fn to_csv(rows: &[LevelRow]) -> String {
     out
 }
 
-#[derive(Serialize)]
-struct ResultsJson<'a> {
-    scenario: &'a Scenario,
-    levels: &'a [LevelRow],
-    operating_point: Option<&'a OperatingPoint>,
-}
-
-/// The scenario and its results as pretty JSON.
-pub fn to_json(scenario: &Scenario, rows: &[LevelRow], op: Option<&OperatingPoint>) -> String {
-    serde_json::to_string_pretty(&ResultsJson {
-        scenario,
-        levels: rows,
-        operating_point: op,
-    })
-    .expect("results serialise")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     #[test]
     fn numbers_get_three_significant_figures_at_most() {
@@ -173,45 +216,35 @@ mod tests {
         assert_eq!(fmt_gib(80.0 * 1024.0 * 1024.0 * 1024.0), "80.0 GiB");
     }
 
-    fn row(c: u32, pairs: &[(MetricId, f64)]) -> LevelRow {
-        LevelRow {
-            concurrency: c,
-            values: pairs
-                .iter()
-                .map(|(m, v)| (m.name(), *v))
-                .collect::<BTreeMap<_, _>>(),
-        }
-    }
-
     #[test]
-    fn csv_has_a_column_per_present_metric_and_full_precision_values() {
-        let rows = vec![
-            row(
-                1,
-                &[
-                    (MetricId::OutputTokensPerS, 0.1 + 0.2),
-                    (MetricId::TtftMs(Stat::P90), 12.5),
-                ],
-            ),
-            row(8, &[(MetricId::OutputTokensPerS, 800.0)]),
-        ];
-        let csv = to_csv(&rows);
+    fn csv_has_the_cli_header_and_full_precision_values() {
+        let mut sc = crate::core_api::Scenario::default_scenario();
+        sc.sweep.concurrency = Some(vec![1.0, 2.0]);
+        sc.sweep.duration_s = Some(10.0);
+        sc.sweep.warmup_s = Some(1.0);
+        let res = sc.resolve().unwrap().run().unwrap();
+        let csv = to_csv(&res.levels);
         let lines: Vec<&str> = csv.lines().collect();
-        assert_eq!(lines[0], "concurrency,output_tokens_per_s,ttft_ms_p90");
-        assert_eq!(lines[1], "1,0.30000000000000004,12.5");
-        assert_eq!(lines[2], "8,800,");
+        assert_eq!(lines.len(), 3);
+        let header: Vec<&str> = lines[0].split(',').collect();
+        assert_eq!(&header[..3], ["level", "value", "completed_requests"]);
+        assert_eq!(header.len(), 2 + MetricId::all().len());
+        assert!(lines[1].starts_with("concurrency,1,"));
         // Every value parses back to the same f64.
-        let v: f64 = lines[1].split(',').nth(1).unwrap().parse().unwrap();
-        assert_eq!(v, 0.1 + 0.2);
+        let col = header
+            .iter()
+            .position(|h| *h == "output_tokens_per_s")
+            .unwrap();
+        let v: f64 = lines[2].split(',').nth(col).unwrap().parse().unwrap();
+        assert_eq!(v, res.levels[1].output_tokens_per_s);
     }
 
     #[test]
-    fn json_export_parses_back_with_scenario_and_levels() {
-        let s = Scenario::default();
-        let rows = vec![row(4, &[(MetricId::RequestsPerS, 2.0)])];
-        let j: serde_json::Value = serde_json::from_str(&to_json(&s, &rows, None)).unwrap();
-        assert_eq!(j["levels"][0]["concurrency"], 4);
-        assert_eq!(j["levels"][0]["values"]["requests_per_s"], 2.0);
-        assert_eq!(Scenario::from_json(&j["scenario"].to_string()).unwrap(), s);
+    fn fractions_show_as_percent_and_counts_as_integers() {
+        assert_eq!(fmt_metric(MetricId::PrefixCacheHitRate, 0.8951), "89.5");
+        assert_eq!(fmt_metric(MetricId::Preemptions, 1234.0), "1,234");
+        assert_eq!(fmt_metric(MetricId::OutputTokensPerS, 1234.4), "1,234");
+        assert_eq!(fmt_level(&Level::Concurrency(512)), "512");
+        assert_eq!(fmt_level(&Level::RequestRate(0.25)), "0.25");
     }
 }

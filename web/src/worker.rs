@@ -2,7 +2,7 @@
 //! [`ToWorker`] messages, runs the sweep level by level with [`SweepRun`], and posts
 //! [`FromWorker`] messages. Between levels it yields to the event loop so `Cancel` is seen.
 
-use crate::protocol::{FromWorker, SweepRun, ToWorker};
+use crate::protocol::{prepare, FromWorker, SweepRun, ToWorker};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
@@ -29,14 +29,20 @@ async fn run(
     scenario: String,
     cancelled: Rc<RefCell<BTreeSet<u32>>>,
 ) {
-    let mut sweep = match SweepRun::new(id, &scenario) {
-        Ok(s) => s,
-        Err(m) => return post(&scope, &m),
+    let send = |m: FromWorker| post(&scope, &m);
+    let (s, r) = match prepare(id, &scenario) {
+        Ok(x) => x,
+        Err(m) => return send(*m),
     };
+    let mut sweep = match SweepRun::new(id, &s, &r) {
+        Ok(x) => x,
+        Err(m) => return send(*m),
+    };
+    send(sweep.started());
     loop {
         yield_now(&scope).await;
         if cancelled.borrow_mut().remove(&id) {
-            return post(&scope, &FromWorker::Cancelled { id });
+            return send(sweep.cancel());
         }
         if !sweep.step(&mut |m| post(&scope, &m)) {
             return;
@@ -66,7 +72,14 @@ pub fn start() {
             Ok(ToWorker::Cancel { id }) => {
                 cancelled.borrow_mut().insert(id);
             }
-            Err(message) => post(&scope2, &FromWorker::Error { id: 0, message }),
+            Err(message) => post(
+                &scope2,
+                &FromWorker::Error {
+                    id: 0,
+                    field: None,
+                    message,
+                },
+            ),
         }
     });
     scope.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));

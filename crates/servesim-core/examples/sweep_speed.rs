@@ -1,6 +1,8 @@
 //! Measures the simulator's speed: a default 10-level closed-loop sweep (c = 1..512), 900 s per
 //! level, of an 8B-like model on one GPU (linear step-time stand-in).
 //! Run: `cargo run --release -p servesim-core --example sweep_speed`
+//! Env: `NOPC=1` turns prefix caching off; `ONLY=<substring>` runs only the matching workloads;
+//! `QUIET=1` prints only the timing lines.
 
 use servesim_core::engine::{EngineConfig, KvFootprint, LinearStepTime};
 use servesim_core::sweep::{sweep, RawSweepSpec};
@@ -36,7 +38,12 @@ fn main() {
         ),
     ];
     let spec = RawSweepSpec::default().validate().unwrap();
+    let only = std::env::var("ONLY").ok();
+    let quiet = std::env::var("QUIET").is_ok();
     for (name, w) in workloads {
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
         let w = RawWorkloadSpec::from_json(w).unwrap().validate().unwrap();
         let t0 = Instant::now();
         let res = sweep(&cfg, &model, &w, &spec).unwrap();
@@ -48,7 +55,7 @@ fn main() {
             res.levels.len(),
             dt.as_secs_f64()
         );
-        for l in &res.levels {
+        for l in res.levels.iter().filter(|_| !quiet) {
             println!(
                 "  c={:>4} out_tok/s={:>8.0} ttft_p50={:>9.1} ms itl_mean={:>6.1} ms batch={:>6.1} kv_peak={:.2} hit={:.2} preempt={}",
                 l.level.value(),

@@ -133,6 +133,41 @@ fn property_random_small_scenarios_keep_invariants() {
     }
 }
 
+/// vLLM walks its running list in order and a prefill chunk can use up the token budget; the
+/// engine serves decodes first. Both agree only because a decode is never behind a
+/// budget-limited chunk (docs/engine.md, "Running order"). Tight budgets and thresholds make
+/// budget-limited chunks frequent: the engine debug-asserts the premise at each of them, and a
+/// skipped decode would show as an inter-token gap outside the decode runs without a preemption.
+#[test]
+fn property_tight_budgets_never_put_a_decode_behind_a_budget_limited_chunk() {
+    let mut rng = Rng::stream(77, Stream::Test);
+    for case in 0..30 {
+        let mut c = cfg(rng.range_u64(200, 4000));
+        c.max_num_seqs = rng.range_u64(1, 16) as u32;
+        c.max_num_batched_tokens = (c.max_num_seqs as u64 + rng.range_u64(0, 96)) as u32;
+        c.long_prefill_token_threshold =
+            rng.range_u64(0, c.max_num_batched_tokens as u64 + 8) as u32;
+        c.block_size = [1u32, 4, 16][rng.range_u64(0, 2) as usize];
+        c.enable_prefix_caching = rng.range_u64(0, 1) == 1;
+        let conc = rng.range_u64(2, 24);
+        let w = workload(&format!(
+            r#"{{"arrival":{{"type":"closed_loop","concurrency":{conc}}},"requests":{{"type":"synthetic","input":{{"type":"uniform","min":1,"max":400}},"output":{{"type":"uniform","min":1,"max":60}}}},"seed":{case}}}"#
+        ));
+        let s = sweep_spec(r#"{"duration_s":20,"warmup_s":2}"#);
+        let (r, col) = run_level(&c, &model(), &w, &s, w.own_level().unwrap())
+            .unwrap_or_else(|e| panic!("case {case}: {e}"));
+        check_invariants(&r, &col);
+        assert!(r.totals.completed > 0, "case {case}");
+        for f in col.finished() {
+            assert!(
+                f.extra_itls.len() as u32 <= f.preemptions,
+                "case {case}: request {} has a gap without a preemption",
+                f.id
+            );
+        }
+    }
+}
+
 #[test]
 fn two_runs_give_identical_output() {
     let w = workload(SYNTH);
@@ -482,4 +517,173 @@ fn sliding_window_footprint_caps_blocks() {
     assert_eq!(peak, 101 + 10 + 2);
     assert_eq!(e.kv_used_blocks(), 0);
     let _ = NullObserver;
+}
+
+/// vLLM caches a block at the scheduling of the step whose tokens fill it (`allocate_slots`
+/// caches `num_computed + num_new` tokens), so a request arriving just before that step can hit
+/// a block that a running request's decode output is filling in it.
+#[test]
+fn decode_output_block_is_cached_at_the_step_that_fills_it() {
+    #[derive(Default)]
+    struct Hits(Vec<(u64, u64)>);
+    impl Observer for Hits {
+        fn on_scheduled(&mut self, _e: u32, _t: Ticks, id: u64, _p: u64, cached: u64) {
+            self.0.push((id, cached));
+        }
+    }
+    let m = LinearStepTime {
+        per_step_ns: 1000.0,
+        per_token_ns: 0.0,
+        per_ctx_token_ns: 0.0,
+    };
+    let mut c = cfg(1000);
+    c.block_size = 4;
+    let mut e = Engine::new(0, c, &m).unwrap();
+    let mut obs = Hits::default();
+    let x = 0xABCD;
+    // A: 16 prompt tokens of stream x, output continues stream x at token 16.
+    let a = Request {
+        id: 0,
+        arrival: Ticks(0),
+        prompt: vec![servesim_core::engine::Segment {
+            stream: x,
+            start: 0,
+            len: 16,
+        }],
+        output_stream: x,
+        output_start: 16,
+        output_len: 20,
+    };
+    e.submit(a, Ticks(0), &mut obs).unwrap();
+    // Step 0 prefills (first token = token 16); decode step j computes token 16 + j - 1 and
+    // emits token 16 + j. Token 19 exists after step 3 (ends at 4 us); step 4 computes it and
+    // fills block 4 (tokens 16..19).
+    while e.next_event_time().unwrap() < Ticks(4000) || e.steps() < 4 {
+        e.process_next_event(&mut obs).unwrap();
+    }
+    assert_eq!(e.steps(), 4);
+    // B echoes tokens 0..21 of the stream, arriving before step 4 is scheduled.
+    let b = Request {
+        id: 1,
+        arrival: Ticks(4000),
+        prompt: vec![servesim_core::engine::Segment {
+            stream: x,
+            start: 0,
+            len: 21,
+        }],
+        output_stream: 0x1234,
+        output_start: 0,
+        output_len: 1,
+    };
+    e.submit(b, Ticks(4000), &mut obs).unwrap();
+    e.process_next_event(&mut obs).unwrap(); // schedules step 4: A decodes, B is admitted
+    assert_eq!(
+        obs.0,
+        vec![(0, 0), (1, 20)],
+        "B hits blocks 0..4, block 4 filled in step 4"
+    );
+}
+
+/// Records what the engine hands the step-time model at each step.
+struct WindowProbe {
+    seen: std::cell::RefCell<Vec<(u64, u64, Vec<u64>)>>,
+}
+impl servesim_core::engine::StepTimeModel for WindowProbe {
+    fn step_time(&self, _b: &servesim_core::engine::StepBatch) -> Ticks {
+        unreachable!("the engine calls step_time_windowed")
+    }
+    fn step_time_windowed(
+        &self,
+        b: &servesim_core::engine::StepBatch,
+        w: &[servesim_core::engine::WindowedDecode],
+    ) -> Ticks {
+        let keys = w.iter().map(|x| x.decode_keys).collect();
+        self.seen
+            .borrow_mut()
+            .push((b.num_decode_seqs as u64, b.decode_ctx_sum, keys));
+        Ticks(1000 + 10 * b.num_tokens)
+    }
+}
+
+fn windowed_cfg(blocks: u64, windows: &[u64]) -> EngineConfig {
+    let mut c = cfg(blocks);
+    c.block_size = 4;
+    c.max_num_seqs = 8;
+    c.max_num_batched_tokens = 64;
+    c.kv.sliding = windows
+        .iter()
+        .map(|&window| SlidingGroup {
+            window,
+            max_blocks: 1 << 30,
+        })
+        .collect();
+    c
+}
+
+/// Runs `n` random requests to completion on one engine; returns the probe and the finished
+/// requests.
+fn run_windowed(c: EngineConfig, n: u64, seed: u64) -> (WindowProbe, Vec<FinishedRequest>) {
+    let probe = WindowProbe {
+        seen: Default::default(),
+    };
+    let mut rec = Rec::default();
+    {
+        let mut e = Engine::new(0, c, &probe).unwrap();
+        let mut rng = Rng::stream(seed, Stream::Test);
+        let mut t = 0;
+        for id in 0..n {
+            let r = Request::unique(id, Ticks(t), rng.range_u64(1, 90), rng.range_u64(1, 70));
+            e.advance_to(Ticks(t), &mut rec).unwrap();
+            e.submit(r, Ticks(t), &mut rec).unwrap();
+            t += rng.range_u64(0, 20_000);
+        }
+        e.advance_to(Ticks(u64::MAX), &mut rec).unwrap();
+        assert_eq!(e.num_running() + e.num_waiting(), 0);
+    }
+    (probe, rec.fin)
+}
+
+#[test]
+fn windowed_decode_keys_match_a_per_request_recount() {
+    // A pool large enough for no preemption: each request decodes in one run [a, b] with
+    // ctx = prompt + (j - a) at step j, so the windowed key count is min(ctx + 1, w).
+    let windows = [1u64, 8, 37, 64, 1 << 40];
+    let (probe, fin) = run_windowed(windowed_cfg(100_000, &windows), 60, 5);
+    let seen = probe.seen.borrow();
+    let mut want = vec![vec![0u64; windows.len()]; seen.len()];
+    for f in &fin {
+        assert!(f.decode_runs.len() <= 1 && f.preemptions == 0);
+        for &(a, b) in &f.decode_runs {
+            for j in a..=b {
+                let ctx = f.prompt_len + (j - a);
+                for (i, &w) in windows.iter().enumerate() {
+                    want[j as usize][i] += (ctx + 1).min(w);
+                }
+            }
+        }
+    }
+    assert!(seen.iter().any(|s| s.0 > 3), "batches with several decodes");
+    for (j, (n, ctx_sum, keys)) in seen.iter().enumerate() {
+        assert_eq!(keys, &want[j], "step {j}");
+        assert_eq!(keys[0], *n, "window 1: one key per decode");
+        assert_eq!(keys[4], ctx_sum + n, "huge window: full attention");
+    }
+}
+
+#[test]
+fn windowed_decode_keys_stay_consistent_through_preemptions() {
+    let windows = [1u64, 16, 1 << 40];
+    let (probe, fin) = run_windowed(windowed_cfg(200, &windows), 80, 9);
+    assert!(
+        fin.iter().any(|f| f.preemptions > 0),
+        "the small pool preempts"
+    );
+    for (j, (n, ctx_sum, keys)) in probe.seen.borrow().iter().enumerate() {
+        assert_eq!(keys[0], *n, "step {j}");
+        assert_eq!(keys[2], ctx_sum + n, "step {j}");
+        assert!(
+            keys[1] <= 16 * n && keys[1] <= ctx_sum + n && keys[1] >= *n,
+            "step {j}"
+        );
+    }
 }

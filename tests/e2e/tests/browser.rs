@@ -290,6 +290,9 @@ async fn page_loads_and_shows_the_capacity_card() {
             let ms = t0.elapsed().as_millis();
             let kv = wait_text(&c, "#cap-kv-tokens").await?;
             let title = c.title().await?;
+            if text_of(&c, "#preview-banner").await?.is_some() {
+                return Err("the placeholder banner is gone for good".into());
+            }
             Ok((fits, kv, title, ms))
         }
         .await;
@@ -314,6 +317,7 @@ async fn changing_kv_dtype_tp_gpu_and_model_changes_the_capacity_card() {
             choose(&c, "#f-kv_cache_dtype", "fp8").await?;
             let fp8 = kv_tokens_after_change(&c, &auto).await?;
             // TP 2 on 1 GPU is invalid: the field says why and the card waits for a fix.
+            type_into(&c, "#f-gpus", "1").await?;
             type_into(&c, "#f-tp", "2").await?;
             let gpus_err = wait_text(&c, "#e-gpus").await?;
             let invalid = wait_text(&c, "#cap-invalid").await?;
@@ -335,7 +339,7 @@ async fn changing_kv_dtype_tp_gpu_and_model_changes_the_capacity_card() {
         n(&fp8) > n(&auto),
         "fp8 KV must hold more tokens: {fp8} vs {auto}"
     );
-    assert!(gpus_err.contains("TP x DP = 2"), "{gpus_err}");
+    assert!(gpus_err.contains("tp*dp = 2"), "{gpus_err}");
     assert!(invalid.contains("Fix the highlighted fields"));
     assert!(
         n(&tp2) > n(&fp8),
@@ -372,48 +376,94 @@ async fn wait_status(c: &Client, prefix: &'static str, secs: u64) -> Res<String>
     .await
 }
 
+/// Clicks Run, waits for Done and returns (status, the page's SweepReport JSON, elapsed ms).
+async fn run_and_report(c: &Client, secs: u64) -> Res<(String, String, f64)> {
+    c.find(Locator::Css("#run-btn")).await?.click().await?;
+    let status = wait_status(c, "Done", secs).await?;
+    let v = c
+        .execute(
+            "const s = document.querySelector('#run-status');
+             return [document.querySelector('#report-json').textContent, s.dataset.elapsedMs || ''];",
+            vec![],
+        )
+        .await?;
+    let (report, ms): (String, String) = serde_json::from_value(v)?;
+    Ok((status, report, ms.parse().unwrap_or(f64::NAN)))
+}
+
+/// What `servesim sweep --scenario S --json` prints for the scenario in a page link: the
+/// scenario JSON decoded from the link, then the core's resolve -> run -> SweepReport (the
+/// CLI's code path, natively).
+fn native_report_of_link(link: &str) -> String {
+    use servesim_core::scenario::{Scenario, SweepReport};
+    let code = link.split("#s=").nth(1).expect("a link with #s=");
+    let json = servesim_core::share::decode(code).expect("the link decodes");
+    let s = Scenario::from_json(&json).expect("the link carries a scenario");
+    let r = s.resolve().expect("it resolves");
+    let result = r.run().expect("it runs");
+    SweepReport::new(&s, &r, &result).to_json_pretty()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn running_a_sweep_fills_the_table_and_draws_the_charts() {
-    let (status, rows, chart_px, progress, png) = with_browser("sweep", |c, base| async move {
-        let r = async {
-            c.goto(&base).await?;
-            wait_text(&c, "#cap-kv-tokens").await?;
-            type_into(&c, "#f-levels", "1, 2, 4").await?;
-            type_into(&c, "#f-duration_s", "2").await?;
-            c.find(Locator::Css("#run-btn")).await?.click().await?;
-            let status = wait_status(&c, "Done", 120).await?;
-            let rows = table_rows(&c).await?;
-            // Each chart canvas has non-background pixels.
-            let chart_px = c
-                .execute(
-                    "return [...document.querySelectorAll('.chart canvas')].map(cv => {
+async fn a_sweep_in_the_page_equals_the_native_cli_report_byte_for_byte() {
+    let (status, rows, chart_px, progress, png, report, link) =
+        with_browser("sweep", |c, base| async move {
+            let r = async {
+                c.goto(&base).await?;
+                wait_text(&c, "#cap-kv-tokens").await?;
+                choose(&c, "#f-preset", "chat").await?;
+                type_into(&c, "#f-levels", "1, 4, 16").await?;
+                type_into(&c, "#f-duration_s", "30").await?;
+                type_into(&c, "#f-warmup_s", "3").await?;
+                type_into(&c, "#f-sla", "e2e_tokens_per_s_per_user>=120, ttft_ms_p90<400").await?;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let link = c.current_url().await?.to_string();
+                let (status, report, _) = run_and_report(&c, 120).await?;
+                let rows = table_rows(&c).await?;
+                // Each chart canvas has non-background pixels.
+                let chart_px = c
+                    .execute(
+                        "return [...document.querySelectorAll('.chart canvas')].map(cv => {
                         const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
                         let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] !== d[0] || d[i+1] !== d[1] || d[i+2] !== d[2]) n++;
                         return n; });",
-                    vec![],
-                )
-                .await?;
-            let progress = value_of(&c, "#sweep-progress").await?;
-            c.set_window_size(1440, 2000).await?;
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let png = c.screenshot().await?;
-            Ok((status, rows, chart_px, progress, png))
-        }
+                        vec![],
+                    )
+                    .await?;
+                let progress = value_of(&c, "#sweep-progress").await?;
+                c.set_window_size(1440, 2200).await?;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let png = c.screenshot().await?;
+                Ok((status, rows, chart_px, progress, png, report, link))
+            }
+            .await;
+            (c, r)
+        })
         .await;
-        (c, r)
-    })
-    .await;
     std::fs::write(artifacts().join("results.png"), &png).unwrap();
+    std::fs::write(artifacts().join("page-report.json"), &report).unwrap();
     assert!(status.starts_with("Done"), "{status}");
+    let native = native_report_of_link(&link);
+    assert!(
+        report == native,
+        "the page's JSON export must equal `servesim sweep --json` byte for byte (see tests/artifacts/page-report.json)"
+    );
+    let v: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(v["levels"].as_array().unwrap().len(), 3);
+    assert!(v["operating_point"]["summary"].is_string());
     let conc: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
-    assert_eq!(conc, ["1", "2", "4"]);
-    for r in &rows {
+    assert_eq!(conc, ["1", "4", "16"]);
+    for (r, l) in rows.iter().zip(v["levels"].as_array().unwrap()) {
         let cell = r
             .iter()
             .find(|c| c.starts_with("output_tokens_per_s="))
             .expect("an output tok/s cell");
-        let v: f64 = cell.split('=').nth(1).unwrap().parse().unwrap();
-        assert!(v > 0.0 && v.is_finite(), "{cell}");
+        let shown: f64 = cell.split('=').nth(1).unwrap().parse().unwrap();
+        let exact = l["output_tokens_per_s"].as_f64().unwrap();
+        assert!(
+            shown > 0.0 && (shown - exact).abs() <= exact * 1e-12,
+            "{cell} vs {exact}"
+        );
     }
     let px: Vec<u64> = serde_json::from_value(chart_px).unwrap();
     assert_eq!(px.len(), 5);
@@ -426,28 +476,30 @@ async fn running_a_sweep_fills_the_table_and_draws_the_charts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn share_link_opens_the_same_scenario_in_a_fresh_browser() {
-    let (link, kv1) = with_browser("share-a", |c, base| async move {
+async fn share_link_reopens_the_same_scenario_and_the_same_results() {
+    let (link, kv1, report1) = with_browser("share-a", |c, base| async move {
         let r = async {
             c.goto(&base).await?;
             wait_text(&c, "#cap-kv-tokens").await?;
             type_into(&c, "#f-gpus", "4").await?;
             type_into(&c, "#f-tp", "4").await?;
             choose(&c, "#f-kv_cache_dtype", "fp8_e5m2").await?;
-            choose(&c, "#f-preset", "agentic").await?;
-            type_into(&c, "#f-levels", "2, 8, 32").await?;
-            // The URL follows the scenario.
+            choose(&c, "#f-preset", "summarisation").await?;
+            type_into(&c, "#f-levels", "2, 8").await?;
+            type_into(&c, "#f-duration_s", "20").await?;
+            type_into(&c, "#f-warmup_s", "2").await?;
             let kv = wait_text(&c, "#cap-kv-tokens").await?;
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            let (_, report, _) = run_and_report(&c, 120).await?;
+            // The URL follows the scenario.
             let link = c.current_url().await?.to_string();
-            Ok((link, kv))
+            Ok((link, kv, report))
         }
         .await;
         (c, r)
     })
     .await;
     let link2 = link.clone();
-    let (fields, kv2) = with_browser("share-b", |c, _base| async move {
+    let (fields, kv2, report2) = with_browser("share-b", |c, _base| async move {
         let r = async {
             c.goto(&link2).await?;
             let kv = wait_text(&c, "#cap-kv-tokens").await?;
@@ -457,17 +509,17 @@ async fn share_link_opens_the_same_scenario_in_a_fresh_browser() {
                 "#f-tp",
                 "#f-kv_cache_dtype",
                 "#f-preset",
-                "#f-isl",
-                "#f-osl",
+                "#f-in_kind",
+                "#f-in_mean",
                 "#f-levels",
             ] {
                 fields.push(value_of(&c, id).await?);
             }
-            let notice = text_of(&c, "#notice").await?;
-            if let Some(n) = notice {
+            if let Some(n) = text_of(&c, "#notice").await? {
                 return Err(format!("unexpected notice: {n}").into());
             }
-            Ok((fields, kv))
+            let (_, report, _) = run_and_report(&c, 120).await?;
+            Ok((fields, kv, report))
         }
         .await;
         (c, r)
@@ -476,9 +528,21 @@ async fn share_link_opens_the_same_scenario_in_a_fresh_browser() {
     assert!(link.contains("#s=v1."), "{link}");
     assert_eq!(
         fields,
-        ["4", "4", "fp8_e5m2", "agentic", "16384", "1024", "2, 8, 32"]
+        [
+            "4",
+            "4",
+            "fp8_e5m2",
+            "summarisation",
+            "uniform_ratio",
+            "32768",
+            "2, 8"
+        ]
     );
     assert_eq!(kv1, kv2, "the same scenario gives the same capacity");
+    assert!(
+        report1 == report2,
+        "the same link gives byte-identical results in a fresh browser"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -486,10 +550,18 @@ async fn corrupted_link_shows_a_clear_message_and_the_default_scenario() {
     let obs = with_browser("corrupt", |c, base| async move {
         let r = async {
             let mut out = Vec::new();
+            // A link of the page's interim (pre-release) scenario format: no "version".
+            let interim = format!(
+                "#s={}",
+                servesim_core::share::encode(
+                    r#"{"model":{"catalog":"meta-llama/Meta-Llama-3.1-8B"},"gpu":{"catalog":"H100-SXM"},"num_gpus":2,"parallelism":{"tp":2,"dp":1,"ep":1},"levels":[1,2],"duration_s":60.0}"#
+                )
+            );
             for frag in [
                 "#s=v1.eJzz!!not-base64",
                 "#s=v9.abcd",
                 "#s=v1.eJwLycgsVgCiRIWS1OISAA",
+                interim.as_str(),
             ] {
                 c.goto("about:blank").await?;
                 c.goto(&format!("{base}{frag}")).await?;
@@ -513,9 +585,14 @@ async fn corrupted_link_shows_a_clear_message_and_the_default_scenario() {
     assert!(obs[0].0.contains("not base64url"), "{}", obs[0].0);
     assert!(obs[1].0.contains("v9"), "{}", obs[1].0);
     assert!(
-        obs[2].0.contains("damaged") || obs[2].0.contains("not valid"),
+        obs[2].0.contains("damaged") || obs[2].0.contains("cannot read"),
         "{}",
         obs[2].0
+    );
+    assert!(
+        obs[3].0.contains("older or unknown version"),
+        "{}",
+        obs[3].0
     );
 }
 
@@ -526,8 +603,8 @@ async fn cancel_stops_a_running_sweep_and_the_next_sweep_runs() {
             let r = async {
                 c.goto(&base).await?;
                 wait_text(&c, "#cap-kv-tokens").await?;
-                type_into(&c, "#f-levels", "1, 2, 4, 8, 16, 32, 64, 128").await?;
-                type_into(&c, "#f-duration_s", "600").await?;
+                type_into(&c, "#f-levels", "1, 2, 4, 8, 16, 32, 64, 128, 256, 512").await?;
+                type_into(&c, "#f-duration_s", "3000").await?;
                 c.find(Locator::Css("#run-btn")).await?.click().await?;
                 wait_status(&c, "Running", 20).await?;
                 c.find(Locator::Css("#cancel-btn")).await?.click().await?;
@@ -537,7 +614,8 @@ async fn cancel_stops_a_running_sweep_and_the_next_sweep_runs() {
                 let rows_later = table_rows(&c).await?.len();
                 // The worker is usable again.
                 type_into(&c, "#f-levels", "1, 2").await?;
-                type_into(&c, "#f-duration_s", "1").await?;
+                type_into(&c, "#f-duration_s", "10").await?;
+                type_into(&c, "#f-warmup_s", "1").await?;
                 c.find(Locator::Css("#run-btn")).await?.click().await?;
                 let status2 = wait_status(&c, "Done", 120).await?;
                 Ok((cancelled, rows_after_cancel, rows_later, status2))
@@ -548,8 +626,8 @@ async fn cancel_stops_a_running_sweep_and_the_next_sweep_runs() {
         .await;
     assert_eq!(cancelled, "Cancelled.");
     assert!(
-        rows_after_cancel < 8,
-        "the sweep stopped early ({rows_after_cancel} of 8 levels)"
+        rows_after_cancel < 10,
+        "the sweep stopped early ({rows_after_cancel} of 10 levels)"
     );
     assert_eq!(
         rows_later, rows_after_cancel,
@@ -567,18 +645,18 @@ async fn back_and_forward_restore_earlier_scenarios() {
             tokio::time::sleep(Duration::from_millis(1700)).await;
             choose(&c, "#f-kv_cache_dtype", "fp8").await?;
             tokio::time::sleep(Duration::from_millis(1700)).await;
-            type_into(&c, "#f-isl", "4096").await?;
+            type_into(&c, "#f-in_mean", "4096").await?;
             tokio::time::sleep(Duration::from_millis(300)).await;
             c.back().await?;
             let b = wait_until("isl to revert", Duration::from_secs(5), || async {
-                let v = value_of(&c, "#f-isl").await?;
+                let v = value_of(&c, "#f-in_mean").await?;
                 Ok((v != "4096").then_some(v))
             })
             .await?;
             let kv_b = value_of(&c, "#f-kv_cache_dtype").await?;
             c.forward().await?;
             let f = wait_until("isl to return", Duration::from_secs(5), || async {
-                let v = value_of(&c, "#f-isl").await?;
+                let v = value_of(&c, "#f-in_mean").await?;
                 Ok((v == "4096").then_some(v))
             })
             .await?;
@@ -596,17 +674,13 @@ async fn back_and_forward_restore_earlier_scenarios() {
 async fn link_made_natively_opens_in_the_page() {
     // Native (x86) and wasm builds of the codec and scenario must agree byte for byte.
     use servesim_web::core_api::{fragment_for, Scenario};
-    let s = Scenario {
-        num_gpus: 8,
-        parallelism: servesim_core::parallel::Parallelism {
-            tp: 8,
-            dp: 1,
-            ep: 1,
-        },
-        levels: vec![3, 9, 27],
-        seed: 42,
-        ..Scenario::default()
+    let mut s = Scenario {
+        num_gpus: Some(8),
+        tp: 8,
+        ..Scenario::default_scenario()
     };
+    s.sweep.concurrency = Some(vec![3.0, 9.0, 27.0]);
+    s.workload.seed = 42;
     let frag = fragment_for(&s);
     let frag2 = frag.clone();
     let (url, levels, seed) = with_browser("native-link", |c, base| async move {
@@ -626,4 +700,49 @@ async fn link_made_natively_opens_in_the_page() {
     assert_eq!(seed, "42");
     // The page re-encodes the scenario it parsed: the same link comes out.
     assert!(url.ends_with(&format!("#{frag}")), "{url} vs {frag}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_sweep_wall_time_in_chromium() {
+    // DeepSeek-V4-Pro on 8x H200, TP8, fp8_ds_mla KV, agentic-coding preset, concurrency
+    // 1, 2, ..., 512 (10 levels), 900 simulated s each (docs/performance.md "Web").
+    use servesim_web::core_api::{fragment_for, GpuRef, ModelRef, Scenario};
+    let mut s = Scenario {
+        model: ModelRef::Catalog("deepseek-ai/DeepSeek-V4-Pro".into()),
+        gpu: GpuRef::Catalog("H200".into()),
+        tp: 8,
+        kv_cache_dtype: servesim_core::dtype::KvCacheDtype::Fp8DsMla,
+        ..Scenario::default_scenario()
+    };
+    s.workload = servesim_web::form::preset_workload("agentic-coding").unwrap();
+    s.sweep.concurrency = Some((0..10).map(|i| f64::from(1u32 << i)).collect());
+    s.sweep.duration_s = Some(900.0);
+    s.sweep.warmup_s = None;
+    s.sweep.sla =
+        servesim_web::form::parse_sla("e2e_tokens_per_s_per_user>=50, ttft_ms_p50<5000").unwrap();
+    let frag = fragment_for(&s);
+    let (status, report, ms, link) = with_browser("reference", |c, base| async move {
+        let r = async {
+            c.goto(&format!("{base}#{frag}")).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            let link = c.current_url().await?.to_string();
+            let (status, report, ms) = run_and_report(&c, 120).await?;
+            Ok((status, report, ms, link))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert!(status.starts_with("Done"), "{status}");
+    println!("reference sweep in headless Chromium: {ms:.0} ms wall (target < 2000 ms)");
+    std::fs::write(
+        artifacts().join("reference-sweep-ms.txt"),
+        format!("{ms:.0}\n"),
+    )
+    .unwrap();
+    assert!(ms.is_finite() && ms > 0.0);
+    assert!(
+        report == native_report_of_link(&link),
+        "the reference sweep in wasm equals the native run byte for byte"
+    );
 }

@@ -237,10 +237,29 @@ pub struct StepBatch<'a> {
     pub num_tokens: u64,
 }
 
+/// Decode attention under one sliding window (one distinct `window` of
+/// [`KvFootprint::sliding`]): a decode with `ctx` tokens in its KV cache attends to
+/// `min(ctx + 1, window)` keys in a layer with that window (its own token included, as
+/// FlashAttention's `window_size_left = window - 1`), against `ctx + 1` in a full-attention layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowedDecode {
+    pub window: u64,
+    /// `sum over decoding sequences of min(ctx + 1, window)`.
+    pub decode_keys: u64,
+}
+
 /// The duration of one engine step. The roofline model implements this; tests use
 /// [`LinearStepTime`].
 pub trait StepTimeModel {
     fn step_time(&self, batch: &StepBatch) -> Ticks;
+
+    /// The engine calls this one. `windows` has one entry per distinct sliding window of the
+    /// engine's [`KvFootprint`] (ascending; empty without sliding groups). Models of
+    /// sliding-window layers override it; the default ignores `windows`.
+    fn step_time_windowed(&self, batch: &StepBatch, windows: &[WindowedDecode]) -> Ticks {
+        let _ = windows;
+        self.step_time(batch)
+    }
 }
 
 /// A test-only step-time model:

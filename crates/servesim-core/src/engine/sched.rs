@@ -1,12 +1,13 @@
 //! The engine core: vLLM v1's `Scheduler.schedule()` / `update_from_output()` loop as discrete
 //! events. See `docs/engine.md`.
 
-use super::kv::KvPool;
+use super::kv::{BlockId, KvPool};
+use super::IdMap;
 use super::{
     EngineConfig, FinishedRequest, Observer, PrefillChunk, RejectReason, Request, Segment,
-    SimError, StepBatch, StepRecord, StepTimeModel,
+    SimError, StepBatch, StepRecord, StepTimeModel, WindowedDecode,
 };
-use crate::rng::hash2;
+use crate::rng::mix64;
 use crate::units::Ticks;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -24,6 +25,35 @@ enum Phase {
 
 /// Root of every block-hash chain.
 const HASH_ROOT: u64 = 0x243F_6A88_85A3_08D3;
+/// Odd multiplier spreading token offsets in block hashes (2^64 / golden ratio).
+const HASH_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
+/// Cap on block hashes kept in the finished-request hash memo (8 bytes each: 16 MiB).
+const MEMO_CAP_HASHES: usize = 1 << 21;
+
+/// The block hashes of a finished request, kept under its output stream so that a request
+/// continuing that stream (the next turn of an agentic session) reuses the hashes of the
+/// content both share instead of re-hashing its whole conversation.
+struct HashMemo {
+    segs: Vec<Segment>,
+    hashes: Vec<u64>,
+    serial: u64,
+}
+
+/// Tokens at the start of `a` and `b` that are the same content (segment lists agree).
+fn common_prefix(a: &[Segment], b: &[Segment]) -> u64 {
+    let mut n = 0;
+    for (x, y) in a.iter().zip(b) {
+        if x == y {
+            n += x.len;
+            continue;
+        }
+        if x.stream == y.stream && x.start == y.start {
+            n += x.len.min(y.len);
+        }
+        break;
+    }
+    n
+}
 
 struct Live {
     id: u64,
@@ -41,8 +71,8 @@ struct Live {
     phase: Phase,
     /// Physical KV blocks held.
     held: u64,
-    /// Cached blocks this request holds a reference on, in acquisition order.
-    refs: Vec<u64>,
+    /// Cached blocks (slab ids) this request holds a reference on, in acquisition order.
+    refs: Vec<BlockId>,
     /// Leading full blocks already offered to the prefix cache.
     reg_blocks: u64,
     /// Block hashes of the token sequence, computed lazily.
@@ -60,28 +90,80 @@ struct Live {
     gen: u32,
 }
 
+/// The first `n` block hashes of `segs` computed from scratch (checks the memo in debug builds).
+#[cfg(debug_assertions)]
+fn fresh_hashes(segs: &[Segment], n: u64, bs: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut h = HASH_ROOT;
+    let mut in_block = 0u64;
+    for sg in segs {
+        let mut off = 0;
+        while off < sg.len && (out.len() as u64) < n {
+            let take = (bs - in_block).min(sg.len - off);
+            let key = sg
+                .stream
+                .wrapping_add((sg.start + off).wrapping_mul(HASH_STEP));
+            h = mix64(h ^ key).wrapping_add(take);
+            off += take;
+            in_block += take;
+            if in_block == bs {
+                out.push(h);
+                in_block = 0;
+            }
+        }
+    }
+    out
+}
+
 impl Live {
+    /// Adopts the leading `nb` block hashes of another request with the same content there.
+    fn adopt_hashes(&mut self, nb: u64, bs: u64) {
+        self.hashes.truncate(nb as usize);
+        // Move the hashing cursor to token nb * bs.
+        let mut pos = nb * bs;
+        self.cursor_seg = 0;
+        self.cursor_off = 0;
+        while pos > 0 {
+            let len = self.segs[self.cursor_seg].len;
+            if pos >= len {
+                pos -= len;
+                self.cursor_seg += 1;
+            } else {
+                self.cursor_off = pos;
+                pos = 0;
+            }
+        }
+    }
+
     /// Extends `hashes` to `n` blocks: block `j`'s hash chains block `j-1`'s hash with the
     /// (stream, offset, length) pieces of tokens `j*bs .. (j+1)*bs` (vLLM chains parent hashes
-    /// the same way; we hash segment descriptors instead of token ids).
+    /// the same way; we hash segment descriptors instead of token ids). Per piece:
+    /// `h = mix64(h ^ (stream + offset * G)) + length` with `G` the odd golden-ratio constant:
+    /// offsets within one stream never collide (G is invertible mod 2^64), different streams
+    /// (random 64-bit ids) collide with probability ~2^-64, and `mix64` is a bijection.
     fn ensure_hashes(&mut self, n: u64, bs: u64) {
-        if self.hashes.capacity() == 0 {
-            // Size both per-block vectors once for the whole sequence (they grow one block at a
-            // time otherwise: ~9% of a sweep's instructions went to reallocation).
-            let blocks = ((self.prompt_len + self.output_len) / bs).max(n) as usize;
-            self.hashes.reserve_exact(blocks);
-            self.refs.reserve_exact(blocks);
-        }
+        self.hashes
+            .reserve((n as usize).saturating_sub(self.hashes.len()));
         while (self.hashes.len() as u64) < n {
             let mut h = self.hashes.last().copied().unwrap_or(HASH_ROOT);
             let mut remaining = bs;
+            let seg = self.segs[self.cursor_seg];
+            if seg.len - self.cursor_off > bs {
+                // Fast path: the block lies inside one segment and does not end it.
+                let key = seg
+                    .stream
+                    .wrapping_add((seg.start + self.cursor_off).wrapping_mul(HASH_STEP));
+                self.hashes.push(mix64(h ^ key).wrapping_add(bs));
+                self.cursor_off += bs;
+                continue;
+            }
             while remaining > 0 {
                 let seg = self.segs[self.cursor_seg];
                 let take = remaining.min(seg.len - self.cursor_off);
-                h = hash2(
-                    h,
-                    hash2(hash2(seg.stream, seg.start + self.cursor_off), take),
-                );
+                let key = seg
+                    .stream
+                    .wrapping_add((seg.start + self.cursor_off).wrapping_mul(HASH_STEP));
+                h = mix64(h ^ key).wrapping_add(take);
                 self.cursor_off += take;
                 remaining -= take;
                 if self.cursor_off == seg.len {
@@ -93,6 +175,9 @@ impl Live {
         }
     }
 }
+
+/// (step, window index, slot, request id, gen) of a decode reaching a sliding window.
+type Crossing = (u64, u32, u32, u64, u32);
 
 struct InFlight {
     start: Ticks,
@@ -124,12 +209,27 @@ pub struct Engine<'m> {
     sum_dec_ctx: u64,
     buckets: Vec<Vec<u32>>,
     finish_heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    /// Per distinct sliding window: `sum min(ctx + 1, window)` over decodes, and how many
+    /// decodes are still below the window (`ctx + 1 < window`, growing by one key per step).
+    windows: Vec<WindowedDecode>,
+    below: Vec<u64>,
+    /// (step at which a decode's `ctx + 1` reaches the window, window index, slot, request id,
+    /// gen): from that step on its windowed key count stays at `window`.
+    cross_heap: BinaryHeap<Reverse<Crossing>>,
     step: u64,
     now: Ticks,
     in_flight: Option<InFlight>,
     completing: Vec<u32>,
     chunks: Vec<PrefillChunk>,
     plans: Vec<(u32, u64, u64)>,
+    /// Finished requests' block hashes by output stream, oldest first in `memo_fifo`.
+    memo: IdMap<HashMemo>,
+    memo_fifo: VecDeque<(u64, u64)>,
+    memo_hashes: usize,
+    memo_serial: u64,
+    /// Spare `refs` / `hashes` vectors of finished requests (reused to avoid reallocation).
+    spare_refs: Vec<Vec<BlockId>>,
+    spare_hashes: Vec<Vec<u64>>,
     submitted: u64,
     finished: u64,
     rejected: u64,
@@ -146,7 +246,7 @@ impl<'m> Engine<'m> {
         cfg.validate()?;
         let bs = cfg.block_size as u64;
         let group = cfg.kv.full_groups as u64;
-        Ok(Engine {
+        let mut e = Engine {
             index,
             bs,
             group,
@@ -162,18 +262,39 @@ impl<'m> Engine<'m> {
             sum_dec_ctx: 0,
             buckets: vec![Vec::new(); bs as usize],
             finish_heap: BinaryHeap::new(),
+            windows: {
+                let mut w: Vec<u64> = cfg.kv.sliding.iter().map(|g| g.window).collect();
+                w.sort_unstable();
+                w.dedup();
+                w.into_iter()
+                    .map(|window| WindowedDecode {
+                        window,
+                        decode_keys: 0,
+                    })
+                    .collect()
+            },
+            below: Vec::new(),
+            cross_heap: BinaryHeap::new(),
             step: 0,
             now: Ticks::ZERO,
             in_flight: None,
             completing: Vec::new(),
             chunks: Vec::new(),
             plans: Vec::new(),
+            memo: IdMap::default(),
+            memo_fifo: VecDeque::new(),
+            memo_hashes: 0,
+            memo_serial: 0,
+            spare_refs: Vec::new(),
+            spare_hashes: Vec::new(),
             submitted: 0,
             finished: 0,
             rejected: 0,
             preemptions: 0,
             cfg,
-        })
+        };
+        e.below = vec![0; e.windows.len()];
+        Ok(e)
     }
 
     pub fn index(&self) -> u32 {
@@ -264,7 +385,7 @@ impl<'m> Engine<'m> {
             len: o,
         });
         Request::normalize_segments(&mut segs);
-        let live = Live {
+        let mut live = Live {
             id: req.id,
             arrival: req.arrival,
             segs,
@@ -275,9 +396,9 @@ impl<'m> Engine<'m> {
             computed: 0,
             phase: Phase::Waiting,
             held: 0,
-            refs: Vec::new(),
+            refs: self.spare_refs.pop().unwrap_or_default(),
             reg_blocks: 0,
-            hashes: Vec::new(),
+            hashes: self.spare_hashes.pop().unwrap_or_default(),
             cursor_seg: 0,
             cursor_off: 0,
             first_scheduled: None,
@@ -290,6 +411,22 @@ impl<'m> Engine<'m> {
             bucket_pos: 0,
             gen: 0,
         };
+        if self.caching {
+            let key = live.segs.last().expect("non-empty").stream;
+            if let Some(m) = self.memo.remove(&key) {
+                self.memo_hashes -= m.hashes.len();
+                let nb = (common_prefix(&m.segs, &live.segs) / self.bs).min(m.hashes.len() as u64);
+                let mine = std::mem::replace(&mut live.hashes, m.hashes);
+                self.spare_hashes.push(mine);
+                live.adopt_hashes(nb, self.bs);
+                #[cfg(debug_assertions)]
+                assert_eq!(live.hashes, fresh_hashes(&live.segs, nb, self.bs));
+            }
+            let blocks = ((p + o) / self.bs) as usize;
+            live.hashes
+                .reserve(blocks.saturating_sub(live.hashes.len()));
+            live.refs.reserve(blocks);
+        }
         let s = match self.free_slots.pop() {
             Some(s) => {
                 self.slots[s as usize] = Some(live);
@@ -364,19 +501,15 @@ impl<'m> Engine<'m> {
             return;
         }
         l.ensure_hashes(upto, bs);
-        for j in l.reg_blocks..upto {
-            let h = l.hashes[j as usize];
-            if self.pool.register(h) {
-                l.refs.push(h);
-            }
-        }
+        self.pool
+            .register_all(&l.hashes[l.reg_blocks as usize..upto as usize], &mut l.refs);
         l.reg_blocks = upto;
     }
 
     fn free_blocks(&mut self, s: u32) {
         let l = self.slots[s as usize].as_mut().expect("live slot");
-        for h in l.refs.iter().rev() {
-            self.pool.release_ref(*h);
+        for &id in l.refs.iter().rev() {
+            self.pool.release_ref(id);
         }
         let private = l.held - self.group * l.refs.len() as u64;
         self.pool.release_private(private);
@@ -404,6 +537,60 @@ impl<'m> Engine<'m> {
         }
     }
 
+    /// A request enters decode at step `s0` with `eff` tokens in its KV cache and `remaining`
+    /// tokens to go: windowed decode sums and crossing events.
+    fn windows_enter(&mut self, s: u32, s0: u64, eff: u64, remaining: u64) {
+        if self.windows.is_empty() {
+            return;
+        }
+        let (id, gen) = {
+            let l = self.slots[s as usize].as_ref().expect("live slot");
+            (l.id, l.gen)
+        };
+        for (i, w) in self.windows.iter_mut().enumerate() {
+            w.decode_keys += (eff + 1).min(w.window);
+            if eff + 1 < w.window {
+                self.below[i] += 1;
+                let cross = s0 + (w.window - 1 - eff);
+                // Its last decode step is s0 + remaining - 1; the sums advance once more.
+                if cross <= s0 + remaining {
+                    self.cross_heap.push(Reverse((cross, i as u32, s, id, gen)));
+                }
+            }
+        }
+    }
+
+    /// A decode with `ctx` tokens in its KV cache leaves (finish or preemption).
+    fn windows_leave(&mut self, ctx: u64) {
+        for (i, w) in self.windows.iter_mut().enumerate() {
+            w.decode_keys -= (ctx + 1).min(w.window);
+            if ctx + 1 < w.window {
+                self.below[i] -= 1;
+            }
+        }
+    }
+
+    /// Advances the windowed sums from step `k` to `k + 1` (before finishes and new decodes).
+    fn windows_advance(&mut self, k: u64) {
+        if self.windows.is_empty() {
+            return;
+        }
+        for (w, &b) in self.windows.iter_mut().zip(&self.below) {
+            w.decode_keys += b;
+        }
+        while let Some(&Reverse((step, i, s, id, gen))) = self.cross_heap.peek() {
+            if step > k + 1 {
+                break;
+            }
+            self.cross_heap.pop();
+            let valid = matches!(&self.slots[s as usize],
+                Some(l) if l.id == id && l.gen == gen && matches!(l.phase, Phase::Decoding { .. }));
+            if valid {
+                self.below[i as usize] -= 1;
+            }
+        }
+    }
+
     /// Recompute preemption of running request `s` while scheduling step `k` at time `t`.
     fn preempt(&mut self, s: u32, k: u64, t: Ticks, obs: &mut dyn Observer) {
         let phase = self.live(s).phase;
@@ -423,6 +610,7 @@ impl<'m> Engine<'m> {
                 let ctx = l.computed;
                 self.n_dec -= 1;
                 self.sum_dec_ctx -= ctx;
+                self.windows_leave(ctx);
             }
             Phase::Prefilling => {
                 if let Some(i) = self.prefilling.iter().rposition(|&x| x == s) {
@@ -459,6 +647,9 @@ impl<'m> Engine<'m> {
         self.plans.clear();
 
         // 1. Running requests: decodes (1 token each) and the next chunk of unfinished prefills.
+        // vLLM walks its running list in admission order, each request taking from the budget
+        // in turn; serving all decodes first gives the same chunks because a decode is never
+        // behind a budget-limited chunk (docs/engine.md, "Running order"; debug-checked below).
         let mut need_total = 0u64;
         let members = std::mem::take(&mut self.buckets[bidx]);
         for &s in &members {
@@ -476,6 +667,18 @@ impl<'m> Engine<'m> {
             }
             if chunk == 0 {
                 continue;
+            }
+            #[cfg(debug_assertions)]
+            if chunk == budget && chunk < l.eff_len - l.computed && (thr == 0 || chunk < thr) {
+                // Budget-limited: no decode may come after it in the running list.
+                let pos = self.running.iter().position(|&x| x == s).expect("running");
+                for &x in &self.running[pos + 1..] {
+                    let later = self.slots[x as usize].as_ref().expect("live slot");
+                    assert!(
+                        !matches!(later.phase, Phase::Decoding { .. }),
+                        "a decode is behind a budget-limited prefill chunk"
+                    );
+                }
             }
             let need = self.fp(l.computed + chunk) - l.held;
             budget -= chunk;
@@ -518,6 +721,19 @@ impl<'m> Engine<'m> {
             self.register_full(s, ctx / bs);
         }
         self.buckets[bidx] = members;
+        // Output blocks that this step's decode fills enter the prefix cache now, as vLLM's
+        // `allocate_slots` caches `num_computed + num_new` tokens at scheduling: the decodes
+        // with `(ctx + 1) % bs == 0` are the next residue's bucket.
+        if self.caching {
+            let ridx = ((k + 1) % bs) as usize;
+            let members = std::mem::take(&mut self.buckets[ridx]);
+            for &s in &members {
+                let l = self.slots[s as usize].as_ref().expect("live slot");
+                let ctx = Self::decode_ctx(l, k);
+                self.register_full(s, (ctx + 1) / bs);
+            }
+            self.buckets[ridx] = members;
+        }
         let plans = std::mem::take(&mut self.plans);
         for &(s, chunk, need) in &plans {
             let ok = self.pool.alloc(need);
@@ -553,7 +769,8 @@ impl<'m> Engine<'m> {
                     // vLLM always recomputes the last token: at most (eff - 1) tokens hit.
                     let maxb = (eff - 1) / bs;
                     l.ensure_hashes(maxb, bs);
-                    self.pool.lookup(&l.hashes[..maxb as usize])
+                    let owner = (l.id, l.preemptions as u64);
+                    self.pool.lookup(owner, &l.hashes[..maxb as usize])
                 } else {
                     (0, 0)
                 };
@@ -568,10 +785,9 @@ impl<'m> Engine<'m> {
                 }
                 self.waiting.pop_front();
                 let l = self.slots[s as usize].as_mut().expect("live slot");
-                for j in 0..hit_blocks as usize {
-                    let h = l.hashes[j];
-                    self.pool.take_ref(h);
-                    l.refs.push(h);
+                debug_assert!(l.refs.is_empty());
+                if hit_blocks > 0 {
+                    self.pool.take_watched(&mut l.refs);
                 }
                 let ok = self.pool.alloc(need_new);
                 debug_assert!(ok);
@@ -627,7 +843,11 @@ impl<'m> Engine<'m> {
                 .sum(),
             num_tokens,
         };
-        let dt = self.model.step_time(&batch).0.max(1);
+        let dt = self
+            .model
+            .step_time_windowed(&batch, &self.windows)
+            .0
+            .max(1);
         self.in_flight = Some(InFlight {
             start: t,
             end: Ticks(t.0 + dt),
@@ -648,6 +868,7 @@ impl<'m> Engine<'m> {
         self.now = t;
         // Every decode advanced by one token.
         self.sum_dec_ctx += self.n_dec;
+        self.windows_advance(k);
         while let Some(&Reverse((st, s, gen))) = self.finish_heap.peek() {
             if st > k {
                 break;
@@ -692,6 +913,7 @@ impl<'m> Engine<'m> {
                 let gen = l.gen;
                 self.n_dec += 1;
                 self.sum_dec_ctx += eff;
+                self.windows_enter(s, s0, eff, remaining);
                 let b = self.residue(s0, eff);
                 self.buckets[b].push(s);
                 let pos = self.buckets[b].len() - 1;
@@ -719,6 +941,44 @@ impl<'m> Engine<'m> {
         obs.on_step(&rec);
     }
 
+    /// Keeps a finished request's block hashes under its output stream, dropping the oldest
+    /// memos beyond [`MEMO_CAP_HASHES`].
+    fn remember_hashes(&mut self, segs: Vec<Segment>, hashes: Vec<u64>) {
+        let key = segs.last().expect("non-empty").stream;
+        self.memo_serial += 1;
+        let serial = self.memo_serial;
+        self.memo_hashes += hashes.len();
+        if let Some(old) = self.memo.insert(
+            key,
+            HashMemo {
+                segs,
+                hashes,
+                serial,
+            },
+        ) {
+            self.memo_hashes -= old.hashes.len();
+        }
+        self.memo_fifo.push_back((key, serial));
+        while self.memo_hashes > MEMO_CAP_HASHES {
+            let Some((k, ser)) = self.memo_fifo.pop_front() else {
+                break;
+            };
+            if self.memo.get(&k).is_some_and(|m| m.serial == ser) {
+                let mut m = self.memo.remove(&k).expect("present");
+                self.memo_hashes -= m.hashes.len();
+                m.hashes.clear();
+                if self.spare_hashes.len() < 4096 {
+                    self.spare_hashes.push(m.hashes);
+                }
+            }
+        }
+        if self.memo_fifo.len() > 2 * self.memo.len() + 1024 {
+            let memo = &self.memo;
+            self.memo_fifo
+                .retain(|(k, ser)| memo.get(k).is_some_and(|m| m.serial == *ser));
+        }
+    }
+
     /// Finishes request `s` at `t`; `last_step` is the step of its last decode token if it was
     /// decoding.
     fn finish(&mut self, s: u32, t: Ticks, last_step: Option<u64>, obs: &mut dyn Observer) {
@@ -733,6 +993,7 @@ impl<'m> Engine<'m> {
             let ctx = l.computed;
             self.n_dec -= 1;
             self.sum_dec_ctx -= ctx;
+            self.windows_leave(ctx);
         }
         let upto = self.live(s).computed / self.bs;
         self.register_full(s, upto);
@@ -740,8 +1001,16 @@ impl<'m> Engine<'m> {
         if let Some(i) = self.running.iter().position(|&x| x == s) {
             self.running.remove(i);
         }
-        let l = self.slots[s as usize].take().expect("live slot");
+        let mut l = self.slots[s as usize].take().expect("live slot");
         self.free_slots.push(s);
+        self.spare_refs.push(std::mem::take(&mut l.refs));
+        if self.caching && !l.hashes.is_empty() {
+            self.remember_hashes(std::mem::take(&mut l.segs), std::mem::take(&mut l.hashes));
+        } else {
+            let mut h = std::mem::take(&mut l.hashes);
+            h.clear();
+            self.spare_hashes.push(h);
+        }
         self.finished += 1;
         debug_assert_eq!(l.generated, l.output_len);
         let rec = FinishedRequest {
