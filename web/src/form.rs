@@ -963,6 +963,7 @@ impl Form {
             workload,
             sweep,
             efficiencies: self.base.efficiencies,
+            endpoint: self.base.endpoint,
         })
     }
 }

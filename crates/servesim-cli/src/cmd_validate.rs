@@ -35,6 +35,16 @@ pub struct ValidateArgs {
     /// Coordinate-descent passes of --fit.
     #[arg(long, default_value_t = 2)]
     pub rounds: usize,
+    /// Rewrite the accuracy summary's in-sample figures from this run (held-out figures are
+    /// kept from the shipped summary; --fit rewrites all of them).
+    #[arg(long, conflicts_with_all = ["defaults", "efficiencies", "only"])]
+    pub write_summary: bool,
+    /// Where --fit / --write-summary write the accuracy summary.
+    #[arg(
+        long,
+        default_value = "crates/servesim-core/data/calibration/accuracy-summary.json"
+    )]
+    pub summary_out: PathBuf,
 }
 
 pub fn run_validate(a: &ValidateArgs) -> Result<()> {
@@ -55,6 +65,10 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
             ..Default::default()
         };
         let r = validate::run(&csv, &opts)?;
+        let summary = validate::AccuracySummary::from_report(&r, &rep.held_out);
+        std::fs::write(&a.summary_out, summary.to_json())
+            .with_context(|| format!("writing {}", a.summary_out.display()))?;
+        eprintln!("wrote {}", a.summary_out.display());
         if !a.json {
             println!("{}", r.to_markdown());
         }
@@ -77,6 +91,13 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
         only_lines: None,
     };
     let r = validate::run(&csv, &opts)?;
+    if a.write_summary {
+        let held = validate::accuracy_summary().held_out_aggregates();
+        let summary = validate::AccuracySummary::from_report(&r, &held);
+        std::fs::write(&a.summary_out, summary.to_json())
+            .with_context(|| format!("writing {}", a.summary_out.display()))?;
+        eprintln!("wrote {}", a.summary_out.display());
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {

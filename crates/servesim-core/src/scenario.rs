@@ -105,6 +105,21 @@ pub struct Scenario {
     /// Overrides of the step-time model's efficiency table (default: the GPU generation's table).
     #[serde(default)]
     pub efficiencies: Option<EfficiencyOverrides>,
+    /// The API endpoint the clients call (`completions`, the default of `vllm bench serve`, or
+    /// `chat`); selects the front-end latency (docs/accuracy.md "Front-end terms").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<Endpoint>,
+}
+
+/// The OpenAI-compatible endpoint the benchmark clients call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// `/v1/completions` (`vllm bench serve` default backend `vllm`/`openai`).
+    #[default]
+    Completions,
+    /// `/v1/chat/completions` (`--backend openai-chat`): chat template, chat streaming.
+    Chat,
 }
 
 /// Why a scenario cannot be read, resolved or run. [`ScenarioError::field`] gives the JSON path
@@ -314,6 +329,7 @@ impl Scenario {
                 ..RawSweepSpec::default()
             },
             efficiencies: None,
+            endpoint: None,
         }
     }
 
@@ -338,7 +354,7 @@ impl Scenario {
                 })
             }
         }
-        const KNOWN: [&str; 13] = [
+        const KNOWN: [&str; 14] = [
             "version",
             "model",
             "gpu",
@@ -352,6 +368,7 @@ impl Scenario {
             "workload",
             "sweep",
             "efficiencies",
+            "endpoint",
         ];
         for k in obj.keys() {
             if !KNOWN.contains(&k.as_str()) {
@@ -376,6 +393,7 @@ impl Scenario {
             workload: field_from(obj, "workload")?.ok_or_else(|| req("workload"))?,
             sweep: field_from(obj, "sweep")?.unwrap_or_default(),
             efficiencies: field_from(obj, "efficiencies")?,
+            endpoint: field_from(obj, "endpoint")?,
         })
     }
 
@@ -463,7 +481,8 @@ impl Scenario {
             )?,
             kv,
         };
-        let base = Efficiencies::default_for(deployment.gpu.generation);
+        // The calibrated table (fitted fields of docs/accuracy.md over the literature defaults).
+        let base = Efficiencies::calibrated_for(deployment.gpu.generation);
         let eff = match &self.efficiencies {
             None => base,
             Some(o) => base.with_overrides(o).map_err(ScenarioError::Perf)?,
@@ -487,7 +506,15 @@ impl Scenario {
         let mut raw_sweep = self.sweep.clone();
         raw_sweep.engines = Some(deployment.engines() as f64);
         raw_sweep.gpus = Some(deployment.num_gpus as f64);
-        let sweep = raw_sweep.validate().map_err(ScenarioError::Sweep)?;
+        let mut sweep = raw_sweep.validate().map_err(ScenarioError::Sweep)?;
+        let api_latency = match self.endpoint.unwrap_or_default() {
+            Endpoint::Completions => eff.api_latency_completions_s,
+            Endpoint::Chat => eff.api_latency_chat_s,
+        };
+        sweep.frontend = crate::sweep::FrontEnd {
+            latency: Ticks::from_secs_f64(api_latency),
+            serial_per_request: Ticks::from_secs_f64(eff.api_serial_per_request_s),
+        };
         Ok(ResolvedScenario {
             deployment,
             capacity,

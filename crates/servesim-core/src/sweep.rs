@@ -6,13 +6,15 @@
 
 use crate::engine::cluster::Cluster;
 use crate::engine::{
-    EngineConfig, FinishedRequest, Observer, RejectReason, SimError, StepRecord, StepTimeModel,
+    EngineConfig, FinishedRequest, Observer, RejectReason, Request, SimError, StepRecord,
+    StepTimeModel,
 };
 use crate::metric::MetricId;
 use crate::metrics::{Collector, LevelResult, RunTotals};
 use crate::units::Ticks;
 use crate::workload::{Arrival, Level, WorkloadError, WorkloadGen, WorkloadSpec};
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, VecDeque};
 use thiserror::Error;
 
 /// Sweep failures.
@@ -131,6 +133,31 @@ pub struct SweepSpec {
     pub sla: Vec<Gate>,
     pub max_events: u64,
     pub max_requests: u64,
+    /// The API server in front of the engines (zero: requests reach the engine when sent).
+    pub frontend: FrontEnd,
+}
+
+/// The OpenAI-compatible API server between the benchmark client and the engine core
+/// (docs/accuracy.md "Front-end terms"). A request sent at `s` waits for the server's serial CPU
+/// work (one request at a time, FIFO: `start = max(s, previous start + serial)`), then reaches the
+/// engine `latency` later: `engine arrival = start + serial + latency`. Client-side metrics
+/// (TTFT, E2E, per-user rates, queueing, the measured window) are taken from `s`; the return path
+/// (detokenisation, SSE) is pipelined with generation and its per-request part is folded into
+/// `latency`. Closed-loop clients send their next request after the engine finished it (plus
+/// think time), so they see both terms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrontEnd {
+    /// Fixed per-request latency (HTTP, chat template, tokenisation, first/last-token streaming).
+    pub latency: Ticks,
+    /// Serial API-server CPU time per request (queues under bursts).
+    pub serial_per_request: Ticks,
+}
+
+impl FrontEnd {
+    /// No front-end: the engine sees requests when they are sent.
+    pub fn is_zero(&self) -> bool {
+        self.latency == Ticks::ZERO && self.serial_per_request == Ticks::ZERO
+    }
 }
 
 /// Default caps: generous for 900 s levels at high concurrency, small enough to fail fast.
@@ -150,6 +177,7 @@ impl Default for SweepSpec {
             sla: Vec::new(),
             max_events: DEFAULT_MAX_EVENTS,
             max_requests: DEFAULT_MAX_REQUESTS,
+            frontend: FrontEnd::default(),
         }
     }
 }
@@ -257,6 +285,7 @@ impl RawSweepSpec {
                 "max_requests",
                 self.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS as f64),
             )?,
+            frontend: FrontEnd::default(),
         })
     }
 }
@@ -273,9 +302,12 @@ pub fn default_levels(w: &WorkloadSpec) -> Vec<Level> {
 }
 
 /// Forwards engine events to the collector and remembers finished/rejected ids for the workload.
+/// With a front-end, `sent` maps a request in flight to its client send time, which replaces the
+/// engine arrival in the finished record (client-side latencies).
 struct Tap<'a> {
     inner: &'a mut Collector,
     done: Vec<u64>,
+    sent: BTreeMap<u64, Ticks>,
 }
 
 impl Observer for Tap<'_> {
@@ -284,6 +316,7 @@ impl Observer for Tap<'_> {
     }
     fn on_rejected(&mut self, e: u32, t: Ticks, id: u64, r: &RejectReason) {
         self.done.push(id);
+        self.sent.remove(&id);
         self.inner.on_rejected(e, t, id, r)
     }
     fn on_scheduled(&mut self, e: u32, t: Ticks, id: u64, p: u64, c: u64) {
@@ -297,7 +330,14 @@ impl Observer for Tap<'_> {
     }
     fn on_finished(&mut self, r: &FinishedRequest) {
         self.done.push(r.id);
-        self.inner.on_finished(r)
+        match self.sent.remove(&r.id) {
+            Some(s) => {
+                let mut c = r.clone();
+                c.arrival = s;
+                self.inner.on_finished(&c)
+            }
+            None => self.inner.on_finished(r),
+        }
     }
     fn on_step(&mut self, s: &StepRecord) {
         self.inner.on_step(s)
@@ -327,7 +367,13 @@ pub fn run_level(
     let mut tap = Tap {
         inner: &mut col,
         done: Vec::new(),
+        sent: BTreeMap::new(),
     };
+    // Requests inside the API server (front-end): (engine arrival time, request), FIFO with
+    // non-decreasing times (serial server, constant latency).
+    let fe = spec.frontend;
+    let mut frontend: VecDeque<(Ticks, Request)> = VecDeque::new();
+    let mut server_free = Ticks::ZERO;
     let end = match spec.stop {
         Stop::Duration { duration, .. } => Some(duration),
         Stop::Requests(_) => None,
@@ -335,7 +381,14 @@ pub fn run_level(
     let mut events: u64 = 0;
     let mut now = Ticks::ZERO;
     loop {
-        let ta = gen.peek_time();
+        let tg = gen.peek_time();
+        let tf = frontend.front().map(|(t, _)| *t);
+        // Sends (from the workload) before front-end deliveries at equal times.
+        let (ta, from_frontend) = match (tg, tf) {
+            (Some(g), Some(f)) if f < g => (Some(f), true),
+            (None, Some(f)) => (Some(f), true),
+            (g, _) => (g, false),
+        };
         let te = cluster.next_event();
         let (t, arrival, eng) = match (ta, te) {
             (None, None) => break,
@@ -361,8 +414,12 @@ pub fn run_level(
             }
             .into());
         }
-        if arrival {
-            let Some(req) = gen.pop() else {
+        if arrival && from_frontend {
+            if let Some((_, req)) = frontend.pop_front() {
+                let _ = cluster.submit(req, t, &mut tap);
+            }
+        } else if arrival {
+            let Some(mut req) = gen.pop() else {
                 continue;
             };
             if gen.issued() > spec.max_requests {
@@ -371,7 +428,16 @@ pub fn run_level(
                 }
                 .into());
             }
-            let _ = cluster.submit(req, t, &mut tap);
+            if fe.is_zero() {
+                let _ = cluster.submit(req, t, &mut tap);
+            } else {
+                let start = t.max(server_free);
+                server_free = Ticks(start.0 + fe.serial_per_request.0);
+                let at = Ticks(server_free.0 + fe.latency.0);
+                tap.sent.insert(req.id, t);
+                req.arrival = at;
+                frontend.push_back((at, req));
+            }
         } else {
             cluster.process_engine_event(eng, &mut tap)?;
         }
@@ -387,7 +453,7 @@ pub fn run_level(
         submitted: gen.issued(),
         completed: col.finished().len() as u64,
         rejected: col.rejected().len() as u64,
-        in_flight_at_end: cluster.in_flight(),
+        in_flight_at_end: cluster.in_flight() + frontend.len() as u64,
         preemptions: col.preemption_count(),
         steps: col.num_steps(),
         simulated_s: end.unwrap_or(now).as_secs_f64(),

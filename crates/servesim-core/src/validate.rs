@@ -617,7 +617,16 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         requests["shared_prefix"] = json!({"groups": g, "tokens": t});
     }
     let workload = json!({"arrival": arrival, "requests": requests, "seed": SEED});
-    let scenario = json!({
+    // Endpoint kind, as the source states it: the workload names the chat endpoint
+    // (`vllm bench serve --backend openai-chat`); otherwise completions (inference-perf
+    // "streaming completions API", vllm bench serve's default backend).
+    let endpoint = if p.workload.to_ascii_lowercase().contains("chat endpoint") {
+        "chat"
+    } else {
+        "completions"
+    };
+    notes.push(format!("API endpoint: {endpoint}"));
+    let mut scenario = json!({
         "version": 1,
         "model": {"catalog": model_id},
         "gpu": {"catalog": catalog_gpu(&p.gpu)},
@@ -630,7 +639,11 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         "engine": Value::Object(engine),
         "workload": workload,
         "sweep": sweep,
+        "endpoint": endpoint,
     });
+    if let Some(note) = started_kv_floor(&mut scenario) {
+        notes.push(note);
+    }
 
     // What to compare, and the per-source caveats.
     let mut targets = Vec::new();
@@ -673,6 +686,36 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         targets,
         notes,
     })
+}
+
+/// A measured run that started although our capacity model says vLLM would refuse the recorded
+/// settings because one request of `max_model_len` tokens does not fit in the KV pool. vLLM
+/// (0.10-0.11, `_check_enough_kv_cache_memory`) refuses to start in that case and does not reduce
+/// `max_model_len` on its own, so the real run had at least that much KV memory per GPU. The row
+/// is then simulated with exactly that minimum (`engine.kv_cache_memory_bytes` = the bytes of one
+/// max-length request): the smallest KV pool consistent with the run having started, an
+/// assumption that makes such rows KV-pessimistic. Other refusals are left as they are.
+fn started_kv_floor(scenario: &mut Value) -> Option<String> {
+    let sc = crate::scenario::Scenario::from_json(&scenario.to_string()).ok()?;
+    let cap = sc.resolve().ok()?.capacity;
+    if cap.fits || cap.bytes_per_max_len_request == 0 {
+        return None;
+    }
+    let needs_one_request = cap
+        .vllm_error
+        .as_deref()
+        .is_some_and(|e| e.contains("max seq len") || e.contains("max_model_len"));
+    if !needs_one_request {
+        return None;
+    }
+    let bytes = cap.bytes_per_max_len_request;
+    scenario["engine"]["kv_cache_memory_bytes"] = json!(bytes);
+    Some(format!(
+        "the run started at max_model_len {}, which vLLM only does with >= {:.2} GiB of KV per GPU; our capacity model estimates less ({}); simulated with that minimum (kv_cache_memory_bytes = {bytes}, an assumption: a lower bound on the real pool)",
+        cap.max_model_len,
+        bytes as f64 / (1u64 << 30) as f64,
+        cap.reason
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1014,9 +1057,7 @@ pub fn run_with(
     let mut results = Vec::new();
     for p in &points {
         let setup = setup_for(p)?;
-        let eff = generation_key(&p.gpu)
-            .map(|g| fitted.overrides_for(&g))
-            .unwrap_or_else(|| json!({}));
+        let eff = fitted.full_table_for(&p.gpu);
         let mut r = PointResult {
             line: p.line,
             source: p.source.clone(),
@@ -1098,9 +1139,36 @@ pub struct FittedEfficiencies {
 }
 
 impl FittedEfficiencies {
+    /// Parses and checks a table: every field must be a field of the efficiency table with a
+    /// valid value (an error names the generation and field).
     pub fn from_json(s: &str) -> Result<FittedEfficiencies, ValidateError> {
-        serde_json::from_str(s).map_err(|e| ValidateError::Fitted(e.to_string()))
+        let t: FittedEfficiencies =
+            serde_json::from_str(s).map_err(|e| ValidateError::Fitted(e.to_string()))?;
+        let base = crate::perf::Efficiencies::default_for(crate::gpu::Generation::Hopper);
+        for (g, m) in &t.generations {
+            base.with_fitted(m)
+                .map_err(|e| ValidateError::Fitted(format!("generation `{g}`: {e}")))?;
+        }
+        Ok(t)
     }
+    /// The complete efficiency table for a (CSV) GPU name as scenario overrides: the literature
+    /// defaults of its generation ([`crate::perf::Efficiencies::default_for`]) with this fit's
+    /// fields of that generation replaced. Complete, so a validation run does not depend on the
+    /// calibration the scenario would otherwise use (`--defaults` really is the literature table).
+    /// `{}` for an unknown GPU (the scenario then reports it).
+    pub fn full_table_for(&self, gpu: &str) -> Value {
+        let Ok(g) = crate::gpu::find_gpu(catalog_gpu(gpu)) else {
+            return json!({});
+        };
+        let base = crate::perf::Efficiencies::default_for(g.generation);
+        let key = crate::perf::generation_key(g.generation);
+        let eff = match self.generations.get(&key) {
+            Some(m) => base.with_fitted(m).unwrap_or(base),
+            None => base,
+        };
+        serde_json::to_value(eff).unwrap_or_else(|_| json!({}))
+    }
+
     /// The overrides JSON for a generation (`{}` when the fit has none).
     pub fn overrides_for(&self, generation: &str) -> Value {
         match self.generations.get(generation) {
@@ -1128,6 +1196,21 @@ pub struct FitParam {
 /// GEMM factors (fp8, fp4) are not fitted: one model each in the set, so fitting them would fit
 /// that model.
 pub const FIT_PARAMS: &[FitParam] = &[
+    FitParam {
+        field: "api_latency_completions_s",
+        kind: "API server per-request latency, completions endpoint",
+        grid: &[0.0, 2e-3, 5e-3, 8e-3, 12e-3, 16e-3, 20e-3, 30e-3],
+    },
+    FitParam {
+        field: "api_latency_chat_s",
+        kind: "API server per-request latency, chat endpoint",
+        grid: &[0.0, 5e-3, 10e-3, 20e-3, 30e-3, 40e-3, 50e-3, 60e-3],
+    },
+    FitParam {
+        field: "api_serial_per_request_s",
+        kind: "API server serial CPU time per request (bursts)",
+        grid: &[0.0, 0.5e-3, 1e-3, 2e-3, 4e-3, 8e-3, 12e-3, 16e-3],
+    },
     FitParam {
         field: "gemm_bf16",
         kind: "dense GEMM compute (prefill-bound steps)",
@@ -1312,6 +1395,69 @@ pub struct FitReport {
     pub logs: BTreeMap<String, Vec<FitStep>>,
     /// Source split: fit on one source, test on the other (both directions).
     pub splits: Vec<SplitResult>,
+    /// Held-out aggregates pooled over the folds: scope `leave-one-source-out` (each source
+    /// predicted by a fit on the others) and `leave-one-model-out` (each model predicted by a fit
+    /// on the other models).
+    pub held_out: Vec<Aggregate>,
+}
+
+/// Held-out results of one grouping: every point predicted by a table fitted without its group.
+fn held_out_points(
+    points_csv: &str,
+    rounds: usize,
+    group: &dyn Fn(&CalibrationPoint) -> String,
+    sim: &mut Simulator,
+) -> Result<Vec<PointResult>, ValidateError> {
+    let pts = parse_points(points_csv)?;
+    let mut groups: Vec<String> = Vec::new();
+    for p in &pts {
+        let g = group(p);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    let mut out = Vec::new();
+    for g in &groups {
+        let train: Vec<usize> = pts
+            .iter()
+            .filter(|p| &group(p) != g)
+            .map(|p| p.line)
+            .collect();
+        let test: Vec<usize> = pts
+            .iter()
+            .filter(|p| &group(p) == g)
+            .map(|p| p.line)
+            .collect();
+        let o = ValidateOptions {
+            only_lines: Some(train),
+            efficiencies: Some(FittedEfficiencies::default()),
+            ..Default::default()
+        };
+        // A generation without training rows keeps the literature defaults.
+        let (t, _) = fit_table(points_csv, &o, rounds, sim)?;
+        let o = ValidateOptions {
+            only_lines: Some(test),
+            efficiencies: Some(t),
+            ..Default::default()
+        };
+        out.extend(run_with(points_csv, &o, sim)?.points);
+    }
+    out.sort_by_key(|p| p.line);
+    Ok(out)
+}
+
+/// Leave-one-source-out and leave-one-model-out aggregates (scopes `leave-one-source-out`,
+/// `leave-one-model-out`). Costs one fit per source and per model.
+pub fn held_out(
+    points_csv: &str,
+    rounds: usize,
+    sim: &mut Simulator,
+) -> Result<Vec<Aggregate>, ValidateError> {
+    let by_source = held_out_points(points_csv, rounds, &|p| p.source.clone(), sim)?;
+    let by_model = held_out_points(points_csv, rounds, &|p| p.model.clone(), sim)?;
+    let mut a = aggregate(&by_source, "leave-one-source-out", &|_| true);
+    a.extend(aggregate(&by_model, "leave-one-model-out", &|_| true));
+    Ok(a)
 }
 
 fn fit_table(
@@ -1410,10 +1556,12 @@ pub fn fit_all(
             });
         }
     }
+    let held_out = held_out(points_csv, rounds, sim)?;
     Ok(FitReport {
         table,
         logs,
         splits,
+        held_out,
     })
 }
 
@@ -1442,6 +1590,18 @@ impl FitReport {
                 ));
             }
         }
+        s.push_str("\n### Held out (pooled over folds)\n\n| scope | metric | n | median abs error | mean abs error | mean signed error |\n|---|---|---|---|---|---|\n");
+        for a in &self.held_out {
+            s.push_str(&format!(
+                "| {} | {} | {} | {:.1}% | {:.1}% | {:+.1}% |\n",
+                a.scope,
+                a.family.name(),
+                a.n,
+                a.median_abs_pct,
+                a.mean_abs_pct,
+                a.mean_signed_pct
+            ));
+        }
         s.push_str("\n### Out of sample (source split)\n\n| test set | metric | n | median abs error | mean abs error | mean signed error |\n|---|---|---|---|---|---|\n");
         for sp in &self.splits {
             for a in &sp.test_aggregates {
@@ -1458,6 +1618,133 @@ impl FitReport {
         }
         s
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// "How far to trust it": the summary the page shows.
+
+/// The shipped accuracy summary (`data/calibration/accuracy-summary.json`), written by
+/// `servesim validate --fit` (all figures) or `--write-summary` (in-sample figures, held-out
+/// figures kept).
+pub const ACCURACY_SUMMARY_JSON: &str = include_str!("../data/calibration/accuracy-summary.json");
+
+/// Accuracy of one metric family against the public measured runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricAccuracy {
+    pub family: Family,
+    /// Display name ("output tok/s", "ITL/TPOT mean", "TTFT p50").
+    pub metric: String,
+    /// Points scored.
+    pub n: usize,
+    /// Median absolute error, percent, with the shipped (calibrated) table: in-sample.
+    pub median_abs_pct: f64,
+    /// Mean signed error, percent (positive: ServeSim predicts higher than measured).
+    pub mean_signed_pct: f64,
+    /// Median absolute error when each source is predicted by a fit on the other source(s).
+    pub held_out_source_median_abs_pct: Option<f64>,
+    /// Median absolute error when each model is predicted by a fit on the other models.
+    pub held_out_model_median_abs_pct: Option<f64>,
+    /// Target on the median absolute error, percent.
+    pub target_pct: f64,
+    /// In-sample median within the target.
+    pub met: bool,
+}
+
+/// How far to trust ServeSim's numbers (docs/accuracy.md), per metric family.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccuracySummary {
+    /// What was compared, with which table.
+    pub description: String,
+    /// Measured runs in the set, and how many could be simulated.
+    pub points: usize,
+    pub simulated: usize,
+    pub metrics: Vec<MetricAccuracy>,
+}
+
+fn round1(v: f64) -> f64 {
+    libm::round(v * 10.0) / 10.0
+}
+
+impl AccuracySummary {
+    /// From a validation report (in-sample) and held-out aggregates (scopes
+    /// `leave-one-source-out`, `leave-one-model-out`; may be empty).
+    pub fn from_report(r: &ValidationReport, held_out: &[Aggregate]) -> AccuracySummary {
+        let pick = |scope: &str, f: Family| {
+            held_out
+                .iter()
+                .find(|a| a.scope == scope && a.family == f)
+                .map(|a| round1(a.median_abs_pct))
+        };
+        let metrics = Family::ALL
+            .iter()
+            .filter_map(|f| {
+                let a = r.overall(*f)?;
+                Some(MetricAccuracy {
+                    family: *f,
+                    metric: f.name().to_string(),
+                    n: a.n,
+                    median_abs_pct: round1(a.median_abs_pct),
+                    mean_signed_pct: round1(a.mean_signed_pct),
+                    held_out_source_median_abs_pct: pick("leave-one-source-out", *f),
+                    held_out_model_median_abs_pct: pick("leave-one-model-out", *f),
+                    target_pct: a.target_pct,
+                    met: a.met,
+                })
+            })
+            .collect();
+        AccuracySummary {
+            description: format!(
+                "ServeSim versus {} public measured vLLM runs (data/calibration/measured-points.csv), table: {}. Median absolute error of each point's prediction; held-out = predicted by a fit that did not see that source / model.",
+                r.points.len(),
+                r.efficiencies
+            ),
+            points: r.points.len(),
+            simulated: r.points.iter().filter(|p| p.error.is_none()).count(),
+            metrics,
+        }
+    }
+
+    /// The held-out aggregates this summary carries (to keep them when only the in-sample part
+    /// is recomputed).
+    pub fn held_out_aggregates(&self) -> Vec<Aggregate> {
+        let mut v = Vec::new();
+        for m in &self.metrics {
+            for (scope, x) in [
+                ("leave-one-source-out", m.held_out_source_median_abs_pct),
+                ("leave-one-model-out", m.held_out_model_median_abs_pct),
+            ] {
+                if let Some(x) = x {
+                    v.push(Aggregate {
+                        family: m.family,
+                        scope: scope.into(),
+                        n: m.n,
+                        median_abs_pct: x,
+                        mean_abs_pct: 0.0,
+                        mean_signed_pct: 0.0,
+                        target_pct: m.target_pct,
+                        met: x <= m.target_pct,
+                    });
+                }
+            }
+        }
+        v
+    }
+
+    /// The JSON written to data/calibration/accuracy-summary.json.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
+    }
+
+    pub fn from_json(s: &str) -> Result<AccuracySummary, ValidateError> {
+        serde_json::from_str(s).map_err(|e| ValidateError::Fitted(format!("accuracy summary: {e}")))
+    }
+}
+
+/// The shipped accuracy summary (embedded; a test keeps it in step with a fresh validation).
+pub fn accuracy_summary() -> AccuracySummary {
+    AccuracySummary::from_json(ACCURACY_SUMMARY_JSON).unwrap_or_default()
 }
 
 #[cfg(test)]

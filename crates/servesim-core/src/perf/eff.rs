@@ -6,6 +6,51 @@
 use super::PerfError;
 use crate::gpu::Generation;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The shipped calibration (`data/calibration/efficiencies.json`, written by
+/// `servesim validate --fit`): per GPU generation (serde name, e.g. `hopper`), the fitted fields.
+pub const CALIBRATED_EFFICIENCIES_JSON: &str =
+    include_str!("../../data/calibration/efficiencies.json");
+
+/// What an efficiency table rests on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum EfficiencyBasis {
+    /// The literature/assumption defaults of docs/step-time.md (no fit for this generation).
+    Literature { note: String },
+    /// The literature defaults with the fields fitted against the public measured runs
+    /// (docs/accuracy.md) replaced.
+    Calibrated {
+        note: String,
+        /// The fitted fields and their values.
+        fitted: BTreeMap<String, f64>,
+    },
+}
+
+impl EfficiencyBasis {
+    /// A one-line description (shown with results).
+    pub fn note(&self) -> &str {
+        match self {
+            EfficiencyBasis::Literature { note } | EfficiencyBasis::Calibrated { note, .. } => note,
+        }
+    }
+}
+
+/// The embedded calibration file.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+struct CalibrationFile {
+    description: String,
+    generations: BTreeMap<String, BTreeMap<String, f64>>,
+}
+
+/// The serde name of a generation (`hopper`, `ampere`, ...): the key of the calibration file.
+pub fn generation_key(g: Generation) -> String {
+    match serde_json::to_value(g) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => format!("{g:?}").to_ascii_lowercase(),
+    }
+}
 
 /// How a field is validated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,9 +176,69 @@ efficiencies! {
     layer_launch_eager_s: Seconds,
     /// Per scheduled request per step CPU cost (scheduler bookkeeping, input prep, sampling), seconds.
     per_request_overhead_s: Seconds,
+    /// API server, `/v1/completions`: fixed per-request latency between the client's send and the
+    /// engine (HTTP, tokenisation) plus first/last-token streaming, seconds. Not a step cost: the
+    /// sweep driver adds it (`sweep::FrontEnd`).
+    api_latency_completions_s: Seconds,
+    /// API server, `/v1/chat/completions`: as `api_latency_completions_s` plus the chat template
+    /// and the chat streaming path, seconds.
+    api_latency_chat_s: Seconds,
+    /// API server serial CPU time per request (one process preprocesses requests one at a time;
+    /// queues under bursts), seconds.
+    api_serial_per_request_s: Seconds,
 }
 
 impl Efficiencies {
+    /// The table ServeSim uses for a generation (scenarios, CLI, page): [`Efficiencies::default_for`]
+    /// with the fields fitted against the public measured runs (docs/accuracy.md) replaced, for
+    /// generations the calibration covers; the literature defaults elsewhere.
+    /// [`Efficiencies::calibrated_basis`] says which.
+    pub fn calibrated_for(generation: Generation) -> Efficiencies {
+        let base = Efficiencies::default_for(generation);
+        match calibrated_fields(generation) {
+            Some((_, fitted)) => base.with_fitted(&fitted).unwrap_or(base),
+            None => base,
+        }
+    }
+
+    /// Whether [`Efficiencies::calibrated_for`] is calibrated or the literature defaults, and why.
+    pub fn calibrated_basis(generation: Generation) -> EfficiencyBasis {
+        let base = Efficiencies::default_for(generation);
+        match calibrated_fields(generation) {
+            Some((description, fitted)) if base.with_fitted(&fitted).is_ok() => {
+                EfficiencyBasis::Calibrated {
+                    note: format!(
+                        "{} generation: calibrated against public vLLM runs ({} fields fitted; {}); other fields: {}",
+                        generation_key(generation),
+                        fitted.len(),
+                        description,
+                        Efficiencies::default_note(generation)
+                    ),
+                    fitted,
+                }
+            }
+            _ => EfficiencyBasis::Literature {
+                note: format!(
+                    "not calibrated (no measured runs on this generation): {}",
+                    Efficiencies::default_note(generation)
+                ),
+            },
+        }
+    }
+
+    /// A copy with the named fields replaced (names as in [`Efficiencies::fields`]); unknown names
+    /// and invalid values are errors.
+    pub fn with_fitted(&self, fitted: &BTreeMap<String, f64>) -> Result<Efficiencies, PerfError> {
+        let o: EfficiencyOverrides = serde_json::to_value(fitted)
+            .and_then(serde_json::from_value)
+            .map_err(|e| PerfError::InvalidEfficiency {
+                field: "calibration",
+                value: e.to_string(),
+                fix: "use the field names of the efficiency table (docs/step-time.md)",
+            })?;
+        self.with_overrides(&o)
+    }
+
     /// The default table for a GPU generation. Every value, its source and whether it is an
     /// assumption are listed in docs/step-time.md; [`Efficiencies::default_note`] names the basis.
     pub fn default_for(generation: Generation) -> Efficiencies {
@@ -162,6 +267,9 @@ impl Efficiencies {
             layer_launch_piecewise_s: 15e-6,
             layer_launch_eager_s: 60e-6,
             per_request_overhead_s: 4e-6,
+            api_latency_completions_s: 2e-3,
+            api_latency_chat_s: 5e-3,
+            api_serial_per_request_s: 1e-3,
         };
         match generation {
             Generation::Hopper => base,
@@ -222,7 +330,7 @@ impl Efficiencies {
         }
     }
 
-    /// What the defaults of a generation rest on (shown with results).
+    /// What the literature defaults of a generation rest on (shown with results).
     pub fn default_note(generation: Generation) -> &'static str {
         match generation {
             Generation::Hopper => {
@@ -244,4 +352,11 @@ impl Efficiencies {
             Generation::Custom => "custom GPU: generic ASSUMED fractions; override them if you know better",
         }
     }
+}
+
+/// The description and fitted fields of a generation in the embedded calibration, if any.
+fn calibrated_fields(generation: Generation) -> Option<(String, BTreeMap<String, f64>)> {
+    let file: CalibrationFile = serde_json::from_str(CALIBRATED_EFFICIENCIES_JSON).ok()?;
+    let fitted = file.generations.get(&generation_key(generation))?.clone();
+    (!fitted.is_empty()).then_some((file.description, fitted))
 }

@@ -11,7 +11,10 @@
 mod eff;
 mod terms;
 
-pub use eff::{Efficiencies, EfficiencyOverrides, FieldKind};
+pub use eff::{
+    generation_key, Efficiencies, EfficiencyBasis, EfficiencyOverrides, FieldKind,
+    CALIBRATED_EFFICIENCIES_JSON,
+};
 
 use crate::deploy::{All2AllBackend, CudagraphMode, Deployment};
 use crate::dtype::{ComputeClass, DType};
