@@ -10,14 +10,13 @@
 //! "target_pct": 15.0, "met": true}, ...]}`.
 //!
 //! The page reads the JSON text with its own small struct (not `validate::accuracy_summary()`),
-//! so only the text, not the validation code, is linked into the page's wasm. Until the core
-//! ships the file, [`SUMMARY_JSON`] is `None` and the panel says the figures are not in this build.
+//! so only the text, not the validation code, is linked into the page's wasm. With
+//! [`SUMMARY_JSON`] = `None` the panel says the figures are not in this build.
 
 use serde::Deserialize;
 
-/// The embedded summary. When `servesim_core::validate::ACCURACY_SUMMARY_JSON` exists in the
-/// core, set this to `Some(servesim_core::validate::ACCURACY_SUMMARY_JSON)`.
-pub const SUMMARY_JSON: Option<&str> = None;
+/// The embedded summary (`None` would show "not in this build").
+pub const SUMMARY_JSON: Option<&str> = Some(servesim_core::validate::ACCURACY_SUMMARY_JSON);
 
 /// Where the page links for the method and the per-point results (the repository's
 /// docs/accuracy.md; relative, so the integrator points it at the published repository URL).
