@@ -176,7 +176,8 @@ fn spawn_worker(st: State) {
                 st.status.set(RunStatus::Cancelled)
             }
             FromWorker::Error { message, .. } => st.status.set(RunStatus::Failed(message)),
-            FromWorker::Ready => {}
+            // Answers to the comparison's `Predict` (it has its own worker instance).
+            FromWorker::Ready | FromWorker::Predicted { .. } => {}
         }
     });
     worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
@@ -199,15 +200,18 @@ fn start_run(st: State) {
     st.started_ms.set(browser::now_ms());
     st.results_for.set(Some(s.clone()));
     st.status.set(RunStatus::Running { done: 0, levels: 0 });
-    st.recent.update(|l| {
-        core_api::push_recent(
-            l,
-            Recent {
-                label: core_api::scenario_label(&s),
-                fragment: core_api::fragment_for(&s),
-            },
-        )
-    });
+    // Only scenarios a link can carry go to the recent list (it stores their links).
+    if let core_api::ShareLink::Fits(fragment) = core_api::share_link(&s) {
+        st.recent.update(|l| {
+            core_api::push_recent(
+                l,
+                Recent {
+                    label: core_api::scenario_label(&s),
+                    fragment,
+                },
+            )
+        });
+    }
     if let Ok(t) = serde_json::to_string(&st.recent.get_untracked()) {
         browser::storage_set(RECENT_KEY, &t);
     }
@@ -320,7 +324,12 @@ fn App() -> impl IntoView {
     // The URL fragment follows the scenario; a damaged link is replaced by the default's.
     Effect::new(move |prev: Option<()>| {
         if let Ok(s) = scenario.get() {
-            let frag = st.compare.fragment(&core_api::fragment_for(&s));
+            // A scenario the link cannot carry (a large trace) leaves no fragment: a link that
+            // cannot be reopened is never made (the Copy link card offers the file instead).
+            let frag = match core_api::share_link(&s) {
+                core_api::ShareLink::Fits(f) => st.compare.fragment(&f),
+                core_api::ShareLink::TooLarge { .. } => String::new(),
+            };
             if frag != browser::hash() {
                 let now = browser::now_ms();
                 let push = prev.is_some() && now - LAST_PUSH.with(|l| l.get()) > HISTORY_PUSH_MS;
@@ -413,11 +422,37 @@ fn CopyLink(st: State) -> impl IntoView {
             );
         });
     };
+    // None: no valid scenario; Some(Err(message)): the link cannot carry it.
+    let link = Memo::new(move |_| {
+        st.scenario.with(|s| {
+            s.as_ref().ok().map(|s| match core_api::share_link(s) {
+                core_api::ShareLink::Fits(_) => Ok(()),
+                core_api::ShareLink::TooLarge {
+                    encoded_bytes,
+                    json_bytes,
+                } => Err(core_api::link_too_large_message(encoded_bytes, json_bytes)),
+            })
+        })
+    });
+    let download = move |_| {
+        if let Ok(s) = st.scenario.get_untracked() {
+            browser::download_text(&s.to_json_pretty(), "scenario.json", "application/json");
+        }
+    };
     view! {
         <button id="copy-link" class="btn" on:click=on_click
-            disabled=move || st.scenario.with(|s| s.is_err())
+            disabled=move || !matches!(link.get(), Some(Ok(())))
             title="Copy a link that opens this exact scenario">"Copy link"</button>
         <span class="copied" role="status" aria-live="polite">{move || copied.get()}</span>
+        {move || match link.get() {
+            Some(Err(m)) => view! {
+                <div class="link-too-large" id="link-too-large" role="alert">
+                    <span>{m}</span>" "
+                    <button class="btn small" id="download-scenario-file" on:click=download>"Download scenario.json"</button>
+                </div>
+            }.into_any(),
+            _ => ().into_any(),
+        }}
     }
 }
 
@@ -753,7 +788,7 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                         <label for="f-trace">"Mooncake trace (JSONL)"</label>
                         <input id="f-trace" type="file" accept=".jsonl,.json,.txt" on:change=on_trace/>
                         <div class="hint">{move || st.form.with(|f| if f.trace.is_empty() { "No trace loaded.".to_string() } else {
-                            format!("{} requests loaded (embedded in the scenario and the link).", group_thousands(f.trace.lines().filter(|l| !l.trim().is_empty()).count() as u64))
+                            format!("{} requests loaded (embedded in the scenario, and in the link when it fits).", group_thousands(f.trace.lines().filter(|l| !l.trim().is_empty()).count() as u64))
                         })}</div>
                         <div class="field-error" id="e-trace" role="alert">{move || st.errors.with(|e| e.get("trace").cloned())}</div>
                     </div>
@@ -806,6 +841,31 @@ fn ScenarioJson(st: State) -> impl IntoView {
     let download = move |_| {
         browser::download_text(&text.get_untracked(), "scenario.json", "application/json");
     };
+    // A scenario file (e.g. one too large for a link) loads into the form.
+    let open_file = move |ev: web_sys::Event| {
+        let Some(file) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+            .and_then(|i| i.files())
+            .and_then(|l| l.get(0))
+        else {
+            return;
+        };
+        wasm_bindgen_futures::spawn_local(async move {
+            let t = wasm_bindgen_futures::JsFuture::from(file.text())
+                .await
+                .ok()
+                .and_then(|v| v.as_string())
+                .unwrap_or_default();
+            match Scenario::from_json(&t) {
+                Ok(s) => {
+                    st.form.set(Form::from_scenario(&s));
+                    error.set(None);
+                }
+                Err(e) => error.set(Some(format!("{}: {e}", file.name()))),
+            }
+        });
+    };
     view! {
         <details class="advanced" id="scenario-json-box">
             <summary>"Scenario JSON (servesim sweep --scenario)"</summary>
@@ -816,6 +876,8 @@ fn ScenarioJson(st: State) -> impl IntoView {
             <div class="btn-row">
                 <button class="btn small" id="apply-json" on:click=apply>"Apply JSON"</button>
                 <button class="btn small" on:click=download>"Download scenario.json"</button>
+                <label class="btn small" for="open-scenario-file">"Open scenario file"</label>
+                <input id="open-scenario-file" type="file" accept=".json,application/json" class="sr-only" on:change=open_file/>
             </div>
             <p class="hint">"Run the same scenario natively: servesim sweep --scenario scenario.json --json"</p>
         </details>

@@ -309,6 +309,48 @@ pub fn fragment_for(s: &Scenario) -> String {
     format!("s={}", servesim_core::share::encode(&s.to_json()))
 }
 
+/// The share link of a scenario, or why a link cannot carry it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ShareLink {
+    /// The fragment (`s=v1.…`); it decodes back to exactly this scenario's JSON.
+    Fits(String),
+    /// The link would not reopen (the decoder's limits: 64 KiB encoded, 1 MiB of JSON), e.g.
+    /// a large uploaded trace: offer the scenario file instead.
+    TooLarge {
+        encoded_bytes: usize,
+        json_bytes: usize,
+    },
+}
+
+/// The scenario's link, offered only when `share::decode` accepts it and gives back the same
+/// JSON: the page never produces a link that cannot be reopened.
+pub fn share_link(s: &Scenario) -> ShareLink {
+    let json = s.to_json();
+    let code = servesim_core::share::encode(&json);
+    match servesim_core::share::decode(&code) {
+        Ok(back) if back == json => ShareLink::Fits(format!("s={code}")),
+        _ => ShareLink::TooLarge {
+            encoded_bytes: code.len(),
+            json_bytes: json.len(),
+        },
+    }
+}
+
+/// What the page says when the link cannot carry the scenario.
+pub fn link_too_large_message(encoded_bytes: usize, json_bytes: usize) -> String {
+    let kib = |b: usize| (b as f64 / 1024.0 * 10.0).round() / 10.0;
+    format!(
+        "The link can't carry this scenario: it encodes to {} KiB ({} KiB of JSON, mostly the \
+         embedded trace); a link holds at most {} KiB encoded and {} KiB of JSON. Download the \
+         scenario file instead: open it here with \"Open scenario file\" (Scenario JSON box) or \
+         run it with `servesim sweep --scenario scenario.json`.",
+        kib(encoded_bytes),
+        kib(json_bytes),
+        servesim_core::share::MAX_ENCODED_BYTES / 1024,
+        servesim_core::share::MAX_INFLATED_BYTES / 1024,
+    )
+}
+
 /// The scenario a URL fragment carries: `Ok(None)` when the fragment has no scenario,
 /// `Err(message)` when it has a damaged one or one this build cannot read (the page then shows
 /// the message and the default).
@@ -379,6 +421,81 @@ pub const RECENT_MAX: usize = 8;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scenario replaying `lines` Mooncake trace lines; `random` makes the hash ids
+    /// incompressible (a fixed LCG, so the test is deterministic).
+    fn trace_scenario(lines: usize, random: bool) -> Scenario {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut jsonl = String::new();
+        for i in 0..lines {
+            let ids: Vec<String> = (0..20)
+                .map(|k| {
+                    if random {
+                        x = x
+                            .wrapping_mul(6_364_136_223_846_793_005)
+                            .wrapping_add(1_442_695_040_888_963_407);
+                        ((x >> 33) % 1_000_000_000).to_string()
+                    } else {
+                        k.to_string()
+                    }
+                })
+                .collect();
+            jsonl.push_str(&format!(
+                "{{\"timestamp\": {}, \"input_length\": 10240, \"output_length\": 128, \"hash_ids\": [{}]}}\n",
+                i * 100,
+                ids.join(", ")
+            ));
+        }
+        let mut s = Scenario::default_scenario();
+        s.workload.arrival = servesim_core::workload::RawArrival::Trace { rate: None };
+        s.workload.requests = servesim_core::workload::RawContent::Mooncake {
+            jsonl,
+            block_tokens: None,
+        };
+        s
+    }
+
+    #[test]
+    fn a_small_trace_rides_in_the_link_and_reopens_identically() {
+        let s = trace_scenario(50, true);
+        assert!(check(&s).is_empty(), "{:?}", check(&s));
+        let ShareLink::Fits(frag) = share_link(&s) else {
+            panic!("a 50-line trace fits in a link");
+        };
+        assert_eq!(frag, fragment_for(&s));
+        assert_eq!(scenario_from_fragment(&frag).unwrap(), Some(s));
+    }
+
+    #[test]
+    fn a_trace_past_the_encoded_limit_gets_no_link_and_a_message_offering_the_file() {
+        let s = trace_scenario(2000, true);
+        let ShareLink::TooLarge {
+            encoded_bytes,
+            json_bytes,
+        } = share_link(&s)
+        else {
+            panic!("a 2000-line random trace cannot fit");
+        };
+        assert!(encoded_bytes > servesim_core::share::MAX_ENCODED_BYTES);
+        assert_eq!(json_bytes, s.to_json().len());
+        // The link it would have made is indeed refused by the decoder.
+        assert!(scenario_from_fragment(&fragment_for(&s)).is_err());
+        let m = link_too_large_message(encoded_bytes, json_bytes);
+        assert!(m.contains("can't carry"), "{m}");
+        assert!(m.contains("scenario file"), "{m}");
+        assert!(m.contains("64 KiB"), "{m}");
+    }
+
+    #[test]
+    fn a_trace_that_compresses_small_but_inflates_past_the_limit_gets_no_link() {
+        // Repetitive lines: the encoded text is short, but the JSON is over 1 MiB, which the
+        // decoder refuses; the check is the decoder itself, not the encoded length alone.
+        let s = trace_scenario(12_000, false);
+        let code = servesim_core::share::encode(&s.to_json());
+        assert!(code.len() <= servesim_core::share::MAX_ENCODED_BYTES);
+        assert!(s.to_json().len() > servesim_core::share::MAX_INFLATED_BYTES);
+        assert!(matches!(share_link(&s), ShareLink::TooLarge { .. }));
+    }
     use servesim_core::dtype::KvCacheDtype;
 
     #[test]

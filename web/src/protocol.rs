@@ -6,11 +6,15 @@
 //! ([`SweepRun`]); the report it sends at the end is the core's `SweepReport`, the same bytes
 //! `servesim sweep --scenario S --json` prints.
 
+use crate::compare_ui::predict::{kv_tokens_per_engine, scenario_at_levels, series_from};
 use crate::core_api::{
     Level, LevelResult, OperatingPoint, ResolvedScenario, Scenario, SweepReport,
 };
 use serde::{Deserialize, Serialize};
+use servesim_core::compare::{LevelKind, PredictedSeries};
+use servesim_core::metric::MetricId;
 use servesim_core::sweep::SweepRunner;
+use std::collections::BTreeMap;
 
 /// Page -> worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -18,8 +22,72 @@ use servesim_core::sweep::SweepRunner;
 pub enum ToWorker {
     /// Run the whole sweep of this scenario (canonical JSON, as in the share link).
     Run { id: u32, scenario: String },
+    /// Predict the comparison arm's scenario at exactly these measured levels of `level_kind`
+    /// (`compare_ui::predict::scenario_at_levels`, then the same level-by-level run). Levels are
+    /// decimal strings in Rust's shortest round-trip form, so they arrive bit-exact.
+    Predict {
+        id: u32,
+        scenario: String,
+        level_kind: LevelKind,
+        levels: Vec<String>,
+    },
     /// Stop after the current level (the page also terminates a worker that does not answer).
     Cancel { id: u32 },
+}
+
+/// The scorer's `PredictedSeries` on the wire: every number a decimal string in Rust's shortest
+/// round-trip form (`f64::to_string`, read back with `str::parse`), because serde_json's default
+/// float parser is not exact to the last bit and the page must score exactly the numbers the
+/// worker computed (the browser test compares the page's Markdown with a native run).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireSeries {
+    pub level_kind: LevelKind,
+    /// (level, metric name -> value).
+    pub points: Vec<(String, BTreeMap<String, String>)>,
+    pub kv_capacity_tokens: Option<u64>,
+}
+
+impl WireSeries {
+    pub fn from_series(s: &PredictedSeries) -> WireSeries {
+        WireSeries {
+            level_kind: s.level_kind,
+            points: s
+                .points
+                .iter()
+                .map(|(l, m)| {
+                    (
+                        l.to_string(),
+                        m.iter()
+                            .map(|(k, v)| (k.name().to_string(), v.to_string()))
+                            .collect(),
+                    )
+                })
+                .collect(),
+            kv_capacity_tokens: s.kv_capacity_tokens,
+        }
+    }
+
+    pub fn to_series(&self) -> Result<PredictedSeries, String> {
+        let num = |t: &str| {
+            t.parse::<f64>()
+                .map_err(|_| format!("bad number from the worker: {t:?}"))
+        };
+        let mut points = Vec::with_capacity(self.points.len());
+        for (l, m) in &self.points {
+            let mut metrics = BTreeMap::new();
+            for (k, v) in m {
+                let id = MetricId::from_name(k)
+                    .ok_or_else(|| format!("unknown metric from the worker: {k}"))?;
+                metrics.insert(id, num(v)?);
+            }
+            points.push((num(l)?, metrics));
+        }
+        Ok(PredictedSeries {
+            level_kind: self.level_kind,
+            points,
+            kv_capacity_tokens: self.kv_capacity_tokens,
+        })
+    }
 }
 
 /// Worker -> page.
@@ -56,6 +124,8 @@ pub enum FromWorker {
         report: Option<String>,
         csv: Option<String>,
     },
+    /// A `Predict` finished: the arm's predicted series at every requested level.
+    Predicted { id: u32, series: WireSeries },
     /// The run failed; `message` is for the user, `field` the scenario's JSON path at fault.
     Error {
         id: u32,
@@ -89,6 +159,7 @@ impl FromWorker {
             | FromWorker::Level { id, .. }
             | FromWorker::Done { id, .. }
             | FromWorker::Cancelled { id, .. }
+            | FromWorker::Predicted { id, .. }
             | FromWorker::Error { id, .. } => Some(*id),
         }
     }
@@ -124,6 +195,41 @@ pub fn csv(levels: &[LevelResult]) -> String {
     crate::table::to_csv(levels)
 }
 
+/// Reads a `Predict` request: the levels (decimal strings), the scenario, rewritten to exactly
+/// those levels (`scenario_at_levels`), resolved. A problem is the `Error` message to send.
+pub fn prepare_predict(
+    id: u32,
+    scenario_json: &str,
+    kind: LevelKind,
+    levels: &[String],
+) -> Result<(Scenario, ResolvedScenario), Box<FromWorker>> {
+    let fail = |message: String| {
+        Box::new(FromWorker::Error {
+            id,
+            field: None,
+            message,
+        })
+    };
+    let mut values = Vec::with_capacity(levels.len());
+    for l in levels {
+        values.push(
+            l.parse::<f64>()
+                .map_err(|_| fail(format!("measured level {l:?} is not a number")))?,
+        );
+    }
+    let (base, _) = prepare(id, scenario_json)?;
+    let s = scenario_at_levels(&base, kind, &values).map_err(fail)?;
+    let err = |e: servesim_core::scenario::ScenarioError| {
+        Box::new(FromWorker::Error {
+            id,
+            field: Some(e.field()),
+            message: e.to_string(),
+        })
+    };
+    let r = s.resolve().map_err(err)?;
+    Ok((s, r))
+}
+
 /// One sweep being run, level by level. The worker calls [`SweepRun::step`] once per level and
 /// yields to its event loop in between, so a `Cancel` message is seen between levels.
 pub struct SweepRun<'r> {
@@ -131,6 +237,8 @@ pub struct SweepRun<'r> {
     scenario: &'r Scenario,
     resolved: &'r ResolvedScenario,
     runner: Option<SweepRunner<'r>>,
+    /// `Some(kind)` for a comparison's `Predict`: no per-level results, a `Predicted` at the end.
+    predict: Option<LevelKind>,
 }
 
 impl<'r> SweepRun<'r> {
@@ -153,7 +261,20 @@ impl<'r> SweepRun<'r> {
             scenario,
             resolved,
             runner: Some(runner),
+            predict: None,
         })
+    }
+
+    /// The same run for a comparison's `Predict` (ends with `Predicted` instead of `Done`).
+    pub fn new_predict(
+        id: u32,
+        scenario: &'r Scenario,
+        resolved: &'r ResolvedScenario,
+        kind: LevelKind,
+    ) -> Result<SweepRun<'r>, Box<FromWorker>> {
+        let mut run = SweepRun::new(id, scenario, resolved)?;
+        run.predict = Some(kind);
+        Ok(run)
     }
 
     pub fn started(&self) -> FromWorker {
@@ -186,11 +307,13 @@ impl<'r> SweepRun<'r> {
             send(FromWorker::Progress { id, index, levels });
             match runner.step() {
                 Some(Ok(r)) => {
-                    send(FromWorker::Level {
-                        id,
-                        index,
-                        result: Box::new(r.clone()),
-                    });
+                    if self.predict.is_none() {
+                        send(FromWorker::Level {
+                            id,
+                            index,
+                            result: Box::new(r.clone()),
+                        });
+                    }
                     if index + 1 < levels {
                         return true;
                     }
@@ -212,6 +335,14 @@ impl<'r> SweepRun<'r> {
             return false;
         };
         let result = runner.finish();
+        if let Some(kind) = self.predict {
+            let series = series_from(kind, &result.levels, kv_tokens_per_engine(self.resolved));
+            send(FromWorker::Predicted {
+                id,
+                series: WireSeries::from_series(&series),
+            });
+            return false;
+        }
         let (report, csv) = self.report(&result);
         send(FromWorker::Done {
             id,
@@ -225,6 +356,7 @@ impl<'r> SweepRun<'r> {
     /// Stops the run; the message carries the report of the levels that ran.
     pub fn cancel(mut self) -> FromWorker {
         let (report, csv) = match self.runner.take() {
+            Some(_) if self.predict.is_some() => (None, None),
             Some(r) => {
                 let (a, b) = self.report(&r.finish());
                 (Some(a), Some(b))
@@ -247,11 +379,60 @@ pub fn run_sweep(
     send: &mut dyn FnMut(FromWorker),
     cancelled: &mut dyn FnMut() -> bool,
 ) {
-    let (s, r) = match prepare(id, scenario_json) {
-        Ok(x) => x,
-        Err(m) => return send(*m),
+    run_job(
+        &ToWorker::Run {
+            id,
+            scenario: scenario_json.to_string(),
+        },
+        send,
+        cancelled,
+    )
+}
+
+/// The scenario and its resolution for a `Run` or `Predict` request (None for `Cancel`).
+pub fn prepare_job(
+    msg: &ToWorker,
+) -> Option<Result<(Scenario, ResolvedScenario), Box<FromWorker>>> {
+    match msg {
+        ToWorker::Run { id, scenario } => Some(prepare(*id, scenario)),
+        ToWorker::Predict {
+            id,
+            scenario,
+            level_kind,
+            levels,
+        } => Some(prepare_predict(*id, scenario, *level_kind, levels)),
+        ToWorker::Cancel { .. } => None,
+    }
+}
+
+/// Starts the level-by-level run of a prepared `Run` or `Predict`.
+pub fn start_job<'r>(
+    msg: &ToWorker,
+    scenario: &'r Scenario,
+    resolved: &'r ResolvedScenario,
+) -> Result<SweepRun<'r>, Box<FromWorker>> {
+    match msg {
+        ToWorker::Predict { id, level_kind, .. } => {
+            SweepRun::new_predict(*id, scenario, resolved, *level_kind)
+        }
+        ToWorker::Run { id, .. } | ToWorker::Cancel { id } => {
+            SweepRun::new(*id, scenario, resolved)
+        }
+    }
+}
+
+/// [`run_sweep`] for any request: a sweep (`Run`) or a comparison's prediction (`Predict`).
+pub fn run_job(
+    msg: &ToWorker,
+    send: &mut dyn FnMut(FromWorker),
+    cancelled: &mut dyn FnMut() -> bool,
+) {
+    let (s, r) = match prepare_job(msg) {
+        Some(Ok(x)) => x,
+        Some(Err(m)) => return send(*m),
+        None => return,
     };
-    let mut run = match SweepRun::new(id, &s, &r) {
+    let mut run = match start_job(msg, &s, &r) {
         Ok(x) => x,
         Err(m) => return send(*m),
     };
@@ -405,6 +586,145 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    fn predict_msg(id: u32, levels: &[f64]) -> ToWorker {
+        ToWorker::Predict {
+            id,
+            scenario: small_scenario().to_json(),
+            level_kind: LevelKind::Concurrency,
+            levels: levels.iter().map(|l| l.to_string()).collect(),
+        }
+    }
+
+    /// Runs a request through JSON both ways, as the page and the worker exchange it.
+    fn run_over_json(msg: &ToWorker, cancel_after: Option<usize>) -> Vec<FromWorker> {
+        let msg = ToWorker::from_json(&msg.to_json()).unwrap();
+        let mut got = Vec::new();
+        let mut polls = 0;
+        run_job(
+            &msg,
+            &mut |m| got.push(FromWorker::from_json(&m.to_json()).unwrap()),
+            &mut || {
+                polls += 1;
+                cancel_after.is_some_and(|n| polls > n)
+            },
+        );
+        got
+    }
+
+    #[test]
+    fn predict_answers_level_by_level_with_the_native_prediction_bit_for_bit() {
+        let got = run_over_json(&predict_msg(5, &[2.0, 8.0]), None);
+        assert!(matches!(&got[0], FromWorker::Started { id: 5, levels } if levels.len() == 2));
+        let progress: Vec<usize> = got
+            .iter()
+            .filter_map(|m| match m {
+                FromWorker::Progress {
+                    index, levels: 2, ..
+                } => Some(*index),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(progress, vec![0, 1]);
+        assert!(!got.iter().any(|m| matches!(m, FromWorker::Level { .. })));
+        let Some(FromWorker::Predicted { id: 5, series }) = got.last() else {
+            panic!("ends with Predicted: {:?}", got.last());
+        };
+        // The same prediction made natively in one call (what the main thread used to do).
+        let native = crate::compare_ui::predict::predict(
+            &small_scenario(),
+            LevelKind::Concurrency,
+            &[2.0, 8.0],
+        )
+        .unwrap();
+        let wire = series.to_series().unwrap();
+        assert_eq!(wire, native);
+        for ((_, a), (_, b)) in wire.points.iter().zip(&native.points) {
+            for (k, v) in a {
+                assert_eq!(v.to_bits(), b[k].to_bits(), "{k:?} bit-exact");
+            }
+        }
+    }
+
+    #[test]
+    fn predict_cancelled_between_levels_ends_without_a_series() {
+        let got = run_over_json(&predict_msg(6, &[1.0, 4.0, 16.0]), Some(1));
+        let started_levels = got
+            .iter()
+            .filter(|m| matches!(m, FromWorker::Progress { .. }))
+            .count();
+        assert_eq!(started_levels, 1);
+        assert!(matches!(
+            got.last(),
+            Some(FromWorker::Cancelled {
+                id: 6,
+                report: None,
+                csv: None
+            })
+        ));
+    }
+
+    #[test]
+    fn predict_errors_name_the_problem() {
+        // A fractional concurrency cannot be simulated (whole clients).
+        let got = run_over_json(&predict_msg(7, &[2.5]), None);
+        match &got[..] {
+            [FromWorker::Error { id: 7, message, .. }] => {
+                assert!(message.contains("whole number"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let bad = ToWorker::Predict {
+            id: 8,
+            scenario: small_scenario().to_json(),
+            level_kind: LevelKind::RequestRate,
+            levels: vec!["fast".into()],
+        };
+        match &run_over_json(&bad, None)[..] {
+            [FromWorker::Error { id: 8, message, .. }] => assert!(message.contains("fast")),
+            other => panic!("{other:?}"),
+        }
+        let broken = ToWorker::Predict {
+            id: 9,
+            scenario: "{".into(),
+            level_kind: LevelKind::Concurrency,
+            levels: vec!["1".into()],
+        };
+        assert!(matches!(
+            &run_over_json(&broken, None)[..],
+            [FromWorker::Error { id: 9, .. }]
+        ));
+    }
+
+    #[test]
+    fn wire_series_keeps_awkward_floats_exact() {
+        let vals = [0.1 + 0.2, 1.0 / 3.0, 123456.789e-300, f64::MAX, 5e-324];
+        let series = PredictedSeries {
+            level_kind: LevelKind::RequestRate,
+            points: vals
+                .iter()
+                .map(|v| (*v, [(MetricId::OutputTokensPerS, *v)].into_iter().collect()))
+                .collect(),
+            kv_capacity_tokens: Some(7),
+        };
+        let msg = FromWorker::Predicted {
+            id: 1,
+            series: WireSeries::from_series(&series),
+        };
+        let FromWorker::Predicted { series: back, .. } =
+            FromWorker::from_json(&msg.to_json()).unwrap()
+        else {
+            panic!()
+        };
+        let back = back.to_series().unwrap();
+        for ((l, m), v) in back.points.iter().zip(vals) {
+            assert_eq!(l.to_bits(), v.to_bits());
+            assert_eq!(m[&MetricId::OutputTokensPerS].to_bits(), v.to_bits());
+        }
+        let mut bad = WireSeries::from_series(&series);
+        bad.points[0].1.insert("no_such_metric".into(), "1".into());
+        assert!(bad.to_series().unwrap_err().contains("no_such_metric"));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The sweep worker's runtime (wasm32, inside a dedicated Web Worker). Receives
-//! [`ToWorker`] messages, runs the sweep level by level with [`SweepRun`], and posts
+//! [`ToWorker`] messages, runs a sweep or a comparison's prediction level by level with
+//! `protocol::SweepRun`, and posts
 //! [`FromWorker`] messages. Between levels it yields to the event loop so `Cancel` is seen.
 
-use crate::protocol::{prepare, FromWorker, SweepRun, ToWorker};
+use crate::protocol::{prepare_job, start_job, FromWorker, ToWorker};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
@@ -23,18 +24,20 @@ async fn yield_now(scope: &DedicatedWorkerGlobalScope) {
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
+/// Runs a `Run` (sweep) or `Predict` (comparison) request level by level.
 async fn run(
     scope: DedicatedWorkerGlobalScope,
     id: u32,
-    scenario: String,
+    msg: ToWorker,
     cancelled: Rc<RefCell<BTreeSet<u32>>>,
 ) {
     let send = |m: FromWorker| post(&scope, &m);
-    let (s, r) = match prepare(id, &scenario) {
-        Ok(x) => x,
-        Err(m) => return send(*m),
+    let (s, r) = match prepare_job(&msg) {
+        Some(Ok(x)) => x,
+        Some(Err(m)) => return send(*m),
+        None => return,
     };
-    let mut sweep = match SweepRun::new(id, &s, &r) {
+    let mut sweep = match start_job(&msg, &s, &r) {
         Ok(x) => x,
         Err(m) => return send(*m),
     };
@@ -61,13 +64,12 @@ pub fn start() {
             return;
         };
         match ToWorker::from_json(&text) {
-            Ok(ToWorker::Run { id, scenario }) => {
-                wasm_bindgen_futures::spawn_local(run(
-                    scope2.clone(),
-                    id,
-                    scenario,
-                    cancelled.clone(),
-                ));
+            Ok(msg @ (ToWorker::Run { .. } | ToWorker::Predict { .. })) => {
+                let id = match &msg {
+                    ToWorker::Run { id, .. } | ToWorker::Predict { id, .. } => *id,
+                    ToWorker::Cancel { id } => *id,
+                };
+                wasm_bindgen_futures::spawn_local(run(scope2.clone(), id, msg, cancelled.clone()));
             }
             Ok(ToWorker::Cancel { id }) => {
                 cancelled.borrow_mut().insert(id);

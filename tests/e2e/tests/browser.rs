@@ -702,6 +702,77 @@ async fn link_made_natively_opens_in_the_page() {
     assert!(url.ends_with(&format!("#{frag}")), "{url} vs {frag}");
 }
 
+/// A Mooncake trace whose hash ids are pseudo-random (incompressible): `lines` requests of
+/// 20 blocks x 512 tokens.
+fn incompressible_trace(lines: usize) -> String {
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut out = String::new();
+    for i in 0..lines {
+        let ids: Vec<String> = (0..20)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x % 1_000_000_000).to_string()
+            })
+            .collect();
+        out.push_str(&format!(
+            "{{\"timestamp\": {}, \"input_length\": 10240, \"output_length\": 128, \"hash_ids\": [{}]}}\n",
+            i * 100,
+            ids.join(", ")
+        ));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_too_large_for_a_link_warns_and_offers_the_scenario_file_instead() {
+    let path = artifacts().join("large-trace.jsonl");
+    std::fs::write(&path, incompressible_trace(2000)).unwrap();
+    let path_text = path.to_string_lossy().to_string();
+    let (warning, copy_disabled, download, url, loaded) =
+        with_browser("large-trace", |c, base| async move {
+            let r = async {
+                c.goto(&base).await?;
+                wait_text(&c, "#cap-kv-tokens").await?;
+                if text_of(&c, "#link-too-large").await?.is_some() {
+                    return Err("no warning for the default scenario".into());
+                }
+                choose(&c, "#f-content", "mooncake").await?;
+                choose(&c, "#f-arrival", "trace").await?;
+                c.find(Locator::Css("#f-trace"))
+                    .await?
+                    .send_keys(&path_text)
+                    .await?;
+                let warning = wait_text(&c, "#link-too-large").await?;
+                let copy_disabled = c
+                    .find(Locator::Css("#copy-link"))
+                    .await?
+                    .attr("disabled")
+                    .await?
+                    .is_some();
+                let download = text_of(&c, "#download-scenario-file").await?;
+                let url = c.current_url().await?.to_string();
+                let loaded = c
+                    .find(Locator::Css("#f-trace + .hint"))
+                    .await?
+                    .text()
+                    .await?;
+                Ok((warning, copy_disabled, download, url, loaded))
+            }
+            .await;
+            (c, r)
+        })
+        .await;
+    assert!(loaded.starts_with("2,000 requests"), "{loaded}");
+    assert!(warning.contains("can't carry"), "{warning}");
+    assert!(warning.contains("64 KiB"), "{warning}");
+    assert!(copy_disabled, "Copy link is disabled");
+    assert_eq!(download.as_deref(), Some("Download scenario.json"));
+    // No link that the decoder would refuse ever reaches the address bar.
+    assert!(!url.contains("s=v1."), "{}", &url[..url.len().min(200)]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reference_sweep_wall_time_in_chromium() {
     // DeepSeek-V4-Pro on 8x H200, TP8, fp8_ds_mla KV, agentic-coding preset, concurrency

@@ -1,42 +1,53 @@
-//! "How far to trust it": the model's median absolute error per metric against the public runs
-//! (docs/accuracy.md), read from a summary the core embeds.
+//! "How far to trust it": ServeSim's median absolute error per metric against the public vLLM
+//! runs (docs/accuracy.md), in-sample and held out, read from the summary the core embeds.
 //!
-//! Expected source: a JSON text embedded in the core, e.g.
-//! `servesim_core::validate::ACCURACY_SUMMARY_JSON = include_str!("../data/calibration/accuracy-summary.json")`,
-//! shaped like the `aggregates` of `servesim validate --json` (`validate::Aggregate`):
-//! `{"efficiencies": "...", "aggregates": [{"family": "Throughput", "scope": "all", "n": 53,
-//! "median_abs_pct": 13.3, "mean_abs_pct": .., "mean_signed_pct": .., "target_pct": 15, "met": true}, ...]}`
-//! (other fields, e.g. `points`, are ignored). Until it exists [`SUMMARY_JSON`] is `None` and the
-//! panel says the figures are not in this build.
+//! Source: `servesim_core::validate::ACCURACY_SUMMARY_JSON`
+//! (`include_str!("../data/calibration/accuracy-summary.json")`, the JSON of
+//! `validate::AccuracySummary`, written by `servesim validate --fit` / `--write-summary`):
+//! `{"description": "...", "points": 63, "simulated": 63, "metrics": [{"family": "Throughput",
+//! "metric": "output tok/s", "n": 58, "median_abs_pct": 9.2, "mean_signed_pct": 17.1,
+//! "held_out_source_median_abs_pct": 30.5, "held_out_model_median_abs_pct": 36.4,
+//! "target_pct": 15.0, "met": true}, ...]}`.
+//!
+//! The page reads the JSON text with its own small struct (not `validate::accuracy_summary()`),
+//! so only the text, not the validation code, is linked into the page's wasm. With
+//! [`SUMMARY_JSON`] = `None` the panel says the figures are not in this build.
 
 use serde::Deserialize;
 
-/// The embedded summary. Set to `Some(servesim_core::validate::ACCURACY_SUMMARY_JSON)` (or the
-/// name the validate helper gives it) when it lands in the core.
-pub const SUMMARY_JSON: Option<&str> = None;
+/// The embedded summary (`None` would show "not in this build").
+pub const SUMMARY_JSON: Option<&str> = Some(servesim_core::validate::ACCURACY_SUMMARY_JSON);
 
 /// Where the page links for the method and the per-point results (the repository's
 /// docs/accuracy.md; relative, so the integrator points it at the published repository URL).
 pub const ACCURACY_DOC_URL: &str = "docs/accuracy.md";
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
-struct RawAggregate {
+struct RawMetric {
     family: String,
     #[serde(default)]
-    scope: String,
+    metric: Option<String>,
     n: usize,
     median_abs_pct: f64,
     #[serde(default)]
     mean_signed_pct: Option<f64>,
     #[serde(default)]
-    target_pct: Option<f64>,
+    held_out_source_median_abs_pct: Option<f64>,
+    #[serde(default)]
+    held_out_model_median_abs_pct: Option<f64>,
+    target_pct: f64,
+    met: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 struct RawSummary {
-    aggregates: Vec<RawAggregate>,
     #[serde(default)]
-    efficiencies: Option<String>,
+    description: String,
+    #[serde(default)]
+    points: usize,
+    #[serde(default)]
+    simulated: usize,
+    metrics: Vec<RawMetric>,
 }
 
 /// One row of the panel.
@@ -44,62 +55,88 @@ struct RawSummary {
 pub struct AccuracyRow {
     /// "output tok/s", "ITL/TPOT mean", "TTFT p50".
     pub metric: String,
+    /// Points scored.
     pub n: usize,
+    /// Median absolute error, percent, in-sample (the shipped calibrated table).
     pub median_abs_pct: f64,
     pub mean_signed_pct: Option<f64>,
-    pub target_pct: Option<f64>,
+    /// Held out: each source predicted by a fit on the other source(s).
+    pub held_out_source_pct: Option<f64>,
+    /// Held out: each model predicted by a fit on the other models.
+    pub held_out_model_pct: Option<f64>,
+    pub target_pct: f64,
+    /// The in-sample median is within the target.
+    pub met: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Accuracy {
     pub rows: Vec<AccuracyRow>,
-    /// Which efficiency table the figures were made with.
-    pub efficiencies: Option<String>,
+    /// What was compared, with which table.
+    pub description: String,
+    /// Measured runs in the set, and how many could be simulated.
+    pub points: usize,
+    pub simulated: usize,
 }
 
 fn family_label(f: &str) -> String {
     match f {
         "Throughput" => "output tok/s".into(),
-        "InterToken" => "ITL / TPOT mean".into(),
+        "InterToken" => "ITL/TPOT mean".into(),
         "Ttft" => "TTFT p50".into(),
         other => other.to_string(),
     }
 }
 
-/// The all-points aggregates (scope "all", or the first per family when no scope says so).
+fn pct_ok(v: f64) -> bool {
+    v.is_finite() && v >= 0.0
+}
+
+/// Reads the summary; a damaged one is a message (shown in the panel), never a panic.
 pub fn parse(json: &str) -> Result<Accuracy, String> {
     let raw: RawSummary = serde_json::from_str(json)
         .map_err(|e| format!("the accuracy summary could not be read: {e}"))?;
-    let mut rows: Vec<AccuracyRow> = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
-    let all_first = raw
-        .aggregates
-        .iter()
-        .filter(|a| a.scope.is_empty() || a.scope.eq_ignore_ascii_case("all"))
-        .chain(raw.aggregates.iter());
-    for a in all_first {
-        if seen.contains(&a.family) {
-            continue;
-        }
-        if !(a.median_abs_pct.is_finite() && a.median_abs_pct >= 0.0) {
+    if raw.metrics.is_empty() {
+        return Err("the accuracy summary lists no metric".into());
+    }
+    let mut rows = Vec::with_capacity(raw.metrics.len());
+    for m in raw.metrics {
+        let held = [
+            m.held_out_source_median_abs_pct,
+            m.held_out_model_median_abs_pct,
+        ];
+        if !pct_ok(m.median_abs_pct)
+            || !pct_ok(m.target_pct)
+            || held.iter().flatten().any(|v| !pct_ok(*v))
+        {
             return Err(format!(
-                "the accuracy summary has a bad median for {}",
-                a.family
+                "the accuracy summary has a bad percentage for {}",
+                m.family
             ));
         }
-        seen.push(a.family.clone());
         rows.push(AccuracyRow {
-            metric: family_label(&a.family),
-            n: a.n,
-            median_abs_pct: a.median_abs_pct,
-            mean_signed_pct: a.mean_signed_pct,
-            target_pct: a.target_pct,
+            metric: m.metric.unwrap_or_else(|| family_label(&m.family)),
+            n: m.n,
+            median_abs_pct: m.median_abs_pct,
+            mean_signed_pct: m.mean_signed_pct,
+            held_out_source_pct: m.held_out_source_median_abs_pct,
+            held_out_model_pct: m.held_out_model_median_abs_pct,
+            target_pct: m.target_pct,
+            met: m.met,
         });
     }
     Ok(Accuracy {
         rows,
-        efficiencies: raw.efficiencies,
+        description: raw.description,
+        points: raw.points,
+        simulated: raw.simulated,
     })
+}
+
+/// "9.2 %", or "n/a" when the summary has no such figure.
+pub fn fmt_pct(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.1} %"))
+        .unwrap_or_else(|| "n/a".into())
 }
 
 /// The embedded summary, if this build has one.
@@ -111,20 +148,78 @@ pub fn embedded() -> Option<Result<Accuracy, String>> {
 mod tests {
     use super::*;
 
+    /// The shape `validate::AccuracySummary::to_json` writes (values made up for the test).
+    const SAMPLE: &str = r#"{
+      "description": "ServeSim versus 63 public measured vLLM runs, table: fitted.",
+      "points": 63, "simulated": 62,
+      "metrics": [
+        {"family": "Throughput", "metric": "output tok/s", "n": 58, "median_abs_pct": 9.2,
+         "mean_signed_pct": 17.1, "held_out_source_median_abs_pct": 30.5,
+         "held_out_model_median_abs_pct": 36.4, "target_pct": 15.0, "met": true},
+        {"family": "Ttft", "metric": "TTFT p50", "n": 63, "median_abs_pct": 26.8,
+         "mean_signed_pct": 2.0, "held_out_source_median_abs_pct": null,
+         "held_out_model_median_abs_pct": 52.4, "target_pct": 25.0, "met": false}
+      ]}"#;
+
     #[test]
-    fn all_points_aggregates_are_preferred_over_per_source_ones() {
-        let json = r#"{"efficiencies":"fitted","points":[],"aggregates":[
-            {"family":"Throughput","scope":"gpustack","n":20,"median_abs_pct":9.0},
-            {"family":"Throughput","scope":"all","n":53,"median_abs_pct":13.3,"mean_signed_pct":-2.0,"target_pct":15.0,"met":true,"mean_abs_pct":14},
-            {"family":"Ttft","scope":"all","n":58,"median_abs_pct":32.6,"target_pct":25.0}
-        ]}"#;
-        let a = parse(json).unwrap();
+    fn every_metric_row_keeps_in_sample_held_out_target_and_verdict() {
+        let a = parse(SAMPLE).unwrap();
+        assert_eq!((a.points, a.simulated), (63, 62));
+        assert!(a.description.contains("63 public"));
         assert_eq!(a.rows.len(), 2);
-        assert_eq!(a.rows[0].metric, "output tok/s");
-        assert_eq!((a.rows[0].n, a.rows[0].median_abs_pct), (53, 13.3));
-        assert_eq!(a.rows[1].metric, "TTFT p50");
-        assert_eq!(a.efficiencies.as_deref(), Some("fitted"));
-        assert!(parse("{}").is_err());
-        assert!(parse(r#"{"aggregates":[{"family":"Ttft","n":1,"median_abs_pct":-1}]}"#).is_err());
+        let t = &a.rows[0];
+        assert_eq!(t.metric, "output tok/s");
+        assert_eq!(
+            (t.n, t.median_abs_pct, t.target_pct, t.met),
+            (58, 9.2, 15.0, true)
+        );
+        assert_eq!(
+            (t.held_out_source_pct, t.held_out_model_pct),
+            (Some(30.5), Some(36.4))
+        );
+        let f = &a.rows[1];
+        assert!(!f.met);
+        assert_eq!(fmt_pct(f.held_out_source_pct), "n/a");
+        assert_eq!(fmt_pct(f.held_out_model_pct), "52.4 %");
+    }
+
+    #[test]
+    fn a_damaged_summary_is_a_message() {
+        assert!(parse("{").unwrap_err().contains("could not be read"));
+        assert!(parse(r#"{"metrics": []}"#)
+            .unwrap_err()
+            .contains("no metric"));
+        let neg = SAMPLE.replace("\"median_abs_pct\": 9.2", "\"median_abs_pct\": -9.2");
+        assert!(parse(&neg).unwrap_err().contains("Throughput"));
+    }
+
+    #[test]
+    fn a_family_without_a_display_name_gets_the_pages_label() {
+        let j = r#"{"metrics": [{"family": "InterToken", "n": 3, "median_abs_pct": 1.0,
+            "target_pct": 15.0, "met": true}]}"#;
+        assert_eq!(parse(j).unwrap().rows[0].metric, "ITL/TPOT mean");
+    }
+
+    /// The core's shipped summary (once the calibration lands) parses with the page's reader,
+    /// and the page embeds it: a build with the file but `SUMMARY_JSON = None` fails here with
+    /// the line to change.
+    #[test]
+    fn the_cores_summary_file_is_read_and_embedded_when_it_exists() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../crates/servesim-core/data/calibration/accuracy-summary.json"
+        );
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                let a = parse(&text).expect("the core's accuracy-summary.json parses");
+                assert!(!a.rows.is_empty());
+                assert!(
+                    SUMMARY_JSON.is_some(),
+                    "the core ships accuracy-summary.json: set compare_ui::accuracy::SUMMARY_JSON = \
+                     Some(servesim_core::validate::ACCURACY_SUMMARY_JSON)"
+                );
+            }
+            Err(_) => assert!(embedded().is_none(), "no summary file, nothing embedded"),
+        }
     }
 }

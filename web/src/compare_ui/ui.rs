@@ -1,13 +1,12 @@
 //! The "Predicted versus measured" panel (Leptos, wasm32 only). State: [`CompareState`] (one
 //! field of the page's state); the panel: [`ComparePanel`] (mounted once in the results column).
 //!
-//! Predictions run on the main thread, one level at a time with a yield to the event loop in
-//! between (the page's sweep worker speaks the interim protocol; switch to it once the worker
-//! runs the core's `Scenario`).
+//! Predictions run in a Web Worker (`ToWorker::Predict`, answered level by level; see
+//! `crate::protocol`); the main thread only imports, scores and draws, so the page's wasm does
+//! not contain the simulator.
 
 use super::import_view::{run_import, table_headers, ColumnStatus, ImportFailure, ImportView};
 use super::link::{self, WithMeasured};
-use super::predict::{kv_tokens_per_engine, scenario_at_levels, series_from};
 use super::state::{
     plan_arms, score, ArmPlan, ArmSetup, CompareInput, Exclusion, Prediction, Scored, STORAGE_KEY,
 };
@@ -15,12 +14,16 @@ use super::{accuracy, import_view::SourceFile};
 use crate::browser;
 use crate::charts::Theme;
 use crate::compare_charts::{draw_error, draw_fit, error_chart, fit_chart};
+use crate::protocol::{FromWorker, ToWorker};
 use leptos::prelude::*;
-use servesim_core::compare::{level_label, ArmScore, MeasuredRun};
+use servesim_core::compare::{level_label, ArmScore, LevelKind, MeasuredRun, PredictedSeries};
 use servesim_core::metric::MetricId;
 use servesim_core::scenario::Scenario;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
+use web_sys::{MessageEvent, Worker};
 
 /// The comparison's signals; `Copy`, so it sits in the page's state.
 #[derive(Clone, Copy)]
@@ -109,48 +112,189 @@ fn theme() -> Theme {
     }
 }
 
-async fn yield_now() {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        let _ =
-            browser::window().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+thread_local! {
+    /// The comparison's own worker (a second instance of the sweep worker, `worker_loader.js`):
+    /// a prediction never waits behind the page's sweep, and cancelling one never stops the other.
+    static PWORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
+    /// The worker has said `ready`; requests posted before it wait in `PPENDING`.
+    static PREADY: Cell<bool> = const { Cell::new(false) };
+    static PPENDING: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    static NEXT_ID: Cell<u32> = const { Cell::new(0) };
+    /// The request being answered: its id and the resolve function of the promise awaiting it.
+    static WAITING: RefCell<Option<(u32, js_sys::Function)>> = const { RefCell::new(None) };
+    static ANSWER: RefCell<Option<Result<PredictedSeries, String>>> = const { RefCell::new(None) };
+    /// (arm number, arms, arm name) for the progress line.
+    static LABEL: RefCell<(usize, usize, String)> = const { RefCell::new((0, 0, String::new())) };
+    /// Set by Cancel: no further arm is started.
+    static STOP: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Predicts every planned arm at all of its measured levels, level by level.
+/// How long a cancelled prediction may take to acknowledge before its worker is terminated.
+const CANCEL_GRACE_MS: i32 = 400;
+
+/// Ends the wait for request `id` with `answer` (ignored when it is not the awaited request).
+fn answer(id: u32, a: Result<PredictedSeries, String>) {
+    let Some((_, resolve)) = WAITING.with(|w| {
+        let mut w = w.borrow_mut();
+        if w.as_ref().is_some_and(|(i, _)| *i == id) {
+            w.take()
+        } else {
+            None
+        }
+    }) else {
+        return;
+    };
+    ANSWER.with(|x| *x.borrow_mut() = Some(a));
+    let _ = resolve.call0(&JsValue::NULL);
+}
+
+fn stop_worker() {
+    PWORKER.with(|w| {
+        if let Some(w) = w.borrow_mut().take() {
+            w.terminate();
+        }
+    });
+    PREADY.with(|r| r.set(false));
+    PPENDING.with(|p| p.borrow_mut().clear());
+}
+
+fn ensure_worker(cs: CompareState) -> Result<(), String> {
+    if PWORKER.with(|w| w.borrow().is_some()) {
+        return Ok(());
+    }
+    let worker = browser::spawn_worker()?;
+    let onmessage = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {
+        let Some(text) = ev.data().as_string() else {
+            return;
+        };
+        let msg = match FromWorker::from_json(&text) {
+            Ok(m) => m,
+            Err(e) => {
+                let id = WAITING.with(|w| w.borrow().as_ref().map(|x| x.0));
+                if let Some(id) = id {
+                    answer(id, Err(e));
+                }
+                return;
+            }
+        };
+        match msg {
+            FromWorker::Ready => {
+                PREADY.with(|r| r.set(true));
+                let pending: Vec<String> = PPENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+                PWORKER.with(|w| {
+                    if let Some(w) = w.borrow().as_ref() {
+                        for p in pending {
+                            let _ = w.post_message(&JsValue::from_str(&p));
+                        }
+                    }
+                });
+            }
+            FromWorker::Progress { id, index, levels } => {
+                if WAITING.with(|w| w.borrow().as_ref().is_some_and(|x| x.0 == id)) {
+                    let (ai, n, arm) = LABEL.with(|l| l.borrow().clone());
+                    cs.status.set(format!(
+                        "Predicting arm {ai} of {n} (\"{arm}\"): level {} of {levels}…",
+                        index + 1
+                    ));
+                }
+            }
+            FromWorker::Predicted { id, series } => answer(id, series.to_series()),
+            FromWorker::Error { id, message, .. } => answer(id, Err(message)),
+            FromWorker::Cancelled { id, .. } => answer(id, Err("cancelled".into())),
+            FromWorker::Started { .. } | FromWorker::Level { .. } | FromWorker::Done { .. } => {}
+        }
+    });
+    worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    onmessage.forget();
+    PREADY.with(|r| r.set(false));
+    PWORKER.with(|w| *w.borrow_mut() = Some(worker));
+    Ok(())
+}
+
+fn post(msg: &ToWorker) {
+    let text = msg.to_json();
+    let sent = PREADY.with(|r| r.get())
+        && PWORKER.with(|w| {
+            w.borrow()
+                .as_ref()
+                .is_some_and(|w| w.post_message(&JsValue::from_str(&text)).is_ok())
+        });
+    if !sent {
+        PPENDING.with(|p| p.borrow_mut().push(text));
+    }
+}
+
+/// Asks the comparison's worker for one arm's prediction and waits for the answer.
+async fn ask_worker(
+    cs: CompareState,
+    scenario: String,
+    kind: LevelKind,
+    levels: &[f64],
+) -> Result<PredictedSeries, String> {
+    ensure_worker(cs)?;
+    let id = NEXT_ID.with(|n| {
+        n.set(n.get() + 1);
+        n.get()
+    });
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        WAITING.with(|w| *w.borrow_mut() = Some((id, resolve)));
+    });
+    post(&ToWorker::Predict {
+        id,
+        scenario,
+        level_kind: kind,
+        // Shortest round-trip decimal strings: the worker reads back exactly these levels.
+        levels: levels.iter().map(|l| l.to_string()).collect(),
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+    ANSWER
+        .with(|a| a.borrow_mut().take())
+        .unwrap_or_else(|| Err("the prediction worker stopped".into()))
+}
+
+/// Stops the predictions: the worker stops after its current level; one that does not answer
+/// within [`CANCEL_GRACE_MS`] is terminated (a fresh one starts with the next prediction).
+fn cancel_predictions() {
+    STOP.with(|s| s.set(true));
+    let Some(id) = WAITING.with(|w| w.borrow().as_ref().map(|x| x.0)) else {
+        return;
+    };
+    post(&ToWorker::Cancel { id });
+    let cb = Closure::once_into_js(move || {
+        if WAITING.with(|w| w.borrow().as_ref().is_some_and(|x| x.0 == id)) {
+            stop_worker();
+            answer(id, Err("cancelled".into()));
+        }
+    });
+    let _ = browser::window()
+        .set_timeout_with_callback_and_timeout_and_arguments_0(cb.unchecked_ref(), CANCEL_GRACE_MS);
+}
+
+/// Predicts every planned arm at all of its measured levels, in the comparison's worker (the
+/// main thread never runs the simulator), level by level with progress.
 async fn run_predictions(cs: CompareState, plans: Vec<ArmPlan>) {
     cs.running.set(true);
+    STOP.with(|s| s.set(false));
     let n_arms = plans.len();
+    let mut cancelled = false;
     for (ai, plan) in plans.into_iter().enumerate() {
+        if STOP.with(|s| s.get()) {
+            cancelled = true;
+            break;
+        }
         let arm = plan.run.arm.clone();
         let levels: Vec<f64> = plan.run.levels.iter().map(|l| l.level).collect();
         let scenario_json = plan.scenario.to_json();
-        let result: Result<_, String> = async {
-            let s = scenario_at_levels(&plan.scenario, plan.run.level_kind, &levels)?;
-            let resolved = s.resolve().map_err(|e| e.to_string())?;
-            let mut runner = resolved.runner().map_err(|e| e.to_string())?;
-            let total = runner.total_levels();
-            loop {
-                cs.status.set(format!(
-                    "Predicting arm {} of {n_arms} (\"{arm}\"): level {} of {total}…",
-                    ai + 1,
-                    runner.done_levels() + 1
-                ));
-                yield_now().await;
-                match runner.step() {
-                    None => break,
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => return Err(e.to_string()),
-                }
-            }
-            let results = runner.results().to_vec();
-            Ok(series_from(
-                plan.run.level_kind,
-                &results,
-                kv_tokens_per_engine(&resolved),
-            ))
+        LABEL.with(|l| *l.borrow_mut() = (ai + 1, n_arms, arm.clone()));
+        cs.status.set(format!(
+            "Predicting arm {} of {n_arms} (\"{arm}\")…",
+            ai + 1
+        ));
+        let result = ask_worker(cs, scenario_json.clone(), plan.run.level_kind, &levels).await;
+        if STOP.with(|s| s.get()) && result.as_ref().is_err_and(|e| e == "cancelled") {
+            cancelled = true;
+            break;
         }
-        .await;
         cs.predictions.update(|p| {
             p.insert(
                 arm.clone(),
@@ -162,7 +306,11 @@ async fn run_predictions(cs: CompareState, plans: Vec<ArmPlan>) {
             );
         });
     }
-    cs.status.set("Predictions done.".into());
+    cs.status.set(if cancelled {
+        "Predictions cancelled.".into()
+    } else {
+        "Predictions done.".into()
+    });
     cs.running.set(false);
 }
 
@@ -380,16 +528,29 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
         .into_any(),
         Some(Err(e)) => view! { <p class="error-text">{e}</p> }.into_any(),
         Some(Ok(a)) => view! {
+            <div class="table-wrap">
             <table id="accuracy-table" class="compact">
-                <thead><tr><th scope="col">"metric"</th><th scope="col">"median |error|"</th><th scope="col">"points"</th><th scope="col">"target"</th></tr></thead>
+                <thead><tr>
+                    <th scope="col">"metric"</th><th scope="col">"points"</th>
+                    <th scope="col" title="median absolute error with the shipped calibrated table, over the points it was fitted on">"median |error|, in-sample"</th>
+                    <th scope="col" title="each source predicted by a fit on the other source(s)">"held out: other sources"</th>
+                    <th scope="col" title="each model predicted by a fit on the other models">"held out: other models"</th>
+                    <th scope="col">"target"</th><th scope="col">"met"</th>
+                </tr></thead>
                 <tbody>{a.rows.into_iter().map(|r| view! {
-                    <tr><td>{r.metric}</td><td class="num">{format!("{:.1} %", r.median_abs_pct)}</td><td class="num">{r.n}</td>
-                    <td class="num">{r.target_pct.map(|t| format!("≤ {t:.0} %")).unwrap_or_default()}</td></tr>
+                    <tr data-met=r.met.to_string()>
+                        <th scope="row">{r.metric}</th><td class="num">{r.n}</td>
+                        <td class="num">{accuracy::fmt_pct(Some(r.median_abs_pct))}</td>
+                        <td class="num">{accuracy::fmt_pct(r.held_out_source_pct)}</td>
+                        <td class="num">{accuracy::fmt_pct(r.held_out_model_pct)}</td>
+                        <td class="num">{format!("≤ {:.0} %", r.target_pct)}</td>
+                        <td>{if r.met { "yes" } else { "no" }}</td>
+                    </tr>
                 }).collect_view()}</tbody>
             </table>
-            <p class="muted">"Median absolute error of ServeSim against public vLLM runs. Method and every point: "
-                <a href=accuracy::ACCURACY_DOC_URL>"docs/accuracy.md"</a>
-                {a.efficiencies.map(|e| format!(" (efficiencies: {e})"))}"."</p>
+            </div>
+            <p class="muted">{format!("{} ({} of {} runs simulated). Method and every point: ", a.description, a.simulated, a.points)}
+                <a href=accuracy::ACCURACY_DOC_URL>"docs/accuracy.md"</a>"."</p>
         }
         .into_any(),
     };
@@ -438,6 +599,9 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
                 <button id="compare-run" class="btn primary"
                     disabled=move || cs.running.get() || ok_plans.with(|p| p.is_empty())
                     on:click=predict>"Predict and score"</button>
+                <Show when=move || cs.running.get()>
+                    <button class="btn" id="compare-cancel" on:click=move |_| cancel_predictions()>"Cancel"</button>
+                </Show>
                 <span id="compare-status" role="status" aria-live="polite">{move || cs.status.get()}</span>
             </div>
             <ArmsView cs=cs plans=plans current=current/>
