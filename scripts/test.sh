@@ -25,6 +25,10 @@ cargo test
 
 step "core builds for wasm32-unknown-unknown"
 cargo build -p servesim-core --target wasm32-unknown-unknown
+if [ -f web/Cargo.toml ]; then
+  step "cargo clippy for the page's wasm code (-D warnings)"
+  cargo clippy -p servesim-web --target wasm32-unknown-unknown -- -D warnings
+fi
 
 if [ -f web/Cargo.toml ]; then
   step "page unit tests (native: form, protocol, charts, exports)"
