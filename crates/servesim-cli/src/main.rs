@@ -35,7 +35,19 @@ enum Command {
     Validate(Box<cmd_validate::ValidateArgs>),
 }
 
-fn main() -> anyhow::Result<()> {
+/// Prints the error chain as one line (`error: outer: inner`) and exits 1, without the
+/// backtrace `anyhow` would add when RUST_BACKTRACE is set: input errors are the user's to fix.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     // `sweep` takes --model/--gpu from --scenario FILE when they are not given.
     let matches = Cli::command()
         .mut_subcommand("sweep", |s| {

@@ -86,6 +86,7 @@ fn count(field: &str, v: f64) -> Result<u64, WorkloadError> {
         return Err(WorkloadError::BadCount {
             field: field.to_string(),
             value: v,
+            min: 1.0,
         });
     }
     Ok(v as u64)

@@ -19,8 +19,8 @@ use thiserror::Error;
 /// Invalid workload input. Every variant names the offending field.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum WorkloadError {
-    #[error("`{field}` must be a whole number of tokens >= 1 (got {value})")]
-    BadCount { field: String, value: f64 },
+    #[error("`{field}` must be a whole number >= {min} (got {value}); counts of tokens, clients, requests and turns have no fractions")]
+    BadCount { field: String, value: f64, min: f64 },
     #[error("`{field}` must be a finite number > 0 (got {value})")]
     NotPositive { field: String, value: f64 },
     #[error("`{field}`: min ({min}) is above max ({max}); swap them")]
@@ -208,6 +208,7 @@ fn whole(field: &str, v: f64, min: f64) -> Result<u64, WorkloadError> {
         return Err(WorkloadError::BadCount {
             field: field.into(),
             value: v,
+            min,
         });
     }
     Ok(v as u64)
