@@ -1,6 +1,5 @@
-//! Browser-test harness shared by the comparison tests (a copy of the helpers at the top of
-//! `browser.rs`, which keeps its own; merge the two when convenient): a static server for
-//! `dist/`, chromedriver + headless Chromium sessions closed before asserting, DOM helpers.
+//! Browser-test harness shared by `browser.rs` and `compare.rs`: a static server for `dist/`,
+//! chromedriver + headless Chromium sessions closed before asserting, DOM helpers.
 #![allow(dead_code)]
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
