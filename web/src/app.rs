@@ -64,6 +64,8 @@ struct State {
     recent: RwSignal<Vec<Recent>>,
     started_ms: RwSignal<f64>,
     elapsed_ms: RwSignal<Option<f64>>,
+    /// How far the running level has got (0..=1), from the worker's `LevelProgress`.
+    level_frac: RwSignal<f64>,
     compare: crate::compare_ui::CompareState,
 }
 
@@ -151,6 +153,7 @@ fn spawn_worker(st: State) {
                 st.levels.set(levels);
             }
             FromWorker::Progress { index, levels, .. } => {
+                st.level_frac.set(0.0);
                 if st.status.get_untracked() != RunStatus::Cancelling {
                     st.status.set(RunStatus::Running {
                         done: index,
@@ -158,7 +161,11 @@ fn spawn_worker(st: State) {
                     })
                 }
             }
-            FromWorker::Level { result, .. } => st.rows.update(|r| r.push(*result)),
+            FromWorker::LevelProgress { fraction, .. } => st.level_frac.set(fraction),
+            FromWorker::Level { result, .. } => {
+                st.level_frac.set(1.0);
+                st.rows.update(|r| r.push(*result))
+            }
             FromWorker::Done {
                 operating_point,
                 report,
@@ -317,6 +324,7 @@ fn App() -> impl IntoView {
         recent: RwSignal::new(load_recent()),
         started_ms: RwSignal::new(0.0),
         elapsed_ms: RwSignal::new(None),
+        level_frac: RwSignal::new(0.0),
         compare: crate::compare_ui::CompareState::new(),
     };
     spawn_worker(st);
@@ -981,7 +989,15 @@ fn RunPanel(st: State) -> impl IntoView {
         )
     };
     let sweep_frac = move || match st.status.get() {
+        RunStatus::Running { done, levels } if done < levels => {
+            sweep_fraction(done, levels) + st.level_frac.get() / levels as f64
+        }
         RunStatus::Running { done, levels } => sweep_fraction(done, levels),
+        RunStatus::Done => 1.0,
+        _ => 0.0,
+    };
+    let level_frac = move || match st.status.get() {
+        RunStatus::Running { .. } | RunStatus::Cancelling => st.level_frac.get(),
         RunStatus::Done => 1.0,
         _ => 0.0,
     };
@@ -1023,7 +1039,9 @@ fn RunPanel(st: State) -> impl IntoView {
                     class:error-text=move || matches!(st.status.get(), RunStatus::Failed(_))>{status_text}</span>
             </div>
             <div class="progress-grid">
-                <label for="sweep-progress">"Levels done"</label>
+                <label for="level-progress">"Current level"</label>
+                <progress id="level-progress" max="1" prop:value=level_frac></progress>
+                <label for="sweep-progress">"Whole sweep"</label>
                 <progress id="sweep-progress" max="1" prop:value=sweep_frac></progress>
             </div>
             {move || st.op.get().map(|o| {

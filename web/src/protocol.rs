@@ -104,6 +104,13 @@ pub enum FromWorker {
         index: usize,
         levels: usize,
     },
+    /// Level `index` is this far along (simulated time / duration, or finished / requests),
+    /// sent every `sweep::PROGRESS_EVERY_EVENTS` simulated events.
+    LevelProgress {
+        id: u32,
+        index: usize,
+        fraction: f64,
+    },
     /// Level `index` finished.
     Level {
         id: u32,
@@ -156,6 +163,7 @@ impl FromWorker {
             FromWorker::Ready => None,
             FromWorker::Started { id, .. }
             | FromWorker::Progress { id, .. }
+            | FromWorker::LevelProgress { id, .. }
             | FromWorker::Level { id, .. }
             | FromWorker::Done { id, .. }
             | FromWorker::Cancelled { id, .. }
@@ -305,7 +313,14 @@ impl<'r> SweepRun<'r> {
         let (index, levels) = (runner.done_levels(), runner.total_levels());
         if index < levels {
             send(FromWorker::Progress { id, index, levels });
-            match runner.step() {
+            let stepped = runner.step_observed(&mut |fraction| {
+                send(FromWorker::LevelProgress {
+                    id,
+                    index,
+                    fraction,
+                })
+            });
+            match stepped {
                 Some(Ok(r)) => {
                     if self.predict.is_none() {
                         send(FromWorker::Level {

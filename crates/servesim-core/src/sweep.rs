@@ -356,6 +356,23 @@ pub fn run_level(
     spec: &SweepSpec,
     level: Level,
 ) -> Result<(LevelResult, Collector), SweepError> {
+    run_level_observed(cfg, model, workload, spec, level, &mut |_| {})
+}
+
+/// Events between two calls of a level's progress callback.
+pub const PROGRESS_EVERY_EVENTS: u64 = 1 << 16;
+
+/// [`run_level`], calling `progress(fraction)` every [`PROGRESS_EVERY_EVENTS`] events with how far
+/// the level has got: simulated time / duration, or finished requests / requests. The callback
+/// only observes (it cannot change the run), so results are identical to [`run_level`]'s.
+pub fn run_level_observed(
+    cfg: &EngineConfig,
+    model: &dyn StepTimeModel,
+    workload: &WorkloadSpec,
+    spec: &SweepSpec,
+    level: Level,
+    progress: &mut dyn FnMut(f64),
+) -> Result<(LevelResult, Collector), SweepError> {
     let w = workload.at_level(level)?;
     let limit = match spec.stop {
         Stop::Requests(n) => Some(n),
@@ -408,6 +425,13 @@ pub fn run_level(
         debug_assert!(t >= now, "clock went back");
         now = t;
         events += 1;
+        if events.is_multiple_of(PROGRESS_EVERY_EVENTS) {
+            let fraction = match spec.stop {
+                Stop::Duration { duration, .. } => now.0 as f64 / duration.0.max(1) as f64,
+                Stop::Requests(n) => tap.inner.finished().len() as f64 / n.max(1) as f64,
+            };
+            progress(fraction.clamp(0.0, 1.0));
+        }
         if events > spec.max_events {
             return Err(SimError::EventCap {
                 cap: spec.max_events,
@@ -623,8 +647,23 @@ impl<'m> SweepRunner<'m> {
 
     /// Runs the next level. `None` when every level has run.
     pub fn step(&mut self) -> Option<Result<&LevelResult, SweepError>> {
+        self.step_observed(&mut |_| {})
+    }
+
+    /// [`SweepRunner::step`], reporting progress within the level (see [`run_level_observed`]).
+    pub fn step_observed(
+        &mut self,
+        progress: &mut dyn FnMut(f64),
+    ) -> Option<Result<&LevelResult, SweepError>> {
         let level = *self.levels.get(self.results.len())?;
-        match run_level(&self.cfg, self.model, &self.workload, &self.spec, level) {
+        match run_level_observed(
+            &self.cfg,
+            self.model,
+            &self.workload,
+            &self.spec,
+            level,
+            progress,
+        ) {
             Ok((r, _)) => {
                 self.results.push(r);
                 self.results.last().map(Ok)

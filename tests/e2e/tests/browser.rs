@@ -191,10 +191,11 @@ async fn a_sweep_in_the_page_equals_the_native_cli_report_byte_for_byte() {
                     )
                     .await?;
                 let progress = value_of(&c, "#sweep-progress").await?;
+                let level_progress = value_of(&c, "#level-progress").await?;
                 c.set_window_size(1440, 2200).await?;
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 let png = c.screenshot().await?;
-                Ok((status, rows, chart_px, progress, png, report, link))
+                Ok((status, rows, chart_px, (progress, level_progress), png, report, link))
             }
             .await;
             (c, r)
@@ -231,7 +232,11 @@ async fn a_sweep_in_the_page_equals_the_native_cli_report_byte_for_byte() {
         px.iter().all(|&n| n > 1000),
         "every chart draws something: {px:?}"
     );
-    assert_eq!(progress, "1");
+    assert_eq!(
+        progress,
+        ("1".to_string(), "1".to_string()),
+        "both progress bars full when done"
+    );
     assert!(png.starts_with(b"\x89PNG"));
 }
 

@@ -201,7 +201,10 @@ fn ensure_worker(cs: CompareState) -> Result<(), String> {
             FromWorker::Predicted { id, series } => answer(id, series.to_series()),
             FromWorker::Error { id, message, .. } => answer(id, Err(message)),
             FromWorker::Cancelled { id, .. } => answer(id, Err("cancelled".into())),
-            FromWorker::Started { .. } | FromWorker::Level { .. } | FromWorker::Done { .. } => {}
+            FromWorker::Started { .. }
+            | FromWorker::LevelProgress { .. }
+            | FromWorker::Level { .. }
+            | FromWorker::Done { .. } => {}
         }
     });
     worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
