@@ -1,19 +1,8 @@
 //! The `servesim` binary: capacity --json, failing configurations, bad input, catalogs.
 
-use std::process::Command;
+mod common;
 
-fn servesim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_servesim"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("run servesim");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::servesim;
 
 #[test]
 fn capacity_json_reports_tokens_breakdown_and_fit() {
