@@ -733,6 +733,7 @@ fn ScenarioPanel(st: State) -> impl IntoView {
             <details class="advanced">
                 <summary>"Advanced: vLLM engine arguments"</summary>
                 <div class="grid2">
+                    {field(st, "vllm_version", "vLLM version (blank: 0.15+)", "", |f| &f.vllm_version, |f, v| f.vllm_version = v)}
                     {field(st, "gpu_memory_utilization", "--gpu-memory-utilization", "", |f| &f.gpu_memory_utilization, |f, v| f.gpu_memory_utilization = v)}
                     {field(st, "max_num_seqs", "--max-num-seqs", "", |f| &f.max_num_seqs, |f, v| f.max_num_seqs = v)}
                     {field(st, "max_num_batched_tokens", "--max-num-batched-tokens", "tok", |f| &f.max_num_batched_tokens, |f, v| f.max_num_batched_tokens = v)}

@@ -99,6 +99,7 @@ pub fn form_key(s: &Scenario, path: &str) -> &'static str {
         "ep" => "ep",
         "weight_precision" => "weight_precision",
         "kv_cache_dtype" => "kv_cache_dtype",
+        "vllm_version" => "vllm_version",
         "engine.gpu_memory_utilization" => "gpu_memory_utilization",
         "engine.max_num_seqs" => "max_num_seqs",
         "engine.max_num_batched_tokens" => "max_num_batched_tokens",

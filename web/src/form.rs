@@ -368,6 +368,9 @@ pub struct Form {
     pub ep: String,
     pub weight_precision: String,
     pub kv_cache_dtype: String,
+    /// The vLLM version served ("" = the newest calibrated release line); selects the
+    /// calibration era (docs/accuracy.md).
+    pub vllm_version: String,
     pub gpu_memory_utilization: String,
     pub max_num_seqs: String,
     pub max_num_batched_tokens: String,
@@ -542,6 +545,7 @@ impl Form {
             }
             .into(),
             kv_cache_dtype: s.kv_cache_dtype.name().into(),
+            vllm_version: s.vllm_version.clone().unwrap_or_default(),
             gpu_memory_utilization: opt_f(en.gpu_memory_utilization),
             max_num_seqs: opt_i(en.max_num_seqs),
             max_num_batched_tokens: opt_i(en.max_num_batched_tokens),
@@ -874,6 +878,19 @@ impl Form {
             );
             KvCacheDtype::Auto
         });
+        let vllm_version = match self.vllm_version.trim() {
+            "" => None,
+            v => match servesim_core::perf::VllmVersion::parse(v) {
+                Ok(_) => Some(v.to_string()),
+                Err(m) => {
+                    e.insert(
+                        "vllm_version",
+                        format!("{m}; write MAJOR.MINOR[.PATCH], e.g. 0.15.1, or leave blank"),
+                    );
+                    None
+                }
+            },
+        };
         let cudagraph_mode = if self.cudagraph_mode.trim().is_empty() {
             None
         } else {
@@ -964,6 +981,7 @@ impl Form {
             sweep,
             efficiencies: self.base.efficiencies,
             endpoint: self.base.endpoint,
+            vllm_version,
         })
     }
 }
@@ -1261,6 +1279,24 @@ mod tests {
         assert!(e["levels"].contains("`x`"));
         assert!(e["sla"].contains("unknown metric `ttft`"));
         assert_eq!(e.len(), 6);
+    }
+
+    #[test]
+    fn vllm_version_round_trips_and_bad_versions_name_the_field() {
+        let mut f = Form::from_scenario(&Scenario::default_scenario());
+        assert_eq!(f.vllm_version, "");
+        assert_eq!(f.to_scenario().unwrap().vllm_version, None);
+        f.vllm_version = "0.11.0".into();
+        let sc = f.to_scenario().unwrap();
+        assert_eq!(sc.vllm_version.as_deref(), Some("0.11.0"));
+        assert_eq!(Form::from_scenario(&sc).vllm_version, "0.11.0");
+        f.vllm_version = "eleven".into();
+        let e = f.to_scenario().unwrap_err();
+        assert!(
+            e["vllm_version"].contains("0.15.1"),
+            "{}",
+            e["vllm_version"]
+        );
     }
 
     #[test]

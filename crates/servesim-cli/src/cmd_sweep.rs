@@ -29,6 +29,10 @@ pub struct SweepArgs {
     /// --isl-dist, --osl-dist, --prefix-*, --trace) rebuilds the request content from flags.
     #[arg(long)]
     pub workload: Option<String>,
+    /// The vLLM version served (e.g. 0.15.1, 0.11.0): selects the calibration of its release line
+    /// (docs/accuracy.md). Default: the newest calibrated line.
+    #[arg(long)]
+    pub vllm_version: Option<String>,
     /// Input tokens per request (mean of --isl-dist; default 1024). With shared-prefix: the whole
     /// prompt including the shared prefix.
     #[arg(long)]
@@ -264,6 +268,12 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
         }
     };
     let d = &a.deployment;
+    if let Some(v) = &a.vllm_version {
+        servesim_core::perf::VllmVersion::parse(v).map_err(|e| {
+            anyhow::anyhow!("--vllm-version {v}: {e}; write MAJOR.MINOR[.PATCH], e.g. 0.15.1")
+        })?;
+        s.vllm_version = Some(v.clone());
+    }
     if given(m, "model") {
         s.model = model_ref(&d.model)?;
     }

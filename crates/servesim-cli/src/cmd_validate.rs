@@ -45,6 +45,11 @@ pub struct ValidateArgs {
         default_value = "crates/servesim-core/data/calibration/accuracy-summary.json"
     )]
     pub summary_out: PathBuf,
+    /// Print the scenario JSON that the row on this CSV line (as numbered in the report) runs,
+    /// with the efficiency table it uses, and exit: rerun or vary it with
+    /// `servesim sweep --scenario FILE`.
+    #[arg(long, value_name = "LINE", conflicts_with_all = ["fit", "write_summary", "json"])]
+    pub scenario_of: Option<usize>,
 }
 
 pub fn run_validate(a: &ValidateArgs) -> Result<()> {
@@ -85,6 +90,15 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
     } else {
         None
     };
+    if let Some(line) = a.scenario_of {
+        let fitted = match &efficiencies {
+            Some(f) => f.clone(),
+            None => validate::fitted_efficiencies()?,
+        };
+        let sc = validate::scenario_of_line(&csv, line, &fitted)?;
+        println!("{}", serde_json::to_string_pretty(&sc)?);
+        return Ok(());
+    }
     let opts = ValidateOptions {
         only_source: a.only.clone(),
         efficiencies,

@@ -3,6 +3,7 @@
 mod args;
 mod cmd_capacity;
 mod cmd_compare;
+mod cmd_step;
 mod cmd_sweep;
 mod cmd_validate;
 
@@ -33,6 +34,8 @@ enum Command {
     Compare(Box<cmd_compare::CompareArgs>),
     /// Predicted versus measured on a calibration CSV (per point and aggregate error).
     Validate(Box<cmd_validate::ValidateArgs>),
+    /// The step-time model's breakdown of one engine step of a scenario (docs/step-time.md).
+    Step(Box<cmd_step::StepArgs>),
 }
 
 /// Prints the error chain as one line (`error: outer: inner`) and exits 1, without the
@@ -77,5 +80,6 @@ fn run() -> anyhow::Result<()> {
         Command::Gpus(a) => cmd_capacity::run_gpus(&a),
         Command::Models(a) => cmd_capacity::run_models(&a),
         Command::Validate(a) => cmd_validate::run_validate(&a),
+        Command::Step(a) => cmd_step::run_step(&a),
     }
 }

@@ -109,6 +109,10 @@ pub struct Scenario {
     /// `chat`); selects the front-end latency (docs/accuracy.md "Front-end terms").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<Endpoint>,
+    /// The vLLM version served (`0.15.1`, `0.11.0`, ...): selects the calibration of its release
+    /// line ([`crate::perf::EngineEra`], docs/accuracy.md). Default: the newest calibrated line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vllm_version: Option<String>,
 }
 
 /// The OpenAI-compatible endpoint the benchmark clients call.
@@ -330,6 +334,7 @@ impl Scenario {
             },
             efficiencies: None,
             endpoint: None,
+            vllm_version: None,
         }
     }
 
@@ -354,7 +359,7 @@ impl Scenario {
                 })
             }
         }
-        const KNOWN: [&str; 14] = [
+        const KNOWN: [&str; 15] = [
             "version",
             "model",
             "gpu",
@@ -369,6 +374,7 @@ impl Scenario {
             "sweep",
             "efficiencies",
             "endpoint",
+            "vllm_version",
         ];
         for k in obj.keys() {
             if !KNOWN.contains(&k.as_str()) {
@@ -394,6 +400,7 @@ impl Scenario {
             sweep: field_from(obj, "sweep")?.unwrap_or_default(),
             efficiencies: field_from(obj, "efficiencies")?,
             endpoint: field_from(obj, "endpoint")?,
+            vllm_version: field_from(obj, "vllm_version")?,
         })
     }
 
@@ -416,6 +423,22 @@ impl Scenario {
     /// Validates everything and builds the simulation inputs. A deployment that does not fit
     /// still resolves (see [`ResolvedScenario::capacity`]); only [`ResolvedScenario::runner`]
     /// refuses it.
+    /// The calibration era of `vllm_version` (the newest when absent).
+    pub fn engine_era(&self) -> Result<crate::perf::EngineEra, ScenarioError> {
+        match &self.vllm_version {
+            None => Ok(crate::perf::EngineEra::default()),
+            Some(v) => crate::perf::VllmVersion::parse(v)
+                .map(crate::perf::EngineEra::of_version)
+                .map_err(|e| {
+                    invalid(
+                        "vllm_version",
+                        v,
+                        format!("{e}; write the vLLM version as MAJOR.MINOR[.PATCH], e.g. 0.15.1, or leave it out for the newest calibrated release line"),
+                    )
+                }),
+        }
+    }
+
     pub fn resolve(&self) -> Result<ResolvedScenario, ScenarioError> {
         if self.version != SCENARIO_VERSION {
             return Err(ScenarioError::Version {
@@ -482,7 +505,8 @@ impl Scenario {
             kv,
         };
         // The calibrated table (fitted fields of docs/accuracy.md over the literature defaults).
-        let base = Efficiencies::calibrated_for(deployment.gpu.generation);
+        let era = self.engine_era()?;
+        let base = Efficiencies::calibrated_for(deployment.gpu.generation, era);
         let eff = match &self.efficiencies {
             None => base,
             Some(o) => base.with_overrides(o).map_err(ScenarioError::Perf)?,

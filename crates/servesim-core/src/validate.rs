@@ -44,6 +44,12 @@ pub enum ValidateError {
     Scenario { line: usize, message: String },
     #[error("fitted efficiencies: {0}")]
     Fitted(String),
+    #[error("calibration CSV: no data row on line {line}. Fix: use a line number from the report (data rows are on lines {first}..={last})")]
+    NoSuchLine {
+        line: usize,
+        first: usize,
+        last: usize,
+    },
 }
 
 /// The column names the parser needs (all in the shipped header).
@@ -81,6 +87,9 @@ pub struct CalibrationPoint {
     pub source_ref: String,
     pub model: String,
     pub gpu: String,
+    /// The `engine_version` column (e.g. `0.11.0`): selects the calibration era; empty or absent
+    /// -> the newest era.
+    pub engine_version: Option<String>,
     pub num_gpus: u32,
     pub tp: u32,
     pub dp: u32,
@@ -234,6 +243,7 @@ pub fn parse_points(text: &str) -> Result<Vec<CalibrationPoint>, ValidateError> 
         idx.insert(c, i);
     }
     let source_ref = header.iter().position(|h| h.trim() == "source_ref");
+    let engine_version = header.iter().position(|h| h.trim() == "engine_version");
     let mut out = Vec::new();
     for (line, rec) in recs.iter().skip(1) {
         let line = *line;
@@ -281,6 +291,22 @@ pub fn parse_points(text: &str) -> Result<Vec<CalibrationPoint>, ValidateError> 
                 .unwrap_or_default(),
             model: text("model"),
             gpu: text("gpu"),
+            engine_version: match engine_version.map(|i| rec[i].trim()) {
+                None | Some("") => None,
+                Some(v) => {
+                    let parsed = crate::perf::VllmVersion::parse(v).map_err(|e| {
+                        bad(
+                            line,
+                            "engine_version",
+                            v,
+                            &e,
+                            "write the vLLM version as MAJOR.MINOR[.PATCH], e.g. 0.15.1, or leave the cell empty",
+                        )
+                    })?;
+                    let _ = parsed;
+                    Some(v.to_string())
+                }
+            },
             num_gpus: count_cell(line, "num_gpus", cell("num_gpus"))?,
             tp: count_cell(line, "tp", cell("tp"))?,
             dp: count_cell(line, "dp", cell("dp"))?,
@@ -641,6 +667,10 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         "sweep": sweep,
         "endpoint": endpoint,
     });
+    if let Some(v) = &p.engine_version {
+        scenario["vllm_version"] = json!(v);
+        notes.push(format!("vLLM {v}: calibration era {}", point_era(p).key()));
+    }
     if let Some(note) = started_kv_floor(&mut scenario) {
         notes.push(note);
     }
@@ -1005,13 +1035,28 @@ impl ValidationReport {
     }
 }
 
-/// The serde name of a catalog GPU's generation (`hopper`, `ampere`, ...), the key of a fitted table.
+/// The serde name of a catalog GPU's generation (`hopper`, `ampere`, ...).
 pub fn generation_key(gpu: &str) -> Option<String> {
     let g = crate::gpu::find_gpu(catalog_gpu(gpu)).ok()?;
     match serde_json::to_value(g.generation).ok()? {
         Value::String(s) => Some(s),
         _ => None,
     }
+}
+
+/// The calibration era of a row (`engine_version`; the newest era when empty).
+pub fn point_era(p: &CalibrationPoint) -> crate::perf::EngineEra {
+    p.engine_version
+        .as_deref()
+        .and_then(|v| crate::perf::VllmVersion::parse(v).ok())
+        .map(crate::perf::EngineEra::of_version)
+        .unwrap_or_default()
+}
+
+/// The fitted-table key a row is fitted under: `<generation>@<era>` (e.g. `hopper@vllm-0.11`).
+pub fn point_key(p: &CalibrationPoint) -> Option<String> {
+    let g = crate::gpu::find_gpu(catalog_gpu(&p.gpu)).ok()?;
+    Some(crate::perf::calibration_key(g.generation, point_era(p)))
 }
 
 /// Simulates one point: gets the setup and the efficiency overrides of its GPU generation
@@ -1057,7 +1102,7 @@ pub fn run_with(
     let mut results = Vec::new();
     for p in &points {
         let setup = setup_for(p)?;
-        let eff = fitted.full_table_for(&p.gpu);
+        let eff = fitted.full_table_for(&p.gpu, point_era(p));
         let mut r = PointResult {
             line: p.line,
             source: p.source.clone(),
@@ -1094,6 +1139,31 @@ pub fn simulate(setup: &PointSetup, efficiencies: &Value) -> Result<LevelResult,
         .into_iter()
         .next()
         .ok_or_else(|| "the sweep produced no level".to_string())
+}
+
+/// The scenario JSON (the `crate::scenario` schema, runnable with `servesim sweep --scenario`) of
+/// the row on CSV line `line`, with the efficiency table `fitted` gives its GPU generation.
+pub fn scenario_of_line(
+    points_csv: &str,
+    line: usize,
+    fitted: &FittedEfficiencies,
+) -> Result<Value, ValidateError> {
+    let points = parse_points(points_csv)?;
+    let p = points
+        .iter()
+        .find(|p| p.line == line)
+        .ok_or_else(|| ValidateError::NoSuchLine {
+            line,
+            first: points.first().map_or(0, |p| p.line),
+            last: points.last().map_or(0, |p| p.line),
+        })?;
+    let setup = setup_for(p)?;
+    let mut sc = setup.scenario.clone();
+    let eff = fitted.full_table_for(&p.gpu, point_era(p));
+    if eff.as_object().is_some_and(|o| !o.is_empty()) {
+        sc["efficiencies"] = eff;
+    }
+    Ok(sc)
 }
 
 /// Runs the validation: every selected row simulated through its scenario with the fitted
@@ -1156,14 +1226,13 @@ impl FittedEfficiencies {
     /// fields of that generation replaced. Complete, so a validation run does not depend on the
     /// calibration the scenario would otherwise use (`--defaults` really is the literature table).
     /// `{}` for an unknown GPU (the scenario then reports it).
-    pub fn full_table_for(&self, gpu: &str) -> Value {
+    pub fn full_table_for(&self, gpu: &str, era: crate::perf::EngineEra) -> Value {
         let Ok(g) = crate::gpu::find_gpu(catalog_gpu(gpu)) else {
             return json!({});
         };
         let base = crate::perf::Efficiencies::default_for(g.generation);
-        let key = crate::perf::generation_key(g.generation);
-        let eff = match self.generations.get(&key) {
-            Some(m) => base.with_fitted(m).unwrap_or(base),
+        let eff = match crate::perf::lookup_calibration(&self.generations, g.generation, era) {
+            Some((_, m)) => base.with_fitted(m).unwrap_or(base),
             None => base,
         };
         serde_json::to_value(eff).unwrap_or_else(|_| json!({}))
@@ -1209,13 +1278,13 @@ pub const FIT_PARAMS: &[FitParam] = &[
     FitParam {
         field: "api_serial_per_request_s",
         kind: "API server serial CPU time per request (bursts)",
-        grid: &[0.0, 0.5e-3, 1e-3, 2e-3, 4e-3, 8e-3, 12e-3, 16e-3],
+        grid: &[0.0, 0.5e-3, 1e-3, 2e-3, 4e-3, 8e-3, 12e-3, 16e-3, 24e-3],
     },
     FitParam {
         field: "gemm_bf16",
         kind: "dense GEMM compute (prefill-bound steps)",
         grid: &[
-            0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85,
+            0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85,
         ],
     },
     FitParam {
@@ -1239,9 +1308,14 @@ pub const FIT_PARAMS: &[FitParam] = &[
         grid: &[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
     },
     FitParam {
+        field: "hbm_expert_weights",
+        kind: "MoE expert weight streaming (decode-bound MoE steps)",
+        grid: &[0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+    },
+    FitParam {
         field: "allreduce_bus_eff",
         kind: "tensor-parallel all-reduce bandwidth",
-        grid: &[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+        grid: &[0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
     },
     FitParam {
         field: "step_overhead_graph_s",
@@ -1309,7 +1383,7 @@ pub fn fit_generation(
     let pts = select_points(parse_points(points_csv)?, opts)?;
     let lines: Vec<usize> = pts
         .iter()
-        .filter(|p| generation_key(&p.gpu).as_deref() == Some(generation))
+        .filter(|p| point_key(p).as_deref() == Some(generation))
         .map(|p| p.line)
         .collect();
     if lines.is_empty() {
@@ -1469,7 +1543,7 @@ fn fit_table(
     let pts = select_points(parse_points(points_csv)?, opts)?;
     let mut gens: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in &pts {
-        if let Some(g) = generation_key(&p.gpu) {
+        if let Some(g) = point_key(p) {
             let models = gens.entry(g).or_default();
             if !models.contains(&p.model) {
                 models.push(p.model.clone());
@@ -1514,7 +1588,7 @@ pub fn fit_all(
         }
     }
     table.description = format!(
-        "fitted by `servesim validate --fit` on {} points ({}), coordinate descent, {rounds} rounds, objective = mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error per GPU generation",
+        "fitted by `servesim validate --fit` on {} points ({}), coordinate descent, {rounds} rounds, objective = mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error per GPU generation and vLLM release line (`<generation>@<era>`)",
         pts.len(),
         sources.join(" + ")
     );

@@ -1,65 +1,134 @@
 //! The calibrated efficiency table is what scenarios (CLI, page) use: the fitted fields of
-//! data/calibration/efficiencies.json over the literature defaults, per GPU generation.
+//! data/calibration/efficiencies.json over the literature defaults, per GPU generation and vLLM
+//! release line (calibration era).
 
 use servesim_core::gpu::Generation;
-use servesim_core::perf::{generation_key, Efficiencies, EfficiencyBasis};
+use servesim_core::perf::{
+    calibration_key, lookup_calibration, Efficiencies, EfficiencyBasis, EngineEra, VllmVersion,
+};
 use servesim_core::scenario::Scenario;
 use servesim_core::validate;
+use std::collections::BTreeMap;
 
 #[test]
-fn calibrated_table_carries_every_fitted_field_of_its_generation() {
+fn calibrated_table_carries_every_fitted_field_of_its_generation_and_era() {
     let fit = validate::fitted_efficiencies().unwrap();
     assert!(!fit.generations.is_empty());
     for g in [Generation::Hopper, Generation::Ampere] {
-        let fields = &fit.generations[&generation_key(g)];
-        let cal = Efficiencies::calibrated_for(g);
-        let lit = Efficiencies::default_for(g);
-        for (name, _, v) in cal.fields() {
-            match fields.get(name) {
-                Some(f) => assert_eq!(v, *f, "{g:?} {name}"),
-                None => {
-                    let l = lit.fields().into_iter().find(|x| x.0 == name).unwrap().2;
-                    assert_eq!(
-                        v, l,
-                        "{g:?} {name}: unfitted fields keep the literature value"
-                    )
+        for era in EngineEra::ALL {
+            let (_, fields) = lookup_calibration(&fit.generations, g, era)
+                .unwrap_or_else(|| panic!("{g:?} {era:?}: no calibration"));
+            let cal = Efficiencies::calibrated_for(g, era);
+            let lit = Efficiencies::default_for(g);
+            for (name, _, v) in cal.fields() {
+                match fields.get(name) {
+                    Some(f) => assert_eq!(v, *f, "{g:?} {era:?} {name}"),
+                    None => {
+                        let l = lit.fields().into_iter().find(|x| x.0 == name).unwrap().2;
+                        assert_eq!(
+                            v, l,
+                            "{g:?} {name}: unfitted fields keep the literature value"
+                        )
+                    }
                 }
             }
-        }
-        match Efficiencies::calibrated_basis(g) {
-            EfficiencyBasis::Calibrated { fitted, note } => {
-                assert_eq!(&fitted, fields);
-                assert!(note.contains("calibrated"));
+            match Efficiencies::calibrated_basis(g, era) {
+                EfficiencyBasis::Calibrated { fitted, note } => {
+                    assert_eq!(&fitted, fields);
+                    assert!(note.contains("calibrated"));
+                }
+                b => panic!("{g:?}: expected calibrated, got {b:?}"),
             }
-            b => panic!("{g:?}: expected calibrated, got {b:?}"),
         }
+    }
+}
+
+#[test]
+fn hopper_has_its_own_fit_for_each_vllm_release_line() {
+    let fit = validate::fitted_efficiencies().unwrap();
+    for era in EngineEra::ALL {
+        let key = calibration_key(Generation::Hopper, era);
+        assert!(fit.generations.contains_key(&key), "missing {key}");
+    }
+    assert_ne!(
+        Efficiencies::calibrated_for(Generation::Hopper, EngineEra::Vllm011),
+        Efficiencies::calibrated_for(Generation::Hopper, EngineEra::Vllm015)
+    );
+}
+
+#[test]
+fn lookup_prefers_the_exact_era_then_a_plain_generation_then_the_other_era() {
+    let mut t: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    let one = |v: f64| BTreeMap::from([("gemm_bf16".to_string(), v)]);
+    t.insert("hopper@vllm-0.11".into(), one(0.3));
+    // Only the old era: the new era falls back to it, and says which key it used.
+    let (k, m) = lookup_calibration(&t, Generation::Hopper, EngineEra::Vllm015).unwrap();
+    assert_eq!((k.as_str(), m["gemm_bf16"]), ("hopper@vllm-0.11", 0.3));
+    t.insert("hopper".into(), one(0.5));
+    let (k, _) = lookup_calibration(&t, Generation::Hopper, EngineEra::Vllm015).unwrap();
+    assert_eq!(k, "hopper");
+    t.insert("hopper@vllm-0.15".into(), one(0.7));
+    let (k, m) = lookup_calibration(&t, Generation::Hopper, EngineEra::Vllm015).unwrap();
+    assert_eq!((k.as_str(), m["gemm_bf16"]), ("hopper@vllm-0.15", 0.7));
+    assert!(lookup_calibration(&t, Generation::Ampere, EngineEra::Vllm015).is_none());
+}
+
+#[test]
+fn vllm_versions_map_to_their_release_line() {
+    let era = |s: &str| EngineEra::of_version(VllmVersion::parse(s).unwrap());
+    assert_eq!(era("0.10.2"), EngineEra::Vllm011);
+    assert_eq!(era("v0.11.0"), EngineEra::Vllm011);
+    assert_eq!(era("0.13"), EngineEra::Vllm011);
+    assert_eq!(era("0.14.0"), EngineEra::Vllm015);
+    assert_eq!(era("0.15.1"), EngineEra::Vllm015);
+    assert_eq!(era("0.20.2rc1"), EngineEra::Vllm015);
+    assert_eq!(era("1.0.0"), EngineEra::Vllm015);
+    for bad in ["", "eleven", "0", "0.x", "0.11a.0", ".11"] {
+        assert!(
+            VllmVersion::parse(bad).is_err(),
+            "{bad:?} should be refused"
+        );
     }
 }
 
 #[test]
 fn generations_without_measured_runs_keep_the_literature_table_and_say_so() {
     for g in [Generation::Blackwell, Generation::Cdna3, Generation::Ada] {
-        assert_eq!(
-            Efficiencies::calibrated_for(g),
-            Efficiencies::default_for(g)
-        );
-        match Efficiencies::calibrated_basis(g) {
-            EfficiencyBasis::Literature { note } => assert!(note.contains("not calibrated")),
-            b => panic!("{g:?}: expected literature, got {b:?}"),
+        for era in EngineEra::ALL {
+            assert_eq!(
+                Efficiencies::calibrated_for(g, era),
+                Efficiencies::default_for(g)
+            );
+            match Efficiencies::calibrated_basis(g, era) {
+                EfficiencyBasis::Literature { note } => assert!(note.contains("not calibrated")),
+                b => panic!("{g:?}: expected literature, got {b:?}"),
+            }
         }
     }
 }
 
 #[test]
-fn scenarios_resolve_with_the_calibrated_table() {
-    let s = Scenario::default_scenario(); // H100 (Hopper)
+fn scenarios_resolve_with_the_calibrated_table_of_their_vllm_version() {
+    let mut s = Scenario::default_scenario(); // H100 (Hopper), no version: newest era
     let r = s.resolve().unwrap();
     assert_eq!(
         *r.cost.efficiencies(),
-        Efficiencies::calibrated_for(Generation::Hopper)
+        Efficiencies::calibrated_for(Generation::Hopper, EngineEra::Vllm015)
     );
     assert_ne!(
         *r.cost.efficiencies(),
         Efficiencies::default_for(Generation::Hopper)
     );
+    s.vllm_version = Some("0.11.0".into());
+    let r = s.resolve().unwrap();
+    assert_eq!(
+        *r.cost.efficiencies(),
+        Efficiencies::calibrated_for(Generation::Hopper, EngineEra::Vllm011)
+    );
+    // The field survives the JSON round trip; a bad version names the field and the fix.
+    let back = Scenario::from_json(&s.to_json()).unwrap();
+    assert_eq!(back.vllm_version.as_deref(), Some("0.11.0"));
+    s.vllm_version = Some("latest".into());
+    let e = s.resolve().unwrap_err().to_string();
+    assert!(e.contains("vllm_version") && e.contains("0.15.1"), "{e}");
 }

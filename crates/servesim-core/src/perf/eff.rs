@@ -189,27 +189,37 @@ efficiencies! {
 }
 
 impl Efficiencies {
-    /// The table ServeSim uses for a generation (scenarios, CLI, page): [`Efficiencies::default_for`]
-    /// with the fields fitted against the public measured runs (docs/accuracy.md) replaced, for
-    /// generations the calibration covers; the literature defaults elsewhere.
-    /// [`Efficiencies::calibrated_basis`] says which.
-    pub fn calibrated_for(generation: Generation) -> Efficiencies {
+    /// The table ServeSim uses for a generation and vLLM release line (scenarios, CLI, page):
+    /// [`Efficiencies::default_for`] with the fields fitted against the public measured runs
+    /// (docs/accuracy.md) replaced, where the calibration covers the generation; the literature
+    /// defaults elsewhere. [`Efficiencies::calibrated_basis`] says which, and which era's fit.
+    pub fn calibrated_for(generation: Generation, era: EngineEra) -> Efficiencies {
         let base = Efficiencies::default_for(generation);
-        match calibrated_fields(generation) {
-            Some((_, fitted)) => base.with_fitted(&fitted).unwrap_or(base),
+        match calibrated_fields(generation, era) {
+            Some((_, _, fitted)) => base.with_fitted(&fitted).unwrap_or(base),
             None => base,
         }
     }
 
     /// Whether [`Efficiencies::calibrated_for`] is calibrated or the literature defaults, and why.
-    pub fn calibrated_basis(generation: Generation) -> EfficiencyBasis {
+    pub fn calibrated_basis(generation: Generation, era: EngineEra) -> EfficiencyBasis {
         let base = Efficiencies::default_for(generation);
-        match calibrated_fields(generation) {
-            Some((description, fitted)) if base.with_fitted(&fitted).is_ok() => {
+        match calibrated_fields(generation, era) {
+            Some((description, key, fitted)) if base.with_fitted(&fitted).is_ok() => {
+                let used = if key == calibration_key(generation, era) {
+                    format!("fit `{key}`")
+                } else {
+                    format!(
+                        "no fit for `{}`, using the nearest calibrated fit `{key}`",
+                        calibration_key(generation, era)
+                    )
+                };
                 EfficiencyBasis::Calibrated {
                     note: format!(
-                        "{} generation: calibrated against public vLLM runs ({} fields fitted; {}); other fields: {}",
+                        "{} generation, {}: calibrated against public vLLM runs ({}; {} fields fitted; {}); other fields: {}",
                         generation_key(generation),
+                        era.label(),
+                        used,
                         fitted.len(),
                         description,
                         Efficiencies::default_note(generation)
@@ -355,8 +365,138 @@ impl Efficiencies {
 }
 
 /// The description and fitted fields of a generation in the embedded calibration, if any.
-fn calibrated_fields(generation: Generation) -> Option<(String, BTreeMap<String, f64>)> {
+fn calibrated_fields(
+    generation: Generation,
+    era: EngineEra,
+) -> Option<(String, String, BTreeMap<String, f64>)> {
     let file: CalibrationFile = serde_json::from_str(CALIBRATED_EFFICIENCIES_JSON).ok()?;
-    let fitted = file.generations.get(&generation_key(generation))?.clone();
-    (!fitted.is_empty()).then_some((file.description, fitted))
+    let (key, fitted) = lookup_calibration(&file.generations, generation, era)?;
+    (!fitted.is_empty()).then(|| (file.description, key, fitted.clone()))
+}
+
+/// The key of a calibration table entry: `<generation>@<era>`, e.g. `hopper@vllm-0.15`.
+pub fn calibration_key(generation: Generation, era: EngineEra) -> String {
+    format!("{}@{}", generation_key(generation), era.key())
+}
+
+/// The fitted fields a table gives `(generation, era)`, and the key they came from, in this
+/// order: the exact `<generation>@<era>` entry; a plain `<generation>` entry (a table fitted
+/// without eras applies to every era); the same generation's entry for the nearest other era
+/// ([`EngineEra::fallbacks`]). `None` when the table has nothing for the generation.
+pub fn lookup_calibration(
+    table: &BTreeMap<String, BTreeMap<String, f64>>,
+    generation: Generation,
+    era: EngineEra,
+) -> Option<(String, &BTreeMap<String, f64>)> {
+    let g = generation_key(generation);
+    let exact = calibration_key(generation, era);
+    if let Some(m) = table.get(&exact) {
+        return Some((exact, m));
+    }
+    if let Some(m) = table.get(&g) {
+        return Some((g, m));
+    }
+    era.fallbacks().into_iter().find_map(|e| {
+        let k = calibration_key(generation, e);
+        table.get(&k).map(|m| (k, m))
+    })
+}
+
+/// A vLLM release line with its own calibration. vLLM's engine changed between the releases the
+/// public measurements used (0.10.2 / 0.11.0 and 0.15.1): most visibly async scheduling became
+/// the default (vllm-project/vllm#27614, the last item of the async-scheduling plan #27679), so
+/// CPU scheduling overlaps the GPU step, along with newer kernels and compile passes. The
+/// effective efficiencies differ by up to 2x on the same GPU (docs/accuracy.md), so each line is
+/// fitted on its own runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum EngineEra {
+    /// vLLM before 0.14 (calibrated on 0.10.2 and 0.11.0 runs).
+    #[serde(rename = "vllm-0.11")]
+    Vllm011,
+    /// vLLM 0.14 and later (calibrated on 0.15.1 runs); the default.
+    #[default]
+    #[serde(rename = "vllm-0.15")]
+    Vllm015,
+}
+
+impl EngineEra {
+    /// Every era, oldest first.
+    pub const ALL: [EngineEra; 2] = [EngineEra::Vllm011, EngineEra::Vllm015];
+
+    /// The calibration key part (`vllm-0.11`, `vllm-0.15`).
+    pub fn key(self) -> &'static str {
+        match self {
+            EngineEra::Vllm011 => "vllm-0.11",
+            EngineEra::Vllm015 => "vllm-0.15",
+        }
+    }
+
+    /// Human label.
+    pub fn label(self) -> &'static str {
+        match self {
+            EngineEra::Vllm011 => "vLLM < 0.14 (calibrated on 0.10.2 / 0.11.0)",
+            EngineEra::Vllm015 => "vLLM >= 0.14 (calibrated on 0.15.1)",
+        }
+    }
+
+    /// The era of a vLLM version: before 0.14 -> [`EngineEra::Vllm011`], else
+    /// [`EngineEra::Vllm015`]. The boundary is where async scheduling became the default; that
+    /// it is the release that matters is an **assumption** (docs/accuracy.md).
+    pub fn of_version(v: VllmVersion) -> EngineEra {
+        if (v.major, v.minor) < (0, 14) {
+            EngineEra::Vllm011
+        } else {
+            EngineEra::Vllm015
+        }
+    }
+
+    /// Other eras, nearest first (used when a table has no fit for this era).
+    pub fn fallbacks(self) -> Vec<EngineEra> {
+        match self {
+            EngineEra::Vllm011 => vec![EngineEra::Vllm015],
+            EngineEra::Vllm015 => vec![EngineEra::Vllm011],
+        }
+    }
+}
+
+/// A vLLM version `MAJOR.MINOR[.PATCH]` (a leading `v` and a suffix such as `rc1` or `+cu128`
+/// after the patch are accepted and ignored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct VllmVersion {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+}
+
+impl VllmVersion {
+    /// Parses `0.15.1`, `v0.11.0`, `0.10`, `0.11.1rc2`; the error text says what is expected.
+    pub fn parse(s: &str) -> Result<VllmVersion, String> {
+        let t = s.trim();
+        let t = t.strip_prefix('v').unwrap_or(t);
+        let mut parts = t.splitn(3, '.');
+        let num = |x: Option<&str>, what: &str, required: bool| -> Result<u32, String> {
+            match x {
+                None if !required => Ok(0),
+                None => Err(format!("`{s}` has no {what} number")),
+                Some(p) => {
+                    let digits: String = p.chars().take_while(|c| c.is_ascii_digit()).collect();
+                    if digits.is_empty() || (required && digits.len() != p.len()) {
+                        Err(format!("`{s}`: the {what} part `{p}` is not a number"))
+                    } else {
+                        digits
+                            .parse()
+                            .map_err(|_| format!("`{s}`: {what} too large"))
+                    }
+                }
+            }
+        };
+        let major = num(parts.next(), "major", true)?;
+        let minor = num(parts.next(), "minor", true)?;
+        let patch = num(parts.next(), "patch", false)?;
+        Ok(VllmVersion {
+            major,
+            minor,
+            patch,
+        })
+    }
 }

@@ -12,8 +12,8 @@ mod eff;
 mod terms;
 
 pub use eff::{
-    generation_key, Efficiencies, EfficiencyBasis, EfficiencyOverrides, FieldKind,
-    CALIBRATED_EFFICIENCIES_JSON,
+    calibration_key, generation_key, lookup_calibration, Efficiencies, EfficiencyBasis,
+    EfficiencyOverrides, EngineEra, FieldKind, VllmVersion, CALIBRATED_EFFICIENCIES_JSON,
 };
 
 use crate::deploy::{All2AllBackend, CudagraphMode, Deployment};

@@ -1,0 +1,109 @@
+//! `servesim step --scenario S.json`: the step-time model's breakdown of one engine step
+//! (docs/step-time.md), so any ITL or TTFT the simulator reports can be traced to its terms.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use servesim_core::perf::PrefillChunk;
+use servesim_core::scenario::Scenario;
+use std::path::PathBuf;
+
+#[derive(Args, Clone, Debug)]
+pub struct StepArgs {
+    /// The scenario JSON (`servesim sweep --print-scenario`, `servesim validate --scenario-of`).
+    #[arg(long)]
+    pub scenario: PathBuf,
+    /// Sequences decoding one token in the step.
+    #[arg(long, default_value_t = 0)]
+    pub decode: u64,
+    /// Mean context (tokens in the KV cache) of the decoding sequences.
+    #[arg(long, default_value_t = 0)]
+    pub ctx: u64,
+    /// A prefill chunk as NEW or NEW:PAST (tokens computed now : tokens already cached);
+    /// repeatable.
+    #[arg(long, value_name = "NEW[:PAST]")]
+    pub prefill: Vec<String>,
+    /// Print the breakdown as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_chunk(s: &str) -> Result<PrefillChunk> {
+    let (new, past) = match s.split_once(':') {
+        Some((n, p)) => (n, p),
+        None => (s, "0"),
+    };
+    let new: u64 = new
+        .trim()
+        .parse()
+        .with_context(|| format!("--prefill `{s}`: NEW must be a whole number of tokens"))?;
+    let past: u64 = past
+        .trim()
+        .parse()
+        .with_context(|| format!("--prefill `{s}`: PAST must be a whole number of tokens"))?;
+    if new == 0 {
+        bail!("--prefill `{s}`: NEW must be at least 1 token");
+    }
+    Ok(PrefillChunk { past, new })
+}
+
+pub fn run_step(a: &StepArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&a.scenario)
+        .with_context(|| format!("reading {}", a.scenario.display()))?;
+    let sc = Scenario::from_json(&text)?;
+    let r = sc.resolve()?;
+    let chunks = a
+        .prefill
+        .iter()
+        .map(|s| parse_chunk(s))
+        .collect::<Result<Vec<_>>>()?;
+    if chunks.is_empty() && a.decode == 0 {
+        bail!("the step is empty: give --decode N (with --ctx C) and/or --prefill NEW[:PAST]");
+    }
+    let b = r
+        .cost
+        .breakdown_iter(chunks.iter().copied(), a.decode, a.decode * a.ctx);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&b)?);
+        return Ok(());
+    }
+    let ms = |s: f64| s * 1e3;
+    println!(
+        "step: {} decode seqs at mean context {}, {} prefill chunk(s) ({} tokens); {:?}, {} tokens padded to {}",
+        a.decode,
+        a.ctx,
+        chunks.len(),
+        chunks.iter().map(|c| c.new).sum::<u64>(),
+        b.mode,
+        b.work.tokens,
+        b.work.padded_tokens
+    );
+    println!("total            {:9.3} ms", ms(b.total()));
+    for (name, v) in [
+        ("gemm compute", b.gemm_compute),
+        ("weight reads", b.weight_reads),
+        ("attention comp", b.attention_compute),
+        ("kv reads", b.kv_reads),
+        ("activations", b.activations),
+        ("tp all-reduce", b.tp_allreduce),
+        ("ep all-to-all", b.ep_alltoall),
+        ("overhead", b.overhead),
+    ] {
+        println!("  {name:<15}{:9.3} ms", ms(v));
+    }
+    println!("raw (before the roofline max):");
+    let raw = &b.raw;
+    for (name, v) in [
+        ("dense gemm", raw.dense_gemm_compute),
+        ("dense weights", raw.dense_weight_reads),
+        ("expert gemm", raw.expert_gemm_compute),
+        ("expert weights", raw.expert_weight_reads),
+        ("prefill attn", raw.prefill_attention_compute),
+        ("prefill kv", raw.prefill_kv_reads),
+        ("decode attn", raw.decode_attention_compute),
+        ("decode kv", raw.decode_kv_reads),
+        ("launch (cpu)", raw.launch),
+    ] {
+        println!("  {name:<15}{:9.3} ms", ms(v));
+    }
+    Ok(())
+}

@@ -1,0 +1,183 @@
+//! `servesim step` (one step's breakdown), `servesim validate --scenario-of LINE` and
+//! `servesim sweep --vllm-version`.
+
+use std::path::PathBuf;
+
+mod common;
+
+use common::servesim;
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn points() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../servesim-core/data/calibration/measured-points.csv")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn small_scenario() -> PathBuf {
+    let (code, out, err) = servesim(&[
+        "sweep",
+        "--model",
+        "meta-llama/Meta-Llama-3.1-8B",
+        "--gpu",
+        "h100",
+        "--print-scenario",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let f = tmp("step-scenario.json");
+    std::fs::write(&f, out).unwrap();
+    f
+}
+
+fn total_ms(out: &str) -> f64 {
+    let line = out.lines().find(|l| l.starts_with("total")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn step_breakdown_grows_with_the_batch_and_its_terms_sum_to_the_total() {
+    let f = small_scenario();
+    let f = f.to_str().unwrap();
+    let (c1, small, e1) = servesim(&["step", "--scenario", f, "--decode", "8", "--ctx", "1000"]);
+    assert_eq!(c1, 0, "{e1}");
+    let (c2, big, e2) = servesim(&["step", "--scenario", f, "--decode", "256", "--ctx", "4000"]);
+    assert_eq!(c2, 0, "{e2}");
+    assert!(total_ms(&big) > total_ms(&small), "{small}\n{big}");
+    let (c3, json, e3) = servesim(&[
+        "step",
+        "--scenario",
+        f,
+        "--decode",
+        "64",
+        "--ctx",
+        "2000",
+        "--prefill",
+        "1024:0",
+        "--prefill",
+        "512:4096",
+        "--json",
+    ]);
+    assert_eq!(c3, 0, "{e3}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let sum: f64 = [
+        "gemm_compute",
+        "attention_compute",
+        "weight_reads",
+        "kv_reads",
+        "activations",
+        "tp_allreduce",
+        "ep_alltoall",
+        "overhead",
+    ]
+    .iter()
+    .map(|k| v[k].as_f64().unwrap())
+    .sum();
+    let (c4, text, e4) = servesim(&[
+        "step",
+        "--scenario",
+        f,
+        "--decode",
+        "64",
+        "--ctx",
+        "2000",
+        "--prefill",
+        "1024:0",
+        "--prefill",
+        "512:4096",
+    ]);
+    assert_eq!(c4, 0, "{e4}");
+    assert!(sum > 0.0);
+    assert!(
+        (sum * 1e3 - total_ms(&text)).abs() < 1e-3,
+        "terms {} ms vs total {} ms",
+        sum * 1e3,
+        total_ms(&text)
+    );
+    assert_eq!(v["work"]["tokens"], 64 + 1024 + 512);
+}
+
+#[test]
+fn step_refuses_an_empty_step_and_bad_chunks_with_the_fix() {
+    let f = small_scenario();
+    let f = f.to_str().unwrap();
+    let (code, _, err) = servesim(&["step", "--scenario", f]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("--decode") && err.contains("--prefill"),
+        "{err}"
+    );
+    let (code, _, err) = servesim(&["step", "--scenario", f, "--prefill", "12:abc"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("PAST must be a whole number"), "{err}");
+}
+
+#[test]
+fn scenario_of_a_calibration_line_runs_as_a_sweep_with_the_rows_settings() {
+    let (code, out, err) = servesim(&["validate", &points(), "--scenario-of", "10"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // Line 10: Llama-2-7B on one H100 at a constant 20 req/s, vLLM 0.15.1, max_num_seqs 128.
+    assert_eq!(v["model"]["catalog"], "meta-llama/Llama-2-7b-hf");
+    assert_eq!(v["engine"]["max_num_seqs"], 128);
+    assert_eq!(v["vllm_version"], "0.15.1");
+    assert_eq!(v["sweep"]["request_rates"], serde_json::json!([20.0]));
+    assert!(v["efficiencies"]["gemm_bf16"].as_f64().is_some());
+    let f = tmp("line10.json");
+    std::fs::write(&f, &out).unwrap();
+    let (code, _, err) = servesim(&["sweep", "--scenario", f.to_str().unwrap(), "--csv"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = servesim(&["validate", &points(), "--scenario-of", "1"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("lines 2..=64"), "{err}");
+}
+
+#[test]
+fn vllm_version_flag_selects_the_release_lines_calibration() {
+    let base = [
+        "sweep",
+        "--model",
+        "meta-llama/Meta-Llama-3.1-8B",
+        "--gpu",
+        "h100",
+        "--concurrency",
+        "16",
+        "--duration",
+        "20",
+        "--warmup",
+        "2",
+        "--json",
+    ];
+    let run = |v: Option<&str>| {
+        let mut a = base.to_vec();
+        if let Some(v) = v {
+            a.extend(["--vllm-version", v]);
+        }
+        let (code, out, err) = servesim(&a);
+        assert_eq!(code, 0, "{err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        j["levels"][0]["itl_ms"]["mean"].as_f64().unwrap()
+    };
+    let newest = run(None);
+    assert_eq!(run(Some("0.15.1")), newest);
+    assert_ne!(run(Some("0.11.0")), newest);
+    let (code, _, err) = servesim(&[
+        "sweep",
+        "--model",
+        "meta-llama/Meta-Llama-3.1-8B",
+        "--gpu",
+        "h100",
+        "--vllm-version",
+        "new",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("--vllm-version new") && err.contains("0.15.1"),
+        "{err}"
+    );
+}
