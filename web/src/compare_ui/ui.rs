@@ -536,7 +536,7 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
                 <thead><tr>
                     <th scope="col">"metric"</th><th scope="col">"points"</th>
                     <th scope="col" title="median absolute error with the shipped calibrated table, over the points it was fitted on">"median |error|, in-sample"</th>
-                    <th scope="col" title="each source predicted by a fit on the other source(s)">"held out: other sources"</th>
+                    <th scope="col" title="each source predicted by a fit on the other source(s); in this set each source is one vLLM release line, so this is also the error across vLLM versions">"held out: other sources"</th>
                     <th scope="col" title="each model predicted by a fit on the other models">"held out: other models"</th>
                     <th scope="col">"target"</th><th scope="col">"met"</th>
                 </tr></thead>
@@ -552,7 +552,7 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
                 }).collect_view()}</tbody>
             </table>
             </div>
-            <p class="muted">{format!("{} ({} of {} runs simulated). Method and every point: ", a.description, a.simulated, a.points)}
+            <p class="muted">{format!("{} ({} of {} runs simulated). The in-sample figures hold for deployments like the calibration runs and a stated vLLM version; for another vLLM release line, model or GPU expect the held-out figures. Method and every point: ", a.description, a.simulated, a.points)}
                 <a href=accuracy::ACCURACY_DOC_URL>"docs/accuracy.md"</a>"."</p>
         }
         .into_any(),
