@@ -970,6 +970,7 @@ fn capacity_body(c: CapacityView) -> impl IntoView {
             <li><span class="swatch seg-free"></span>"headroom "<span class="num">{fmt_gib(free)}</span></li>
             <li class="muted">"of "{fmt_gib(c.gpu_bytes)}" visible per GPU"</li>
         </ul>
+        <p class="muted" id="cap-calibration" title="the step-time model's efficiency table for this GPU and vLLM version (docs/accuracy.md)">{c.calibration.clone()}</p>
         <details class="cap-details">
             <summary>"vLLM start-up log, notes"</summary>
             <pre id="cap-log">{c.log_lines.join("\n")}</pre>

@@ -211,9 +211,11 @@ pub struct CapacityView {
     pub log_lines: Vec<String>,
     pub warnings: Vec<String>,
     pub notes: Vec<String>,
+    /// Which efficiency table the simulation will use (`scenario::Calibration::summary`).
+    pub calibration: String,
 }
 
-fn view_of(r: &CapacityReport, shape: Option<RequestShape>) -> CapacityView {
+fn view_of(r: &CapacityReport, shape: Option<RequestShape>, calibration: String) -> CapacityView {
     let b = &r.breakdown;
     let pos = |v: i64| v.max(0) as f64;
     let mut per_gpu = vec![
@@ -259,6 +261,7 @@ fn view_of(r: &CapacityReport, shape: Option<RequestShape>) -> CapacityView {
         log_lines: r.log_lines.clone(),
         warnings: r.warnings.clone(),
         notes: r.notes.clone(),
+        calibration,
     }
 }
 
@@ -301,7 +304,7 @@ pub fn capacity(s: &Scenario) -> Result<CapacityView, String> {
     let r = s.resolve().map_err(|e| e.to_string())?;
     let shape = request_shape(&r.workload);
     capacity::compute(&r.deployment, shape)
-        .map(|c| view_of(&c, shape))
+        .map(|c| view_of(&c, shape, r.calibration.summary.clone()))
         .map_err(|e| e.to_string())
 }
 

@@ -601,6 +601,7 @@ fn print_table(
         "max_num_seqs {}, max_num_batched_tokens {}, max_model_len {}",
         c.max_num_seqs, c.max_num_batched_tokens, c.max_model_len
     );
+    println!("{}", r.calibration.summary);
     println!();
     println!(
         "{:>10} {:>9} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7} {:>6}",

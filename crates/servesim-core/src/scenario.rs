@@ -507,6 +507,8 @@ impl Scenario {
         // The calibrated table (fitted fields of docs/accuracy.md over the literature defaults).
         let era = self.engine_era()?;
         let base = Efficiencies::calibrated_for(deployment.gpu.generation, era);
+        let calibration =
+            Calibration::of(deployment.gpu.generation, era, self.efficiencies.as_ref());
         let eff = match &self.efficiencies {
             None => base,
             Some(o) => base.with_overrides(o).map_err(ScenarioError::Perf)?,
@@ -546,6 +548,7 @@ impl Scenario {
             cost,
             workload,
             sweep,
+            calibration,
         })
     }
 }
@@ -641,9 +644,88 @@ impl StepTimeModel for StepCostModel {
     }
 }
 
+/// Which efficiency table a scenario runs with: the calibration key used (GPU generation and vLLM
+/// release line), whether it is fitted or the literature table, and the fields the scenario
+/// overrides. Reported with every sweep so no result hides its basis (docs/accuracy.md).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Calibration {
+    /// `hopper`, `ampere`, ...
+    pub generation: String,
+    /// The release line of the scenario's `vllm_version` (`vllm-0.11`, `vllm-0.15`).
+    pub era: String,
+    /// `calibrated` (fitted fields over the literature table) or `literature`.
+    pub basis: String,
+    /// The calibration entry used (`hopper@vllm-0.15`; another era's when this one has none);
+    /// `None` for the literature table.
+    pub fit: Option<String>,
+    /// Efficiency fields the scenario's `efficiencies` overrides, sorted.
+    pub overridden: Vec<String>,
+    /// One line for people: the above in words.
+    pub summary: String,
+}
+
+impl Calibration {
+    pub fn of(
+        g: crate::gpu::Generation,
+        era: crate::perf::EngineEra,
+        overrides: Option<&EfficiencyOverrides>,
+    ) -> Calibration {
+        let generation = crate::perf::generation_key(g);
+        let table: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>> =
+            serde_json::from_str::<Value>(crate::perf::CALIBRATED_EFFICIENCIES_JSON)
+                .ok()
+                .and_then(|v| serde_json::from_value(v["generations"].clone()).ok())
+                .unwrap_or_default();
+        let fit = match Efficiencies::calibrated_basis(g, era) {
+            crate::perf::EfficiencyBasis::Calibrated { .. } => {
+                crate::perf::lookup_calibration(&table, g, era).map(|(k, _)| k)
+            }
+            crate::perf::EfficiencyBasis::Literature { .. } => None,
+        };
+        let overridden: Vec<String> = overrides
+            .and_then(|o| serde_json::to_value(o).ok())
+            .and_then(|v| v.as_object().map(|m| m.keys().cloned().collect()))
+            .unwrap_or_default();
+        let mut summary = match &fit {
+            Some(k) if *k == crate::perf::calibration_key(g, era) => {
+                format!("efficiencies calibrated for {generation}, {} (fit {k})", era.label())
+            }
+            Some(k) => format!(
+                "efficiencies: no fit for {generation} at {}; using the nearest calibrated fit {k}",
+                era.label()
+            ),
+            None => format!(
+                "efficiencies: literature table for {generation} (no measured runs on this GPU generation)"
+            ),
+        };
+        if !overridden.is_empty() {
+            summary.push_str(&format!(
+                "; {} field(s) set by the scenario: {}",
+                overridden.len(),
+                overridden.join(", ")
+            ));
+        }
+        Calibration {
+            generation,
+            era: era.key().to_string(),
+            basis: if fit.is_some() {
+                "calibrated"
+            } else {
+                "literature"
+            }
+            .into(),
+            fit,
+            overridden,
+            summary,
+        }
+    }
+}
+
 /// A scenario with everything validated and derived.
 #[derive(Clone, Debug)]
 pub struct ResolvedScenario {
+    /// Which efficiency table the step-time model uses (shown with results).
+    pub calibration: Calibration,
     pub deployment: Deployment,
     pub capacity: CapacityReport,
     pub engine: EngineConfig,
@@ -728,6 +810,8 @@ impl CapacitySummary {
 #[derive(Clone, Debug, Serialize)]
 pub struct SweepReport<'a> {
     pub scenario: Value,
+    /// The efficiency table used ([`Calibration`]).
+    pub calibration: Calibration,
     pub capacity: CapacitySummary,
     pub levels: &'a [LevelResult],
     pub operating_point: Option<&'a OperatingPoint>,
@@ -738,6 +822,7 @@ impl<'a> SweepReport<'a> {
     pub fn new(s: &Scenario, r: &ResolvedScenario, result: &'a SweepResult) -> SweepReport<'a> {
         SweepReport {
             scenario: s.to_value(),
+            calibration: r.calibration.clone(),
             capacity: CapacitySummary::of(&r.capacity),
             levels: &result.levels,
             operating_point: result.operating_point.as_ref(),

@@ -132,3 +132,39 @@ fn scenarios_resolve_with_the_calibrated_table_of_their_vllm_version() {
     let e = s.resolve().unwrap_err().to_string();
     assert!(e.contains("vllm_version") && e.contains("0.15.1"), "{e}");
 }
+
+#[test]
+fn resolved_scenarios_report_which_calibration_they_run_with() {
+    let mut s = Scenario::default_scenario(); // H100
+    let c = s.resolve().unwrap().calibration;
+    assert_eq!(
+        (c.generation.as_str(), c.era.as_str(), c.basis.as_str()),
+        ("hopper", "vllm-0.15", "calibrated")
+    );
+    assert_eq!(c.fit.as_deref(), Some("hopper@vllm-0.15"));
+    assert!(c.overridden.is_empty());
+    assert!(c.summary.contains("hopper@vllm-0.15"), "{}", c.summary);
+
+    // A100 at a new vLLM: no fit for that line, the nearest (older) one is used and named.
+    s.gpu = servesim_core::scenario::GpuRef::Catalog("A100-80GB".into());
+    let c = s.resolve().unwrap().calibration;
+    assert_eq!(c.fit.as_deref(), Some("ampere@vllm-0.11"));
+    assert!(c.summary.contains("nearest"), "{}", c.summary);
+
+    // A generation without measured runs: the literature table, said so.
+    s.gpu = servesim_core::scenario::GpuRef::Catalog("B200".into());
+    let c = s.resolve().unwrap().calibration;
+    assert_eq!((c.basis.as_str(), c.fit.as_deref()), ("literature", None));
+    assert!(c.summary.contains("literature"), "{}", c.summary);
+
+    // Scenario overrides are listed.
+    s.gpu = servesim_core::scenario::GpuRef::Catalog("H100-SXM".into());
+    s.efficiencies = Some(serde_json::from_str(r#"{"gemm_bf16": 0.5, "hbm_kv": 0.7}"#).unwrap());
+    let c = s.resolve().unwrap().calibration;
+    assert_eq!(c.overridden, ["gemm_bf16", "hbm_kv"]);
+    assert!(
+        c.summary.contains("2 field(s) set by the scenario"),
+        "{}",
+        c.summary
+    );
+}

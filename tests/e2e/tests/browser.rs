@@ -176,6 +176,16 @@ async fn a_sweep_in_the_page_equals_the_native_cli_report_byte_for_byte() {
                 type_into(&c, "#f-duration_s", "30").await?;
                 type_into(&c, "#f-warmup_s", "3").await?;
                 type_into(&c, "#f-sla", "e2e_tokens_per_s_per_user>=120, ttft_ms_p90<400").await?;
+                // The vLLM version (Advanced) selects the calibration era; the link carries it.
+                c.find(Locator::Css("details.advanced > summary")).await?.click().await?;
+                let before = wait_text(&c, "#cap-calibration").await?;
+                type_into(&c, "#f-vllm_version", "0.11.0").await?;
+                let after = wait_until("the calibration line to change", Duration::from_secs(10), || async {
+                    Ok(text_of(&c, "#cap-calibration").await?.filter(|t| *t != before))
+                })
+                .await?;
+                assert!(before.contains("hopper@vllm-0.15"), "{before}");
+                assert!(after.contains("hopper@vllm-0.11"), "{after}");
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 let link = c.current_url().await?.to_string();
                 let (status, report, _) = run_and_report(&c, 120).await?;
@@ -212,6 +222,7 @@ async fn a_sweep_in_the_page_equals_the_native_cli_report_byte_for_byte() {
     let v: serde_json::Value = serde_json::from_str(&report).unwrap();
     assert_eq!(v["levels"].as_array().unwrap().len(), 3);
     assert!(v["operating_point"]["summary"].is_string());
+    assert_eq!(v["scenario"]["vllm_version"], "0.11.0");
     let conc: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(conc, ["1", "4", "16"]);
     for (r, l) in rows.iter().zip(v["levels"].as_array().unwrap()) {
