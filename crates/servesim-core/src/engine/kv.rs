@@ -362,6 +362,23 @@ impl KvPool {
             if a >= b {
                 break;
             }
+            // Fast path (decode output, the next prefill chunk): the request's last held range
+            // ends at `a` in this key and the key's top run ends there with one reference, so
+            // nothing covers `a .. b`: the top run grows (what the general path's merge does).
+            if let Some(h) = held.last_mut() {
+                let slot = &self.key_slots[h.key as usize];
+                if h.hi == a && slot.key == sp.key {
+                    if let Some(&top) = slot.runs.last() {
+                        let r = &mut self.runs[top as usize];
+                        if r.hi == a && r.refs == 1 {
+                            r.hi = b;
+                            h.hi = b;
+                            added += b - a;
+                            continue;
+                        }
+                    }
+                }
+            }
             let k = self.key_slot(sp.key);
             let mut j = a;
             let mut pos = {
