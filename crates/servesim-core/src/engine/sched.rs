@@ -74,6 +74,8 @@ pub struct Engine<'m> {
     index: u32,
     cfg: EngineConfig,
     bs: u64,
+    /// `log2(bs)` when the block size is a power of two.
+    bs_shift: Option<u32>,
     group: u64,
     caching: bool,
     model: &'m dyn StepTimeModel,
@@ -122,6 +124,7 @@ impl<'m> Engine<'m> {
         let mut e = Engine {
             index,
             bs,
+            bs_shift: bs.is_power_of_two().then(|| bs.trailing_zeros()),
             group,
             caching: cfg.enable_prefix_caching && group > 0,
             model,
@@ -203,7 +206,34 @@ impl<'m> Engine<'m> {
 
     #[inline]
     fn fp(&self, n: u64) -> u64 {
-        self.cfg.kv.blocks(n, self.bs)
+        // `KvFootprint::blocks` with the division by the block size as a shift when it is a
+        // power of two (the usual case): the same value, without a hardware divide per call.
+        let kv = &self.cfg.kv;
+        let b = if n == 0 { 0 } else { self.div_bs(n - 1) + 1 };
+        let mut total = kv.full_groups as u64 * b + if n == 0 { 0 } else { kv.fixed_blocks };
+        for g in &kv.sliding {
+            total += b.min(g.max_blocks);
+        }
+        debug_assert_eq!(total, kv.blocks(n, self.bs));
+        total
+    }
+
+    /// `n / block_size`.
+    #[inline]
+    fn div_bs(&self, n: u64) -> u64 {
+        match self.bs_shift {
+            Some(sh) => n >> sh,
+            None => n / self.bs,
+        }
+    }
+
+    /// `n % block_size`.
+    #[inline]
+    fn mod_bs(&self, n: u64) -> u64 {
+        match self.bs_shift {
+            Some(_) => n & (self.bs - 1),
+            None => n % self.bs,
+        }
     }
 
     fn live(&mut self, s: u32) -> &mut Live {
@@ -341,8 +371,7 @@ impl<'m> Engine<'m> {
     }
 
     fn residue(&self, s0: u64, eff_len: u64) -> usize {
-        let bs = self.bs;
-        ((s0 % bs + bs - eff_len % bs) % bs) as usize
+        self.mod_bs(self.mod_bs(s0) + self.bs - self.mod_bs(eff_len)) as usize
     }
 
     /// Offers blocks `reg_blocks .. upto` of a request to the prefix cache.
@@ -473,7 +502,8 @@ impl<'m> Engine<'m> {
             }
             Phase::Waiting => unreachable!("only running requests are preempted"),
         }
-        let upto = self.live(s).computed / self.bs;
+        let computed = self.live(s).computed;
+        let upto = self.div_bs(computed);
         self.register_full(s, upto);
         self.free_blocks(s);
         let l = self.live(s);
@@ -495,7 +525,7 @@ impl<'m> Engine<'m> {
         let bs = self.bs;
         let thr = self.cfg.long_prefill_token_threshold as u64;
         let mut budget = self.cfg.max_num_batched_tokens as u64 - self.n_dec;
-        let bidx = (k % bs) as usize;
+        let bidx = self.mod_bs(k) as usize;
         self.chunks.clear();
         self.completing.clear();
         self.plans.clear();
@@ -572,19 +602,19 @@ impl<'m> Engine<'m> {
             let ok = self.pool.alloc(need);
             debug_assert!(ok);
             self.live(s).held += need;
-            self.register_full(s, ctx / bs);
+            self.register_full(s, self.div_bs(ctx));
         }
         self.buckets[bidx] = members;
         // Output blocks that this step's decode fills enter the prefix cache now, as vLLM's
         // `allocate_slots` caches `num_computed + num_new` tokens at scheduling: the decodes
         // with `(ctx + 1) % bs == 0` are the next residue's bucket.
         if self.caching {
-            let ridx = ((k + 1) % bs) as usize;
+            let ridx = self.mod_bs(k + 1) as usize;
             let members = std::mem::take(&mut self.buckets[ridx]);
             for &s in &members {
                 let l = self.slots[s as usize].as_ref().expect("live slot");
                 let ctx = Self::decode_ctx(l, k);
-                self.register_full(s, (ctx + 1) / bs);
+                self.register_full(s, self.div_bs(ctx + 1));
             }
             self.buckets[ridx] = members;
         }
@@ -809,7 +839,8 @@ impl<'m> Engine<'m> {
             self.sum_dec_ctx -= ctx;
             self.windows_leave(ctx);
         }
-        let upto = self.live(s).computed / self.bs;
+        let computed = self.live(s).computed;
+        let upto = self.div_bs(computed);
         self.register_full(s, upto);
         self.free_blocks(s);
         if let Some(i) = self.running.iter().position(|&x| x == s) {
