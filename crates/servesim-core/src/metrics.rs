@@ -130,8 +130,11 @@ impl Observer for Collector {
         self.preemptions.push(t);
     }
     fn on_finished(&mut self, r: &FinishedRequest) {
+        self.on_finished_owned(r.clone());
+    }
+    fn on_finished_owned(&mut self, r: FinishedRequest) {
         self.see(r.finish);
-        self.finished.push(r.clone());
+        self.finished.push(r);
     }
     fn on_step(&mut self, s: &StepRecord) {
         self.see(s.end);

@@ -329,15 +329,14 @@ impl Observer for Tap<'_> {
         self.inner.on_preempted(e, t, id)
     }
     fn on_finished(&mut self, r: &FinishedRequest) {
+        self.on_finished_owned(r.clone());
+    }
+    fn on_finished_owned(&mut self, mut r: FinishedRequest) {
         self.done.push(r.id);
-        match self.sent.remove(&r.id) {
-            Some(s) => {
-                let mut c = r.clone();
-                c.arrival = s;
-                self.inner.on_finished(&c)
-            }
-            None => self.inner.on_finished(r),
+        if let Some(s) = self.sent.remove(&r.id) {
+            r.arrival = s;
         }
+        self.inner.on_finished_owned(r)
     }
     fn on_step(&mut self, s: &StepRecord) {
         self.inner.on_step(s)

@@ -474,7 +474,13 @@ impl KvPool {
             return false;
         }
         while self.free_uncached < n {
-            let units = (n - self.free_uncached).div_ceil(self.group);
+            let deficit = n - self.free_uncached;
+            // Cached units to evict (one unit frees `group` blocks; 1 in most models).
+            let units = if self.group == 1 {
+                deficit
+            } else {
+                deficit.div_ceil(self.group)
+            };
             let id = self.head;
             debug_assert!(id != NIL, "evictable blocks exist");
             let r = &mut self.runs[id as usize];

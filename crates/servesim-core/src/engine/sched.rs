@@ -868,6 +868,6 @@ impl<'m> Engine<'m> {
             extra_itls: l.extra_itls,
             engine: self.index,
         };
-        obs.on_finished(&rec);
+        obs.on_finished_owned(rec);
     }
 }
