@@ -85,9 +85,12 @@ pub(crate) fn spans_of(segs: &[Segment], bs: u64, out: &mut Vec<Span>) {
 }
 
 /// Cached blocks `lo .. hi` of key slot `key` on which a request holds one reference each.
+/// `run` is a hint: the run that covered block `hi - 1` when the range was last extended (it
+/// may have been merged away since; [`KvPool::register`] checks it before use).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Held {
     key: u32,
+    run: u32,
     lo: u64,
     hi: u64,
 }
@@ -95,14 +98,18 @@ pub(crate) struct Held {
 #[derive(Clone, Copy, Debug)]
 struct Run {
     key: u32,
+    /// References per block (all blocks of a run have the same count); 0 = in the LRU list;
+    /// `FREE_RUN` = unused slot.
+    refs: u32,
     lo: u64,
     hi: u64,
-    /// References per block (all blocks of a run have the same count); 0 = in the LRU list.
-    refs: u32,
     /// LRU links (valid when `refs == 0`).
     prev: u32,
     next: u32,
+    /// The highest run of its key (the last of the key's list).
+    top: bool,
 }
+const FREE_RUN: u32 = u32::MAX;
 
 /// The runs of one key, sorted by `lo`, disjoint. Empty = unused slot (its `Vec` is kept).
 struct KeySlot {
@@ -162,11 +169,12 @@ impl KvPool {
     fn new_run(&mut self, key: u32, lo: u64, hi: u64, refs: u32) -> u32 {
         let r = Run {
             key,
+            refs,
             lo,
             hi,
-            refs,
             prev: NIL,
             next: NIL,
+            top: false,
         };
         match self.free_runs.pop() {
             Some(id) => {
@@ -177,6 +185,23 @@ impl KvPool {
                 self.runs.push(r);
                 (self.runs.len() - 1) as u32
             }
+        }
+    }
+
+    fn free_run(&mut self, id: u32) {
+        self.runs[id as usize].refs = FREE_RUN;
+        self.free_runs.push(id);
+    }
+
+    /// Marks the last run of key slot `k` as its top (and the one below as not), after the
+    /// list changed at its end.
+    fn retop(&mut self, k: u32) {
+        let runs = &self.key_slots[k as usize].runs;
+        if let Some(&last) = runs.last() {
+            self.runs[last as usize].top = true;
+        }
+        if runs.len() >= 2 {
+            self.runs[runs[runs.len() - 2] as usize].top = false;
         }
     }
 
@@ -225,9 +250,10 @@ impl KvPool {
             let t = &mut self.runs[self.tail as usize];
             if t.key == r.key && t.lo == r.hi {
                 // Tail `[hi, x)` then `hi - 1 .. lo`: one run `[lo, x)` evicted from the top.
+                // (`id` is below the tail run of its key, so not the key's top.)
                 t.lo = r.lo;
                 self.key_slots[r.key as usize].runs.remove(pos);
-                self.free_runs.push(id);
+                self.free_run(id);
                 return;
             }
         }
@@ -267,7 +293,8 @@ impl KvPool {
         if ra.refs > 0 && ra.refs == rb.refs && ra.hi == rb.lo {
             self.runs[a as usize].hi = rb.hi;
             self.key_slots[k as usize].runs.remove(pos + 1);
-            self.free_runs.push(b);
+            self.free_run(b);
+            self.retop(k);
         }
     }
 
@@ -339,8 +366,17 @@ impl KvPool {
                 pos += 1;
             }
             self.coalesce(k, 0, pos + 1);
-            push_held(held, k, sp.lo, end);
+            let run = self.run_at(k, end - 1);
+            push_held(held, k, run, sp.lo, end);
         }
+    }
+
+    /// The run of key slot `k` that covers block `j` (cached).
+    fn run_at(&self, k: u32, j: u64) -> u32 {
+        let runs = &self.key_slots[k as usize].runs;
+        let i = runs.partition_point(|&id| self.runs[id as usize].hi <= j);
+        debug_assert!(self.runs[runs[i] as usize].lo <= j);
+        runs[i]
     }
 
     /// Merges adjacent held runs with the same count among positions `a ..= b` of key slot `k`.
@@ -363,19 +399,17 @@ impl KvPool {
                 break;
             }
             // Fast path (decode output, the next prefill chunk): the request's last held range
-            // ends at `a` in this key and the key's top run ends there with one reference, so
-            // nothing covers `a .. b`: the top run grows (what the general path's merge does).
+            // ends at `a` inside this span (so it is in this key), and its hinted run still
+            // covers block `a - 1`, has one reference and is the key's top run, so nothing
+            // covers `a .. b`: the run grows (what the general path's merge does).
             if let Some(h) = held.last_mut() {
-                let slot = &self.key_slots[h.key as usize];
-                if h.hi == a && slot.key == sp.key {
-                    if let Some(&top) = slot.runs.last() {
-                        let r = &mut self.runs[top as usize];
-                        if r.hi == a && r.refs == 1 {
-                            r.hi = b;
-                            h.hi = b;
-                            added += b - a;
-                            continue;
-                        }
+                if h.hi == a && a > sp.lo {
+                    let r = &mut self.runs[h.run as usize];
+                    if r.refs == 1 && r.top && r.key == h.key && r.lo < a && r.hi == a {
+                        r.hi = b;
+                        h.hi = b;
+                        added += b - a;
+                        continue;
                     }
                 }
             }
@@ -408,6 +442,7 @@ impl KvPool {
                     _ => {
                         let id = self.new_run(k, j, gap_end, 1);
                         self.key_slots[k as usize].runs.insert(pos, id);
+                        self.retop(k);
                         self.merge_held(k, pos);
                     }
                 }
@@ -415,7 +450,8 @@ impl KvPool {
                 // the (grown) run that covers `gap_end`, or at the next run.
                 let runs = &self.key_slots[k as usize].runs;
                 pos = runs.partition_point(|&id| self.runs[id as usize].hi <= gap_end);
-                push_held(held, k, j, gap_end);
+                let run = self.run_at(k, gap_end - 1);
+                push_held(held, k, run, j, gap_end);
                 added += gap_end - j;
                 j = gap_end;
             }
@@ -499,12 +535,14 @@ impl KvPool {
                     .expect("run is listed under its key");
                 debug_assert!(pos == 0 || self.runs[slot.runs[pos - 1] as usize].hi <= lo);
                 slot.runs.remove(pos);
-                self.free_runs.push(id);
                 if slot.runs.is_empty() {
                     let key = slot.key;
                     self.keys.remove(&key);
                     self.free_keys.push(k);
+                } else {
+                    self.retop(k);
                 }
+                self.free_run(id);
             }
         }
         self.free_uncached -= n;
@@ -520,14 +558,20 @@ impl KvPool {
 
 /// Appends `[lo, hi)` of key slot `k` to a request's held ranges (merged with the last one when
 /// it continues it).
-fn push_held(held: &mut Vec<Held>, k: u32, lo: u64, hi: u64) {
+fn push_held(held: &mut Vec<Held>, k: u32, run: u32, lo: u64, hi: u64) {
     if let Some(last) = held.last_mut() {
         if last.key == k && last.hi == lo {
             last.hi = hi;
+            last.run = run;
             return;
         }
     }
-    held.push(Held { key: k, lo, hi });
+    held.push(Held {
+        key: k,
+        run,
+        lo,
+        hi,
+    });
 }
 
 /// Blocks in a request's held ranges.
@@ -672,6 +716,44 @@ mod tests {
         }
         crate::engine::Request::normalize_segments(&mut segs);
         segs
+    }
+
+    /// The pool's structural invariants: each key's runs sorted, disjoint, non-empty, listed
+    /// under their key, only the last one marked top; the LRU list holds exactly the runs with
+    /// count 0 and their blocks sum to `evictable`; every key in the map has runs.
+    fn check_invariants(p: &KvPool) {
+        let mut listed = 0;
+        for (&key, &k) in &p.keys {
+            let slot = &p.key_slots[k as usize];
+            assert_eq!(slot.key, key);
+            assert!(!slot.runs.is_empty());
+            for (i, &id) in slot.runs.iter().enumerate() {
+                let r = p.runs[id as usize];
+                assert!(r.refs != FREE_RUN && r.key == k && r.lo < r.hi);
+                assert_eq!(r.top, i + 1 == slot.runs.len());
+                if i > 0 {
+                    assert!(p.runs[slot.runs[i - 1] as usize].hi <= r.lo);
+                }
+                listed += 1;
+            }
+        }
+        let (mut id, mut in_lru, mut blocks, mut prev) = (p.head, 0, 0, NIL);
+        while id != NIL {
+            let r = p.runs[id as usize];
+            assert_eq!(r.refs, 0);
+            assert_eq!(r.prev, prev);
+            in_lru += 1;
+            blocks += r.hi - r.lo;
+            prev = id;
+            id = r.next;
+        }
+        assert_eq!(prev, p.tail);
+        assert_eq!(blocks, p.evictable);
+        let zero = p.runs.iter().filter(|r| r.refs == 0).count();
+        let live = p.runs.iter().filter(|r| r.refs != FREE_RUN).count();
+        assert_eq!(zero, in_lru);
+        assert_eq!(live, listed);
+        assert_eq!(live + p.free_runs.len(), p.runs.len());
     }
 
     fn fp(tokens: u64, bs: u64, group: u64) -> u64 {
@@ -821,6 +903,7 @@ mod tests {
                 }
                 assert_eq!(p.available(), n.available(), "seed {seed} step {step}");
                 assert_eq!(p.evictable, n.lru.len() as u64);
+                check_invariants(&p);
             }
             // every run stays as coarse as the counts allow: no two adjacent held runs with
             // the same count are left unmerged
