@@ -11,21 +11,23 @@ use crate::units::Ticks;
 use crate::workload::Level;
 use serde::{Deserialize, Serialize};
 
+/// One step as the metrics need it (32 bytes; the pool size is per engine, in `kv_total`).
 #[derive(Clone, Copy, Debug)]
 struct StepLite {
     start: Ticks,
     end: Ticks,
-    num_seqs: u32,
-    output_tokens: u64,
     kv_used: u64,
-    kv_total: u64,
+    num_seqs: u32,
+    /// At most `num_seqs` (one per decode and per completed prefill).
+    output_tokens: u32,
 }
 
 /// Records what the engines report.
 #[derive(Default)]
 pub struct Collector {
-    /// Per engine, steps in index order.
+    /// Per engine, steps in index order, and the engine's KV pool size.
     steps: Vec<Vec<StepLite>>,
+    kv_total: Vec<u64>,
     finished: Vec<FinishedRequest>,
     /// (time, prompt tokens looked up, tokens hit) at first admission.
     admissions: Vec<(Ticks, u64, u64)>,
@@ -40,6 +42,21 @@ pub struct Collector {
 impl Collector {
     pub fn new() -> Collector {
         Collector::default()
+    }
+    /// Empties the collector for another run, keeping its buffers' capacity (a sweep reuses
+    /// one collector for all levels instead of growing fresh buffers each level).
+    pub fn clear(&mut self) {
+        for log in &mut self.steps {
+            log.clear();
+        }
+        self.kv_total.clear();
+        self.finished.clear();
+        self.admissions.clear();
+        self.preemptions.clear();
+        self.rejections.clear();
+        self.arrivals = 0;
+        self.last_t = Ticks::ZERO;
+        self.clock_went_back = false;
     }
     fn see(&mut self, t: Ticks) {
         if t < self.last_t {
@@ -66,9 +83,11 @@ impl Collector {
     /// Peak KV blocks in use over all steps, and the pool size.
     pub fn kv_peak_blocks(&self) -> (u64, u64) {
         let mut peak = (0, 0);
-        for s in self.steps.iter().flatten() {
-            if s.kv_used >= peak.0 {
-                peak = (s.kv_used, s.kv_total);
+        for (log, &total) in self.steps.iter().zip(&self.kv_total) {
+            for s in log {
+                if s.kv_used >= peak.0 {
+                    peak = (s.kv_used, total);
+                }
             }
         }
         peak
@@ -111,23 +130,34 @@ impl Observer for Collector {
         self.preemptions.push(t);
     }
     fn on_finished(&mut self, r: &FinishedRequest) {
+        self.on_finished_owned(r.clone());
+    }
+    fn on_finished_owned(&mut self, r: FinishedRequest) {
         self.see(r.finish);
-        self.finished.push(r.clone());
+        self.finished.push(r);
     }
     fn on_step(&mut self, s: &StepRecord) {
         self.see(s.end);
         let e = s.engine as usize;
-        if self.steps.len() <= e {
-            self.steps.resize(e + 1, Vec::new());
+        if self.kv_total.len() <= e {
+            if self.steps.len() <= e {
+                self.steps.resize(e + 1, Vec::new());
+            }
+            self.kv_total.resize(e + 1, 0);
         }
         debug_assert_eq!(self.steps[e].len() as u64, s.index);
+        debug_assert!(s.output_tokens <= s.num_seqs as u64);
+        // An engine's pool size is fixed; its first step records it.
+        if self.steps[e].is_empty() {
+            self.kv_total[e] = s.kv_total_blocks;
+        }
+        debug_assert_eq!(self.kv_total[e], s.kv_total_blocks);
         self.steps[e].push(StepLite {
             start: s.start,
             end: s.end,
-            num_seqs: s.num_seqs,
-            output_tokens: s.output_tokens,
             kv_used: s.kv_used_blocks,
-            kv_total: s.kv_total_blocks,
+            num_seqs: s.num_seqs,
+            output_tokens: s.output_tokens.min(s.num_seqs as u64) as u32,
         });
     }
 }
@@ -159,14 +189,53 @@ impl Dist {
         Dist::weighted_sorted(&v)
     }
 
-    /// As [`Dist::weighted`] for integer durations in ns, reported in ms (`ns / 1e6`). Sorting the
-    /// integer keys (stable) gives the same order, hence the same result, as sorting the
-    /// converted values (the conversion is strictly increasing below 2^53 ns), only faster.
+    /// As [`Dist::weighted`] for integer durations in ns, reported in ms (`ns / 1e6`), without
+    /// sorting: the order statistics the percentiles need are found by selection (expected
+    /// linear time), so the percentiles are exactly [`Dist::weighted`]'s (the conversion to ms
+    /// is strictly increasing below 2^53 ns). The mean is the exact integer sum over the
+    /// total weight, `(sum ns * w) / n / 1e6`, rounded once per operation; it can differ from
+    /// [`Dist::weighted`]'s (a float sum in sorted order) in the last bits.
     pub fn weighted_ns_as_ms(mut v: Vec<(u64, u64)>) -> Option<Dist> {
         v.retain(|x| x.1 > 0);
-        v.sort_by_key(|x| x.0);
-        let v: Vec<(f64, u64)> = v.into_iter().map(|(ns, w)| (ns as f64 / 1e6, w)).collect();
-        Dist::weighted_sorted(&v)
+        let n: u64 = v.iter().map(|x| x.1).sum();
+        if n == 0 {
+            return None;
+        }
+        let sum: u128 = v.iter().map(|&(x, w)| x as u128 * w as u128).sum();
+        let mean = sum as f64 / n as f64 / 1e6;
+        // Ranks q * (n - 1) of p50, p90 and p99, and the next rank for interpolation.
+        let qs = [0.5, 0.9, 0.99];
+        let mut ranks: Vec<u64> = Vec::with_capacity(6);
+        for &q in &qs {
+            let lo = libm::floor(q * (n - 1) as f64) as u64;
+            ranks.push(lo);
+            ranks.push((lo + 1).min(n - 1));
+        }
+        ranks.sort_unstable();
+        ranks.dedup();
+        let mut vals = vec![0u64; ranks.len()];
+        select_weighted(&mut v, &ranks, &mut vals, 0);
+        let at = |pos: u64| -> f64 {
+            let i = ranks.binary_search(&pos.min(n - 1)).expect("rank selected");
+            vals[i] as f64 / 1e6
+        };
+        let q = |p: f64| -> f64 {
+            let r = p * (n - 1) as f64;
+            let lo = libm::floor(r) as u64;
+            let frac = r - lo as f64;
+            let a = at(lo);
+            if frac == 0.0 {
+                a
+            } else {
+                a + frac * (at(lo + 1) - a)
+            }
+        };
+        Some(Dist {
+            mean,
+            p50: q(qs[0]),
+            p90: q(qs[1]),
+            p99: q(qs[2]),
+        })
     }
 
     /// From weighted values already sorted by value, weights > 0.
@@ -207,6 +276,60 @@ impl Dist {
     pub fn of(v: impl IntoIterator<Item = f64>) -> Option<Dist> {
         Dist::weighted(v.into_iter().map(|x| (x, 1)).collect())
     }
+}
+
+/// Writes to `out[i]` the value at rank `ranks[i]` (ascending, distinct, below the total
+/// weight) of the multiset where `v`'s value `x` occurs `w` times: the `ranks[i]`-th element of
+/// the expanded sorted list. Quickselect with a three-way partition around a median-of-three
+/// pivot (deterministic), recursing only into the parts that hold wanted ranks; small or deep
+/// parts are sorted instead (a guard against quadratic inputs). Reorders `v`.
+fn select_weighted(v: &mut [(u64, u64)], ranks: &[u64], out: &mut [u64], depth: u32) {
+    if ranks.is_empty() {
+        return;
+    }
+    if v.len() <= 32 || depth > 48 {
+        v.sort_unstable_by_key(|x| x.0);
+        let (mut c, mut i) = (0u64, 0usize);
+        for x in v.iter() {
+            c += x.1;
+            while i < ranks.len() && ranks[i] < c {
+                out[i] = x.0;
+                i += 1;
+            }
+        }
+        debug_assert_eq!(i, ranks.len(), "ranks below the total weight");
+        return;
+    }
+    let (a, b, c) = (v[0].0, v[v.len() / 2].0, v[v.len() - 1].0);
+    let pivot = a.max(b).min(a.min(b).max(c));
+    // Dutch national flag: [0, lt) < pivot, [lt, i) == pivot, (gt, len) > pivot.
+    let (mut lt, mut i, mut gt) = (0usize, 0usize, v.len());
+    let (mut w_lt, mut w_eq) = (0u64, 0u64);
+    while i < gt {
+        let x = v[i];
+        if x.0 < pivot {
+            v.swap(lt, i);
+            w_lt += x.1;
+            lt += 1;
+            i += 1;
+        } else if x.0 > pivot {
+            gt -= 1;
+            v.swap(i, gt);
+        } else {
+            w_eq += x.1;
+            i += 1;
+        }
+    }
+    let below = ranks.partition_point(|&r| r < w_lt);
+    let equal = ranks.partition_point(|&r| r < w_lt + w_eq);
+    let (left, rest) = v.split_at_mut(lt);
+    let right = &mut rest[gt - lt..];
+    select_weighted(left, &ranks[..below], &mut out[..below], depth + 1);
+    for o in &mut out[below..equal] {
+        *o = pivot;
+    }
+    let shifted: Vec<u64> = ranks[equal..].iter().map(|r| r - w_lt - w_eq).collect();
+    select_weighted(right, &shifted, &mut out[equal..], depth + 1);
 }
 
 /// The measurement window of a level, in simulated seconds.
@@ -332,7 +455,7 @@ impl Collector {
             .iter()
             .flatten()
             .filter(|s| s.end > ws && s.end <= we)
-            .map(|s| s.output_tokens)
+            .map(|s| s.output_tokens as u64)
             .sum();
         let output_tps = output_tokens as f64 / win_s;
         let input_tps = done.iter().map(|r| r.prompt_len).sum::<u64>() as f64 / win_s;
@@ -367,7 +490,8 @@ impl Collector {
 
         // Pooled ITL: each decode step j of a measured request contributes the gap
         // end(j) - end(j-1); weights per step come from a difference array over the runs.
-        let mut itl: Vec<(u64, u64)> = Vec::new();
+        let extra: usize = measured.iter().map(|r| r.extra_itls.len()).sum();
+        let mut itl: Vec<(u64, u64)> = Vec::with_capacity(self.num_steps() as usize + extra);
         for (e, log) in self.steps.iter().enumerate() {
             let mut diff = vec![0i64; log.len() + 1];
             let mut any = false;
@@ -406,11 +530,17 @@ impl Collector {
             _ => None,
         };
 
-        let n_engines = self.steps.len().max(1) as f64;
+        // Engines that reported (after `clear`, `steps` may keep emptied logs beyond them).
+        let n_engines = self.kv_total.len().max(1) as f64;
         let (mut kv_int, mut batch_int, mut kv_peak) = (0.0, 0.0, 0.0f64);
-        for s in self.steps.iter().flatten() {
+        for (s, &total) in self
+            .steps
+            .iter()
+            .zip(&self.kv_total)
+            .flat_map(|(log, t)| log.iter().zip(std::iter::repeat(t)))
+        {
             let ov = overlap(s.start, s.end, ws, we);
-            let u = s.kv_used as f64 / s.kv_total.max(1) as f64;
+            let u = s.kv_used as f64 / total.max(1) as f64;
             if ov > 0 || (s.start >= ws && s.start <= we) {
                 kv_peak = kv_peak.max(u);
             }
@@ -471,15 +601,47 @@ mod tests {
     }
 
     #[test]
-    fn weighted_ns_matches_weighted_ms_exactly() {
+    fn weighted_ns_percentiles_equal_the_sorted_definition_and_the_mean_is_exact() {
         let mut rng = crate::rng::Rng::stream(1, crate::rng::Stream::Test);
-        let v: Vec<(u64, u64)> = (0..5000)
-            .map(|_| (rng.range_u64(1_000_000, 1_200_000), rng.range_u64(0, 300)))
-            .collect();
-        let a = Dist::weighted_ns_as_ms(v.clone());
-        let b = Dist::weighted(v.iter().map(|&(ns, w)| (ns as f64 / 1e6, w)).collect());
-        assert!(a.is_some());
-        assert_eq!(a, b);
+        // random values; heavy ties; already sorted; reversed; one value; zero weights
+        let mut cases: Vec<Vec<(u64, u64)>> = Vec::new();
+        for len in [1usize, 2, 3, 7, 33, 100, 5000, 40_000] {
+            cases.push(
+                (0..len)
+                    .map(|_| (rng.range_u64(1_000_000, 1_200_000), rng.range_u64(0, 300)))
+                    .collect(),
+            );
+            cases.push(
+                (0..len)
+                    .map(|_| (rng.range_u64(0, 4) * 7_000_000, rng.range_u64(1, 3)))
+                    .collect(),
+            );
+            let sorted: Vec<(u64, u64)> = (0..len as u64).map(|i| (i * 1000, 1 + i % 5)).collect();
+            cases.push(sorted.iter().rev().copied().collect());
+            cases.push(sorted);
+            cases.push(vec![(123_456_789, 2); len]);
+        }
+        cases.push(vec![(5, 0), (7, 0)]);
+        for v in cases {
+            let a = Dist::weighted_ns_as_ms(v.clone());
+            let b = Dist::weighted(v.iter().map(|&(ns, w)| (ns as f64 / 1e6, w)).collect());
+            let (Some(a), Some(b)) = (a, b) else {
+                assert!(a.is_none() && b.is_none());
+                continue;
+            };
+            assert_eq!(
+                (a.p50, a.p90, a.p99),
+                (b.p50, b.p90, b.p99),
+                "{} values",
+                v.len()
+            );
+            // the mean: the exact rational sum(ns * w) / sum(w) / 1e6, rounded
+            let n: u128 = v.iter().map(|x| x.1 as u128).sum();
+            let s: u128 = v.iter().map(|x| x.0 as u128 * x.1 as u128).sum();
+            let exact_ns = (s / n) as f64 + (s % n) as f64 / n as f64;
+            assert!((a.mean - exact_ns / 1e6).abs() <= 1e-15 * a.mean.abs().max(1e-300));
+            assert!((a.mean - b.mean).abs() <= 1e-12 * a.mean.abs());
+        }
     }
 
     #[test]

@@ -329,15 +329,14 @@ impl Observer for Tap<'_> {
         self.inner.on_preempted(e, t, id)
     }
     fn on_finished(&mut self, r: &FinishedRequest) {
+        self.on_finished_owned(r.clone());
+    }
+    fn on_finished_owned(&mut self, mut r: FinishedRequest) {
         self.done.push(r.id);
-        match self.sent.remove(&r.id) {
-            Some(s) => {
-                let mut c = r.clone();
-                c.arrival = s;
-                self.inner.on_finished(&c)
-            }
-            None => self.inner.on_finished(r),
+        if let Some(s) = self.sent.remove(&r.id) {
+            r.arrival = s;
         }
+        self.inner.on_finished_owned(r)
     }
     fn on_step(&mut self, s: &StepRecord) {
         self.inner.on_step(s)
@@ -373,6 +372,29 @@ pub fn run_level_observed(
     level: Level,
     progress: &mut dyn FnMut(f64),
 ) -> Result<(LevelResult, Collector), SweepError> {
+    run_level_into(
+        cfg,
+        model,
+        workload,
+        spec,
+        level,
+        progress,
+        Collector::new(),
+    )
+}
+
+/// [`run_level_observed`] recording into `col` (emptied first; a sweep passes the previous
+/// level's collector so that its buffers are reused instead of grown again).
+fn run_level_into(
+    cfg: &EngineConfig,
+    model: &dyn StepTimeModel,
+    workload: &WorkloadSpec,
+    spec: &SweepSpec,
+    level: Level,
+    progress: &mut dyn FnMut(f64),
+    mut col: Collector,
+) -> Result<(LevelResult, Collector), SweepError> {
+    col.clear();
     let w = workload.at_level(level)?;
     let limit = match spec.stop {
         Stop::Requests(n) => Some(n),
@@ -380,7 +402,6 @@ pub fn run_level_observed(
     };
     let mut gen = WorkloadGen::new(&w, cfg.max_model_len, limit);
     let mut cluster = Cluster::new(spec.engines, cfg, model)?;
-    let mut col = Collector::new();
     let mut tap = Tap {
         inner: &mut col,
         done: Vec::new(),
@@ -597,6 +618,8 @@ pub struct SweepRunner<'m> {
     spec: SweepSpec,
     levels: Vec<Level>,
     results: Vec<LevelResult>,
+    /// The last level's collector, reused by the next level.
+    spare: Option<Collector>,
 }
 
 impl<'m> SweepRunner<'m> {
@@ -629,6 +652,7 @@ impl<'m> SweepRunner<'m> {
             spec: spec.clone(),
             levels,
             results: Vec::new(),
+            spare: None,
         })
     }
 
@@ -656,15 +680,18 @@ impl<'m> SweepRunner<'m> {
         progress: &mut dyn FnMut(f64),
     ) -> Option<Result<&LevelResult, SweepError>> {
         let level = *self.levels.get(self.results.len())?;
-        match run_level_observed(
+        let col = self.spare.take().unwrap_or_default();
+        match run_level_into(
             &self.cfg,
             self.model,
             &self.workload,
             &self.spec,
             level,
             progress,
+            col,
         ) {
-            Ok((r, _)) => {
+            Ok((r, col)) => {
+                self.spare = Some(col);
                 self.results.push(r);
                 self.results.last().map(Ok)
             }

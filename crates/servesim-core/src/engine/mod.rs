@@ -361,6 +361,12 @@ pub trait Observer {
     fn on_first_token(&mut self, _engine: u32, _t: Ticks, _id: u64) {}
     fn on_preempted(&mut self, _engine: u32, _t: Ticks, _id: u64) {}
     fn on_finished(&mut self, _r: &FinishedRequest) {}
+    /// The engine reports a finished request through this one, handing over the record; the
+    /// default passes it to [`Observer::on_finished`]. Observers that keep the records override
+    /// it to store them without a copy.
+    fn on_finished_owned(&mut self, r: FinishedRequest) {
+        self.on_finished(&r)
+    }
     fn on_step(&mut self, _s: &StepRecord) {}
 }
 

@@ -1,13 +1,11 @@
 //! The engine core: vLLM v1's `Scheduler.schedule()` / `update_from_output()` loop as discrete
 //! events. See `docs/engine.md`.
 
-use super::kv::{BlockId, KvPool};
-use super::IdMap;
+use super::kv::{held_blocks, spans_of, Held, KvPool, Span};
 use super::{
     EngineConfig, FinishedRequest, Observer, PrefillChunk, RejectReason, Request, Segment,
     SimError, StepBatch, StepRecord, StepTimeModel, WindowedDecode,
 };
-use crate::rng::mix64;
 use crate::units::Ticks;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -23,43 +21,12 @@ enum Phase {
     },
 }
 
-/// Root of every block-hash chain.
-const HASH_ROOT: u64 = 0x243F_6A88_85A3_08D3;
-/// Odd multiplier spreading token offsets in block hashes (2^64 / golden ratio).
-const HASH_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
-/// Cap on block hashes kept in the finished-request hash memo (8 bytes each: 16 MiB).
-const MEMO_CAP_HASHES: usize = 1 << 21;
-
-/// The block hashes of a finished request, kept under its output stream so that a request
-/// continuing that stream (the next turn of an agentic session) reuses the hashes of the
-/// content both share instead of re-hashing its whole conversation.
-struct HashMemo {
-    segs: Vec<Segment>,
-    hashes: Vec<u64>,
-    serial: u64,
-}
-
-/// Tokens at the start of `a` and `b` that are the same content (segment lists agree).
-fn common_prefix(a: &[Segment], b: &[Segment]) -> u64 {
-    let mut n = 0;
-    for (x, y) in a.iter().zip(b) {
-        if x == y {
-            n += x.len;
-            continue;
-        }
-        if x.stream == y.stream && x.start == y.start {
-            n += x.len.min(y.len);
-        }
-        break;
-    }
-    n
-}
-
 struct Live {
     id: u64,
     arrival: Ticks,
-    /// Prompt segments followed by the output segment.
-    segs: Vec<Segment>,
+    /// The prefix cache's view of the content (prompt then output): one span of full blocks
+    /// per segment (empty without prefix caching).
+    spans: Vec<Span>,
     prompt_len: u64,
     output_len: u64,
     /// Tokens generated so far (not maintained while decoding: derived from the step counter).
@@ -71,14 +38,11 @@ struct Live {
     phase: Phase,
     /// Physical KV blocks held.
     held: u64,
-    /// Cached blocks (slab ids) this request holds a reference on, in acquisition order.
-    refs: Vec<BlockId>,
+    /// Cached blocks this request holds a reference on (ranges in block order), and how many.
+    held_ranges: Vec<Held>,
+    ref_blocks: u64,
     /// Leading full blocks already offered to the prefix cache.
     reg_blocks: u64,
-    /// Block hashes of the token sequence, computed lazily.
-    hashes: Vec<u64>,
-    cursor_seg: usize,
-    cursor_off: u64,
     first_scheduled: Option<Ticks>,
     first_token: Option<Ticks>,
     last_token: Ticks,
@@ -88,92 +52,6 @@ struct Live {
     extra_itls: Vec<Ticks>,
     bucket_pos: usize,
     gen: u32,
-}
-
-/// The first `n` block hashes of `segs` computed from scratch (checks the memo in debug builds).
-#[cfg(debug_assertions)]
-fn fresh_hashes(segs: &[Segment], n: u64, bs: u64) -> Vec<u64> {
-    let mut out = Vec::new();
-    let mut h = HASH_ROOT;
-    let mut in_block = 0u64;
-    for sg in segs {
-        let mut off = 0;
-        while off < sg.len && (out.len() as u64) < n {
-            let take = (bs - in_block).min(sg.len - off);
-            let key = sg
-                .stream
-                .wrapping_add((sg.start + off).wrapping_mul(HASH_STEP));
-            h = mix64(h ^ key).wrapping_add(take);
-            off += take;
-            in_block += take;
-            if in_block == bs {
-                out.push(h);
-                in_block = 0;
-            }
-        }
-    }
-    out
-}
-
-impl Live {
-    /// Adopts the leading `nb` block hashes of another request with the same content there.
-    fn adopt_hashes(&mut self, nb: u64, bs: u64) {
-        self.hashes.truncate(nb as usize);
-        // Move the hashing cursor to token nb * bs.
-        let mut pos = nb * bs;
-        self.cursor_seg = 0;
-        self.cursor_off = 0;
-        while pos > 0 {
-            let len = self.segs[self.cursor_seg].len;
-            if pos >= len {
-                pos -= len;
-                self.cursor_seg += 1;
-            } else {
-                self.cursor_off = pos;
-                pos = 0;
-            }
-        }
-    }
-
-    /// Extends `hashes` to `n` blocks: block `j`'s hash chains block `j-1`'s hash with the
-    /// (stream, offset, length) pieces of tokens `j*bs .. (j+1)*bs` (vLLM chains parent hashes
-    /// the same way; we hash segment descriptors instead of token ids). Per piece:
-    /// `h = mix64(h ^ (stream + offset * G)) + length` with `G` the odd golden-ratio constant:
-    /// offsets within one stream never collide (G is invertible mod 2^64), different streams
-    /// (random 64-bit ids) collide with probability ~2^-64, and `mix64` is a bijection.
-    fn ensure_hashes(&mut self, n: u64, bs: u64) {
-        self.hashes
-            .reserve((n as usize).saturating_sub(self.hashes.len()));
-        while (self.hashes.len() as u64) < n {
-            let mut h = self.hashes.last().copied().unwrap_or(HASH_ROOT);
-            let mut remaining = bs;
-            let seg = self.segs[self.cursor_seg];
-            if seg.len - self.cursor_off > bs {
-                // Fast path: the block lies inside one segment and does not end it.
-                let key = seg
-                    .stream
-                    .wrapping_add((seg.start + self.cursor_off).wrapping_mul(HASH_STEP));
-                self.hashes.push(mix64(h ^ key).wrapping_add(bs));
-                self.cursor_off += bs;
-                continue;
-            }
-            while remaining > 0 {
-                let seg = self.segs[self.cursor_seg];
-                let take = remaining.min(seg.len - self.cursor_off);
-                let key = seg
-                    .stream
-                    .wrapping_add((seg.start + self.cursor_off).wrapping_mul(HASH_STEP));
-                h = mix64(h ^ key).wrapping_add(take);
-                self.cursor_off += take;
-                remaining -= take;
-                if self.cursor_off == seg.len {
-                    self.cursor_seg += 1;
-                    self.cursor_off = 0;
-                }
-            }
-            self.hashes.push(h);
-        }
-    }
 }
 
 /// (step, window index, slot, request id, gen) of a decode reaching a sliding window.
@@ -196,6 +74,8 @@ pub struct Engine<'m> {
     index: u32,
     cfg: EngineConfig,
     bs: u64,
+    /// `log2(bs)` when the block size is a power of two.
+    bs_shift: Option<u32>,
     group: u64,
     caching: bool,
     model: &'m dyn StepTimeModel,
@@ -222,14 +102,9 @@ pub struct Engine<'m> {
     completing: Vec<u32>,
     chunks: Vec<PrefillChunk>,
     plans: Vec<(u32, u64, u64)>,
-    /// Finished requests' block hashes by output stream, oldest first in `memo_fifo`.
-    memo: IdMap<HashMemo>,
-    memo_fifo: VecDeque<(u64, u64)>,
-    memo_hashes: usize,
-    memo_serial: u64,
-    /// Spare `refs` / `hashes` vectors of finished requests (reused to avoid reallocation).
-    spare_refs: Vec<Vec<BlockId>>,
-    spare_hashes: Vec<Vec<u64>>,
+    /// Spare `spans` / `held_ranges` vectors of finished requests (reused, no reallocation).
+    spare_spans: Vec<Vec<Span>>,
+    spare_held: Vec<Vec<Held>>,
     submitted: u64,
     finished: u64,
     rejected: u64,
@@ -249,6 +124,7 @@ impl<'m> Engine<'m> {
         let mut e = Engine {
             index,
             bs,
+            bs_shift: bs.is_power_of_two().then(|| bs.trailing_zeros()),
             group,
             caching: cfg.enable_prefix_caching && group > 0,
             model,
@@ -281,12 +157,8 @@ impl<'m> Engine<'m> {
             completing: Vec::new(),
             chunks: Vec::new(),
             plans: Vec::new(),
-            memo: IdMap::default(),
-            memo_fifo: VecDeque::new(),
-            memo_hashes: 0,
-            memo_serial: 0,
-            spare_refs: Vec::new(),
-            spare_hashes: Vec::new(),
+            spare_spans: Vec::new(),
+            spare_held: Vec::new(),
             submitted: 0,
             finished: 0,
             rejected: 0,
@@ -334,7 +206,34 @@ impl<'m> Engine<'m> {
 
     #[inline]
     fn fp(&self, n: u64) -> u64 {
-        self.cfg.kv.blocks(n, self.bs)
+        // `KvFootprint::blocks` with the division by the block size as a shift when it is a
+        // power of two (the usual case): the same value, without a hardware divide per call.
+        let kv = &self.cfg.kv;
+        let b = if n == 0 { 0 } else { self.div_bs(n - 1) + 1 };
+        let mut total = kv.full_groups as u64 * b + if n == 0 { 0 } else { kv.fixed_blocks };
+        for g in &kv.sliding {
+            total += b.min(g.max_blocks);
+        }
+        debug_assert_eq!(total, kv.blocks(n, self.bs));
+        total
+    }
+
+    /// `n / block_size`.
+    #[inline]
+    fn div_bs(&self, n: u64) -> u64 {
+        match self.bs_shift {
+            Some(sh) => n >> sh,
+            None => n / self.bs,
+        }
+    }
+
+    /// `n % block_size`.
+    #[inline]
+    fn mod_bs(&self, n: u64) -> u64 {
+        match self.bs_shift {
+            Some(_) => n & (self.bs - 1),
+            None => n % self.bs,
+        }
     }
 
     fn live(&mut self, s: u32) -> &mut Live {
@@ -385,10 +284,14 @@ impl<'m> Engine<'m> {
             len: o,
         });
         Request::normalize_segments(&mut segs);
-        let mut live = Live {
+        let mut spans = self.spare_spans.pop().unwrap_or_default();
+        if self.caching {
+            spans_of(&segs, self.bs, &mut spans);
+        }
+        let live = Live {
             id: req.id,
             arrival: req.arrival,
-            segs,
+            spans,
             prompt_len: p,
             output_len: o,
             generated: 0,
@@ -396,11 +299,9 @@ impl<'m> Engine<'m> {
             computed: 0,
             phase: Phase::Waiting,
             held: 0,
-            refs: self.spare_refs.pop().unwrap_or_default(),
+            held_ranges: self.spare_held.pop().unwrap_or_default(),
+            ref_blocks: 0,
             reg_blocks: 0,
-            hashes: self.spare_hashes.pop().unwrap_or_default(),
-            cursor_seg: 0,
-            cursor_off: 0,
             first_scheduled: None,
             first_token: None,
             last_token: Ticks::ZERO,
@@ -411,22 +312,6 @@ impl<'m> Engine<'m> {
             bucket_pos: 0,
             gen: 0,
         };
-        if self.caching {
-            let key = live.segs.last().expect("non-empty").stream;
-            if let Some(m) = self.memo.remove(&key) {
-                self.memo_hashes -= m.hashes.len();
-                let nb = (common_prefix(&m.segs, &live.segs) / self.bs).min(m.hashes.len() as u64);
-                let mine = std::mem::replace(&mut live.hashes, m.hashes);
-                self.spare_hashes.push(mine);
-                live.adopt_hashes(nb, self.bs);
-                #[cfg(debug_assertions)]
-                assert_eq!(live.hashes, fresh_hashes(&live.segs, nb, self.bs));
-            }
-            let blocks = ((p + o) / self.bs) as usize;
-            live.hashes
-                .reserve(blocks.saturating_sub(live.hashes.len()));
-            live.refs.reserve(blocks);
-        }
         let s = match self.free_slots.pop() {
             Some(s) => {
                 self.slots[s as usize] = Some(live);
@@ -486,8 +371,7 @@ impl<'m> Engine<'m> {
     }
 
     fn residue(&self, s0: u64, eff_len: u64) -> usize {
-        let bs = self.bs;
-        ((s0 % bs + bs - eff_len % bs) % bs) as usize
+        self.mod_bs(self.mod_bs(s0) + self.bs - self.mod_bs(eff_len)) as usize
     }
 
     /// Offers blocks `reg_blocks .. upto` of a request to the prefix cache.
@@ -495,25 +379,24 @@ impl<'m> Engine<'m> {
         if !self.caching {
             return;
         }
-        let bs = self.bs;
         let l = self.slots[s as usize].as_mut().expect("live slot");
         if upto <= l.reg_blocks {
             return;
         }
-        l.ensure_hashes(upto, bs);
-        self.pool
-            .register_all(&l.hashes[l.reg_blocks as usize..upto as usize], &mut l.refs);
+        l.ref_blocks += self
+            .pool
+            .register(&l.spans, l.reg_blocks, upto, &mut l.held_ranges);
         l.reg_blocks = upto;
     }
 
     fn free_blocks(&mut self, s: u32) {
         let l = self.slots[s as usize].as_mut().expect("live slot");
-        for &id in l.refs.iter().rev() {
-            self.pool.release_ref(id);
-        }
-        let private = l.held - self.group * l.refs.len() as u64;
+        self.pool.release(&l.held_ranges);
+        debug_assert_eq!(l.ref_blocks, held_blocks(&l.held_ranges));
+        let private = l.held - self.group * l.ref_blocks;
         self.pool.release_private(private);
-        l.refs.clear();
+        l.held_ranges.clear();
+        l.ref_blocks = 0;
         l.held = 0;
         l.reg_blocks = 0;
     }
@@ -619,7 +502,8 @@ impl<'m> Engine<'m> {
             }
             Phase::Waiting => unreachable!("only running requests are preempted"),
         }
-        let upto = self.live(s).computed / self.bs;
+        let computed = self.live(s).computed;
+        let upto = self.div_bs(computed);
         self.register_full(s, upto);
         self.free_blocks(s);
         let l = self.live(s);
@@ -641,7 +525,7 @@ impl<'m> Engine<'m> {
         let bs = self.bs;
         let thr = self.cfg.long_prefill_token_threshold as u64;
         let mut budget = self.cfg.max_num_batched_tokens as u64 - self.n_dec;
-        let bidx = (k % bs) as usize;
+        let bidx = self.mod_bs(k) as usize;
         self.chunks.clear();
         self.completing.clear();
         self.plans.clear();
@@ -718,19 +602,19 @@ impl<'m> Engine<'m> {
             let ok = self.pool.alloc(need);
             debug_assert!(ok);
             self.live(s).held += need;
-            self.register_full(s, ctx / bs);
+            self.register_full(s, self.div_bs(ctx));
         }
         self.buckets[bidx] = members;
         // Output blocks that this step's decode fills enter the prefix cache now, as vLLM's
         // `allocate_slots` caches `num_computed + num_new` tokens at scheduling: the decodes
         // with `(ctx + 1) % bs == 0` are the next residue's bucket.
         if self.caching {
-            let ridx = ((k + 1) % bs) as usize;
+            let ridx = self.mod_bs(k + 1) as usize;
             let members = std::mem::take(&mut self.buckets[ridx]);
             for &s in &members {
                 let l = self.slots[s as usize].as_ref().expect("live slot");
                 let ctx = Self::decode_ctx(l, k);
-                self.register_full(s, (ctx + 1) / bs);
+                self.register_full(s, self.div_bs(ctx + 1));
             }
             self.buckets[ridx] = members;
         }
@@ -767,10 +651,7 @@ impl<'m> Engine<'m> {
                 let eff = l.eff_len;
                 let (hit_blocks, evict_hits) = if caching {
                     // vLLM always recomputes the last token: at most (eff - 1) tokens hit.
-                    let maxb = (eff - 1) / bs;
-                    l.ensure_hashes(maxb, bs);
-                    let owner = (l.id, l.preemptions as u64);
-                    self.pool.lookup(owner, &l.hashes[..maxb as usize])
+                    self.pool.lookup(&l.spans, (eff - 1) / bs)
                 } else {
                     (0, 0)
                 };
@@ -785,9 +666,10 @@ impl<'m> Engine<'m> {
                 }
                 self.waiting.pop_front();
                 let l = self.slots[s as usize].as_mut().expect("live slot");
-                debug_assert!(l.refs.is_empty());
+                debug_assert!(l.held_ranges.is_empty());
                 if hit_blocks > 0 {
-                    self.pool.take_watched(&mut l.refs);
+                    self.pool.take(&l.spans, hit_blocks, &mut l.held_ranges);
+                    l.ref_blocks = hit_blocks;
                 }
                 let ok = self.pool.alloc(need_new);
                 debug_assert!(ok);
@@ -941,44 +823,6 @@ impl<'m> Engine<'m> {
         obs.on_step(&rec);
     }
 
-    /// Keeps a finished request's block hashes under its output stream, dropping the oldest
-    /// memos beyond [`MEMO_CAP_HASHES`].
-    fn remember_hashes(&mut self, segs: Vec<Segment>, hashes: Vec<u64>) {
-        let key = segs.last().expect("non-empty").stream;
-        self.memo_serial += 1;
-        let serial = self.memo_serial;
-        self.memo_hashes += hashes.len();
-        if let Some(old) = self.memo.insert(
-            key,
-            HashMemo {
-                segs,
-                hashes,
-                serial,
-            },
-        ) {
-            self.memo_hashes -= old.hashes.len();
-        }
-        self.memo_fifo.push_back((key, serial));
-        while self.memo_hashes > MEMO_CAP_HASHES {
-            let Some((k, ser)) = self.memo_fifo.pop_front() else {
-                break;
-            };
-            if self.memo.get(&k).is_some_and(|m| m.serial == ser) {
-                let mut m = self.memo.remove(&k).expect("present");
-                self.memo_hashes -= m.hashes.len();
-                m.hashes.clear();
-                if self.spare_hashes.len() < 4096 {
-                    self.spare_hashes.push(m.hashes);
-                }
-            }
-        }
-        if self.memo_fifo.len() > 2 * self.memo.len() + 1024 {
-            let memo = &self.memo;
-            self.memo_fifo
-                .retain(|(k, ser)| memo.get(k).is_some_and(|m| m.serial == *ser));
-        }
-    }
-
     /// Finishes request `s` at `t`; `last_step` is the step of its last decode token if it was
     /// decoding.
     fn finish(&mut self, s: u32, t: Ticks, last_step: Option<u64>, obs: &mut dyn Observer) {
@@ -995,7 +839,8 @@ impl<'m> Engine<'m> {
             self.sum_dec_ctx -= ctx;
             self.windows_leave(ctx);
         }
-        let upto = self.live(s).computed / self.bs;
+        let computed = self.live(s).computed;
+        let upto = self.div_bs(computed);
         self.register_full(s, upto);
         self.free_blocks(s);
         if let Some(i) = self.running.iter().position(|&x| x == s) {
@@ -1003,14 +848,10 @@ impl<'m> Engine<'m> {
         }
         let mut l = self.slots[s as usize].take().expect("live slot");
         self.free_slots.push(s);
-        self.spare_refs.push(std::mem::take(&mut l.refs));
-        if self.caching && !l.hashes.is_empty() {
-            self.remember_hashes(std::mem::take(&mut l.segs), std::mem::take(&mut l.hashes));
-        } else {
-            let mut h = std::mem::take(&mut l.hashes);
-            h.clear();
-            self.spare_hashes.push(h);
-        }
+        self.spare_held.push(std::mem::take(&mut l.held_ranges));
+        let mut spans = std::mem::take(&mut l.spans);
+        spans.clear();
+        self.spare_spans.push(spans);
         self.finished += 1;
         debug_assert_eq!(l.generated, l.output_len);
         let rec = FinishedRequest {
@@ -1027,6 +868,6 @@ impl<'m> Engine<'m> {
             extra_itls: l.extra_itls,
             engine: self.index,
         };
-        obs.on_finished(&rec);
+        obs.on_finished_owned(rec);
     }
 }

@@ -7,6 +7,7 @@ use crate::rng::{hash2, Rng, Stream};
 use crate::units::Ticks;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::rc::Rc;
 
 const SYS_SALT: u64 = 0x5359_5354_454d_0001;
 const GROUP_SALT: u64 = 0x4752_4f55_5000_0002;
@@ -41,6 +42,9 @@ struct Owner {
 /// [`WorkloadGen::pop`] and [`WorkloadGen::on_done`].
 pub struct WorkloadGen {
     spec: WorkloadSpec,
+    /// `spec.content`, shared so that building a request borrows it instead of cloning it
+    /// (a trace or an empirical length list would otherwise be copied per request).
+    content: Rc<Content>,
     max_model_len: u64,
     limit: Option<u64>,
     issued: u64,
@@ -69,6 +73,7 @@ impl WorkloadGen {
         let seed = spec.seed;
         let mut g = WorkloadGen {
             spec: spec.clone(),
+            content: Rc::new(spec.content.clone()),
             max_model_len: max_model_len.max(2),
             limit,
             issued: 0,
@@ -211,7 +216,8 @@ impl WorkloadGen {
     /// Builds the next request for a client / session / open arrival.
     fn make(&mut self, t: Ticks, client: Option<u32>, session: Option<u64>) -> Option<Request> {
         let id = self.next_id();
-        match self.spec.content.clone() {
+        let content = Rc::clone(&self.content);
+        match &*content {
             Content::Synthetic {
                 input,
                 output,
@@ -219,7 +225,7 @@ impl WorkloadGen {
             } => {
                 let mml = self.max_model_len;
                 let mut prompt = Vec::with_capacity(2);
-                if let Some((groups, tokens)) = shared_prefix {
+                if let Some((groups, tokens)) = *shared_prefix {
                     let g = self.prefixes.range_u64(0, groups as u64 - 1);
                     prompt.push(Segment {
                         stream: hash2(GROUP_SALT, g),
@@ -280,7 +286,7 @@ impl WorkloadGen {
             Content::Agentic(a) => {
                 let sid = match session {
                     Some(s) => s,
-                    None => self.new_session(&a, client)?,
+                    None => self.new_session(a, client)?,
                 };
                 let out = a.output_tokens.sample(&mut self.outputs);
                 let s = self.sessions.get(&sid).expect("session exists");
@@ -376,8 +382,8 @@ impl WorkloadGen {
             Arrival::ClosedLoop { think_s, .. } => think_s,
             _ => 0.0,
         };
-        if let (Some(sid), Content::Agentic(a)) = (owner.session, &self.spec.content) {
-            let a = a.clone();
+        let content = Rc::clone(&self.content);
+        if let (Some(sid), Content::Agentic(a)) = (owner.session, &*content) {
             let added = a.tokens_per_turn.sample(&mut self.inputs);
             let mml = self.max_model_len;
             let s = self.sessions.get_mut(&sid).expect("session exists");
