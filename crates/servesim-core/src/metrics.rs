@@ -273,8 +273,13 @@ impl Dist {
             p99: q(0.99),
         })
     }
+    /// Unweighted: [`Dist::weighted`] with every weight 1. Sorted without keeping the order of
+    /// equal values: values equal under `total_cmp` have the same bits, so the sorted list (and
+    /// the float sum of the mean in that order) is the same as a stable sort's.
     pub fn of(v: impl IntoIterator<Item = f64>) -> Option<Dist> {
-        Dist::weighted(v.into_iter().map(|x| (x, 1)).collect())
+        let mut v: Vec<(f64, u64)> = v.into_iter().map(|x| (x, 1)).collect();
+        v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        Dist::weighted_sorted(&v)
     }
 }
 

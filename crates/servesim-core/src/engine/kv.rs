@@ -390,7 +390,32 @@ impl KvPool {
     /// blocks not cached yet become cached with one reference (recorded in `held`); blocks
     /// already cached stay private duplicates (vLLM keeps duplicate blocks uncached for reuse).
     /// Returns the number of blocks that became cached.
+    #[inline]
     pub fn register(&mut self, spans: &[Span], from: u64, upto: u64, held: &mut Vec<Held>) -> u64 {
+        // The common case inline (a decode's next block, the next prefill chunk of one segment):
+        // blocks `from .. upto` lie in the last span and extend the request's own top run, as
+        // the fast path of `register_general` (which gives the same result).
+        if let (Some(sp), Some(h)) = (spans.last(), held.last_mut()) {
+            if sp.lo < from && upto <= sp.hi && h.hi == from && from < upto {
+                let r = &mut self.runs[h.run as usize];
+                if r.refs == 1 && r.top && r.key == h.key && r.lo < from && r.hi == from {
+                    r.hi = upto;
+                    h.hi = upto;
+                    return upto - from;
+                }
+            }
+        }
+        self.register_general(spans, from, upto, held)
+    }
+
+    #[inline(never)]
+    fn register_general(
+        &mut self,
+        spans: &[Span],
+        from: u64,
+        upto: u64,
+        held: &mut Vec<Held>,
+    ) -> u64 {
         let mut added = 0;
         let first = spans.partition_point(|sp| sp.hi <= from);
         for sp in &spans[first..] {
@@ -505,7 +530,18 @@ impl KvPool {
 
     /// Allocates `n` physical blocks, evicting cached blocks least-recently-freed first.
     /// Returns false (and changes nothing) if fewer than `n` are available.
+    #[inline]
     pub fn alloc(&mut self, n: u64) -> bool {
+        if n <= self.free_uncached {
+            self.free_uncached -= n;
+            return true;
+        }
+        self.alloc_evicting(n)
+    }
+
+    /// [`KvPool::alloc`] when it has to evict.
+    #[inline(never)]
+    fn alloc_evicting(&mut self, n: u64) -> bool {
         if n > self.available() {
             return false;
         }
