@@ -536,6 +536,18 @@ impl KvPool {
             self.free_uncached -= n;
             return true;
         }
+        // One eviction from the LRU head's top that leaves the head run non-empty (a decode's
+        // next block on a full pool): what the loop of `alloc_evicting` does in one pass.
+        if self.group == 1 && self.head != NIL {
+            let deficit = n - self.free_uncached;
+            let r = &mut self.runs[self.head as usize];
+            if deficit < r.hi - r.lo {
+                r.hi -= deficit;
+                self.evictable -= deficit;
+                self.free_uncached = 0;
+                return true;
+            }
+        }
         self.alloc_evicting(n)
     }
 
@@ -561,28 +573,34 @@ impl KvPool {
             self.evictable -= ev;
             self.free_uncached += ev * self.group;
             if r.hi == r.lo {
-                let (k, lo) = (r.key, r.lo);
-                self.unlink(id);
-                let slot = &mut self.key_slots[k as usize];
-                let pos = slot
-                    .runs
-                    .iter()
-                    .position(|&x| x == id)
-                    .expect("run is listed under its key");
-                debug_assert!(pos == 0 || self.runs[slot.runs[pos - 1] as usize].hi <= lo);
-                slot.runs.remove(pos);
-                if slot.runs.is_empty() {
-                    let key = slot.key;
-                    self.keys.remove(&key);
-                    self.free_keys.push(k);
-                } else {
-                    self.retop(k);
-                }
-                self.free_run(id);
+                self.drop_evicted_run(id);
             }
         }
         self.free_uncached -= n;
         true
+    }
+
+    /// Removes run `id`, fully evicted, from the LRU list and its key (freeing the key when it
+    /// was the key's last run).
+    fn drop_evicted_run(&mut self, id: u32) {
+        let (k, lo) = (self.runs[id as usize].key, self.runs[id as usize].lo);
+        self.unlink(id);
+        let slot = &mut self.key_slots[k as usize];
+        let pos = slot
+            .runs
+            .iter()
+            .position(|&x| x == id)
+            .expect("run is listed under its key");
+        debug_assert!(pos == 0 || self.runs[slot.runs[pos - 1] as usize].hi <= lo);
+        slot.runs.remove(pos);
+        if slot.runs.is_empty() {
+            let key = slot.key;
+            self.keys.remove(&key);
+            self.free_keys.push(k);
+        } else {
+            self.retop(k);
+        }
+        self.free_run(id);
     }
 
     /// Returns `n` private (never-hashed) physical blocks to the pool.

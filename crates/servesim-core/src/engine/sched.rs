@@ -426,6 +426,7 @@ impl<'m> Engine<'m> {
     }
 
     /// Offers blocks `reg_blocks .. upto` of a request to the prefix cache.
+    #[inline]
     fn register_full(&mut self, s: u32, upto: u64) {
         if !self.caching {
             return;
