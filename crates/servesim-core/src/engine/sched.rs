@@ -647,17 +647,23 @@ impl<'m> Engine<'m> {
             self.preempt(victim, k, t, obs);
             preempted = true;
         }
-        // 3. Allocate for the running requests.
+        // 3. Allocate for the running requests. The decodes entering a new block take it in
+        // one `alloc` of the sum: evictions are counted off the LRU head in order, so one call
+        // evicts exactly what one call per request would (nothing is registered in between).
+        // Their last full block is already in the prefix cache: registered at the step that
+        // filled it (the next-residue pass below) or by the prefill that ended on it.
         let members = std::mem::take(&mut self.buckets[bidx]);
+        let mut need_sum = 0;
         for &s in &members {
             let l = self.slots[s as usize].as_ref().expect("live slot");
             let ctx = Self::decode_ctx(l, k);
             let need = self.fp(ctx + 1) - l.held;
-            let ok = self.pool.alloc(need);
-            debug_assert!(ok);
+            debug_assert!(!self.caching || self.div_bs(ctx) <= l.reg_blocks);
+            need_sum += need;
             self.live(s).held += need;
-            self.register_full(s, self.div_bs(ctx));
         }
+        let ok = self.pool.alloc(need_sum);
+        debug_assert!(ok);
         self.buckets[bidx] = members;
         // Output blocks that this step's decode fills enter the prefix cache now, as vLLM's
         // `allocate_slots` caches `num_computed + num_new` tokens at scheduling: the decodes
