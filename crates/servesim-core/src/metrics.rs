@@ -276,6 +276,16 @@ impl Dist {
     /// Unweighted: [`Dist::weighted`] with every weight 1. Sorted without keeping the order of
     /// equal values: values equal under `total_cmp` have the same bits, so the sorted list (and
     /// the float sum of the mean in that order) is the same as a stable sort's.
+    /// [`Dist::of`] the values `x as f64 / div` (`div > 0`) of integers `x`, sorting the
+    /// integers: `x as f64 / div` never decreases with `x`, so the mapped sorted list is the
+    /// sorted list of the values, and the result is [`Dist::of`]'s bit for bit.
+    pub fn of_ints_scaled(mut v: Vec<u64>, div: f64) -> Option<Dist> {
+        debug_assert!(div > 0.0);
+        v.sort_unstable();
+        let w: Vec<(f64, u64)> = v.iter().map(|&x| (x as f64 / div, 1)).collect();
+        Dist::weighted_sorted(&w)
+    }
+
     pub fn of(v: impl IntoIterator<Item = f64>) -> Option<Dist> {
         let mut v: Vec<(f64, u64)> = v.into_iter().map(|x| (x, 1)).collect();
         v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
@@ -465,15 +475,16 @@ impl Collector {
         let output_tps = output_tokens as f64 / win_s;
         let input_tps = done.iter().map(|r| r.prompt_len).sum::<u64>() as f64 / win_s;
 
-        let ttft = Dist::of(
+        let ttft = Dist::of_ints_scaled(
             measured
                 .iter()
-                .map(|r| (r.first_token.0 - r.arrival.0) as f64 / 1e6),
+                .map(|r| r.first_token.0 - r.arrival.0)
+                .collect(),
+            1e6,
         );
-        let e2e = Dist::of(
-            measured
-                .iter()
-                .map(|r| (r.finish.0 - r.arrival.0) as f64 / 1e9),
+        let e2e = Dist::of_ints_scaled(
+            measured.iter().map(|r| r.finish.0 - r.arrival.0).collect(),
+            1e9,
         );
         let tpot = mean(
             measured

@@ -226,6 +226,42 @@ pub struct StepCostModel {
     in_range_mode: [ExecMode; 2],
     mode_fixed: [f64; 3],
     mode_floor: [f64; 3],
+    /// [`ShapeTerms`] of a decode-only step of `n` sequences at index `n` (`n` up to
+    /// `max_num_seqs`, at most [`DECODE_TABLE_MAX`]; index 0 unused).
+    decode_table: Vec<ShapeTerms>,
+}
+
+/// The terms of a step's time that depend only on its shape (tokens, requests, prefill or not),
+/// not on its contexts: GEMMs, activations, communication and the overhead parts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct ShapeTerms {
+    gemm_compute: f64,
+    weight_reads: f64,
+    activations: f64,
+    tp_allreduce: f64,
+    ep_alltoall: f64,
+    /// `fixed + requests x per_request_overhead_s` (the first two summands of the overhead).
+    overhead_base: f64,
+    /// The per-step floor the GPU time is compared with.
+    floor: f64,
+}
+
+/// Largest decode batch with precomputed [`ShapeTerms`].
+const DECODE_TABLE_MAX: u64 = 1 << 13;
+
+/// [`Ticks::from_secs_f64`] (`libm::round(s * 1e9) as u64`, halves away from zero) without
+/// the general rounding routine: below 2^52 ns, `x - trunc(x)` is exact, so comparing it with
+/// 0.5 rounds exactly as `libm::round`; anything else (negative, huge, NaN) takes the original.
+#[inline]
+pub fn secs_to_ticks(s: f64) -> Ticks {
+    let x = s * crate::units::TICKS_PER_SECOND as f64;
+    if (0.0..4_503_599_627_370_496.0).contains(&x) {
+        let i = x as u64;
+        let frac = x - i as f64;
+        Ticks(if frac >= 0.5 { i + 1 } else { i })
+    } else {
+        Ticks::from_secs_f64(s)
+    }
 }
 
 /// Largest token count with a precomputed padding entry (vLLM's capture sizes stop at 512 by
@@ -406,14 +442,15 @@ impl StepCostModel {
             in_range_mode: [ExecMode::Eager; 2],
             mode_fixed: [0.0; 3],
             mode_floor: [0.0; 3],
+            decode_table: Vec::new(),
         };
-        m.precompute_step_shapes();
+        m.precompute_step_shapes(dep.engine.max_num_seqs);
         Ok(m)
     }
 
     /// Fills the per-step-shape tables from [`StepCostModel::exec_mode`] and the overhead
     /// formulas of [`StepCostModel::breakdown_iter`] (same operations, so the same values).
-    fn precompute_step_shapes(&mut self) {
+    fn precompute_step_shapes(&mut self, max_num_seqs: u64) {
         let max = self.capture_sizes.last().copied().unwrap_or(0);
         let n = max.min(PAD_TABLE_MAX);
         self.pad_table = (0..=n).map(|t| self.pad_to_capture(t)).collect();
@@ -425,6 +462,67 @@ impl StepCostModel {
             let (fixed, floor) = self.mode_overheads(mode);
             self.mode_fixed[mode as usize] = fixed;
             self.mode_floor[mode as usize] = floor;
+        }
+        // Decode-only steps: `requests` is `0.0 + n as f64` in `step_seconds` (no prefill).
+        let n_max = max_num_seqs.min(DECODE_TABLE_MAX);
+        self.decode_table = (0..=n_max)
+            .map(|n| {
+                if n == 0 {
+                    ShapeTerms::default()
+                } else {
+                    self.shape_terms(n, 0.0 + n as f64, false)
+                }
+            })
+            .collect();
+    }
+
+    /// [`ShapeTerms`] of a step of `tokens` tokens and `requests` requests (logits rows), with
+    /// or without prefill: the operations of [`StepCostModel::breakdown_iter`] for these terms.
+    #[inline]
+    fn shape_terms(&self, tokens: u64, requests: f64, has_prefill: bool) -> ShapeTerms {
+        let (mode, padded) = self.exec_mode_fast(has_prefill, tokens);
+        let t = padded as f64;
+
+        // GEMMs.
+        let dense_c = t * self.dense_s_per_token + requests * self.lm_head_s_per_row;
+        let dense_m = self.dense_weight_s;
+        let (mut exp_c, mut exp_m) = (0.0, 0.0);
+        if self.experts_per_tok > 0.0 {
+            let t_global = t * self.dp;
+            let frac = 1.0 - libm::exp(t_global * self.ln_not_chosen);
+            let bytes = frac * self.expert_weight_bytes_all;
+            exp_c = t_global * self.expert_s_per_token;
+            exp_m = bytes * self.expert_bytes_s;
+        }
+        let (mut gemm_compute, mut weight_reads) = (0.0, 0.0);
+        for (c, mm) in [(dense_c, dense_m), (exp_c, exp_m)] {
+            if c >= mm {
+                gemm_compute += c;
+            } else {
+                weight_reads += mm;
+            }
+        }
+
+        // Activations.
+        let act = tokens as f64
+            * self.hidden
+            * ACT_BYTES
+            * self.num_layers
+            * self.eff.activation_vectors_per_layer;
+        let activations = act * self.act_s_per_byte;
+
+        // Communication.
+        let (tp_allreduce, ep_alltoall) = self.comm(t);
+
+        ShapeTerms {
+            gemm_compute,
+            weight_reads,
+            activations,
+            tp_allreduce,
+            ep_alltoall,
+            overhead_base: self.mode_fixed[mode as usize]
+                + requests * self.eff.per_request_overhead_s,
+            floor: self.mode_floor[mode as usize],
         }
     }
 
@@ -537,7 +635,7 @@ impl StepCostModel {
     where
         I: Iterator<Item = PrefillChunk> + Clone,
     {
-        Ticks::from_secs_f64(self.step_seconds(prefill, decode_seqs, decode_ctx_sum))
+        secs_to_ticks(self.step_seconds(prefill, decode_seqs, decode_ctx_sum))
     }
 
     /// The step time in seconds before rounding: `breakdown_iter(..).total()` computed without
@@ -567,29 +665,11 @@ impl StepCostModel {
         if tokens == 0 {
             return StepBreakdown::default().total();
         }
-        let (mode, padded) = self.exec_mode_fast(prefill_tokens > 0, tokens);
-        let t = padded as f64;
         let requests = prefill_reqs as f64 + decode_seqs as f64;
-
-        // GEMMs.
-        let dense_c = t * self.dense_s_per_token + requests * self.lm_head_s_per_row;
-        let dense_m = self.dense_weight_s;
-        let (mut exp_c, mut exp_m) = (0.0, 0.0);
-        if self.experts_per_tok > 0.0 {
-            let t_global = t * self.dp;
-            let frac = 1.0 - libm::exp(t_global * self.ln_not_chosen);
-            let bytes = frac * self.expert_weight_bytes_all;
-            exp_c = t_global * self.expert_s_per_token;
-            exp_m = bytes * self.expert_bytes_s;
-        }
-        let (mut gemm_compute, mut weight_reads) = (0.0, 0.0);
-        for (c, mm) in [(dense_c, dense_m), (exp_c, exp_m)] {
-            if c >= mm {
-                gemm_compute += c;
-            } else {
-                weight_reads += mm;
-            }
-        }
+        let sh = match self.decode_table.get(decode_seqs as usize) {
+            Some(sh) if prefill_tokens == 0 => *sh,
+            _ => self.shape_terms(tokens, requests, prefill_tokens > 0),
+        };
 
         // Attention.
         pf_flops /= self.tp;
@@ -618,36 +698,24 @@ impl StepCostModel {
             }
         }
 
-        // Activations.
-        let act = tokens as f64
-            * self.hidden
-            * ACT_BYTES
-            * self.num_layers
-            * self.eff.activation_vectors_per_layer;
-        let activations = act * self.act_s_per_byte;
-
-        // Communication.
-        let (tp_allreduce, ep_alltoall) = self.comm(t);
-
-        // Overheads.
-        let fixed = self.mode_fixed[mode as usize];
-        let floor = self.mode_floor[mode as usize];
-        let gpu = gemm_compute
+        // Overheads (`StepBreakdown::total` with the overhead still 0, then the excess of the
+        // floor over it), and the total in `StepBreakdown::total`'s order.
+        let gpu = sh.gemm_compute
             + attention_compute
-            + weight_reads
+            + sh.weight_reads
             + kv_reads
-            + activations
-            + tp_allreduce
-            + ep_alltoall
+            + sh.activations
+            + sh.tp_allreduce
+            + sh.ep_alltoall
             + 0.0;
-        let overhead = fixed + requests * self.eff.per_request_overhead_s + (floor - gpu).max(0.0);
-        gemm_compute
+        let overhead = sh.overhead_base + (sh.floor - gpu).max(0.0);
+        sh.gemm_compute
             + attention_compute
-            + weight_reads
+            + sh.weight_reads
             + kv_reads
-            + activations
-            + tp_allreduce
-            + ep_alltoall
+            + sh.activations
+            + sh.tp_allreduce
+            + sh.ep_alltoall
             + overhead
     }
 
