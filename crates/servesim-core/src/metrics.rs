@@ -607,6 +607,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn integer_sorted_dist_equals_the_float_sorted_one_bit_for_bit() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for len in [1usize, 2, 3, 10, 1000, 5000] {
+            // Wide values, heavy ties, and values that map to equal floats.
+            for range in [1u64 << 50, 7, 1_000_000] {
+                let v: Vec<u64> = (0..len).map(|_| next(range)).collect();
+                for div in [1e6, 1e9, 3.0] {
+                    let a = Dist::of_ints_scaled(v.clone(), div).unwrap();
+                    let b = Dist::of(v.iter().map(|&x| x as f64 / div)).unwrap();
+                    for (p, q) in [
+                        (a.mean, b.mean),
+                        (a.p50, b.p50),
+                        (a.p90, b.p90),
+                        (a.p99, b.p99),
+                    ] {
+                        assert_eq!(
+                            p.to_bits(),
+                            q.to_bits(),
+                            "len {len} range {range} div {div}"
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(Dist::of_ints_scaled(Vec::new(), 1e6), None);
+    }
+
+    #[test]
     fn percentiles_match_numpy_linear() {
         // numpy.percentile([1,2,3,4,10], [50,90,99]) = 3, 7.6, 9.76
         let d = Dist::of([4.0, 1.0, 10.0, 3.0, 2.0]).unwrap();

@@ -27,7 +27,6 @@ use crate::model::{catalog, KvCacheSpec, KvPacking, LayerAttn, ModelConfig, Mode
 use crate::parallel::Parallelism;
 use crate::perf::{
     Efficiencies, EfficiencyOverrides, PerfError, PrefillChunk as PerfPrefill, StepCostModel,
-
 };
 use crate::sweep::{
     OperatingPoint, RawGate, RawSweepSpec, SweepError, SweepResult, SweepRunner, SweepSpec,

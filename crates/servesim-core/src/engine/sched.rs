@@ -609,7 +609,11 @@ impl<'m> Engine<'m> {
             #[cfg(debug_assertions)]
             if chunk == budget && chunk < l.eff_len - l.computed && (thr == 0 || chunk < thr) {
                 // Budget-limited: no decode may come after it in the running list.
-                let pos = self.running.iter().position(|&x| x.1 == s).expect("running");
+                let pos = self
+                    .running
+                    .iter()
+                    .position(|&x| x.1 == s)
+                    .expect("running");
                 for &(_, x) in self.running[pos + 1..].iter().filter(|e| e.1 != DEAD) {
                     let later = self.slots[x as usize].as_ref().expect("live slot");
                     assert!(
