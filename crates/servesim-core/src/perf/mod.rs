@@ -256,9 +256,10 @@ const DECODE_TABLE_MAX: u64 = 1 << 13;
 pub fn secs_to_ticks(s: f64) -> Ticks {
     let x = s * crate::units::TICKS_PER_SECOND as f64;
     if (0.0..4_503_599_627_370_496.0).contains(&x) {
-        let i = x as u64;
+        // Signed conversions (one instruction each on x86-64), exact in this range.
+        let i = x as i64;
         let frac = x - i as f64;
-        Ticks(if frac >= 0.5 { i + 1 } else { i })
+        Ticks(if frac >= 0.5 { i as u64 + 1 } else { i as u64 })
     } else {
         Ticks::from_secs_f64(s)
     }
@@ -641,6 +642,7 @@ impl StepCostModel {
     /// The step time in seconds before rounding: `breakdown_iter(..).total()` computed without
     /// the diagnostics (the per-step hot path of the simulator). Keep in step with
     /// [`StepCostModel::breakdown_iter`]; `tests/perf_props.rs` checks both agree bit for bit.
+    #[inline]
     pub fn step_seconds<I>(&self, prefill: I, decode_seqs: u64, decode_ctx_sum: u64) -> f64
     where
         I: Iterator<Item = PrefillChunk>,
@@ -672,12 +674,12 @@ impl StepCostModel {
         };
 
         // Attention.
-        pf_flops /= self.tp;
+        pf_flops = self.div_tp(pf_flops);
         let (mut dc_flops, mut dc_bytes) = (0.0, 0.0);
         if decode_seqs > 0 {
             let n = decode_seqs as f64;
             let mean = decode_ctx_sum as f64 / n;
-            dc_flops = n * self.attn.decode_flops(mean) / self.tp;
+            dc_flops = self.div_tp(n * self.attn.decode_flops(mean));
             dc_bytes = n * (self.attn.kv_bytes(mean) + self.kv_write_bytes_per_token);
         }
         let (mut attention_compute, mut kv_reads) = (0.0, 0.0);
@@ -717,6 +719,16 @@ impl StepCostModel {
             + sh.tp_allreduce
             + sh.ep_alltoall
             + overhead
+    }
+
+    /// `x / tp`, skipping the division at tp = 1 (`x / 1.0` is `x` exactly).
+    #[inline]
+    fn div_tp(&self, x: f64) -> f64 {
+        if self.tp == 1.0 {
+            x
+        } else {
+            x / self.tp
+        }
     }
 
     /// Tensor-parallel all-reduce and MoE dispatch/combine seconds of a step whose GEMMs run on
