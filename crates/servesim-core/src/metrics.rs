@@ -273,8 +273,23 @@ impl Dist {
             p99: q(0.99),
         })
     }
+    /// Unweighted: [`Dist::weighted`] with every weight 1. Sorted without keeping the order of
+    /// equal values: values equal under `total_cmp` have the same bits, so the sorted list (and
+    /// the float sum of the mean in that order) is the same as a stable sort's.
+    /// [`Dist::of`] the values `x as f64 / div` (`div > 0`) of integers `x`, sorting the
+    /// integers: `x as f64 / div` never decreases with `x`, so the mapped sorted list is the
+    /// sorted list of the values, and the result is [`Dist::of`]'s bit for bit.
+    pub fn of_ints_scaled(mut v: Vec<u64>, div: f64) -> Option<Dist> {
+        debug_assert!(div > 0.0);
+        v.sort_unstable();
+        let w: Vec<(f64, u64)> = v.iter().map(|&x| (x as f64 / div, 1)).collect();
+        Dist::weighted_sorted(&w)
+    }
+
     pub fn of(v: impl IntoIterator<Item = f64>) -> Option<Dist> {
-        Dist::weighted(v.into_iter().map(|x| (x, 1)).collect())
+        let mut v: Vec<(f64, u64)> = v.into_iter().map(|x| (x, 1)).collect();
+        v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        Dist::weighted_sorted(&v)
     }
 }
 
@@ -460,15 +475,16 @@ impl Collector {
         let output_tps = output_tokens as f64 / win_s;
         let input_tps = done.iter().map(|r| r.prompt_len).sum::<u64>() as f64 / win_s;
 
-        let ttft = Dist::of(
+        let ttft = Dist::of_ints_scaled(
             measured
                 .iter()
-                .map(|r| (r.first_token.0 - r.arrival.0) as f64 / 1e6),
+                .map(|r| r.first_token.0 - r.arrival.0)
+                .collect(),
+            1e6,
         );
-        let e2e = Dist::of(
-            measured
-                .iter()
-                .map(|r| (r.finish.0 - r.arrival.0) as f64 / 1e9),
+        let e2e = Dist::of_ints_scaled(
+            measured.iter().map(|r| r.finish.0 - r.arrival.0).collect(),
+            1e9,
         );
         let tpot = mean(
             measured
@@ -589,6 +605,40 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integer_sorted_dist_equals_the_float_sorted_one_bit_for_bit() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for len in [1usize, 2, 3, 10, 1000, 5000] {
+            // Wide values, heavy ties, and values that map to equal floats.
+            for range in [1u64 << 50, 7, 1_000_000] {
+                let v: Vec<u64> = (0..len).map(|_| next(range)).collect();
+                for div in [1e6, 1e9, 3.0] {
+                    let a = Dist::of_ints_scaled(v.clone(), div).unwrap();
+                    let b = Dist::of(v.iter().map(|&x| x as f64 / div)).unwrap();
+                    for (p, q) in [
+                        (a.mean, b.mean),
+                        (a.p50, b.p50),
+                        (a.p90, b.p90),
+                        (a.p99, b.p99),
+                    ] {
+                        assert_eq!(
+                            p.to_bits(),
+                            q.to_bits(),
+                            "len {len} range {range} div {div}"
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(Dist::of_ints_scaled(Vec::new(), 1e6), None);
+    }
 
     #[test]
     fn percentiles_match_numpy_linear() {

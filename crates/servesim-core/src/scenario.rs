@@ -27,7 +27,6 @@ use crate::model::{catalog, KvCacheSpec, KvPacking, LayerAttn, ModelConfig, Mode
 use crate::parallel::Parallelism;
 use crate::perf::{
     Efficiencies, EfficiencyOverrides, PerfError, PrefillChunk as PerfPrefill, StepCostModel,
-    StepWork,
 };
 use crate::sweep::{
     OperatingPoint, RawGate, RawSweepSpec, SweepError, SweepResult, SweepRunner, SweepSpec,
@@ -604,29 +603,6 @@ pub fn kv_footprint(spec: &KvCacheSpec, max_num_batched_tokens: u64) -> KvFootpr
     fp
 }
 
-/// Prefill chunks mapped per step without allocating: up to this many live on the stack; a
-/// step with more (many tiny prompts in one step) maps them into a temporary vector. Most steps
-/// have at most [`FEW_CHUNKS`], mapped into a smaller buffer (cheaper to initialise).
-const STACK_CHUNKS: usize = 32;
-const FEW_CHUNKS: usize = 4;
-
-/// `StepCostModel::step_time` of a batch, its chunks mapped into an `N`-entry stack buffer
-/// (`b.prefills.len() <= N`).
-fn step_time_on_stack<const N: usize>(m: &StepCostModel, b: &StepBatch) -> Ticks {
-    let mut buf = [PerfPrefill::default(); N];
-    for (d, c) in buf.iter_mut().zip(b.prefills) {
-        *d = map_chunk(c);
-    }
-    StepCostModel::step_time(
-        m,
-        &StepWork {
-            prefill: &buf[..b.prefills.len()],
-            decode_seqs: b.num_decode_seqs as u64,
-            decode_ctx_sum: b.decode_ctx_sum,
-        },
-    )
-}
-
 fn map_chunk(c: &EnginePrefill) -> PerfPrefill {
     PerfPrefill {
         past: c.context_before,
@@ -637,22 +613,13 @@ fn map_chunk(c: &EnginePrefill) -> PerfPrefill {
 /// The roofline as the engine's step-time model: `StepBatch` (prefill chunks with
 /// `new_tokens`/`context_before`, decode count and context sum) maps onto `perf::StepWork`.
 impl StepTimeModel for StepCostModel {
+    #[inline]
     fn step_time(&self, b: &StepBatch) -> Ticks {
-        if b.prefills.len() <= FEW_CHUNKS {
-            step_time_on_stack::<FEW_CHUNKS>(self, b)
-        } else if b.prefills.len() <= STACK_CHUNKS {
-            step_time_on_stack::<STACK_CHUNKS>(self, b)
-        } else {
-            let v: Vec<PerfPrefill> = b.prefills.iter().map(map_chunk).collect();
-            StepCostModel::step_time(
-                self,
-                &StepWork {
-                    prefill: &v,
-                    decode_seqs: b.num_decode_seqs as u64,
-                    decode_ctx_sum: b.decode_ctx_sum,
-                },
-            )
-        }
+        self.step_time_iter(
+            b.prefills.iter().map(map_chunk),
+            b.num_decode_seqs as u64,
+            b.decode_ctx_sum,
+        )
     }
 }
 

@@ -6,7 +6,7 @@
 
 use crate::engine::cluster::Cluster;
 use crate::engine::{
-    EngineConfig, FinishedRequest, Observer, RejectReason, Request, SimError, StepRecord,
+    EngineConfig, FinishedRequest, IdMap, Observer, RejectReason, Request, SimError, StepRecord,
     StepTimeModel,
 };
 use crate::metric::MetricId;
@@ -14,7 +14,7 @@ use crate::metrics::{Collector, LevelResult, RunTotals};
 use crate::units::Ticks;
 use crate::workload::{Arrival, Level, WorkloadError, WorkloadGen, WorkloadSpec};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use thiserror::Error;
 
 /// Sweep failures.
@@ -307,7 +307,9 @@ pub fn default_levels(w: &WorkloadSpec) -> Vec<Level> {
 struct Tap<'a> {
     inner: &'a mut Collector,
     done: Vec<u64>,
-    sent: BTreeMap<u64, Ticks>,
+    /// Send time of each request inside the front-end or the engine, by id (only inserted,
+    /// looked up and removed, never iterated).
+    sent: IdMap<Ticks>,
 }
 
 impl Observer for Tap<'_> {
@@ -405,7 +407,7 @@ fn run_level_into(
     let mut tap = Tap {
         inner: &mut col,
         done: Vec::new(),
-        sent: BTreeMap::new(),
+        sent: IdMap::default(),
     };
     // Requests inside the API server (front-end): (engine arrival time, request), FIFO with
     // non-decreasing times (serial server, constant latency).

@@ -2,15 +2,16 @@
 //! MoE expert-read saturation, execution modes, agreement with the model primitives, and the
 //! efficiency table's validation.
 
-use servesim_core::deploy::{CudagraphMode, Deployment, RawEngineSettings};
+use servesim_core::deploy::{All2AllBackend, CudagraphMode, Deployment, RawEngineSettings};
 use servesim_core::dtype::{ComputeClass, DType, KvCacheDtype, WeightPrecision};
 use servesim_core::gpu::{find_gpu, Generation};
 use servesim_core::model::catalog;
 use servesim_core::parallel::Parallelism;
 use servesim_core::perf::{
-    compute_class_on, Efficiencies, EfficiencyOverrides, ExecMode, PerfError, PrefillChunk,
-    StepCostModel, StepWork,
+    compute_class_on, secs_to_ticks, Efficiencies, EfficiencyOverrides, ExecMode, PerfError,
+    PrefillChunk, StepCostModel, StepWork,
 };
+use servesim_core::units::Ticks;
 
 fn dep_with(model: &str, gpu: &str, par: Parallelism, raw: RawEngineSettings) -> Deployment {
     Deployment::new(
@@ -122,6 +123,127 @@ fn breakdown_terms_sum_to_step_time() {
             let got = b.gemm_compute + b.weight_reads;
             assert!((got - want_gemm_mem).abs() <= 1e-12 * want_gemm_mem.max(1.0));
         }
+    }
+}
+
+/// The lean per-step path (`step_seconds`, with its precomputed padding, per-mode overheads and
+/// decode-only table) performs the same floating-point operations as `breakdown_iter` for every
+/// term of the total: the two agree bit for bit on every step shape, including decode batches
+/// across the whole table and past it, steps within and above the capture sizes, zero-token
+/// chunks, every CUDA-graph mode and both MoE dispatch backends.
+#[test]
+fn lean_step_time_equals_the_breakdown_total_bit_for_bit() {
+    let mut deps = cases();
+    let dp2 = Parallelism {
+        tp: 1,
+        dp: 2,
+        ep: 2,
+    };
+    for backend in [
+        All2AllBackend::AllgatherReducescatter,
+        All2AllBackend::DeepepLowLatency,
+    ] {
+        deps.push(dep_with(
+            "Qwen/Qwen3-30B-A3B",
+            "H100",
+            dp2,
+            RawEngineSettings {
+                all2all_backend: Some(backend),
+                max_num_seqs: Some(64),
+                ..Default::default()
+            },
+        ));
+    }
+    for (mode, eager) in [
+        (Some(CudagraphMode::FullDecodeOnly), None),
+        (Some(CudagraphMode::Piecewise), None),
+        (Some(CudagraphMode::Full), None),
+        (None, Some(true)),
+    ] {
+        deps.push(dep_with(
+            "meta-llama/Meta-Llama-3.1-8B",
+            "H100",
+            tp(2),
+            RawEngineSettings {
+                cudagraph_mode: mode,
+                enforce_eager: eager,
+                cudagraph_capture_sizes: mode.map(|_| vec![1, 3, 8, 40, 96]),
+                max_num_seqs: Some(128),
+                ..Default::default()
+            },
+        ));
+    }
+    let mut rng = Lcg(11);
+    for d in deps {
+        let m = cost(&d);
+        let check = |chunks: &[PrefillChunk], n: u64, ctx: u64| {
+            let b = m.breakdown_iter(chunks.iter().copied(), n, ctx);
+            let secs = m.step_seconds(chunks.iter().copied(), n, ctx);
+            assert_eq!(
+                secs.to_bits(),
+                b.total().to_bits(),
+                "{} {:?} n={n} ctx={ctx} chunks={chunks:?}",
+                d.model.name,
+                d.engine.cudagraph_mode
+            );
+            assert_eq!(
+                m.step_time_iter(chunks.iter().copied(), n, ctx),
+                b.total_ticks()
+            );
+        };
+        // Every decode-only batch size of the table and beyond it.
+        for n in 1..=d.engine.max_num_seqs + 40 {
+            check(&[], n, n * (1 + rng.next(20_000)));
+        }
+        for _ in 0..400 {
+            let chunks: Vec<PrefillChunk> = (0..rng.next(4))
+                .map(|_| PrefillChunk {
+                    past: rng.next(20_000),
+                    // Zero-token chunks and small ones (within the capture sizes) too.
+                    new: match rng.next(3) {
+                        0 => rng.next(3),
+                        1 => 1 + rng.next(64),
+                        _ => 1 + rng.next(4096),
+                    },
+                })
+                .collect();
+            let n = rng.next(300);
+            check(&chunks, n, n * rng.next(30_000));
+        }
+    }
+}
+
+/// The step's rounding to whole ns is `Ticks::from_secs_f64`'s, ties away from zero included.
+#[test]
+fn fast_ns_rounding_equals_from_secs_f64() {
+    let mut vals = vec![
+        0.0,
+        -0.0,
+        1e-9,
+        0.5e-9,
+        1.5e-9,
+        2.5e-9,
+        0.499_999_999_999e-9,
+        -1e-9,
+        -0.5e-9,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        4_503_599.627_370_495,
+        4_503_599.627_370_496,
+        4_503_599.627_370_497,
+        1e10,
+        1e12,
+    ];
+    let mut rng = Lcg(5);
+    for _ in 0..100_000 {
+        // Random seconds at several scales, and exact half-nanosecond values.
+        let v = rng.next(1 << 30) as f64 * 1e-12 * (1 + rng.next(1000)) as f64;
+        vals.push(v);
+        vals.push((rng.next(1 << 40) as f64 + 0.5) * 1e-9);
+    }
+    for v in vals {
+        assert_eq!(secs_to_ticks(v), Ticks::from_secs_f64(v), "{v:e}");
     }
 }
 

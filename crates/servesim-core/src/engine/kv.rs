@@ -390,7 +390,32 @@ impl KvPool {
     /// blocks not cached yet become cached with one reference (recorded in `held`); blocks
     /// already cached stay private duplicates (vLLM keeps duplicate blocks uncached for reuse).
     /// Returns the number of blocks that became cached.
+    #[inline]
     pub fn register(&mut self, spans: &[Span], from: u64, upto: u64, held: &mut Vec<Held>) -> u64 {
+        // The common case inline (a decode's next block, the next prefill chunk of one segment):
+        // blocks `from .. upto` lie in the last span and extend the request's own top run, as
+        // the fast path of `register_general` (which gives the same result).
+        if let (Some(sp), Some(h)) = (spans.last(), held.last_mut()) {
+            if sp.lo < from && upto <= sp.hi && h.hi == from && from < upto {
+                let r = &mut self.runs[h.run as usize];
+                if r.refs == 1 && r.top && r.key == h.key && r.lo < from && r.hi == from {
+                    r.hi = upto;
+                    h.hi = upto;
+                    return upto - from;
+                }
+            }
+        }
+        self.register_general(spans, from, upto, held)
+    }
+
+    #[inline(never)]
+    fn register_general(
+        &mut self,
+        spans: &[Span],
+        from: u64,
+        upto: u64,
+        held: &mut Vec<Held>,
+    ) -> u64 {
         let mut added = 0;
         let first = spans.partition_point(|sp| sp.hi <= from);
         for sp in &spans[first..] {
@@ -505,7 +530,30 @@ impl KvPool {
 
     /// Allocates `n` physical blocks, evicting cached blocks least-recently-freed first.
     /// Returns false (and changes nothing) if fewer than `n` are available.
+    #[inline]
     pub fn alloc(&mut self, n: u64) -> bool {
+        if n <= self.free_uncached {
+            self.free_uncached -= n;
+            return true;
+        }
+        // One eviction from the LRU head's top that leaves the head run non-empty (a decode's
+        // next block on a full pool): what the loop of `alloc_evicting` does in one pass.
+        if self.group == 1 && self.head != NIL {
+            let deficit = n - self.free_uncached;
+            let r = &mut self.runs[self.head as usize];
+            if deficit < r.hi - r.lo {
+                r.hi -= deficit;
+                self.evictable -= deficit;
+                self.free_uncached = 0;
+                return true;
+            }
+        }
+        self.alloc_evicting(n)
+    }
+
+    /// [`KvPool::alloc`] when it has to evict.
+    #[inline(never)]
+    fn alloc_evicting(&mut self, n: u64) -> bool {
         if n > self.available() {
             return false;
         }
@@ -525,28 +573,34 @@ impl KvPool {
             self.evictable -= ev;
             self.free_uncached += ev * self.group;
             if r.hi == r.lo {
-                let (k, lo) = (r.key, r.lo);
-                self.unlink(id);
-                let slot = &mut self.key_slots[k as usize];
-                let pos = slot
-                    .runs
-                    .iter()
-                    .position(|&x| x == id)
-                    .expect("run is listed under its key");
-                debug_assert!(pos == 0 || self.runs[slot.runs[pos - 1] as usize].hi <= lo);
-                slot.runs.remove(pos);
-                if slot.runs.is_empty() {
-                    let key = slot.key;
-                    self.keys.remove(&key);
-                    self.free_keys.push(k);
-                } else {
-                    self.retop(k);
-                }
-                self.free_run(id);
+                self.drop_evicted_run(id);
             }
         }
         self.free_uncached -= n;
         true
+    }
+
+    /// Removes run `id`, fully evicted, from the LRU list and its key (freeing the key when it
+    /// was the key's last run).
+    fn drop_evicted_run(&mut self, id: u32) {
+        let (k, lo) = (self.runs[id as usize].key, self.runs[id as usize].lo);
+        self.unlink(id);
+        let slot = &mut self.key_slots[k as usize];
+        let pos = slot
+            .runs
+            .iter()
+            .position(|&x| x == id)
+            .expect("run is listed under its key");
+        debug_assert!(pos == 0 || self.runs[slot.runs[pos - 1] as usize].hi <= lo);
+        slot.runs.remove(pos);
+        if slot.runs.is_empty() {
+            let key = slot.key;
+            self.keys.remove(&key);
+            self.free_keys.push(k);
+        } else {
+            self.retop(k);
+        }
+        self.free_run(id);
     }
 
     /// Returns `n` private (never-hashed) physical blocks to the pool.

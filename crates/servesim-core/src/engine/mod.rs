@@ -75,20 +75,24 @@ impl Request {
 
     /// Merges contiguous runs of the same stream and drops empty segments.
     pub fn normalize_segments(segs: &mut Vec<Segment>) {
-        let mut out: Vec<Segment> = Vec::with_capacity(segs.len());
-        for s in segs.drain(..) {
+        // In place: `w` segments kept so far (`segs[..w]`), the last one possibly extended.
+        let mut w = 0usize;
+        for i in 0..segs.len() {
+            let s = segs[i];
             if s.len == 0 {
                 continue;
             }
-            if let Some(last) = out.last_mut() {
+            if w > 0 {
+                let last = &mut segs[w - 1];
                 if last.stream == s.stream && last.start + last.len == s.start {
                     last.len += s.len;
                     continue;
                 }
             }
-            out.push(s);
+            segs[w] = s;
+            w += 1;
         }
-        *segs = out;
+        segs.truncate(w);
     }
 }
 

@@ -52,7 +52,12 @@ struct Live {
     extra_itls: Vec<Ticks>,
     bucket_pos: usize,
     gen: u32,
+    /// Admission number of its current entry in the running list (the list is sorted by it).
+    run_seq: u64,
 }
+
+/// The slot of a finished request's tombstone in the running list.
+const DEAD: u32 = u32::MAX;
 
 /// (step, window index, slot, request id, gen) of a decode reaching a sliding window.
 type Crossing = (u64, u32, u32, u64, u32);
@@ -83,7 +88,12 @@ pub struct Engine<'m> {
     slots: Vec<Option<Live>>,
     free_slots: Vec<u32>,
     waiting: VecDeque<u32>,
-    running: Vec<u32>,
+    /// Running requests in admission order as (admission number, slot); a finished request's
+    /// entry becomes a tombstone (`DEAD` slot) instead of shifting the list, and the list is
+    /// compacted when tombstones outnumber live entries. The last entry is never a tombstone.
+    running: Vec<(u64, u32)>,
+    n_running: usize,
+    run_seq: u64,
     prefilling: Vec<u32>,
     n_dec: u64,
     sum_dec_ctx: u64,
@@ -133,6 +143,8 @@ impl<'m> Engine<'m> {
             free_slots: Vec::new(),
             waiting: VecDeque::new(),
             running: Vec::new(),
+            n_running: 0,
+            run_seq: 0,
             prefilling: Vec::new(),
             n_dec: 0,
             sum_dec_ctx: 0,
@@ -181,7 +193,7 @@ impl<'m> Engine<'m> {
     }
     /// Requests admitted and not finished.
     pub fn num_running(&self) -> usize {
-        self.running.len()
+        self.n_running
     }
     /// KV blocks in use now.
     pub fn kv_used_blocks(&self) -> u64 {
@@ -233,6 +245,44 @@ impl<'m> Engine<'m> {
         match self.bs_shift {
             Some(_) => n & (self.bs - 1),
             None => n % self.bs,
+        }
+    }
+
+    /// Appends slot `s` to the running list.
+    fn push_running(&mut self, s: u32) {
+        let seq = self.run_seq;
+        self.run_seq += 1;
+        self.live(s).run_seq = seq;
+        self.running.push((seq, s));
+        self.n_running += 1;
+    }
+
+    /// Removes slot `s` from the running list (if it is there), keeping the others' order.
+    fn remove_running(&mut self, s: u32) {
+        let seq = self.slots[s as usize].as_ref().expect("live slot").run_seq;
+        let Ok(i) = self.running.binary_search_by_key(&seq, |e| e.0) else {
+            return;
+        };
+        if self.running[i].1 != s {
+            return;
+        }
+        self.n_running -= 1;
+        if i + 1 == self.running.len() {
+            self.running.pop();
+            self.pop_dead_tail();
+        } else {
+            self.running[i].1 = DEAD;
+            let dead = self.running.len() - self.n_running;
+            if dead > 64 && dead > self.n_running {
+                self.running.retain(|e| e.1 != DEAD);
+            }
+        }
+    }
+
+    /// Drops tombstones from the end of the running list.
+    fn pop_dead_tail(&mut self) {
+        while self.running.last().is_some_and(|e| e.1 == DEAD) {
+            self.running.pop();
         }
     }
 
@@ -311,6 +361,7 @@ impl<'m> Engine<'m> {
             extra_itls: Vec::new(),
             bucket_pos: 0,
             gen: 0,
+            run_seq: u64::MAX,
         };
         let s = match self.free_slots.pop() {
             Some(s) => {
@@ -331,7 +382,7 @@ impl<'m> Engine<'m> {
     pub fn next_event_time(&self) -> Option<Ticks> {
         if let Some(f) = &self.in_flight {
             Some(f.end)
-        } else if !self.waiting.is_empty() || !self.running.is_empty() {
+        } else if !self.waiting.is_empty() || self.n_running > 0 {
             Some(self.now)
         } else {
             None
@@ -344,7 +395,7 @@ impl<'m> Engine<'m> {
         if self.in_flight.is_some() {
             self.complete_step(obs);
             Ok(())
-        } else if !self.waiting.is_empty() || !self.running.is_empty() {
+        } else if !self.waiting.is_empty() || self.n_running > 0 {
             self.start_step(obs)
         } else {
             Ok(())
@@ -375,6 +426,7 @@ impl<'m> Engine<'m> {
     }
 
     /// Offers blocks `reg_blocks .. upto` of a request to the prefix cache.
+    #[inline]
     fn register_full(&mut self, s: u32, upto: u64) {
         if !self.caching {
             return;
@@ -513,7 +565,9 @@ impl<'m> Engine<'m> {
         l.preemptions += 1;
         let id = l.id;
         let popped = self.running.pop();
-        debug_assert_eq!(popped, Some(s));
+        debug_assert_eq!(popped.map(|e| e.1), Some(s));
+        self.n_running -= 1;
+        self.pop_dead_tail();
         self.waiting.push_front(s);
         self.preemptions += 1;
         obs.on_preempted(self.index, t, id);
@@ -555,8 +609,12 @@ impl<'m> Engine<'m> {
             #[cfg(debug_assertions)]
             if chunk == budget && chunk < l.eff_len - l.computed && (thr == 0 || chunk < thr) {
                 // Budget-limited: no decode may come after it in the running list.
-                let pos = self.running.iter().position(|&x| x == s).expect("running");
-                for &x in &self.running[pos + 1..] {
+                let pos = self
+                    .running
+                    .iter()
+                    .position(|&x| x.1 == s)
+                    .expect("running");
+                for &(_, x) in self.running[pos + 1..].iter().filter(|e| e.1 != DEAD) {
                     let later = self.slots[x as usize].as_ref().expect("live slot");
                     assert!(
                         !matches!(later.phase, Phase::Decoding { .. }),
@@ -572,7 +630,7 @@ impl<'m> Engine<'m> {
         // 2. Not enough KV: preempt the most recently admitted running request until it fits.
         let mut preempted = false;
         while need_total > self.pool.available() {
-            let victim = *self.running.last().expect("a request needs blocks");
+            let victim = self.running.last().expect("a request needs blocks").1;
             let l = self.slots[victim as usize].as_ref().expect("live slot");
             match l.phase {
                 Phase::Decoding { s0, .. } => {
@@ -593,17 +651,23 @@ impl<'m> Engine<'m> {
             self.preempt(victim, k, t, obs);
             preempted = true;
         }
-        // 3. Allocate for the running requests.
+        // 3. Allocate for the running requests. The decodes entering a new block take it in
+        // one `alloc` of the sum: evictions are counted off the LRU head in order, so one call
+        // evicts exactly what one call per request would (nothing is registered in between).
+        // Their last full block is already in the prefix cache: registered at the step that
+        // filled it (the next-residue pass below) or by the prefill that ended on it.
         let members = std::mem::take(&mut self.buckets[bidx]);
+        let mut need_sum = 0;
         for &s in &members {
             let l = self.slots[s as usize].as_ref().expect("live slot");
             let ctx = Self::decode_ctx(l, k);
             let need = self.fp(ctx + 1) - l.held;
-            let ok = self.pool.alloc(need);
-            debug_assert!(ok);
+            debug_assert!(!self.caching || self.div_bs(ctx) <= l.reg_blocks);
+            need_sum += need;
             self.live(s).held += need;
-            self.register_full(s, self.div_bs(ctx));
         }
+        let ok = self.pool.alloc(need_sum);
+        debug_assert!(ok);
         self.buckets[bidx] = members;
         // Output blocks that this step's decode fills enter the prefix cache now, as vLLM's
         // `allocate_slots` caches `num_computed + num_new` tokens at scheduling: the decodes
@@ -641,7 +705,7 @@ impl<'m> Engine<'m> {
 
         // 3. Waiting requests, FCFS, unless this step preempted (as vLLM).
         if !preempted {
-            while budget > 0 && self.running.len() < self.cfg.max_num_seqs as usize {
+            while budget > 0 && self.n_running < self.cfg.max_num_seqs as usize {
                 let Some(&s) = self.waiting.front() else {
                     break;
                 };
@@ -685,7 +749,7 @@ impl<'m> Engine<'m> {
                     obs.on_scheduled(self.index, t, l.id, l.prompt_len, hit);
                 }
                 self.register_full(s, upto);
-                self.running.push(s);
+                self.push_running(s);
                 self.prefilling.push(s);
                 self.chunks.push(PrefillChunk {
                     new_tokens: chunk,
@@ -702,7 +766,7 @@ impl<'m> Engine<'m> {
         let num_prefill_tokens: u64 = self.chunks.iter().map(|c| c.new_tokens).sum();
         let num_tokens = self.n_dec + num_prefill_tokens;
         if num_tokens == 0 {
-            if self.waiting.is_empty() && self.running.is_empty() {
+            if self.waiting.is_empty() && self.n_running == 0 {
                 return Ok(());
             }
             return Err(SimError::Stalled {
@@ -737,7 +801,7 @@ impl<'m> Engine<'m> {
             num_seqs: batch.num_seqs,
             prefill_tokens: num_prefill_tokens,
             kv_used: self.pool.used(),
-            running: self.running.len() as u32,
+            running: self.n_running as u32,
             waiting: self.waiting.len() as u32,
         });
         Ok(())
@@ -843,9 +907,7 @@ impl<'m> Engine<'m> {
         let upto = self.div_bs(computed);
         self.register_full(s, upto);
         self.free_blocks(s);
-        if let Some(i) = self.running.iter().position(|&x| x == s) {
-            self.running.remove(i);
-        }
+        self.remove_running(s);
         let mut l = self.slots[s as usize].take().expect("live slot");
         self.free_slots.push(s);
         self.spare_held.push(std::mem::take(&mut l.held_ranges));

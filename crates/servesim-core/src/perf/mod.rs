@@ -217,7 +217,57 @@ pub struct StepCostModel {
     /// Execution.
     cudagraph_mode: CudagraphMode,
     capture_sizes: Vec<u64>,
+    /// Precomputed per step shape, for [`StepCostModel::step_time_iter`] (the same values the
+    /// step would compute; docs/performance.md): the padded token count of every token count
+    /// up to the largest capture size (at most [`PAD_TABLE_MAX`] entries; above it a binary
+    /// search), the graph mode of an in-range step without / with prefill, and per
+    /// [`ExecMode`] (index `mode as usize`) the fixed overhead and the per-step GPU/launch floor.
+    pad_table: Vec<u64>,
+    in_range_mode: [ExecMode; 2],
+    mode_fixed: [f64; 3],
+    mode_floor: [f64; 3],
+    /// [`ShapeTerms`] of a decode-only step of `n` sequences at index `n` (`n` up to
+    /// `max_num_seqs`, at most [`DECODE_TABLE_MAX`]; index 0 unused).
+    decode_table: Vec<ShapeTerms>,
 }
+
+/// The terms of a step's time that depend only on its shape (tokens, requests, prefill or not),
+/// not on its contexts: GEMMs, activations, communication and the overhead parts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct ShapeTerms {
+    gemm_compute: f64,
+    weight_reads: f64,
+    activations: f64,
+    tp_allreduce: f64,
+    ep_alltoall: f64,
+    /// `fixed + requests x per_request_overhead_s` (the first two summands of the overhead).
+    overhead_base: f64,
+    /// The per-step floor the GPU time is compared with.
+    floor: f64,
+}
+
+/// Largest decode batch with precomputed [`ShapeTerms`].
+const DECODE_TABLE_MAX: u64 = 1 << 13;
+
+/// [`Ticks::from_secs_f64`] (`libm::round(s * 1e9) as u64`, halves away from zero) without
+/// the general rounding routine: below 2^52 ns, `x - trunc(x)` is exact, so comparing it with
+/// 0.5 rounds exactly as `libm::round`; anything else (negative, huge, NaN) takes the original.
+#[inline]
+pub fn secs_to_ticks(s: f64) -> Ticks {
+    let x = s * crate::units::TICKS_PER_SECOND as f64;
+    if (0.0..4_503_599_627_370_496.0).contains(&x) {
+        // Signed conversions (one instruction each on x86-64), exact in this range.
+        let i = x as i64;
+        let frac = x - i as f64;
+        Ticks(if frac >= 0.5 { i as u64 + 1 } else { i as u64 })
+    } else {
+        Ticks::from_secs_f64(s)
+    }
+}
+
+/// Largest token count with a precomputed padding entry (vLLM's capture sizes stop at 512 by
+/// default; a user list may go up to `max_num_batched_tokens`).
+const PAD_TABLE_MAX: u64 = 1 << 16;
 
 /// The compute class a matmul on weights of `dt` runs at on `gpu`: the weight format's own class
 /// when the GPU has tensor cores for it, else bf16 (weight-only dequantisation: Marlin W8A16 /
@@ -354,7 +404,7 @@ impl StepCostModel {
         let (tp_bw, tp_extra) = link(par.tp);
         let (moe_bw, moe_extra) = link(par.tp * par.dp);
 
-        Ok(StepCostModel {
+        let mut m = StepCostModel {
             eff: *eff,
             tp,
             dp: par.dp as f64,
@@ -389,7 +439,121 @@ impl StepCostModel {
             all2all_backend: dep.engine.all2all_backend,
             cudagraph_mode: dep.engine.cudagraph_mode,
             capture_sizes: dep.engine.cudagraph_capture_sizes.clone(),
-        })
+            pad_table: Vec::new(),
+            in_range_mode: [ExecMode::Eager; 2],
+            mode_fixed: [0.0; 3],
+            mode_floor: [0.0; 3],
+            decode_table: Vec::new(),
+        };
+        m.precompute_step_shapes(dep.engine.max_num_seqs);
+        Ok(m)
+    }
+
+    /// Fills the per-step-shape tables from [`StepCostModel::exec_mode`] and the overhead
+    /// formulas of [`StepCostModel::breakdown_iter`] (same operations, so the same values).
+    fn precompute_step_shapes(&mut self, max_num_seqs: u64) {
+        let max = self.capture_sizes.last().copied().unwrap_or(0);
+        let n = max.min(PAD_TABLE_MAX);
+        self.pad_table = (0..=n).map(|t| self.pad_to_capture(t)).collect();
+        // Any token count within the capture sizes (1 ..= max) selects the same mode.
+        if max > 0 {
+            self.in_range_mode = [self.exec_mode(false, 1).0, self.exec_mode(true, 1).0];
+        }
+        for mode in [ExecMode::FullGraph, ExecMode::Piecewise, ExecMode::Eager] {
+            let (fixed, floor) = self.mode_overheads(mode);
+            self.mode_fixed[mode as usize] = fixed;
+            self.mode_floor[mode as usize] = floor;
+        }
+        // Decode-only steps: `requests` is `0.0 + n as f64` in `step_seconds` (no prefill).
+        let n_max = max_num_seqs.min(DECODE_TABLE_MAX);
+        self.decode_table = (0..=n_max)
+            .map(|n| {
+                if n == 0 {
+                    ShapeTerms::default()
+                } else {
+                    self.shape_terms(n, 0.0 + n as f64, false)
+                }
+            })
+            .collect();
+    }
+
+    /// [`ShapeTerms`] of a step of `tokens` tokens and `requests` requests (logits rows), with
+    /// or without prefill: the operations of [`StepCostModel::breakdown_iter`] for these terms.
+    #[inline]
+    fn shape_terms(&self, tokens: u64, requests: f64, has_prefill: bool) -> ShapeTerms {
+        let (mode, padded) = self.exec_mode_fast(has_prefill, tokens);
+        let t = padded as f64;
+
+        // GEMMs.
+        let dense_c = t * self.dense_s_per_token + requests * self.lm_head_s_per_row;
+        let dense_m = self.dense_weight_s;
+        let (mut exp_c, mut exp_m) = (0.0, 0.0);
+        if self.experts_per_tok > 0.0 {
+            let t_global = t * self.dp;
+            let frac = 1.0 - libm::exp(t_global * self.ln_not_chosen);
+            let bytes = frac * self.expert_weight_bytes_all;
+            exp_c = t_global * self.expert_s_per_token;
+            exp_m = bytes * self.expert_bytes_s;
+        }
+        let (mut gemm_compute, mut weight_reads) = (0.0, 0.0);
+        for (c, mm) in [(dense_c, dense_m), (exp_c, exp_m)] {
+            if c >= mm {
+                gemm_compute += c;
+            } else {
+                weight_reads += mm;
+            }
+        }
+
+        // Activations.
+        let act = tokens as f64
+            * self.hidden
+            * ACT_BYTES
+            * self.num_layers
+            * self.eff.activation_vectors_per_layer;
+        let activations = act * self.act_s_per_byte;
+
+        // Communication.
+        let (tp_allreduce, ep_alltoall) = self.comm(t);
+
+        ShapeTerms {
+            gemm_compute,
+            weight_reads,
+            activations,
+            tp_allreduce,
+            ep_alltoall,
+            overhead_base: self.mode_fixed[mode as usize]
+                + requests * self.eff.per_request_overhead_s,
+            floor: self.mode_floor[mode as usize],
+        }
+    }
+
+    /// Fixed per-step overhead of `mode` and the floor the step's GPU time is compared with
+    /// (the larger of the CPU launch time outside graphs and the per-layer GPU floor).
+    #[inline]
+    fn mode_overheads(&self, mode: ExecMode) -> (f64, f64) {
+        let e = &self.eff;
+        let (fixed, per_layer) = match mode {
+            ExecMode::FullGraph => (e.step_overhead_graph_s, 0.0),
+            ExecMode::Piecewise => (e.step_overhead_piecewise_s, e.layer_launch_piecewise_s),
+            ExecMode::Eager => (e.step_overhead_eager_s, e.layer_launch_eager_s),
+        };
+        let launch = per_layer * self.num_layers;
+        (fixed, launch.max(e.layer_gpu_floor_s * self.num_layers))
+    }
+
+    /// [`StepCostModel::exec_mode`] from the precomputed tables (the same result).
+    #[inline]
+    fn exec_mode_fast(&self, has_prefill: bool, tokens: u64) -> (ExecMode, u64) {
+        match self.pad_table.get(tokens as usize) {
+            Some(&padded) if tokens > 0 => {
+                let mode = self.in_range_mode[has_prefill as usize];
+                match mode {
+                    ExecMode::Eager => (mode, tokens),
+                    _ => (mode, padded),
+                }
+            }
+            _ => self.exec_mode(has_prefill, tokens),
+        }
     }
 
     /// The efficiency table in use.
@@ -399,7 +563,7 @@ impl StepCostModel {
 
     /// Step time of `w`, rounded to whole nanoseconds. Zero for an empty step.
     pub fn step_time(&self, w: &StepWork) -> Ticks {
-        self.breakdown(w).total_ticks()
+        self.step_time_iter(w.prefill.iter().copied(), w.decode_seqs, w.decode_ctx_sum)
     }
 
     /// Whole-model attention FLOPs of a chunk (all heads, all layers; equals
@@ -418,10 +582,7 @@ impl StepCostModel {
     /// on (padded up to a capture size when a graph is replayed).
     pub fn exec_mode(&self, has_prefill: bool, tokens: u64) -> (ExecMode, u64) {
         let max = self.capture_sizes.last().copied().unwrap_or(0);
-        let pad = || {
-            let i = self.capture_sizes.partition_point(|&s| s < tokens);
-            self.capture_sizes.get(i).copied().unwrap_or(tokens)
-        };
+        let pad = || self.pad_to_capture(tokens);
         if tokens == 0 || tokens > max {
             return (ExecMode::Eager, tokens);
         }
@@ -440,6 +601,13 @@ impl StepCostModel {
         }
     }
 
+    /// The smallest capture size `>= tokens` (`tokens` itself above the largest).
+    #[inline]
+    fn pad_to_capture(&self, tokens: u64) -> u64 {
+        let i = self.capture_sizes.partition_point(|&s| s < tokens);
+        self.capture_sizes.get(i).copied().unwrap_or(tokens)
+    }
+
     /// Time of `calls` ring passes (one all-gather or one reduce-scatter each) over `g` GPUs of a
     /// buffer of `bytes`: each pass moves `(g-1)/g x bytes` per GPU. An all-reduce is two passes.
     #[inline]
@@ -456,15 +624,167 @@ impl StepCostModel {
         self.breakdown_iter(w.prefill.iter().copied(), w.decode_seqs, w.decode_ctx_sum)
     }
 
-    /// [`StepCostModel::step_time`] with the prefill chunks given as an iterator (walked three
-    /// times), so a caller with its own chunk type needs no per-step allocation, e.g.
+    /// [`StepCostModel::step_time`] with the prefill chunks given as an iterator (walked once),
+    /// so a caller with its own chunk type needs no per-step allocation, e.g.
     /// `m.step_time_iter(chunks.iter().map(|c| PrefillChunk { past: c.context_before, new: c.new_tokens }), n, ctx_sum)`.
+    ///
+    /// Equals `breakdown_iter(..).total_ticks()` bit for bit: [`StepCostModel::step_seconds`]
+    /// performs the same floating-point operations in the same order for every term that reaches
+    /// the total, without filling the diagnostic fields.
+    #[inline]
     pub fn step_time_iter<I>(&self, prefill: I, decode_seqs: u64, decode_ctx_sum: u64) -> Ticks
     where
         I: Iterator<Item = PrefillChunk> + Clone,
     {
-        self.breakdown_iter(prefill, decode_seqs, decode_ctx_sum)
-            .total_ticks()
+        secs_to_ticks(self.step_seconds(prefill, decode_seqs, decode_ctx_sum))
+    }
+
+    /// The step time in seconds before rounding: `breakdown_iter(..).total()` computed without
+    /// the diagnostics (the per-step hot path of the simulator). Keep in step with
+    /// [`StepCostModel::breakdown_iter`]; `tests/perf_props.rs` checks both agree bit for bit.
+    #[inline]
+    pub fn step_seconds<I>(&self, prefill: I, decode_seqs: u64, decode_ctx_sum: u64) -> f64
+    where
+        I: Iterator<Item = PrefillChunk>,
+    {
+        // One pass over the chunks: tokens, requests and prefill attention (in chunk order, as
+        // `breakdown_iter` sums them).
+        let mut prefill_tokens = 0u64;
+        let mut prefill_reqs = 0u64;
+        let mut pf_flops = 0.0;
+        let mut pf_bytes = 0.0;
+        for ch in prefill {
+            prefill_tokens += ch.new;
+            if ch.new == 0 {
+                continue;
+            }
+            prefill_reqs += 1;
+            pf_flops += self.attn.chunk_flops(ch.past, ch.new);
+            pf_bytes +=
+                self.attn.kv_bytes(ch.past as f64) + ch.new as f64 * self.kv_write_bytes_per_token;
+        }
+        let tokens = prefill_tokens + decode_seqs;
+        if tokens == 0 {
+            return StepBreakdown::default().total();
+        }
+        let requests = prefill_reqs as f64 + decode_seqs as f64;
+        let sh = match self.decode_table.get(decode_seqs as usize) {
+            Some(sh) if prefill_tokens == 0 => *sh,
+            _ => self.shape_terms(tokens, requests, prefill_tokens > 0),
+        };
+
+        // Attention.
+        pf_flops = self.div_tp(pf_flops);
+        let (mut dc_flops, mut dc_bytes) = (0.0, 0.0);
+        if decode_seqs > 0 {
+            let n = decode_seqs as f64;
+            let mean = decode_ctx_sum as f64 / n;
+            dc_flops = self.div_tp(n * self.attn.decode_flops(mean));
+            dc_bytes = n * (self.attn.kv_bytes(mean) + self.kv_write_bytes_per_token);
+        }
+        let (mut attention_compute, mut kv_reads) = (0.0, 0.0);
+        for (c, mm) in [
+            (
+                pf_flops * self.attn_compute_s_per_flop_prefill,
+                pf_bytes * self.kv_s_per_byte,
+            ),
+            (
+                dc_flops * self.attn_compute_s_per_flop_decode,
+                dc_bytes * self.kv_s_per_byte,
+            ),
+        ] {
+            if c >= mm {
+                attention_compute += c;
+            } else {
+                kv_reads += mm;
+            }
+        }
+
+        // Overheads (`StepBreakdown::total` with the overhead still 0, then the excess of the
+        // floor over it), and the total in `StepBreakdown::total`'s order.
+        let gpu = sh.gemm_compute
+            + attention_compute
+            + sh.weight_reads
+            + kv_reads
+            + sh.activations
+            + sh.tp_allreduce
+            + sh.ep_alltoall
+            + 0.0;
+        let overhead = sh.overhead_base + (sh.floor - gpu).max(0.0);
+        sh.gemm_compute
+            + attention_compute
+            + sh.weight_reads
+            + kv_reads
+            + sh.activations
+            + sh.tp_allreduce
+            + sh.ep_alltoall
+            + overhead
+    }
+
+    /// `x / tp`, skipping the division at tp = 1 (`x / 1.0` is `x` exactly).
+    #[inline]
+    fn div_tp(&self, x: f64) -> f64 {
+        if self.tp == 1.0 {
+            x
+        } else {
+            x / self.tp
+        }
+    }
+
+    /// Tensor-parallel all-reduce and MoE dispatch/combine seconds of a step whose GEMMs run on
+    /// `t` (padded) tokens.
+    #[inline]
+    fn comm(&self, t: f64) -> (f64, f64) {
+        // Message of one all-reduce: tokens x hidden x 2 bytes.
+        let msg = t * self.hidden * ACT_BYTES;
+        let ar = |calls: f64| {
+            Self::ring(self.tp, 2.0 * msg, self.tp_link_s_per_byte, 0.0, calls)
+                + if self.tp > 1.0 {
+                    calls * self.tp_latency
+                } else {
+                    0.0
+                }
+        };
+        // Dense layers: attention-out + MLP-out all-reduce. MoE layers: attention-out all-reduce;
+        // the MoE output is all-reduced over TP when dp == 1 (tokens are replicated in the TP
+        // group, experts TP- or EP-sharded inside it), else it goes through the DP/EP dispatch.
+        let mut tp_ar = ar(2.0 * self.num_dense_layers + self.num_moe_layers);
+        let mut moe = 0.0;
+        if self.num_moe_layers > 0.0 {
+            if self.dp <= 1.0 {
+                tp_ar += ar(self.num_moe_layers);
+            } else {
+                match self.all2all_backend {
+                    All2AllBackend::AllgatherReducescatter => {
+                        // All-gather the hidden states of every DP rank, reduce-scatter back,
+                        // plus the TP all-reduce of the expert partials when tp > 1.
+                        let total = msg * self.dp;
+                        moe += Self::ring(
+                            self.dp,
+                            total,
+                            self.moe_link_s_per_byte,
+                            self.moe_latency,
+                            2.0 * self.num_moe_layers,
+                        );
+                        tp_ar += ar(self.num_moe_layers);
+                    }
+                    All2AllBackend::DeepepHighThroughput | All2AllBackend::DeepepLowLatency => {
+                        // Dispatch + combine: each token goes to its k experts, (ep-1)/ep of
+                        // them on other GPUs.
+                        let g = self.tp * self.dp;
+                        let bytes = msg * self.experts_per_tok;
+                        moe += Self::ring(
+                            g,
+                            bytes,
+                            self.a2a_link_s_per_byte,
+                            self.a2a_latency,
+                            2.0 * self.num_moe_layers,
+                        );
+                    }
+                }
+            }
+        }
+        (tp_ar, moe)
     }
 
     /// [`StepCostModel::breakdown`] with the prefill chunks given as an iterator.
@@ -574,55 +894,8 @@ impl StepCostModel {
         b.work.activation_bytes = act;
         b.activations = act * self.act_s_per_byte;
 
-        // Communication. Message of one all-reduce: tokens x hidden x 2 bytes.
-        let msg = t * self.hidden * ACT_BYTES;
-        let ar = |calls: f64| {
-            Self::ring(self.tp, 2.0 * msg, self.tp_link_s_per_byte, 0.0, calls)
-                + if self.tp > 1.0 {
-                    calls * self.tp_latency
-                } else {
-                    0.0
-                }
-        };
-        // Dense layers: attention-out + MLP-out all-reduce. MoE layers: attention-out all-reduce;
-        // the MoE output is all-reduced over TP when dp == 1 (tokens are replicated in the TP
-        // group, experts TP- or EP-sharded inside it), else it goes through the DP/EP dispatch.
-        let mut tp_ar = ar(2.0 * self.num_dense_layers + self.num_moe_layers);
-        let mut moe = 0.0;
-        if self.num_moe_layers > 0.0 {
-            if self.dp <= 1.0 {
-                tp_ar += ar(self.num_moe_layers);
-            } else {
-                match self.all2all_backend {
-                    All2AllBackend::AllgatherReducescatter => {
-                        // All-gather the hidden states of every DP rank, reduce-scatter back,
-                        // plus the TP all-reduce of the expert partials when tp > 1.
-                        let total = msg * self.dp;
-                        moe += Self::ring(
-                            self.dp,
-                            total,
-                            self.moe_link_s_per_byte,
-                            self.moe_latency,
-                            2.0 * self.num_moe_layers,
-                        );
-                        tp_ar += ar(self.num_moe_layers);
-                    }
-                    All2AllBackend::DeepepHighThroughput | All2AllBackend::DeepepLowLatency => {
-                        // Dispatch + combine: each token goes to its k experts, (ep-1)/ep of
-                        // them on other GPUs.
-                        let g = self.tp * self.dp;
-                        let bytes = msg * self.experts_per_tok;
-                        moe += Self::ring(
-                            g,
-                            bytes,
-                            self.a2a_link_s_per_byte,
-                            self.a2a_latency,
-                            2.0 * self.num_moe_layers,
-                        );
-                    }
-                }
-            }
-        }
+        // Communication.
+        let (tp_ar, moe) = self.comm(t);
         b.tp_allreduce = tp_ar;
         b.ep_alltoall = moe;
 
