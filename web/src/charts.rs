@@ -310,7 +310,10 @@ pub fn log_tick(v: f64) -> String {
     }
 }
 
-/// The plot corner with the fewest points (in normalised coordinates), for the legend.
+/// The plot corner the lines cross least, for the legend: every series is sampled along its
+/// segments (17 points per segment, in normalised plot coordinates, so a line between two far
+/// points counts where it runs, not only at its ends), and the corner box with the fewest samples
+/// wins (ties: upper left, upper right, lower right, lower left).
 fn legend_corner(spec: &ChartSpec, x: (f64, f64), y: (f64, f64)) -> SeriesLabelPosition {
     let tx = |v: f64| {
         if spec.log_x {
@@ -326,11 +329,32 @@ fn legend_corner(spec: &ChartSpec, x: (f64, f64), y: (f64, f64)) -> SeriesLabelP
         (SeriesLabelPosition::LowerRight, 1.0, 0.0),
         (SeriesLabelPosition::LowerLeft, 0.0, 0.0),
     ];
-    let crowd = |cx: f64, cy: f64| {
-        spec.series
+    const STEPS: usize = 16;
+    let mut samples: Vec<(f64, f64)> = Vec::new();
+    for s in &spec.series {
+        let pts: Vec<(f64, f64)> = s
+            .points
             .iter()
-            .flat_map(|s| s.points.iter())
-            .filter(|p| (tx(p.0) - cx).abs() < 0.45 && (ty(p.1) - cy).abs() < 0.35)
+            .map(|p| (tx(p.0), ty(p.1)))
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+            .collect();
+        if let [only] = pts.as_slice() {
+            samples.push(*only);
+        }
+        for w in pts.windows(2) {
+            for k in 0..=STEPS {
+                let f = k as f64 / STEPS as f64;
+                samples.push((
+                    w[0].0 + (w[1].0 - w[0].0) * f,
+                    w[0].1 + (w[1].1 - w[0].1) * f,
+                ));
+            }
+        }
+    }
+    let crowd = |cx: f64, cy: f64| {
+        samples
+            .iter()
+            .filter(|p| (p.0 - cx).abs() < 0.45 && (p.1 - cy).abs() < 0.35)
             .count()
     };
     corners
@@ -464,6 +488,51 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spec_with(series: Vec<Vec<(f64, f64)>>, log_x: bool) -> ChartSpec {
+        ChartSpec {
+            key: "t",
+            title: String::new(),
+            x_label: String::new(),
+            y_label: String::new(),
+            log_x,
+            series: series
+                .into_iter()
+                .enumerate()
+                .map(|(i, points)| Series {
+                    label: format!("s{i}"),
+                    points,
+                })
+                .collect(),
+            ref_lines: Vec::new(),
+            highlight: None,
+        }
+    }
+
+    #[test]
+    fn legend_avoids_the_corner_a_line_runs_through_between_its_points() {
+        // Speed per user falling from 117 at c=1 to 74 at c=16 (log x 1..20, y 0..120): only
+        // the end points are far from the upper right, but the segment crosses it.
+        let s = spec_with(
+            vec![
+                vec![(1.0, 117.0), (4.0, 104.0), (16.0, 74.0)],
+                vec![(1.0, 116.0), (4.0, 106.0), (16.0, 74.0)],
+            ],
+            true,
+        );
+        let c = legend_corner(&s, (1.0, 20.0), (0.0, 120.0));
+        assert!(
+            matches!(
+                c,
+                SeriesLabelPosition::LowerRight | SeriesLabelPosition::LowerLeft
+            ),
+            "{c:?}"
+        );
+        // A rising line leaves the upper left free.
+        let s = spec_with(vec![vec![(1.0, 10.0), (100.0, 1000.0)]], false);
+        let c = legend_corner(&s, (0.0, 100.0), (0.0, 1000.0));
+        assert!(matches!(c, SeriesLabelPosition::UpperLeft), "{c:?}");
+    }
     use servesim_core::sweep::SweepResult;
 
     fn run() -> (Scenario, SweepResult) {
