@@ -219,17 +219,7 @@ impl Dist {
             let i = ranks.binary_search(&pos.min(n - 1)).expect("rank selected");
             vals[i] as f64 / 1e6
         };
-        let q = |p: f64| -> f64 {
-            let r = p * (n - 1) as f64;
-            let lo = libm::floor(r) as u64;
-            let frac = r - lo as f64;
-            let a = at(lo);
-            if frac == 0.0 {
-                a
-            } else {
-                a + frac * (at(lo + 1) - a)
-            }
-        };
+        let q = |p: f64| interpolated_quantile(p, n, &at);
         Some(Dist {
             mean,
             p50: q(qs[0]),
@@ -255,17 +245,7 @@ impl Dist {
             }
             v[v.len() - 1].0
         };
-        let q = |p: f64| -> f64 {
-            let r = p * (n - 1) as f64;
-            let lo = libm::floor(r) as u64;
-            let frac = r - lo as f64;
-            let a = at(lo);
-            if frac == 0.0 {
-                a
-            } else {
-                a + frac * (at(lo + 1) - a)
-            }
-        };
+        let q = |p: f64| interpolated_quantile(p, n, &at);
         Some(Dist {
             mean,
             p50: q(0.5),
@@ -599,6 +579,20 @@ impl Collector {
             rejected_requests: self.rejections.len() as u64,
             totals,
         }
+    }
+}
+
+/// The `p` quantile of `n` sorted values read through `at(rank)`: linear interpolation between
+/// ranks `floor(p (n - 1))` and the next (docs/metrics.md).
+fn interpolated_quantile(p: f64, n: u64, at: &dyn Fn(u64) -> f64) -> f64 {
+    let r = p * (n - 1) as f64;
+    let lo = libm::floor(r) as u64;
+    let frac = r - lo as f64;
+    let a = at(lo);
+    if frac == 0.0 {
+        a
+    } else {
+        a + frac * (at(lo + 1) - a)
     }
 }
 

@@ -460,7 +460,7 @@ impl StepCostModel {
             self.in_range_mode = [self.exec_mode(false, 1).0, self.exec_mode(true, 1).0];
         }
         for mode in [ExecMode::FullGraph, ExecMode::Piecewise, ExecMode::Eager] {
-            let (fixed, floor) = self.mode_overheads(mode);
+            let (fixed, _, floor) = self.mode_overheads(mode);
             self.mode_fixed[mode as usize] = fixed;
             self.mode_floor[mode as usize] = floor;
         }
@@ -527,10 +527,11 @@ impl StepCostModel {
         }
     }
 
-    /// Fixed per-step overhead of `mode` and the floor the step's GPU time is compared with
-    /// (the larger of the CPU launch time outside graphs and the per-layer GPU floor).
+    /// Fixed per-step overhead of `mode`, the CPU launch time of the kernels outside graphs, and
+    /// the floor the step's GPU time is compared with (the larger of that launch time and the
+    /// per-layer GPU floor).
     #[inline]
-    fn mode_overheads(&self, mode: ExecMode) -> (f64, f64) {
+    fn mode_overheads(&self, mode: ExecMode) -> (f64, f64, f64) {
         let e = &self.eff;
         let (fixed, per_layer) = match mode {
             ExecMode::FullGraph => (e.step_overhead_graph_s, 0.0),
@@ -538,7 +539,11 @@ impl StepCostModel {
             ExecMode::Eager => (e.step_overhead_eager_s, e.layer_launch_eager_s),
         };
         let launch = per_layer * self.num_layers;
-        (fixed, launch.max(e.layer_gpu_floor_s * self.num_layers))
+        (
+            fixed,
+            launch,
+            launch.max(e.layer_gpu_floor_s * self.num_layers),
+        )
     }
 
     /// [`StepCostModel::exec_mode`] from the precomputed tables (the same result).
@@ -902,17 +907,10 @@ impl StepCostModel {
         // Overheads. The GPU time has a floor of `layer_gpu_floor_s` per layer, and the CPU launch
         // time of kernels outside graphs is hidden behind GPU work when the GPU is slower: only
         // the excess of the larger of the two over the roofline GPU time counts.
-        let e = &self.eff;
-        let (fixed, per_layer) = match mode {
-            ExecMode::FullGraph => (e.step_overhead_graph_s, 0.0),
-            ExecMode::Piecewise => (e.step_overhead_piecewise_s, e.layer_launch_piecewise_s),
-            ExecMode::Eager => (e.step_overhead_eager_s, e.layer_launch_eager_s),
-        };
-        let launch = per_layer * self.num_layers;
+        let (fixed, launch, floor) = self.mode_overheads(mode);
         b.raw.launch = launch;
-        let floor = launch.max(e.layer_gpu_floor_s * self.num_layers);
         let gpu = b.total();
-        b.overhead = fixed + requests * e.per_request_overhead_s + (floor - gpu).max(0.0);
+        b.overhead = fixed + requests * self.eff.per_request_overhead_s + (floor - gpu).max(0.0);
         b.work.tokens = tokens;
         b.work.padded_tokens = padded;
         b
