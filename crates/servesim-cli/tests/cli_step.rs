@@ -49,7 +49,7 @@ fn step_breakdown_grows_with_the_batch_and_its_terms_sum_to_the_total() {
     let (c2, big, e2) = servesim(&["step", "--scenario", f, "--decode", "256", "--ctx", "4000"]);
     assert_eq!(c2, 0, "{e2}");
     assert!(total_ms(&big) > total_ms(&small), "{small}\n{big}");
-    let (c3, json, e3) = servesim(&[
+    let mixed = [
         "step",
         "--scenario",
         f,
@@ -61,8 +61,8 @@ fn step_breakdown_grows_with_the_batch_and_its_terms_sum_to_the_total() {
         "1024:0",
         "--prefill",
         "512:4096",
-        "--json",
-    ]);
+    ];
+    let (c3, json, e3) = servesim(&[&mixed[..], &["--json"]].concat());
     assert_eq!(c3, 0, "{e3}");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let sum: f64 = [
@@ -78,19 +78,7 @@ fn step_breakdown_grows_with_the_batch_and_its_terms_sum_to_the_total() {
     .iter()
     .map(|k| v[k].as_f64().unwrap())
     .sum();
-    let (c4, text, e4) = servesim(&[
-        "step",
-        "--scenario",
-        f,
-        "--decode",
-        "64",
-        "--ctx",
-        "2000",
-        "--prefill",
-        "1024:0",
-        "--prefill",
-        "512:4096",
-    ]);
+    let (c4, text, e4) = servesim(&mixed);
     assert_eq!(c4, 0, "{e4}");
     assert!(sum > 0.0);
     assert!(
