@@ -59,6 +59,12 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
     if chunks.is_empty() && a.decode == 0 {
         bail!("the step is empty: give --decode N (with --ctx C) and/or --prefill NEW[:PAST]");
     }
+    if a.decode == 0 && a.ctx > 0 {
+        bail!(
+            "--ctx {} is the mean context of decoding sequences: give --decode N too",
+            a.ctx
+        );
+    }
     let b = r
         .cost
         .breakdown_iter(chunks.iter().copied(), a.decode, a.decode * a.ctx);

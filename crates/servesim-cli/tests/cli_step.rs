@@ -100,6 +100,9 @@ fn step_refuses_an_empty_step_and_bad_chunks_with_the_fix() {
         err.contains("--decode") && err.contains("--prefill"),
         "{err}"
     );
+    let (code, _, err) = servesim(&["step", "--scenario", f, "--prefill", "8", "--ctx", "100"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("give --decode N too"), "{err}");
     let (code, _, err) = servesim(&["step", "--scenario", f, "--prefill", "12:abc"]);
     assert_eq!(code, 1);
     assert!(err.contains("PAST must be a whole number"), "{err}");
