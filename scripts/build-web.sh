@@ -5,9 +5,10 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
-export PATH="$ROOT/.tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+TOOLS="${SERVESIM_TOOLS_DIR:-$HOME/.cache/servesim/tools}"
+export PATH="$TOOLS/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 if ! command -v trunk >/dev/null 2>&1 || ! command -v wasm-bindgen >/dev/null 2>&1 \
-   || [ ! -x "$ROOT/.tools/node_modules/.bin/wasm-opt" ]; then
+   || [ ! -x "$TOOLS/node_modules/.bin/wasm-opt" ]; then
   bash "$ROOT/scripts/setup-web-tools.sh"
 fi
 # Trunk must not reach the network (docs/toolchain.md): offline = true in Trunk.toml, no version check.

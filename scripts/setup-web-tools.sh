@@ -3,7 +3,9 @@
 # Versions verified on this machine kind: see docs/toolchain.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-TOOLS="$ROOT/.tools"
+# npm-installed tools (wasm-opt) live outside the checkout so a fresh clone (CI) reuses them;
+# override with SERVESIM_TOOLS_DIR.
+TOOLS="${SERVESIM_TOOLS_DIR:-$HOME/.cache/servesim/tools}"
 TRUNK_VERSION=0.21.14
 WASM_BINDGEN_VERSION=0.2.130
 BINARYEN_NPM_VERSION=132.0.0
@@ -29,7 +31,7 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q "$WASM_BINDGEN_VERSION"; then
 fi
 
 if ! "$TOOLS/node_modules/.bin/wasm-opt" --version 2>/dev/null | grep -q "version 132"; then
-  log "installing binaryen@$BINARYEN_NPM_VERSION (wasm-opt) from npm into .tools/"
+  log "installing binaryen@$BINARYEN_NPM_VERSION (wasm-opt) from npm into $TOOLS"
   mkdir -p "$TOOLS"
   (cd "$TOOLS" && npm install --no-audit --no-fund --silent "binaryen@$BINARYEN_NPM_VERSION")
 fi
