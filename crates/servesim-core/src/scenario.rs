@@ -650,17 +650,7 @@ impl Calibration {
         overrides: Option<&EfficiencyOverrides>,
     ) -> Calibration {
         let generation = crate::perf::generation_key(g);
-        let table: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>> =
-            serde_json::from_str::<Value>(crate::perf::CALIBRATED_EFFICIENCIES_JSON)
-                .ok()
-                .and_then(|v| serde_json::from_value(v["generations"].clone()).ok())
-                .unwrap_or_default();
-        let fit = match Efficiencies::calibrated_basis(g, era) {
-            crate::perf::EfficiencyBasis::Calibrated { .. } => {
-                crate::perf::lookup_calibration(&table, g, era).map(|(k, _)| k)
-            }
-            crate::perf::EfficiencyBasis::Literature { .. } => None,
-        };
+        let fit = Efficiencies::calibration_entry(g, era);
         let overridden: Vec<String> = overrides
             .and_then(|o| serde_json::to_value(o).ok())
             .and_then(|v| v.as_object().map(|m| m.keys().cloned().collect()))

@@ -201,6 +201,15 @@ impl Efficiencies {
         }
     }
 
+    /// The calibration entry [`Efficiencies::calibrated_for`] uses (`hopper@vllm-0.15`, or another
+    /// era's entry when this one has none); `None` when it is the literature table.
+    pub fn calibration_entry(generation: Generation, era: EngineEra) -> Option<String> {
+        let base = Efficiencies::default_for(generation);
+        calibrated_fields(generation, era)
+            .filter(|(_, _, fitted)| base.with_fitted(fitted).is_ok())
+            .map(|(_, key, _)| key)
+    }
+
     /// Whether [`Efficiencies::calibrated_for`] is calibrated or the literature defaults, and why.
     pub fn calibrated_basis(generation: Generation, era: EngineEra) -> EfficiencyBasis {
         let base = Efficiencies::default_for(generation);
