@@ -59,6 +59,13 @@ pub struct DeploymentArgs {
     /// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
     #[arg(long)]
     pub allow_long_max_model_len: bool,
+    /// vLLM's --speculative-config JSON, e.g. '{"method": "mtp", "num_speculative_tokens": 3}'.
+    #[arg(long)]
+    pub speculative_config: Option<String>,
+    /// The acceptance to simulate (JSON; docs/engine.md "Speculative decoding"), e.g.
+    /// '{"accepted_values": [2, 3], "mean_acceptance_length": 3.51}'.
+    #[arg(long)]
+    pub speculative_acceptance: Option<String>,
 }
 
 /// Loads a model from the catalog, or from a config.json path.
@@ -96,6 +103,18 @@ impl DeploymentArgs {
             estimate_cudagraphs_in_profile: self.estimate_cudagraphs.then_some(true),
             enforce_eager: self.enforce_eager.then_some(true),
             allow_long_max_model_len: self.allow_long_max_model_len.then_some(true),
+            speculative_config: match &self.speculative_config {
+                None => None,
+                Some(j) => Some(serde_json::from_str(j).with_context(|| {
+                    format!("--speculative-config {j}: give vLLM's JSON object, e.g. '{{\"method\": \"mtp\", \"num_speculative_tokens\": 3}}'")
+                })?),
+            },
+            speculative_acceptance: match &self.speculative_acceptance {
+                None => None,
+                Some(j) => Some(serde_json::from_str(j).with_context(|| {
+                    format!("--speculative-acceptance {j}: give e.g. '{{\"mean_acceptance_length\": 2.8}}' or '{{\"accepted_values\": [2, 3], \"mean_acceptance_length\": 3.51}}'")
+                })?),
+            },
             ..Default::default()
         })
     }

@@ -83,3 +83,9 @@ fn golden_qwen3moe_2xh100_dp2_shared_prefix_poisson() {
 fn golden_gptoss20b_h100_agentic() {
     run_golden("gptoss20b_h100_agentic");
 }
+
+/// The report's TP8 DeepSeek-V4-Flash arm with MTP (2 or 3 drafts accepted, mean 3.51).
+#[test]
+fn golden_dsv4flash_tp8_h200_mtp() {
+    run_golden("dsv4flash_tp8_h200_mtp");
+}
