@@ -197,7 +197,7 @@ pub fn resolve(
         }
     };
     let k = match raw.num_speculative_tokens {
-        Some(k) if k >= 1 && k <= MAX_SPECULATIVE_TOKENS as i64 => k as u32,
+        Some(k) if (1..=MAX_SPECULATIVE_TOKENS as i64).contains(&k) => k as u32,
         Some(k) => {
             return Err(inv(
                 "speculative_config.num_speculative_tokens",
@@ -373,7 +373,7 @@ pub fn acceptance_pmf(acc: &RawSpecAcceptance, k: u32) -> Result<Vec<f64>, Deplo
                 "accepted_values needs the mean acceptance length too",
             ));
         };
-        if !(m.is_finite() && m >= 1.0 && m <= 1.0 + k as f64) {
+        if !(m.is_finite() && (1.0..=1.0 + k as f64).contains(&m)) {
             return Err(inv(
                 "speculative_acceptance.mean_acceptance_length",
                 m,

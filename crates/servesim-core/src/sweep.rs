@@ -343,6 +343,9 @@ impl Observer for Tap<'_> {
     fn on_step(&mut self, s: &StepRecord) {
         self.inner.on_step(s)
     }
+    fn on_spec_step(&mut self, e: u32, end: Ticks, accepted: &[u64], drafted: &[u64]) {
+        self.inner.on_spec_step(e, end, accepted, drafted)
+    }
 }
 
 /// Runs one level and returns its collector (for tests and exporters) and result.

@@ -138,7 +138,9 @@ fn realised_acceptance_matches_the_given_acceptance() {
     ];
     for rates in given {
         let k = rates.len() as u32;
-        let c = cfg(60_000, Some(spec_of(rates.clone(), true)));
+        let mut c = cfg(60_000, Some(spec_of(rates.clone(), true)));
+        // A budget no step reaches: no draft is cut.
+        c.max_num_batched_tokens = 32_768;
         let (r, _) = run(&c, SYNTH, 16);
         let sd = r.spec_decode.unwrap();
         let n = sd.num_drafts as f64;
@@ -169,7 +171,8 @@ fn two_or_three_accepted_gives_chunks_of_three_or_four() {
         ..Default::default()
     };
     let rates = pmf_to_rates(&acceptance_pmf(&acc, 3).unwrap());
-    let c = cfg(60_000, Some(spec_of(rates, true)));
+    let mut c = cfg(60_000, Some(spec_of(rates, true)));
+    c.max_num_batched_tokens = 32_768;
     let (r, col) = run(&c, SYNTH, 16);
     for f in col.finished() {
         let n = f.chunk_tokens.len();
