@@ -577,6 +577,8 @@ pub fn kv_footprint(spec: &KvCacheSpec, max_num_batched_tokens: u64) -> KvFootpr
                 + 1,
         }),
         LayerAttn::Full | LayerAttn::Compressed { .. } => fp.full_groups += 1,
+        // Not in KV groups (its state is `per_request_fixed_bytes`).
+        LayerAttn::Linear => {}
     };
     match spec.packing {
         KvPacking::Uniform => {
