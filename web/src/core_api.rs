@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 pub mod topology;
 pub use topology::{
-    report_topology, router_choice, set_router_choice, set_topology_replicas, topology_replicas_text,
-    topology_summary, RouterChoice, TopologySummary,
+    report_topology, router_choice, set_router_choice, set_topology_replicas,
+    topology_replicas_text, topology_summary, RouterChoice, TopologySummary,
 };
 
 pub use servesim_core::metrics::LevelResult;

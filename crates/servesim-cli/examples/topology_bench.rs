@@ -12,7 +12,10 @@ use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let router = args.first().cloned().unwrap_or_else(|| "round-robin".into());
+    let router = args
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "round-robin".into());
     let secs: f64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(30.0);
     let max: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1024);
     println!("router {router}, {secs} simulated s per run, 16 clients per replica");

@@ -55,7 +55,13 @@ fn replicas_and_router_flags_write_a_version_two_scenario() {
 
 #[test]
 fn report_and_table_show_per_replica_results() {
-    let (code, out, err) = servesim(&with(&["--replicas", "2", "--router", "least-requests", "--json"]));
+    let (code, out, err) = servesim(&with(&[
+        "--replicas",
+        "2",
+        "--router",
+        "least-requests",
+        "--json",
+    ]));
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["capacity"]["num_gpus"], 2);
@@ -81,7 +87,10 @@ fn report_and_table_show_per_replica_results() {
 fn bad_topology_flags_name_the_fix() {
     let (code, _, err) = servesim(&with(&["--router", "random"]));
     assert_ne!(code, 0);
-    assert!(err.contains("--router random") && err.contains("least-requests"), "{err}");
+    assert!(
+        err.contains("--router random") && err.contains("least-requests"),
+        "{err}"
+    );
     let (code, _, err) = servesim(&with(&["--replicas", "0"]));
     assert_ne!(code, 0);
     assert!(err.contains("--replicas"), "{err}");

@@ -27,15 +27,17 @@ fn with_topology(mut s: Scenario, replicas: u32, policy: RouterPolicy) -> Scenar
     s
 }
 
-fn run_one(
-    r: &ResolvedScenario,
-    level: Level,
-) -> (LevelResult, Collector, Option<TopologyLevel>) {
+fn run_one(r: &ResolvedScenario, level: Level) -> (LevelResult, Collector, Option<TopologyLevel>) {
     run_level_plan(&r.plan(), &r.workload, &r.sweep, level).unwrap()
 }
 
 /// Checks that hold on every run of a plan.
-fn check_invariants(r: &ResolvedScenario, res: &LevelResult, col: &Collector, topo: Option<&TopologyLevel>) {
+fn check_invariants(
+    r: &ResolvedScenario,
+    res: &LevelResult,
+    col: &Collector,
+    topo: Option<&TopologyLevel>,
+) {
     let t = &res.totals;
     // each request accounted for exactly once: submitted = completed + rejected + in flight
     assert_eq!(t.submitted, t.completed + t.rejected + t.in_flight_at_end);
@@ -49,7 +51,11 @@ fn check_invariants(r: &ResolvedScenario, res: &LevelResult, col: &Collector, to
     assert!(peak <= total, "KV over capacity: {peak} > {total}");
     let engines = r.topology.replicas * r.deployment.par.dp;
     for f in col.finished() {
-        assert!(f.engine < engines, "request on a missing engine {}", f.engine);
+        assert!(
+            f.engine < engines,
+            "request on a missing engine {}",
+            f.engine
+        );
         assert!(f.arrival <= f.first_scheduled);
         assert!(f.first_scheduled < f.first_token);
         assert!(f.first_token <= f.finish);
@@ -96,7 +102,12 @@ fn round_robin_replicas_equal_n_times_one_replica() {
             n,
             r1.output_tokens_per_s
         );
-        assert!(rel(res.output_tokens_per_s_per_gpu, r1.output_tokens_per_s_per_gpu) < 0.02);
+        assert!(
+            rel(
+                res.output_tokens_per_s_per_gpu,
+                r1.output_tokens_per_s_per_gpu
+            ) < 0.02
+        );
         let (a, b) = (res.ttft_ms.unwrap().p50, r1.ttft_ms.unwrap().p50);
         assert!(rel(a, b) < 0.05, "{n} replicas: TTFT p50 {a} ms vs {b} ms");
         let (a, b) = (res.itl_ms.unwrap().mean, r1.itl_ms.unwrap().mean);
@@ -126,7 +137,10 @@ fn per_gpu_throughput_does_not_collapse_with_replicas() {
     let (res, col, topo) = run_one(&r16, Level::Concurrency(64 * 16));
     check_invariants(&r16, &res, &col, topo.as_ref());
     assert!(
-        rel(res.output_tokens_per_s_per_gpu, r1.output_tokens_per_s_per_gpu) < 0.03,
+        rel(
+            res.output_tokens_per_s_per_gpu,
+            r1.output_tokens_per_s_per_gpu
+        ) < 0.03,
         "{} vs {} tok/s/GPU",
         res.output_tokens_per_s_per_gpu,
         r1.output_tokens_per_s_per_gpu
@@ -189,7 +203,10 @@ fn saturation_guard_caps_outstanding_per_replica() {
                 cur += d;
                 max = max.max(cur);
             }
-            assert!(max <= 4, "{policy:?}: replica {replica} ran {max} requests at once");
+            assert!(
+                max <= 4,
+                "{policy:?}: replica {replica} ran {max} requests at once"
+            );
         }
         // with the guard, the 12 clients above 2 x 4 wait at the router: TTFT includes it
         assert!(res.ttft_ms.unwrap().p50 > 0.0);
@@ -260,13 +277,25 @@ fn router_settings_are_validated() {
     let e = s.resolve().unwrap_err();
     assert_eq!(e.field(), "topology.router.preset");
     let mut s = with_topology(base(), 2, RouterPolicy::LlmD);
-    s.topology.as_mut().unwrap().router.as_mut().unwrap().refresh_interval_ms = Some(0.0);
+    s.topology
+        .as_mut()
+        .unwrap()
+        .router
+        .as_mut()
+        .unwrap()
+        .refresh_interval_ms = Some(0.0);
     assert_eq!(
         s.resolve().unwrap_err().field(),
         "topology.router.refresh_interval_ms"
     );
     let mut s = with_topology(base(), 2, RouterPolicy::LlmD);
-    s.topology.as_mut().unwrap().router.as_mut().unwrap().max_outstanding_per_replica = Some(0);
+    s.topology
+        .as_mut()
+        .unwrap()
+        .router
+        .as_mut()
+        .unwrap()
+        .max_outstanding_per_replica = Some(0);
     assert_eq!(
         s.resolve().unwrap_err().field(),
         "topology.router.max_outstanding_per_replica"
@@ -290,7 +319,11 @@ fn seed_scenarios_resolve() {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     names.sort();
-    assert!(names.len() >= 4, "seed scenarios missing in {}", dir.display());
+    assert!(
+        names.len() >= 4,
+        "seed scenarios missing in {}",
+        dir.display()
+    );
     for p in names {
         let text = std::fs::read_to_string(&p).unwrap();
         let s = Scenario::from_json(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));

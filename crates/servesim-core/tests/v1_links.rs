@@ -21,10 +21,9 @@ fn scenario_of(name: &str) -> Scenario {
         // DP=2 MoE on 2 GPUs (two engines behind vLLM's internal DP balancer), chat endpoint,
         // open loop with shared prefixes.
         "qwen3moe_dp2_chat_poisson" => {
-            let text = std::fs::read_to_string(
-                PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                    .join("../../tests/golden/scenarios/qwen3moe_2xh100_dp2_shared_prefix_poisson.json"),
-            )
+            let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
+                "../../tests/golden/scenarios/qwen3moe_2xh100_dp2_shared_prefix_poisson.json",
+            ))
             .unwrap();
             s = Scenario::from_json(&text).unwrap();
             s.endpoint = Some(servesim_core::scenario::Endpoint::Chat);
@@ -51,7 +50,11 @@ fn scenario_of(name: &str) -> Scenario {
     s
 }
 
-const NAMES: [&str; 3] = ["default", "qwen3moe_dp2_chat_poisson", "gptoss_agentic_closed"];
+const NAMES: [&str; 3] = [
+    "default",
+    "qwen3moe_dp2_chat_poisson",
+    "gptoss_agentic_closed",
+];
 
 fn report_of_link(link: &str) -> String {
     let json = share::decode(link).expect("link decodes");
@@ -77,6 +80,9 @@ fn v1_links_open_and_give_identical_reports() {
         assert!(link.starts_with("v1."), "{n}: fixture is a v1 link");
         let want = std::fs::read_to_string(dir().join(format!("{n}.json"))).unwrap();
         let got = report_of_link(link);
-        assert!(got == want, "{n}: the v1 link no longer gives the recorded report");
+        assert!(
+            got == want,
+            "{n}: the v1 link no longer gives the recorded report"
+        );
     }
 }

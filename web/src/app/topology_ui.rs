@@ -10,10 +10,7 @@ use leptos::prelude::*;
 /// The "Replicas and router" fieldset.
 pub(super) fn topology_fieldset(st: State) -> impl IntoView {
     let err = move |key: &'static str| st.errors.with(|e| e.get(key).cloned());
-    let replicas_text = move || {
-        st.form
-            .with(|f| core_api::topology_replicas_text(&f.base))
-    };
+    let replicas_text = move || st.form.with(|f| core_api::topology_replicas_text(&f.base));
     let router_value = move || st.form.with(|f| core_api::router_choice(&f.base).value());
     let summary = move || {
         st.scenario

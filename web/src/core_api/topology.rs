@@ -61,7 +61,10 @@ pub fn topology_replicas_text(s: &Scenario) -> String {
 
 /// Drops an empty `topology` so that a scenario without version-2 settings stays version 1.
 fn tidy(s: &mut Scenario) {
-    if s.topology.as_ref().is_some_and(|t| *t == RawTopology::default()) {
+    if s.topology
+        .as_ref()
+        .is_some_and(|t| *t == RawTopology::default())
+    {
         s.topology = None;
     }
 }

@@ -121,7 +121,11 @@ impl RouterSpec {
             })?;
         }
         if let Some(w) = raw.weights {
-            for (name, v) in [("queue", w.queue), ("kv_cache", w.kv_cache), ("prefix", w.prefix)] {
+            for (name, v) in [
+                ("queue", w.queue),
+                ("kv_cache", w.kv_cache),
+                ("prefix", w.prefix),
+            ] {
                 if !v.is_finite() || v < 0.0 || v > 1e6 {
                     return Err(terr(
                         &format!("router.weights.{name}"),
@@ -423,13 +427,21 @@ impl Router {
             n,
             outstanding: vec![0; n as usize],
             cursor: 0,
-            open: if guard { (0..n).collect() } else { BTreeSet::new() },
+            open: if guard {
+                (0..n).collect()
+            } else {
+                BTreeSet::new()
+            },
             by_load: if spec.policy == RouterPolicy::LeastRequests {
                 (0..n).map(|r| (0, r)).collect()
             } else {
                 BTreeSet::new()
             },
-            base: if epp { vec![0.0; n as usize] } else { Vec::new() },
+            base: if epp {
+                vec![0.0; n as usize]
+            } else {
+                Vec::new()
+            },
             order: if epp { (0..n).collect() } else { Vec::new() },
             top: n as usize,
             next_refresh: Ticks::ZERO,
@@ -500,8 +512,11 @@ impl Router {
             self.base[r as usize] = w.queue * qs + w.kv_cache * kv;
         }
         let base = &self.base;
-        self.order
-            .sort_by(|&a, &b| base[b as usize].total_cmp(&base[a as usize]).then(a.cmp(&b)));
+        self.order.sort_by(|&a, &b| {
+            base[b as usize]
+                .total_cmp(&base[a as usize])
+                .then(a.cmp(&b))
+        });
         let best = self.base[self.order[0] as usize];
         self.top = self
             .order
@@ -670,11 +685,18 @@ mod tests {
             let a = r.pick(&req(0, 0, 32), Ticks::ZERO, &v).unwrap();
             r.dispatched(a);
             let b = r.pick(&req(1, 1, 32), Ticks::ZERO, &v).unwrap();
-            assert_ne!(a, b, "{policy:?}: the guard sends the second request elsewhere");
+            assert_ne!(
+                a, b,
+                "{policy:?}: the guard sends the second request elsewhere"
+            );
             r.dispatched(b);
             assert_eq!(r.pick(&req(2, 2, 32), Ticks::ZERO, &v), None, "{policy:?}");
             r.done(b);
-            assert_eq!(r.pick(&req(2, 2, 32), Ticks::ZERO, &v), Some(b), "{policy:?}");
+            assert_eq!(
+                r.pick(&req(2, 2, 32), Ticks::ZERO, &v),
+                Some(b),
+                "{policy:?}"
+            );
         }
     }
 
@@ -703,7 +725,10 @@ mod tests {
 
     #[test]
     fn router_flag_spellings() {
-        assert_eq!(parse_router("round-robin").unwrap().policy, RouterPolicy::RoundRobin);
+        assert_eq!(
+            parse_router("round-robin").unwrap().policy,
+            RouterPolicy::RoundRobin
+        );
         assert_eq!(
             parse_router("least-requests").unwrap().policy,
             RouterPolicy::LeastRequests
@@ -713,11 +738,16 @@ mod tests {
         assert_eq!(spec.weights, EppWeights::PRECISE_PREFIX);
         let spec = RouterSpec::from_raw(Some(&parse_router("llm-d").unwrap())).unwrap();
         assert_eq!(spec.weights, EppWeights::DEFAULT);
-        let w = parse_router("llm-d:queue=1,kv=0.5,prefix=4").unwrap().weights.unwrap();
+        let w = parse_router("llm-d:queue=1,kv=0.5,prefix=4")
+            .unwrap()
+            .weights
+            .unwrap();
         assert_eq!((w.queue, w.kv_cache, w.prefix), (1.0, 0.5, 4.0));
         assert!(parse_router("random").unwrap_err().contains("round-robin"));
         assert!(parse_router("round-robin:default").is_err());
-        assert!(parse_router("llm-d:queue=x").unwrap_err().contains("not a number"));
+        assert!(parse_router("llm-d:queue=x")
+            .unwrap_err()
+            .contains("not a number"));
     }
 
     #[test]
