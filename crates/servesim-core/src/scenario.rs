@@ -411,7 +411,9 @@ impl Scenario {
         }
         let req = |k: &str| json_err(k, "missing (required)");
         Ok(Scenario {
-            version,
+            // In memory every scenario is the newest version; `to_json` writes the oldest
+            // version that holds its fields (`written_version`).
+            version: SCENARIO_VERSION,
             model: field_from(obj, "model")?.ok_or_else(|| req("model"))?,
             gpu: field_from(obj, "gpu")?.ok_or_else(|| req("gpu"))?,
             tp: field_from(obj, "tp")?.unwrap_or(1),
