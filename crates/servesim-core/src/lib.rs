@@ -19,6 +19,7 @@ pub mod rng;
 pub mod scenario;
 pub mod share;
 pub mod sweep;
+pub mod topology;
 pub mod units;
 pub mod validate;
 pub mod workload;
