@@ -584,6 +584,13 @@ impl Scenario {
                 "GPUs are derived from the deployment (num_gpus); set num_gpus instead and drop sweep.gpus",
             ));
         }
+        // Before the sweep: the engine limit is reported on `topology.replicas`.
+        let topology = self
+            .topology
+            .clone()
+            .unwrap_or_default()
+            .validate(Some(deployment.replicas()), deployment.par.dp)
+            .map_err(ScenarioError::Topology)?;
         let mut raw_sweep = self.sweep.clone();
         raw_sweep.engines = Some(deployment.engines() as f64);
         raw_sweep.gpus = Some(deployment.num_gpus as f64);
@@ -596,12 +603,6 @@ impl Scenario {
             latency: Ticks::from_secs_f64(api_latency),
             serial_per_request: Ticks::from_secs_f64(eff.api_serial_per_request_s),
         };
-        let topology = self
-            .topology
-            .clone()
-            .unwrap_or_default()
-            .validate(Some(deployment.replicas()), deployment.par.dp)
-            .map_err(ScenarioError::Topology)?;
         Ok(ResolvedScenario {
             deployment,
             capacity,

@@ -247,6 +247,34 @@ fn version_two_with_one_replica_equals_version_one() {
     assert!(e.to_string().contains("version"), "{e}");
 }
 
+/// Version-1 scenarios keep their numbers: each golden scenario (recorded before version 2),
+/// written to a share link and reopened, is still version 1 and gives the golden report byte for
+/// byte.
+#[test]
+fn version_one_links_reopen_to_the_golden_reports() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden");
+    for name in [
+        "llama8b_h100_random_closed_loop",
+        "qwen3moe_2xh100_dp2_shared_prefix_poisson",
+    ] {
+        let text =
+            std::fs::read_to_string(dir.join("scenarios").join(format!("{name}.json"))).unwrap();
+        let s = Scenario::from_json(&text).unwrap();
+        let link = servesim_core::share::encode(&s.to_json());
+        let json = servesim_core::share::decode(&link).unwrap();
+        assert!(json.contains("\"version\":1"), "{name}: {json}");
+        let s2 = Scenario::from_json(&json).unwrap();
+        let r = s2.resolve().unwrap();
+        let res = r.run().unwrap();
+        let got = servesim_core::scenario::SweepReport::new(&s2, &r, &res).to_json_pretty();
+        let want = std::fs::read_to_string(dir.join(format!("scenario_{name}.json"))).unwrap();
+        assert!(
+            got == want,
+            "{name}: the reopened link no longer gives the golden report"
+        );
+    }
+}
+
 /// No silent engine cap: 8,192 one-GPU replicas are 8,192 engines; above the stated limit the
 /// scenario is refused with the limit in the message.
 #[test]

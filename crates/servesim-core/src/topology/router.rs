@@ -126,7 +126,7 @@ impl RouterSpec {
                 ("kv_cache", w.kv_cache),
                 ("prefix", w.prefix),
             ] {
-                if !v.is_finite() || v < 0.0 || v > 1e6 {
+                if !v.is_finite() || !(0.0..=1e6).contains(&v) {
                     return Err(terr(
                         &format!("router.weights.{name}"),
                         v,
