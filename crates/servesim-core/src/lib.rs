@@ -18,6 +18,7 @@ pub mod perf;
 pub mod rng;
 pub mod scenario;
 pub mod share;
+pub mod speculative;
 pub mod sweep;
 pub mod topology;
 pub mod units;

@@ -222,6 +222,7 @@ impl ScenarioError {
             ScenarioError::Perf(e) => match e {
                 PerfError::InvalidEfficiency { field, .. } => format!("efficiencies.{field}"),
                 PerfError::Model(_) => "model".into(),
+                PerfError::Drafter { .. } => "engine.speculative_config.model".into(),
             },
             ScenarioError::Invalid { field, .. } => field.clone(),
             ScenarioError::Topology(e) => format!("topology.{}", e.field),
@@ -558,6 +559,7 @@ impl Scenario {
                 e.long_prefill_token_threshold,
             )?,
             kv,
+            spec: None,
         };
         // The calibrated table (fitted fields of docs/accuracy.md over the literature defaults).
         let era = self.engine_era()?;
@@ -570,6 +572,15 @@ impl Scenario {
         };
         let cost = StepCostModel::new(&deployment, &eff).map_err(ScenarioError::Perf)?;
         let workload = self.workload.validate().map_err(ScenarioError::Workload)?;
+        let mut engine = engine;
+        engine.spec = e.speculative.as_ref().map(|sp| crate::engine::SpecDecode {
+            num_speculative_tokens: sp.num_speculative_tokens,
+            num_lookahead_tokens: sp.method.lookahead(sp.num_speculative_tokens),
+            eagle_prune: sp.method.uses_eagle_proposer(),
+            accept_rates: sp.rates_per_pos(),
+            // The acceptance draws get their own stream of the scenario seed.
+            seed: crate::rng::hash2(workload.seed, crate::rng::Stream::SpecAcceptance as u64),
+        });
         if let Some(v) = self.sweep.engines {
             return Err(invalid(
                 "sweep.engines",
@@ -685,6 +696,20 @@ impl StepTimeModel for StepCostModel {
             b.prefills.iter().map(map_chunk),
             b.num_decode_seqs as u64,
             b.decode_ctx_sum,
+        )
+    }
+
+    fn step_time_spec(
+        &self,
+        b: &StepBatch,
+        _windows: &[crate::engine::WindowedDecode],
+        spec: &crate::engine::SpecStep,
+    ) -> Ticks {
+        self.spec_step_time(
+            b.prefills.iter().map(map_chunk),
+            b.num_decode_seqs as u64,
+            b.decode_ctx_sum,
+            spec,
         )
     }
 }

@@ -75,6 +75,7 @@ fn cfg() -> EngineConfig {
         enable_prefix_caching: true,
         long_prefill_token_threshold: 0,
         kv: KvFootprint::uniform(),
+        spec: None,
     }
 }
 
