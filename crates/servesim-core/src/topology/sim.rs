@@ -147,7 +147,8 @@ struct PerEngine {
     completed: Vec<u64>,
 }
 
-/// Forwards engine events to the collector and remembers finished/rejected requests.
+/// Forwards engine events to the collector (every `Observer` method: a new one must be forwarded
+/// here too) and remembers finished/rejected requests.
 struct Tap<'a> {
     inner: &'a mut Collector,
     /// (request id, engine) finished or rejected since the last drain.
@@ -209,6 +210,9 @@ impl Observer for Tap<'_> {
             }
         }
         self.inner.on_step(s)
+    }
+    fn on_spec_step(&mut self, e: u32, end: Ticks, accepted: &[u64], drafted: &[u64]) {
+        self.inner.on_spec_step(e, end, accepted, drafted)
     }
 }
 
