@@ -984,6 +984,7 @@ impl Form {
             efficiencies: self.base.efficiencies,
             endpoint: self.base.endpoint,
             vllm_version,
+            topology: self.base.topology.clone(),
         })
     }
 }

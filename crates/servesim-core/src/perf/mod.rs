@@ -9,6 +9,7 @@
 //! Formulas, approximations and sources: docs/step-time.md.
 
 mod eff;
+mod spec;
 mod terms;
 
 pub use eff::{
@@ -38,6 +39,8 @@ pub enum PerfError {
     },
     #[error(transparent)]
     Model(#[from] ModelError),
+    #[error("`speculative_config.model` = {model} cannot run as the draft model here: {reason}")]
+    Drafter { model: String, reason: String },
 }
 
 /// One prefill chunk of one request in a step.
@@ -229,6 +232,8 @@ pub struct StepCostModel {
     /// [`ShapeTerms`] of a decode-only step of `n` sequences at index `n` (`n` up to
     /// `max_num_seqs`, at most [`DECODE_TABLE_MAX`]; index 0 unused).
     decode_table: Vec<ShapeTerms>,
+    /// Speculative decoding terms (`perf/spec.rs`).
+    spec: spec::SpecTerms,
 }
 
 /// The terms of a step's time that depend only on its shape (tokens, requests, prefill or not),
@@ -458,8 +463,10 @@ impl StepCostModel {
             mode_fixed: [0.0; 3],
             mode_floor: [0.0; 3],
             decode_table: Vec::new(),
+            spec: spec::SpecTerms::none(),
         };
         m.precompute_step_shapes(dep.engine.max_num_seqs);
+        m.spec = spec::SpecTerms::new(dep, &m)?;
         Ok(m)
     }
 
