@@ -212,6 +212,14 @@ pub fn waits_for(p: &CalibrationPoint) -> Option<String> {
     if let Err(e) = resolve_model(p) {
         return Some(e);
     }
+    if (p.isl.is_none() || p.osl.is_none())
+        && super::mean_lengths_from_notes(&p.notes).is_none()
+        && super::totals_from_notes(&p.notes).is_none()
+    {
+        return Some(
+            "the request lengths: the source gives neither isl/osl nor mean lengths".into(),
+        );
+    }
     None
 }
 
