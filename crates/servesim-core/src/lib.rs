@@ -21,4 +21,5 @@ pub mod share;
 pub mod sweep;
 pub mod units;
 pub mod validate;
+pub mod vllm;
 pub mod workload;
