@@ -9,3 +9,6 @@ pub mod command;
 
 pub use args::{registry, ArgReport, ArgSpec, Status};
 pub use command::{parse_command, to_bench_command, to_vllm_command, Pasted};
+
+#[cfg(test)]
+mod recipe_tests;
