@@ -6,6 +6,7 @@ mod cmd_compare;
 mod cmd_step;
 mod cmd_sweep;
 mod cmd_validate;
+mod topology_args;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 

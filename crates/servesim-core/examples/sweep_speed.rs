@@ -26,6 +26,7 @@ fn main() {
         enable_prefix_caching: std::env::var("NOPC").is_err(),
         long_prefill_token_threshold: 0,
         kv: KvFootprint::uniform(),
+        spec: None,
     };
     let workloads = [
         (

@@ -656,6 +656,8 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
         usage_context: Some(e.usage_context),
         all2all_backend: Some(e.all2all_backend),
         allow_long_max_model_len: Some(true),
+        speculative_config: e.speculative.as_ref().map(|sp| sp.raw.clone()),
+        speculative_acceptance: e.speculative.as_ref().map(|sp| sp.raw_acceptance.clone()),
     }
 }
 

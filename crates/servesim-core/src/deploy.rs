@@ -107,6 +107,13 @@ pub struct RawEngineSettings {
     pub all2all_backend: Option<All2AllBackend>,
     /// `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`: accept `max_model_len` above the model's maximum.
     pub allow_long_max_model_len: Option<bool>,
+    /// vLLM `--speculative-config` (its JSON object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative_config: Option<crate::speculative::RawSpeculativeConfig>,
+    /// The acceptance the simulation draws from (servesim's own; docs/engine.md,
+    /// "Speculative decoding").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative_acceptance: Option<crate::speculative::RawSpecAcceptance>,
 }
 
 /// Engine settings with every default resolved. Counts are positive.
@@ -128,6 +135,9 @@ pub struct EngineSettings {
     pub enforce_eager: bool,
     pub usage_context: UsageContext,
     pub all2all_backend: All2AllBackend,
+    /// Speculative decoding (`None` = off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<crate::speculative::SpeculativeSettings>,
     /// Which defaults were filled and why (shown to the user).
     pub notes: Vec<String>,
 }
@@ -206,7 +216,14 @@ pub fn default_batch_limits(gpu: &GpuSpec, ctx: UsageContext) -> (u64, u64) {
 /// then every 8 up to 248, then every 16 from 256, up to `min(2 * max_num_seqs, 512,
 /// max_num_batched_tokens)`; `max_num_batched_tokens` itself is added when it is below the cap.
 pub fn default_capture_sizes(max_num_seqs: u64, max_num_batched_tokens: u64) -> Vec<u64> {
-    let cap = (2 * max_num_seqs).min(512).min(max_num_batched_tokens);
+    default_capture_sizes_q(max_num_seqs, max_num_batched_tokens, 1)
+}
+
+/// [`default_capture_sizes`] with decode query length `q` (`1 + num_speculative_tokens`):
+/// the cap is `min(2 * max_num_seqs * q, 512, max_num_batched_tokens)` (vLLM
+/// `VllmConfig._set_cudagraph_sizes`, `decode_query_len`).
+pub fn default_capture_sizes_q(max_num_seqs: u64, max_num_batched_tokens: u64, q: u64) -> Vec<u64> {
+    let cap = (2 * max_num_seqs * q).min(512).min(max_num_batched_tokens);
     let mut v: Vec<u64> = [1, 2, 4].into_iter().filter(|&s| s <= cap).collect();
     if cap >= 8 {
         v.extend((8..(cap + 1).min(256)).step_by(8));
@@ -370,6 +387,24 @@ impl EngineSettings {
         } else {
             default_capture_sizes(max_num_seqs, mnbt)
         };
+        let speculative = crate::speculative::resolve(
+            raw.speculative_config.as_ref(),
+            raw.speculative_acceptance.as_ref(),
+            model,
+        )?;
+        let mut cudagraph_capture_sizes = cudagraph_capture_sizes;
+        if let (Some(sp), false) = (&speculative, cudagraph_capture_sizes.is_empty()) {
+            let q = 1 + sp.num_speculative_tokens as u64;
+            if raw.cudagraph_capture_sizes.is_none() {
+                cudagraph_capture_sizes = default_capture_sizes_q(max_num_seqs, mnbt, q);
+            }
+            cudagraph_capture_sizes = capture_sizes_for_spec(&cudagraph_capture_sizes, q);
+            notes.push(format!(
+                "speculative decoding ({}, k = {}): CUDA-graph capture sizes rounded up to multiples of {q} (vLLM adjust_cudagraph_sizes_for_spec_decode)",
+                sp.method.name(),
+                sp.num_speculative_tokens
+            ));
+        }
         let kv_cache_memory_bytes =
             pos_int("kv_cache_memory_bytes", raw.kv_cache_memory_bytes)?.map(Bytes);
         let long_prefill_token_threshold = match raw.long_prefill_token_threshold {
@@ -398,9 +433,36 @@ impl EngineSettings {
             enforce_eager,
             usage_context: ctx,
             all2all_backend: raw.all2all_backend.unwrap_or_default(),
+            speculative,
             notes,
         })
     }
+}
+
+/// vLLM `CompilationConfig.adjust_cudagraph_sizes_for_spec_decode`: every size rounded up to a
+/// multiple of `q`, sizes above the largest dropped, duplicates removed; `[q]` when none is left
+/// and `q` is within the largest size (the list is left as it is when `q` is above it).
+pub fn capture_sizes_for_spec(sizes: &[u64], q: u64) -> Vec<u64> {
+    let Some(&max) = sizes.last() else {
+        return Vec::new();
+    };
+    if q <= 1 {
+        return sizes.to_vec();
+    }
+    let mut v: Vec<u64> = sizes
+        .iter()
+        .map(|&s| s.div_ceil(q) * q)
+        .filter(|&s| s <= max)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    if v.is_empty() && q <= max {
+        v.push(q);
+    }
+    if v.is_empty() {
+        return sizes.to_vec();
+    }
+    v
 }
 
 fn ctx_name(c: UsageContext) -> &'static str {
@@ -697,14 +759,15 @@ impl Deployment {
                 }
             }
             WeightPrecision::Fp4 if !gpu.supports_fp4() => {
-                return Err(DeployError::Unsupported {
-                    field: "weight_precision",
-                    value: "fp4".into(),
-                    fix: format!(
-                        "{} has no fp4 tensor cores (needs Blackwell or MI355X); use fp8, bf16 or the checkpoint's own precision",
-                        gpu.id
-                    ),
-                });
+                notes.push(format!(
+                    "fp4 weights on {}: no fp4 tensor cores, so vLLM runs them weight-only (Marlin-style MXFP4/NVFP4 kernels dequantise to bf16); matmuls compute in bf16",
+                    gpu.id
+                ));
+            }
+            WeightPrecision::Int4 | WeightPrecision::Int8 => {
+                notes.push(
+                    "integer weights (AWQ / GPTQ / W4A16 / W8A16, group 128): weight-only Marlin-style kernels; matmuls compute in bf16".into(),
+                );
             }
             _ => {}
         }

@@ -18,8 +18,18 @@ struct StepLite {
     end: Ticks,
     kv_used: u64,
     num_seqs: u32,
-    /// At most `num_seqs` (one per decode and per completed prefill).
+    /// One per decode and per completed prefill (accepted drafts + 1 per decode with
+    /// speculative decoding).
     output_tokens: u32,
+}
+
+/// One speculative step as the metrics need it: its end, and where its per-position counts
+/// start in [`Collector`]'s flat `spec_pos` (accepted per position, then drafted per position).
+#[derive(Clone, Copy, Debug)]
+struct SpecLite {
+    end: Ticks,
+    pos: u32,
+    k: u32,
 }
 
 /// Records what the engines report.
@@ -34,6 +44,9 @@ pub struct Collector {
     preemptions: Vec<Ticks>,
     rejections: Vec<(Ticks, RejectReason)>,
     arrivals: u64,
+    /// Speculative decoding: per step, and the flat per-position counts.
+    spec_steps: Vec<SpecLite>,
+    spec_pos: Vec<u64>,
     /// Latest event time seen, and whether time ever went backwards.
     last_t: Ticks,
     pub clock_went_back: bool,
@@ -55,6 +68,8 @@ impl Collector {
         self.preemptions.clear();
         self.rejections.clear();
         self.arrivals = 0;
+        self.spec_steps.clear();
+        self.spec_pos.clear();
         self.last_t = Ticks::ZERO;
         self.clock_went_back = false;
     }
@@ -146,7 +161,7 @@ impl Observer for Collector {
             self.kv_total.resize(e + 1, 0);
         }
         debug_assert_eq!(self.steps[e].len() as u64, s.index);
-        debug_assert!(s.output_tokens <= s.num_seqs as u64);
+        debug_assert!(s.output_tokens <= s.num_seqs as u64 + s.spec_accepted_tokens);
         // An engine's pool size is fixed; its first step records it.
         if self.steps[e].is_empty() {
             self.kv_total[e] = s.kv_total_blocks;
@@ -157,9 +172,33 @@ impl Observer for Collector {
             end: s.end,
             kv_used: s.kv_used_blocks,
             num_seqs: s.num_seqs,
-            output_tokens: s.output_tokens.min(s.num_seqs as u64) as u32,
+            output_tokens: s.output_tokens.min(u32::MAX as u64) as u32,
         });
     }
+    fn on_spec_step(&mut self, _e: u32, end: Ticks, accepted: &[u64], drafted: &[u64]) {
+        self.spec_steps.push(SpecLite {
+            end,
+            pos: self.spec_pos.len() as u32,
+            k: accepted.len() as u32,
+        });
+        self.spec_pos.extend_from_slice(accepted);
+        self.spec_pos.extend_from_slice(drafted);
+    }
+}
+
+/// Realised speculative acceptance over a window, by vLLM's definitions
+/// (`vllm/v1/spec_decode/metrics.py`, `SpecDecodingLogging`): `num_drafts` decodes that carried
+/// drafts, `num_draft_tokens` drafts verified, `num_accepted_tokens` accepted; mean acceptance
+/// length `1 + accepted / drafts`; draft acceptance rate `accepted / draft tokens`; per position
+/// `accepted_i / num_drafts`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpecDecodeStats {
+    pub num_drafts: u64,
+    pub num_draft_tokens: u64,
+    pub num_accepted_tokens: u64,
+    pub mean_acceptance_length: Option<f64>,
+    pub draft_acceptance_rate: Option<f64>,
+    pub acceptance_rate_per_pos: Vec<f64>,
 }
 
 /// Mean and percentiles of a distribution.
@@ -369,6 +408,13 @@ pub struct LevelResult {
     pub ttft_ms: Option<Dist>,
     pub itl_ms: Option<Dist>,
     pub tpot_ms_mean: Option<f64>,
+    /// Speculative decoding only: inter-token latency per token (a chunk of `n` tokens after a
+    /// gap `g` counts `n` times `g / n`); `itl_ms` is per streamed chunk, as `vllm bench serve`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_per_token_ms: Option<Dist>,
+    /// Speculative decoding only: the acceptance realised in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<SpecDecodeStats>,
     pub e2e_s: Option<Dist>,
     pub queueing_ms_mean: Option<f64>,
     pub kv_utilization_mean: f64,
@@ -488,10 +534,20 @@ impl Collector {
         // end(j) - end(j-1); weights per step come from a difference array over the runs.
         let extra: usize = measured.iter().map(|r| r.extra_itls.len()).sum();
         let mut itl: Vec<(u64, u64)> = Vec::with_capacity(self.num_steps() as usize + extra);
+        // Measured requests by engine (in order), so the pass is linear in engines + requests.
+        let mut by_engine: Vec<Vec<&FinishedRequest>> = vec![Vec::new(); self.steps.len()];
+        for r in &measured {
+            if let Some(v) = by_engine.get_mut(r.engine as usize) {
+                v.push(r);
+            }
+        }
         for (e, log) in self.steps.iter().enumerate() {
+            if by_engine[e].is_empty() {
+                continue;
+            }
             let mut diff = vec![0i64; log.len() + 1];
             let mut any = false;
-            for r in measured.iter().filter(|r| r.engine as usize == e) {
+            for r in by_engine[e].iter() {
                 for &(a, b) in &r.decode_runs {
                     diff[a as usize] += 1;
                     diff[b as usize + 1] -= 1;
@@ -517,7 +573,63 @@ impl Collector {
         }
         let itl = Dist::weighted_ns_as_ms(itl);
 
-        let e2e_per_user = match (&ttft, &itl) {
+        // Speculative decoding: per-token ITL from the chunk sizes.
+        let spec_on = !self.spec_steps.is_empty();
+        let itl_per_token = if spec_on {
+            let mut v: Vec<(f64, u64)> = Vec::new();
+            for r in &measured {
+                let log = &self.steps[r.engine as usize];
+                let mut c = r.chunk_tokens.iter();
+                for &(a, b) in &r.decode_runs {
+                    for j in a..=b {
+                        let n = c.next().copied().unwrap_or(1).max(1) as u64;
+                        let gap = (log[j as usize].end.0 - log[j as usize - 1].end.0) as f64;
+                        v.push((gap / n as f64 / 1e6, n));
+                    }
+                }
+                for g in &r.extra_itls {
+                    let n = c.next().copied().unwrap_or(1).max(1) as u64;
+                    v.push((g.0 as f64 / n as f64 / 1e6, n));
+                }
+            }
+            Dist::weighted(v)
+        } else {
+            None
+        };
+        let spec_stats = spec_on.then(|| {
+            let (mut drafts, mut dtok, mut acc) = (0u64, 0u64, 0u64);
+            let mut per_pos: Vec<u64> = Vec::new();
+            for st in self.spec_steps.iter().filter(|s| s.end > ws && s.end <= we) {
+                let k = st.k as usize;
+                let p = st.pos as usize;
+                let a = &self.spec_pos[p..p + k];
+                let d = &self.spec_pos[p + k..p + 2 * k];
+                if per_pos.len() < k {
+                    per_pos.resize(k, 0);
+                }
+                drafts += d.first().copied().unwrap_or(0);
+                dtok += d.iter().sum::<u64>();
+                acc += a.iter().sum::<u64>();
+                for (x, y) in per_pos.iter_mut().zip(a) {
+                    *x += y;
+                }
+            }
+            SpecDecodeStats {
+                num_drafts: drafts,
+                num_draft_tokens: dtok,
+                num_accepted_tokens: acc,
+                mean_acceptance_length: (drafts > 0).then(|| 1.0 + acc as f64 / drafts as f64),
+                draft_acceptance_rate: (dtok > 0).then(|| acc as f64 / dtok as f64),
+                acceptance_rate_per_pos: per_pos
+                    .iter()
+                    .map(|&x| if drafts > 0 { x as f64 / drafts as f64 } else { 0.0 })
+                    .collect(),
+            }
+        });
+        // With several tokens per chunk the recipe's per-user rate uses the per-token ITL.
+        let itl_for_rate = if spec_on { &itl_per_token } else { &itl };
+
+        let e2e_per_user = match (&ttft, itl_for_rate) {
             (Some(tt), Some(it)) => {
                 let osl = measured.iter().map(|r| r.output_len as f64).sum::<f64>()
                     / measured.len() as f64;
@@ -569,6 +681,8 @@ impl Collector {
             ttft_ms: ttft,
             itl_ms: itl,
             tpot_ms_mean: tpot,
+            itl_per_token_ms: itl_per_token,
+            spec_decode: spec_stats,
             e2e_s: e2e,
             queueing_ms_mean: queueing,
             kv_utilization_mean: kv_int / (win_ns as f64 * n_engines),

@@ -41,6 +41,7 @@ pub enum Stream {
     Sessions = 5,
     ThinkTime = 6,
     Router = 7,
+    SpecAcceptance = 8,
     Test = 99,
 }
 

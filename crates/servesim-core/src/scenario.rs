@@ -31,6 +31,7 @@ use crate::perf::{
 use crate::sweep::{
     OperatingPoint, RawGate, RawSweepSpec, SweepError, SweepResult, SweepRunner, SweepSpec,
 };
+use crate::topology::{RawTopology, SimPlan, TopologyError, TopologySpec};
 use crate::units::Ticks;
 use crate::workload::{
     RawArrival, RawContent, RawLengthDist, RawWorkloadSpec, WorkloadError, WorkloadSpec,
@@ -38,8 +39,14 @@ use crate::workload::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The scenario format version this build reads and writes.
-pub const SCENARIO_VERSION: u32 = 1;
+/// The newest scenario format version this build reads and writes. Version 2 adds `topology`
+/// (replicas, router); a version-1 document reads as before, and a scenario that uses no
+/// version-2 field is written as version 1 (so it opens in older builds and its link is
+/// unchanged).
+pub const SCENARIO_VERSION: u32 = 2;
+
+/// The oldest version this build reads.
+pub const OLDEST_SCENARIO_VERSION: u32 = 1;
 
 /// The model: a catalog id or a pasted Hugging Face `config.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -112,6 +119,10 @@ pub struct Scenario {
     /// line ([`crate::perf::EngineEra`], docs/accuracy.md). Default: the newest calibrated line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vllm_version: Option<String>,
+    /// Version 2: replicas and the router in front of them (docs/topology.md). Absent: the
+    /// replicas `num_gpus` gives (default one) behind round-robin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<RawTopology>,
 }
 
 /// The OpenAI-compatible endpoint the benchmark clients call.
@@ -131,7 +142,7 @@ pub enum Endpoint {
 pub enum ScenarioError {
     #[error("scenario JSON: `{field}`: {message}")]
     Json { field: String, message: String },
-    #[error("scenario version {found} is not supported: this build reads version {SCENARIO_VERSION}; set \"version\": {SCENARIO_VERSION} (and check the fields against docs/scenario.md)")]
+    #[error("scenario version {found} is not supported: this build reads versions {OLDEST_SCENARIO_VERSION} to {SCENARIO_VERSION}; set \"version\": {SCENARIO_VERSION} (and check the fields against docs/scenario.md)")]
     Version { found: String },
     #[error("model: {0}")]
     Model(ModelError),
@@ -147,6 +158,8 @@ pub enum ScenarioError {
     Sweep(SweepError),
     #[error("efficiencies: {0}")]
     Perf(PerfError),
+    #[error("{0}")]
+    Topology(TopologyError),
     #[error("`{field}` = {value} is invalid: {fix}")]
     Invalid {
         field: String,
@@ -209,8 +222,10 @@ impl ScenarioError {
             ScenarioError::Perf(e) => match e {
                 PerfError::InvalidEfficiency { field, .. } => format!("efficiencies.{field}"),
                 PerfError::Model(_) => "model".into(),
+                PerfError::Drafter { .. } => "engine.speculative_config.model".into(),
             },
             ScenarioError::Invalid { field, .. } => field.clone(),
+            ScenarioError::Topology(e) => format!("topology.{}", e.field),
             ScenarioError::DoesNotFit { .. } => "deployment".into(),
         }
     }
@@ -334,6 +349,7 @@ impl Scenario {
             efficiencies: None,
             endpoint: None,
             vllm_version: None,
+            topology: None,
         }
     }
 
@@ -351,14 +367,17 @@ impl Scenario {
                     format!("missing; add \"version\": {SCENARIO_VERSION}"),
                 ))
             }
-            Some(Value::Number(n)) if n.as_u64() == Some(SCENARIO_VERSION as u64) => {}
+            Some(Value::Number(n))
+                if n.as_u64().is_some_and(|v| {
+                    (OLDEST_SCENARIO_VERSION as u64..=SCENARIO_VERSION as u64).contains(&v)
+                }) => {}
             Some(other) => {
                 return Err(ScenarioError::Version {
                     found: other.to_string(),
                 })
             }
         }
-        const KNOWN: [&str; 15] = [
+        const KNOWN: [&str; 16] = [
             "version",
             "model",
             "gpu",
@@ -374,6 +393,7 @@ impl Scenario {
             "efficiencies",
             "endpoint",
             "vllm_version",
+            "topology",
         ];
         for k in obj.keys() {
             if !KNOWN.contains(&k.as_str()) {
@@ -383,8 +403,17 @@ impl Scenario {
                 ));
             }
         }
+        let version = obj.get("version").and_then(Value::as_u64).unwrap_or(1) as u32;
+        if version < 2 && obj.contains_key("topology") {
+            return Err(json_err(
+                "topology",
+                "is a version-2 field; set \"version\": 2",
+            ));
+        }
         let req = |k: &str| json_err(k, "missing (required)");
         Ok(Scenario {
+            // In memory every scenario is the newest version; `to_json` writes the oldest
+            // version that holds its fields (`written_version`).
             version: SCENARIO_VERSION,
             model: field_from(obj, "model")?.ok_or_else(|| req("model"))?,
             gpu: field_from(obj, "gpu")?.ok_or_else(|| req("gpu"))?,
@@ -400,11 +429,23 @@ impl Scenario {
             efficiencies: field_from(obj, "efficiencies")?,
             endpoint: field_from(obj, "endpoint")?,
             vllm_version: field_from(obj, "vllm_version")?,
+            topology: field_from(obj, "topology")?,
         })
     }
 
+    /// The version this scenario is written as: 2 when it uses a version-2 field, else 1.
+    pub fn written_version(&self) -> u32 {
+        if self.topology.is_some() {
+            2
+        } else {
+            1
+        }
+    }
+
     fn to_value(&self) -> Value {
-        let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
+        let mut c = self.clone();
+        c.version = self.written_version();
+        let mut v = serde_json::to_value(&c).unwrap_or(Value::Null);
         strip_nulls(&mut v);
         v
     }
@@ -439,7 +480,7 @@ impl Scenario {
     }
 
     pub fn resolve(&self) -> Result<ResolvedScenario, ScenarioError> {
-        if self.version != SCENARIO_VERSION {
+        if !(OLDEST_SCENARIO_VERSION..=SCENARIO_VERSION).contains(&self.version) {
             return Err(ScenarioError::Version {
                 found: self.version.to_string(),
             });
@@ -467,11 +508,27 @@ impl Scenario {
             dp: self.dp,
             ep: self.ep,
         };
+        // `topology.replicas` without `num_gpus`: the GPUs of that many replicas.
+        let replicas = self.topology.as_ref().and_then(|t| t.replicas);
+        let num_gpus = match (self.num_gpus, replicas) {
+            (None, Some(r)) if r > 0 => Some(
+                r.checked_mul(self.tp.max(1))
+                    .and_then(|x| x.checked_mul(self.dp.max(1)))
+                    .ok_or_else(|| {
+                        invalid(
+                            "topology.replicas",
+                            r,
+                            "replicas x tp x dp must stay below 4,294,967,296 GPUs",
+                        )
+                    })?,
+            ),
+            (g, _) => g,
+        };
         let deployment = Deployment::new(
             model,
             gpu,
             par,
-            self.num_gpus,
+            num_gpus,
             self.weight_precision,
             self.kv_cache_dtype,
             &self.engine,
@@ -502,6 +559,7 @@ impl Scenario {
                 e.long_prefill_token_threshold,
             )?,
             kv,
+            spec: None,
         };
         // The calibrated table (fitted fields of docs/accuracy.md over the literature defaults).
         let era = self.engine_era()?;
@@ -514,6 +572,15 @@ impl Scenario {
         };
         let cost = StepCostModel::new(&deployment, &eff).map_err(ScenarioError::Perf)?;
         let workload = self.workload.validate().map_err(ScenarioError::Workload)?;
+        let mut engine = engine;
+        engine.spec = e.speculative.as_ref().map(|sp| crate::engine::SpecDecode {
+            num_speculative_tokens: sp.num_speculative_tokens,
+            num_lookahead_tokens: sp.method.lookahead(sp.num_speculative_tokens),
+            eagle_prune: sp.method.uses_eagle_proposer(),
+            accept_rates: sp.rates_per_pos(),
+            // The acceptance draws get their own stream of the scenario seed.
+            seed: crate::rng::hash2(workload.seed, crate::rng::Stream::SpecAcceptance as u64),
+        });
         if let Some(v) = self.sweep.engines {
             return Err(invalid(
                 "sweep.engines",
@@ -528,6 +595,13 @@ impl Scenario {
                 "GPUs are derived from the deployment (num_gpus); set num_gpus instead and drop sweep.gpus",
             ));
         }
+        // Before the sweep: the engine limit is reported on `topology.replicas`.
+        let topology = self
+            .topology
+            .clone()
+            .unwrap_or_default()
+            .validate(Some(deployment.replicas()), deployment.par.dp)
+            .map_err(ScenarioError::Topology)?;
         let mut raw_sweep = self.sweep.clone();
         raw_sweep.engines = Some(deployment.engines() as f64);
         raw_sweep.gpus = Some(deployment.num_gpus as f64);
@@ -548,6 +622,7 @@ impl Scenario {
             workload,
             sweep,
             calibration,
+            topology,
         })
     }
 }
@@ -577,6 +652,8 @@ pub fn kv_footprint(spec: &KvCacheSpec, max_num_batched_tokens: u64) -> KvFootpr
                 + 1,
         }),
         LayerAttn::Full | LayerAttn::Compressed { .. } => fp.full_groups += 1,
+        // Not in KV groups (its state is `per_request_fixed_bytes`).
+        LayerAttn::Linear => {}
     };
     match spec.packing {
         KvPacking::Uniform => {
@@ -619,6 +696,20 @@ impl StepTimeModel for StepCostModel {
             b.prefills.iter().map(map_chunk),
             b.num_decode_seqs as u64,
             b.decode_ctx_sum,
+        )
+    }
+
+    fn step_time_spec(
+        &self,
+        b: &StepBatch,
+        _windows: &[crate::engine::WindowedDecode],
+        spec: &crate::engine::SpecStep,
+    ) -> Ticks {
+        self.spec_step_time(
+            b.prefills.iter().map(map_chunk),
+            b.num_decode_seqs as u64,
+            b.decode_ctx_sum,
+            spec,
         )
     }
 }
@@ -701,9 +792,25 @@ pub struct ResolvedScenario {
     pub cost: StepCostModel,
     pub workload: WorkloadSpec,
     pub sweep: SweepSpec,
+    /// Replicas of the deployment and the router in front of them.
+    pub topology: TopologySpec,
 }
 
 impl ResolvedScenario {
+    /// The plan the simulation runs: one aggregated pool of `topology.replicas` replicas of
+    /// `engine` x `dp` ranks, each with its own API-server front-end, behind the router.
+    pub fn plan(&self) -> SimPlan<'_> {
+        let mut plan = SimPlan::single(
+            &self.engine,
+            &self.cost,
+            self.deployment.par.dp,
+            self.sweep.frontend,
+        );
+        plan.pools[0].replicas = self.topology.replicas;
+        plan.router = self.topology.router.clone();
+        plan
+    }
+
     /// A level-by-level runner (progress and cancellation between levels). Fails when the
     /// deployment does not fit, quoting the capacity report's reason and fixes.
     pub fn runner(&self) -> Result<SweepRunner<'_>, ScenarioError> {
@@ -718,7 +825,7 @@ impl ResolvedScenario {
                     .collect(),
             });
         }
-        SweepRunner::new(&self.engine, &self.cost, &self.workload, &self.sweep)
+        SweepRunner::with_plan(self.plan(), &self.workload, &self.sweep)
             .map_err(ScenarioError::Sweep)
     }
 
@@ -785,6 +892,9 @@ pub struct SweepReport<'a> {
     pub levels: &'a [LevelResult],
     pub operating_point: Option<&'a OperatingPoint>,
     pub cancelled: bool,
+    /// Per-replica results per level (plans with more than one replica; omitted otherwise).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub topology: &'a [crate::topology::TopologyLevel],
 }
 
 impl<'a> SweepReport<'a> {
@@ -796,6 +906,7 @@ impl<'a> SweepReport<'a> {
             levels: &result.levels,
             operating_point: result.operating_point.as_ref(),
             cancelled: result.cancelled,
+            topology: &result.topology,
         }
     }
 

@@ -25,6 +25,7 @@ fn cfg(blocks: u64) -> EngineConfig {
         enable_prefix_caching: true,
         long_prefill_token_threshold: 0,
         kv: KvFootprint::uniform(),
+        spec: None,
     }
 }
 

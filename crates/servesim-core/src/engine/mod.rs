@@ -17,6 +17,9 @@ mod sched;
 
 pub(crate) use kv::IdMap;
 pub use sched::Engine;
+pub use spec::{SpecDecode, SpecStep};
+
+mod spec;
 
 use crate::units::Ticks;
 use serde::{Deserialize, Serialize};
@@ -162,6 +165,9 @@ pub struct EngineConfig {
     pub long_prefill_token_threshold: u32,
     /// Blocks held per request as a function of its KV length.
     pub kv: KvFootprint,
+    /// Speculative decoding (`None` = off: one token per decode per step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<SpecDecode>,
 }
 
 impl EngineConfig {
@@ -191,6 +197,9 @@ impl EngineConfig {
                 max_num_seqs: self.max_num_seqs,
             });
         }
+        if let Some(sp) = &self.spec {
+            sp.validate()?;
+        }
         Ok(())
     }
 }
@@ -204,6 +213,11 @@ pub enum ConfigError {
     EmptyFootprint,
     #[error("max_num_batched_tokens ({mnbt}) must be >= max_num_seqs ({max_num_seqs}), as vLLM requires; raise max_num_batched_tokens")]
     BudgetBelowSeqs { mnbt: u32, max_num_seqs: u32 },
+    #[error("speculative decoding setting `{field}` is invalid: {fix}")]
+    Spec {
+        field: &'static str,
+        fix: &'static str,
+    },
 }
 
 /// One prefill chunk in a step: `new_tokens` prompt tokens computed on top of `context_before`
@@ -264,6 +278,20 @@ pub trait StepTimeModel {
         let _ = windows;
         self.step_time(batch)
     }
+
+    /// A step with speculative decoding: `batch.num_tokens` includes the draft tokens the target
+    /// verifies (`spec.draft_tokens`). The default prices the step as `step_time_windowed`
+    /// (enough for [`LinearStepTime`], whose cost follows `num_tokens`); the roofline adds the
+    /// verification and drafter terms (docs/step-time.md, "Speculative decoding").
+    fn step_time_spec(
+        &self,
+        batch: &StepBatch,
+        windows: &[WindowedDecode],
+        spec: &SpecStep,
+    ) -> Ticks {
+        let _ = spec;
+        self.step_time_windowed(batch, windows)
+    }
 }
 
 /// A test-only step-time model:
@@ -321,8 +349,12 @@ pub struct FinishedRequest {
     /// The inter-token gap of step `j` is `end(j) - end(j - 1)`.
     pub decode_runs: Vec<(u64, u64)>,
     /// Inter-token gaps not covered by `decode_runs`: the token produced by a recompute prefill
-    /// after a preemption, measured from the previous token.
+    /// after a preemption, measured from the previous token (with speculative decoding also a
+    /// chunk that follows a step the request sat out).
     pub extra_itls: Vec<Ticks>,
+    /// Speculative decoding only (empty otherwise): tokens in each streamed chunk, first for
+    /// every step of `decode_runs` in order, then one per entry of `extra_itls`.
+    pub chunk_tokens: Vec<u8>,
     /// Index of the engine (DP rank / replica) that served it.
     pub engine: u32,
 }
@@ -338,8 +370,13 @@ pub struct StepRecord {
     pub num_seqs: u32,
     pub num_decode_seqs: u32,
     pub num_prefill_tokens: u64,
-    /// Output tokens produced at the end of the step (one per decode, one per completed prefill).
+    /// Output tokens produced at the end of the step (one per decode, one per completed prefill;
+    /// with speculative decoding accepted drafts + 1 per decode, capped at the request's end).
     pub output_tokens: u64,
+    /// Speculative decoding: decodes that carried drafts, draft tokens verified, drafts accepted.
+    pub spec_drafts: u32,
+    pub spec_draft_tokens: u64,
+    pub spec_accepted_tokens: u64,
     /// KV blocks in use during the step (after the step's allocations), and the pool size.
     pub kv_used_blocks: u64,
     pub kv_total_blocks: u64,
@@ -372,6 +409,18 @@ pub trait Observer {
         self.on_finished(&r)
     }
     fn on_step(&mut self, _s: &StepRecord) {}
+    /// Speculative decoding: after a step's [`Observer::on_step`], drafts accepted at each
+    /// position (`accepted_per_pos[i]` = decodes with at least `i + 1` drafts accepted, vLLM's
+    /// `spec_decode_num_accepted_tokens_per_pos`) and drafted per position
+    /// (`drafted_per_pos[i]` = decodes with at least `i + 1` drafts).
+    fn on_spec_step(
+        &mut self,
+        _engine: u32,
+        _end: Ticks,
+        _accepted_per_pos: &[u64],
+        _drafted_per_pos: &[u64],
+    ) {
+    }
 }
 
 /// An observer that ignores everything.

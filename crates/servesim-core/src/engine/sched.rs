@@ -8,6 +8,10 @@ use super::{
 };
 use crate::units::Ticks;
 use std::cmp::Reverse;
+
+#[path = "sched_spec.rs"]
+mod sched_spec;
+use sched_spec::SpecPlan;
 use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +23,9 @@ enum Phase {
         s0: u64,
         gen0: u64,
     },
+    /// Decoding with speculative decoding: `computed` and `generated` are maintained per step
+    /// (`sched_spec.rs`).
+    SpecDecoding,
 }
 
 struct Live {
@@ -54,6 +61,10 @@ struct Live {
     gen: u32,
     /// Admission number of its current entry in the running list (the list is sorted by it).
     run_seq: u64,
+    /// Speculative decoding: acceptance draws so far, tokens per streamed chunk.
+    spec_draws: u64,
+    chunk_tokens: Vec<u8>,
+    extra_tokens: Vec<u8>,
 }
 
 /// The slot of a finished request's tombstone in the running list.
@@ -119,6 +130,10 @@ pub struct Engine<'m> {
     finished: u64,
     rejected: u64,
     preemptions: u64,
+    /// Speculative decoding: the requests scheduled in the step in flight, and per-position
+    /// accepted / drafted counts of the step being completed.
+    spec_plans: Vec<SpecPlan>,
+    spec_pos: Vec<u64>,
 }
 
 impl<'m> Engine<'m> {
@@ -175,6 +190,8 @@ impl<'m> Engine<'m> {
             finished: 0,
             rejected: 0,
             preemptions: 0,
+            spec_plans: Vec::new(),
+            spec_pos: Vec::new(),
             cfg,
         };
         e.below = vec![0; e.windows.len()];
@@ -316,7 +333,17 @@ impl<'m> Engine<'m> {
                 max_model_len: self.cfg.max_model_len,
             })
         } else {
-            let needed = self.fp(p + o - 1);
+            // With speculative decoding a request's last step also holds KV slots for its
+            // drafts and lookahead, capped at max_model_len (vLLM `allocate_slots`).
+            let extra = self.cfg.spec.as_ref().map_or(0, |sp| {
+                (sp.num_speculative_tokens + sp.num_lookahead_tokens) as u64
+            });
+            let n = if extra > 0 {
+                (p + o - 1 + extra).min(self.cfg.max_model_len)
+            } else {
+                p + o - 1
+            };
+            let needed = self.fp(n);
             (needed > self.pool.total()).then_some(RejectReason::ExceedsKvPool {
                 needed,
                 pool: self.pool.total(),
@@ -362,6 +389,9 @@ impl<'m> Engine<'m> {
             bucket_pos: 0,
             gen: 0,
             run_seq: u64::MAX,
+            spec_draws: 0,
+            chunk_tokens: Vec::new(),
+            extra_tokens: Vec::new(),
         };
         let s = match self.free_slots.pop() {
             Some(s) => {
@@ -393,9 +423,16 @@ impl<'m> Engine<'m> {
     /// schedules and starts the next step.
     pub fn process_next_event(&mut self, obs: &mut dyn Observer) -> Result<(), SimError> {
         if self.in_flight.is_some() {
-            self.complete_step(obs);
+            if self.cfg.spec.is_some() {
+                self.complete_step_spec(obs);
+            } else {
+                self.complete_step(obs);
+            }
             Ok(())
         } else if !self.waiting.is_empty() || self.n_running > 0 {
+            if self.cfg.spec.is_some() {
+                return self.start_step_spec(obs);
+            }
             self.start_step(obs)
         } else {
             Ok(())
@@ -552,6 +589,12 @@ impl<'m> Engine<'m> {
                     self.prefilling.remove(i);
                 }
             }
+            Phase::SpecDecoding => {
+                // `computed` and `generated` are current; the previous token came at `t`
+                // only if the request ran in the step that just ended (else it is older).
+                let l = self.live(s);
+                l.gen = l.gen.wrapping_add(1);
+            }
             Phase::Waiting => unreachable!("only running requests are preempted"),
         }
         let computed = self.live(s).computed;
@@ -646,7 +689,7 @@ impl<'m> Engine<'m> {
                         budget += chunk;
                     }
                 }
-                Phase::Waiting => unreachable!(),
+                Phase::Waiting | Phase::SpecDecoding => unreachable!(),
             }
             self.preempt(victim, k, t, obs);
             preempted = true;
@@ -881,6 +924,9 @@ impl<'m> Engine<'m> {
             kv_total_blocks: self.pool.total(),
             running: f.running,
             waiting: f.waiting,
+            spec_drafts: 0,
+            spec_draft_tokens: 0,
+            spec_accepted_tokens: 0,
         };
         self.completing.clear();
         self.step += 1;
@@ -928,6 +974,11 @@ impl<'m> Engine<'m> {
             preemptions: l.preemptions,
             decode_runs: l.runs,
             extra_itls: l.extra_itls,
+            chunk_tokens: {
+                let mut c = l.chunk_tokens;
+                c.extend_from_slice(&l.extra_tokens);
+                c
+            },
             engine: self.index,
         };
         obs.on_finished_owned(rec);

@@ -9,6 +9,7 @@
 //! Formulas, approximations and sources: docs/step-time.md.
 
 mod eff;
+mod spec;
 mod terms;
 
 pub use eff::{
@@ -38,6 +39,8 @@ pub enum PerfError {
     },
     #[error(transparent)]
     Model(#[from] ModelError),
+    #[error("`speculative_config.model` = {model} cannot run as the draft model here: {reason}")]
+    Drafter { model: String, reason: String },
 }
 
 /// One prefill chunk of one request in a step.
@@ -229,6 +232,8 @@ pub struct StepCostModel {
     /// [`ShapeTerms`] of a decode-only step of `n` sequences at index `n` (`n` up to
     /// `max_num_seqs`, at most [`DECODE_TABLE_MAX`]; index 0 unused).
     decode_table: Vec<ShapeTerms>,
+    /// Speculative decoding terms (`perf/spec.rs`).
+    spec: spec::SpecTerms,
 }
 
 /// The terms of a step's time that depend only on its shape (tokens, requests, prefill or not),
@@ -281,6 +286,14 @@ pub fn compute_class_on(dt: DType, gpu: &GpuSpec) -> ComputeClass {
     }
 }
 
+/// True when matmuls on weights of `dt` run weight-only on `gpu`: integer W4A16 / W8A16 formats
+/// always, and fp8 / fp4 formats on GPUs without tensor cores for them (Marlin FP8 / MXFP4 /
+/// NVFP4 kernels dequantise to bf16).
+pub fn is_weight_only_on(dt: DType, gpu: &GpuSpec) -> bool {
+    dt.is_weight_only()
+        || (dt.compute_class() != ComputeClass::Bf16 && gpu.flops(dt.compute_class()).is_none())
+}
+
 fn group_dtype(wb: &WeightBytes, g: TensorGroup, fallback: DType) -> DType {
     wb.groups
         .iter()
@@ -318,6 +331,12 @@ impl StepCostModel {
                 ComputeClass::Bf16 => eff.gemm_bf16,
                 ComputeClass::Fp8 => eff.gemm_fp8,
                 ComputeClass::Fp4 => eff.gemm_fp4,
+            };
+            // Weight-only kernels dequantise in the GEMM (docs/step-time.md, weight-only GEMMs).
+            let e = if is_weight_only_on(dt, gpu) {
+                e * eff.gemm_weight_only
+            } else {
+                e
             };
             let e = if grouped {
                 e * eff.grouped_gemm_vs_dense
@@ -444,8 +463,10 @@ impl StepCostModel {
             mode_fixed: [0.0; 3],
             mode_floor: [0.0; 3],
             decode_table: Vec::new(),
+            spec: spec::SpecTerms::none(),
         };
         m.precompute_step_shapes(dep.engine.max_num_seqs);
+        m.spec = spec::SpecTerms::new(dep, &m)?;
         Ok(m)
     }
 
