@@ -360,13 +360,74 @@ fn norm(s: &str) -> String {
         .to_string()
 }
 
-/// Finds a catalog GPU by id or alias, ignoring case, `-`, `_`, spaces and a vendor prefix
-/// (`h100`, `H100-SXM`, `nvidia h200`, `mi300x`).
+/// Device names as the tools print them, to catalog ids: `nvidia-smi --query-gpu=name` (NVML's
+/// device name, which the NVIDIA GPU operator also publishes as the `nvidia.com/gpu.product` node
+/// label with spaces turned into `-`), `rocm-smi --showproductname` / `amd-smi` product names, and
+/// the GKE accelerator labels (`cloud.google.com/gke-accelerator`, `gke-tpu-accelerator`).
+/// Sources per entry in docs/gpus.md ("Names the tools print").
+const REPORTED_NAMES: [(&str, &str); 25] = [
+    ("NVIDIA H100 80GB HBM3", "H100-SXM"),
+    ("NVIDIA H100 PCIe", "H100-PCIE"),
+    ("NVIDIA H200", "H200"),
+    ("NVIDIA H20", "H20"),
+    ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
+    ("NVIDIA B200", "B200"),
+    ("NVIDIA GB200", "GB200"),
+    ("NVIDIA B300 SXM6 AC", "B300"),
+    ("NVIDIA B300", "B300"),
+    ("NVIDIA GB300", "GB300"),
+    ("NVIDIA L40S", "L40S"),
+    (
+        "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        "RTX-PRO-6000",
+    ),
+    ("AMD Instinct MI300X", "MI300X"),
+    ("AMD Instinct MI300X OAM", "MI300X"),
+    ("AMD Instinct MI325X", "MI325X"),
+    ("AMD Instinct MI325X OAM", "MI325X"),
+    ("AMD Instinct MI355X", "MI355X"),
+    ("AMD Instinct MI355X OAM", "MI355X"),
+    ("nvidia-h100-80gb", "H100-SXM"),
+    ("nvidia-h100-mega-80gb", "H100-SXM"),
+    ("nvidia-h200-141gb", "H200"),
+    ("nvidia-a100-80gb", "A100-80GB"),
+    ("nvidia-b200", "B200"),
+    ("tpu-v5-lite-podslice", "TPU-v5e"),
+    ("tpu-v6e-slice", "TPU-v6e"),
+];
+
+/// The value of a Kubernetes node label or selector (`nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3`,
+/// `nvidia.com/gpu.product: NVIDIA-H200`), or the text itself when it is not a label.
+fn label_value(name: &str) -> &str {
+    let t = name.trim();
+    let key_end = t.find(['=', ':']);
+    match key_end {
+        Some(i) if t[..i].contains('/') || t[..i].contains('.') => {
+            t[i + 1..].trim().trim_matches(['"', '\''])
+        }
+        _ => t,
+    }
+}
+
+/// Finds a catalog GPU by id, alias, the name `nvidia-smi` / `rocm-smi` print, or a Kubernetes
+/// node label, ignoring case, `-`, `_`, spaces, `.` and a vendor prefix (`h100`, `H100-SXM`,
+/// `NVIDIA H100 80GB HBM3`, `nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3`, `AMD Instinct MI300X`).
 pub fn find_gpu(name: &str) -> Result<GpuSpec, GpuError> {
-    let key = norm(name);
+    let value = label_value(name);
+    // The GPU operator's `-SHARED` suffix marks time-sliced sharing of the same device.
+    let value = value
+        .strip_suffix("-SHARED")
+        .or_else(|| value.strip_suffix("-shared"))
+        .unwrap_or(value);
+    let key = norm(value);
     if !key.is_empty() {
         for g in catalog() {
             if norm(&g.id) == key || g.aliases.iter().any(|a| norm(a) == key) {
+                return Ok(g.clone());
+            }
+        }
+        if let Some((_, id)) = REPORTED_NAMES.iter().find(|(n, _)| norm(n) == key) {
+            if let Some(g) = catalog().iter().find(|g| g.id == *id) {
                 return Ok(g.clone());
             }
         }
@@ -410,6 +471,44 @@ mod tests {
         assert_eq!(find_gpu("NVIDIA H200").unwrap().id, "H200");
         assert_eq!(find_gpu("mi300x").unwrap().id, "MI300X");
         assert_eq!(find_gpu("gb200_nvl72").unwrap().id, "GB200");
+    }
+
+    #[test]
+    fn names_as_the_tools_print_them_resolve() {
+        for (name, id) in [
+            ("NVIDIA H100 80GB HBM3", "H100-SXM"),
+            ("NVIDIA H200", "H200"),
+            ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
+            ("NVIDIA B200", "B200"),
+            ("NVIDIA H100 PCIe", "H100-PCIE"),
+            ("NVIDIA GB200", "GB200"),
+            ("AMD Instinct MI300X", "MI300X"),
+            ("AMD Instinct MI300X OAM", "MI300X"),
+            ("AMD Instinct MI355X", "MI355X"),
+            ("nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3", "H100-SXM"),
+            ("nvidia.com/gpu.product: NVIDIA-H200", "H200"),
+            (
+                "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED",
+                "H100-SXM",
+            ),
+            (
+                "cloud.google.com/gke-accelerator=nvidia-h100-80gb",
+                "H100-SXM",
+            ),
+            (
+                "cloud.google.com/gke-tpu-accelerator: tpu-v6e-slice",
+                "TPU-v6e",
+            ),
+        ] {
+            assert_eq!(
+                find_gpu(name).map(|g| g.id).ok().as_deref(),
+                Some(id),
+                "{name}"
+            );
+        }
+        // A different product is not silently mapped to a near name.
+        assert!(find_gpu("NVIDIA A100 80GB PCIe").is_err());
+        assert!(find_gpu("nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB").is_err());
     }
 
     #[test]

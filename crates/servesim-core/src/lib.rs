@@ -23,4 +23,5 @@ pub mod sweep;
 pub mod topology;
 pub mod units;
 pub mod validate;
+pub mod vllm;
 pub mod workload;

@@ -267,10 +267,25 @@ pub(crate) fn import_table(
     let mut classes = Vec::new();
     for (i, h) in header.iter().enumerate() {
         let class = match opts.mapping.get(h.trim()) {
-            Some(Some(m)) => HeaderClass::Metric {
-                metric: *m,
-                unit: headers::split_unit(h).1,
-            },
+            Some(Some(m)) => {
+                // A hand mapping decides the metric; a unit in the header that does not fit the
+                // chosen metric (the "s" of `output_tok_s`) is not held against it: the values
+                // are then taken in the metric's own unit, and a note says so.
+                let unit = headers::split_unit(h).1;
+                let fits = headers::unit_scale(*m, unit.as_deref(), flavor).is_ok();
+                if !fits && unit.is_some() {
+                    part.notes.push(format!(
+                        "column \"{}\" is mapped by hand to {}; its header's unit \"{}\" does not fit that metric, so the values are read in the metric's own unit",
+                        h.trim(),
+                        m.label(),
+                        unit.clone().unwrap_or_default()
+                    ));
+                }
+                HeaderClass::Metric {
+                    metric: *m,
+                    unit: if fits { unit } else { headers::own_unit_of(*m) },
+                }
+            }
             Some(None) => HeaderClass::Unmatched("ignored by the column mapping".into()),
             None => headers::classify_with_flavor(h, flavor),
         };

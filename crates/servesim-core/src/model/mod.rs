@@ -5,6 +5,7 @@
 
 pub mod catalog;
 mod flops;
+pub mod ids;
 mod kv;
 mod params;
 mod parse;
