@@ -237,7 +237,7 @@ pub fn parse_sla(s: &str) -> Result<Vec<RawGate>> {
 fn model_ref(spec: &str) -> Result<ModelRef> {
     let p = Path::new(spec);
     if p.is_file() {
-        let json = std::fs::read_to_string(p).with_context(|| format!("reading {spec}"))?;
+        let json = crate::input::read_text(p)?;
         let name = p
             .parent()
             .and_then(|d| d.file_name())
@@ -257,7 +257,7 @@ fn model_ref(spec: &str) -> Result<ModelRef> {
 pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
     let mut s = match &a.scenario {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+            let text = crate::input::read_text(Path::new(path))?;
             Scenario::from_json(&text).with_context(|| format!("scenario {path}"))?
         }
         None => {
@@ -498,7 +498,7 @@ fn content_from_flags(a: &SweepArgs, kind: &str) -> Result<RawContent> {
             {
                 bail!("--workload trace takes lengths and prefixes from the trace; drop --isl/--osl/--*-dist/--prefix-*");
             }
-            let jsonl = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+            let jsonl = crate::input::read_text(Path::new(path))?;
             RawContent::Mooncake {
                 jsonl,
                 block_tokens: Some(MOONCAKE_BLOCK_TOKENS as f64),
@@ -529,6 +529,9 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
         return Ok(());
     }
     let resolved = scenario.resolve()?;
+    for w in resolved.warnings() {
+        eprintln!("warning: {w}");
+    }
     let mut runner = resolved.runner()?;
     let total = runner.total_levels();
     let t0 = Instant::now();

@@ -53,8 +53,7 @@ pub struct ValidateArgs {
 }
 
 pub fn run_validate(a: &ValidateArgs) -> Result<()> {
-    let csv = std::fs::read_to_string(&a.points)
-        .with_context(|| format!("reading {}", a.points.display()))?;
+    let csv = crate::input::read_text(&a.points)?;
     if a.fit {
         let rep = validate::fit_all(&csv, a.rounds, &mut |s, e| validate::simulate(s, e))?;
         std::fs::write(&a.fit_out, rep.table_json())
@@ -85,7 +84,7 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
             ..Default::default()
         })
     } else if let Some(p) = &a.efficiencies {
-        let t = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let t = crate::input::read_text(p)?;
         Some(FittedEfficiencies::from_json(&t)?)
     } else {
         None

@@ -4,6 +4,7 @@
 //! system, threads or OS randomness. The crate builds for `wasm32-unknown-unknown` and gives
 //! bit-identical results there and natively. See ARCHITECTURE.md for the code map.
 
+pub mod bounds;
 pub mod capacity;
 pub mod compare;
 pub mod deploy;

@@ -11,6 +11,7 @@ use crate::engine::{
 };
 use crate::metric::MetricId;
 use crate::metrics::{Collector, LevelResult, RunTotals};
+use crate::bounds::{self, fmt_num};
 use crate::units::Ticks;
 use crate::workload::{Arrival, Level, WorkloadError, WorkloadGen, WorkloadSpec};
 use serde::{Deserialize, Serialize};
@@ -186,10 +187,15 @@ fn count(field: &str, v: f64) -> Result<u64, SweepError> {
     if !v.is_finite() || v < 1.0 || v.fract() != 0.0 || v > 1e15 {
         return Err(spec_err(
             field,
-            format!("must be a whole number >= 1 (got {v})"),
+            format!("must be a whole number >= 1 (got {})", fmt_num(v)),
         ));
     }
     Ok(v as u64)
+}
+
+fn bounded_count(field: &str, v: f64, b: bounds::Bound) -> Result<u64, SweepError> {
+    b.check_whole(v)
+        .map_err(|fix| spec_err(field, format!("{fix} (got {})", fmt_num(v))))
 }
 
 impl RawSweepSpec {
@@ -208,15 +214,15 @@ impl RawSweepSpec {
         if let Some(c) = &self.concurrency {
             for v in c {
                 levels.push(Level::Concurrency(
-                    count("concurrency", *v)?.min(u32::MAX as u64) as u32,
+                    bounded_count("concurrency", *v, bounds::CONCURRENCY)? as u32,
                 ));
             }
         }
         if let Some(r) = &self.request_rates {
             for v in r {
-                if !v.is_finite() || *v <= 0.0 {
-                    return Err(spec_err("request_rates", format!("must be > 0 (got {v})")));
-                }
+                bounds::REQUEST_RATE.check(*v).map_err(|fix| {
+                    spec_err("request_rates", format!("{fix} (got {})", fmt_num(*v)))
+                })?;
                 levels.push(Level::RequestRate(*v));
             }
         }
@@ -227,17 +233,21 @@ impl RawSweepSpec {
                     "give either `duration_s` or `num_requests`, not both",
                 ))
             }
-            (Some(n), None) => Stop::Requests(count("num_requests", n)?),
+            (Some(n), None) => Stop::Requests(bounded_count("num_requests", n, bounds::NUM_REQUESTS)?),
             (None, d) => {
                 let d = d.unwrap_or(900.0);
-                if !d.is_finite() || d <= 0.0 {
-                    return Err(spec_err("duration_s", format!("must be > 0 (got {d})")));
-                }
+                bounds::DURATION_S.check(d).map_err(|fix| {
+                    spec_err("duration_s", format!("{fix} (got {})", fmt_num(d)))
+                })?;
                 let w = self.warmup_s.unwrap_or(0.1 * d);
                 if !w.is_finite() || w < 0.0 || w >= d {
                     return Err(spec_err(
                         "warmup_s",
-                        format!("must be >= 0 and below duration_s ({d}) (got {w})"),
+                        format!(
+                            "must be >= 0 and below duration_s ({}) (got {})",
+                            fmt_num(d),
+                            fmt_num(w)
+                        ),
                     ));
                 }
                 Stop::Duration {
@@ -277,13 +287,15 @@ impl RawSweepSpec {
             engines: count("engines", self.engines.unwrap_or(1.0))?.min(4096) as u32,
             gpus: count("gpus", self.gpus.unwrap_or(1.0))?.min(u32::MAX as u64) as u32,
             sla,
-            max_events: count(
+            max_events: bounded_count(
                 "max_events",
                 self.max_events.unwrap_or(DEFAULT_MAX_EVENTS as f64),
+                bounds::MAX_EVENTS,
             )?,
-            max_requests: count(
+            max_requests: bounded_count(
                 "max_requests",
                 self.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS as f64),
+                bounds::NUM_REQUESTS,
             )?,
             frontend: FrontEnd::default(),
         })
@@ -420,6 +432,7 @@ fn run_level_into(
     };
     let mut events: u64 = 0;
     let mut now = Ticks::ZERO;
+    let horizon = Ticks::from_secs_f64(bounds::SIM_TIME_MAX_S);
     loop {
         let tg = gen.peek_time();
         let tf = frontend.front().map(|(t, _)| *t);
@@ -444,6 +457,15 @@ fn run_level_into(
         };
         if end.is_some_and(|d| t > d) {
             break;
+        }
+        if t > horizon {
+            return Err(spec_err(
+                "num_requests",
+                format!(
+                    "the level ran past {} simulated seconds (the longest a level may cover) before its requests finished; lower num_requests or raise the request rate",
+                    fmt_num(bounds::SIM_TIME_MAX_S)
+                ),
+            ));
         }
         debug_assert!(t >= now, "clock went back");
         now = t;
@@ -479,8 +501,8 @@ fn run_level_into(
                 let _ = cluster.submit(req, t, &mut tap);
             } else {
                 let start = t.max(server_free);
-                server_free = Ticks(start.0 + fe.serial_per_request.0);
-                let at = Ticks(server_free.0 + fe.latency.0);
+                server_free = start + fe.serial_per_request;
+                let at = server_free + fe.latency;
                 tap.sent.insert(req.id, t);
                 req.arrival = at;
                 frontend.push_back((at, req));
@@ -504,7 +526,7 @@ fn run_level_into(
         preemptions: col.preemption_count(),
         steps: col.num_steps(),
         simulated_s: end.unwrap_or(now).as_secs_f64(),
-        capped_requests: gen.capped,
+        over_max_model_len: gen.over_max_model_len,
     };
     let r = col.level_result(level, ws, we, spec.gpus, totals);
     Ok((r, col))

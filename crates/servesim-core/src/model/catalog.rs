@@ -119,9 +119,12 @@ pub fn load(id: &str) -> Result<ModelConfig, ModelError> {
             return ModelConfig::from_hf_json(cid, json);
         }
     }
+    // An id longer than any real one is not looked at further: suggestions compare at most
+    // `ECHO_MAX_CHARS` characters and the error quotes a clipped id.
+    let head: String = want.chars().take(crate::bounds::ECHO_MAX_CHARS).collect();
     Err(ModelError::UnknownModel {
-        id: want.to_string(),
-        suggestions: suggestions(want),
+        id: crate::bounds::clip(want),
+        suggestions: suggestions(&head),
     })
 }
 

@@ -34,7 +34,7 @@ pub enum PerfError {
     InvalidEfficiency {
         field: &'static str,
         value: String,
-        fix: &'static str,
+        fix: String,
     },
     #[error(transparent)]
     Model(#[from] ModelError),
