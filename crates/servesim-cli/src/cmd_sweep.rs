@@ -95,6 +95,10 @@ pub struct SweepArgs {
     /// Print one CSV row per level (columns are metric names).
     #[arg(long)]
     pub csv: bool,
+    /// Refine the SLA operating point by simulation: bisect between the last passing and the
+    /// first failing level with at most N extra level simulations (docs/metrics.md).
+    #[arg(long, value_name = "N")]
+    pub refine_sla: Option<usize>,
 }
 
 fn given(m: &ArgMatches, id: &str) -> bool {
@@ -551,6 +555,29 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
         );
     }
     let result = runner.finish();
+    if let Some(n) = a.refine_sla {
+        match servesim_core::sla_refine::refine_operating_point(
+            &resolved.engine,
+            &resolved.cost,
+            &resolved.workload,
+            &resolved.sweep,
+            &result.levels,
+            n.min(64),
+        )? {
+            Some(r) => {
+                for s in &r.steps {
+                    eprintln!(
+                        "refine: level {} {} ({:.2} tok/s/GPU)",
+                        s.level,
+                        if s.passes { "passes" } else { "fails" },
+                        s.output_tokens_per_s_per_gpu
+                    );
+                }
+                eprintln!("SLA operating point (refined): {}", r.summary);
+            }
+            None => eprintln!("SLA operating point: no crossing between the levels to refine"),
+        }
+    }
     if a.json {
         print!(
             "{}",

@@ -274,6 +274,10 @@ mod tests {
         assert_eq!(REQUEST_RATE.check(5.0), Ok(5.0));
         assert!(TOKENS.check_whole(1.5).is_err());
         assert_eq!(TOKENS.check_whole(7.0), Ok(7));
-        assert!(REQUEST_RATE.fix().contains("1e-6"), "{}", REQUEST_RATE.fix());
+        assert!(
+            REQUEST_RATE.fix().contains("1e-6"),
+            "{}",
+            REQUEST_RATE.fix()
+        );
     }
 }

@@ -197,7 +197,8 @@ fn pos_int(field: &'static str, v: Option<i64>) -> Result<Option<u64>, DeployErr
         None => Ok(None),
         Some(x) if x > 0 => {
             if let Some(b) = engine_bound(field) {
-                b.check_u64(x as u64).map_err(|fix| invalid(field, x, fix))?;
+                b.check_u64(x as u64)
+                    .map_err(|fix| invalid(field, x, fix))?;
             }
             Ok(Some(x as u64))
         }

@@ -256,12 +256,20 @@ impl RawGpu {
             });
         }
         use crate::bounds::{GPU_DOMAIN, GPU_HBM_TB_S, GPU_LINK_GB_S, GPU_MEMORY_MIB, GPU_TFLOPS};
-        let mem = check_in("memory_visible_mib", self.memory_visible_mib, GPU_MEMORY_MIB)?;
+        let mem = check_in(
+            "memory_visible_mib",
+            self.memory_visible_mib,
+            GPU_MEMORY_MIB,
+        )?;
         let bw = check_in("hbm_bandwidth_tb_s", self.hbm_bandwidth_tb_s, GPU_HBM_TB_S)?;
         let bf16 = check_in("bf16_dense_tflops", self.bf16_dense_tflops, GPU_TFLOPS)?;
         let fp8 = check_opt("fp8_dense_tflops", self.fp8_dense_tflops, GPU_TFLOPS)?;
         let fp4 = check_opt("fp4_dense_tflops", self.fp4_dense_tflops, GPU_TFLOPS)?;
-        let link = check_in("scaleup_unidir_gb_s", self.scaleup_unidir_gb_s, GPU_LINK_GB_S)?;
+        let link = check_in(
+            "scaleup_unidir_gb_s",
+            self.scaleup_unidir_gb_s,
+            GPU_LINK_GB_S,
+        )?;
         if self.scaleup_domain == 0 {
             return Err(GpuError::InvalidField {
                 field: "scaleup_domain",

@@ -5,6 +5,7 @@
 //! bit-identical results there and natively. See ARCHITECTURE.md for the code map.
 
 pub mod bounds;
+pub mod budget;
 pub mod capacity;
 pub mod compare;
 pub mod deploy;
@@ -19,6 +20,7 @@ pub mod perf;
 pub mod rng;
 pub mod scenario;
 pub mod share;
+pub mod sla_refine;
 pub mod sweep;
 pub mod units;
 pub mod validate;

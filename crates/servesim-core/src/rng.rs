@@ -129,7 +129,11 @@ impl Rng {
         // (k > 1e12: CV below 1e-6) that Marsaglia-Tsang's acceptance test loses all precision,
         // returns the mean (the distribution's spread is below one part in a million).
         if !(k.is_finite() && k > 0.0 && k <= 1e12) || !theta.is_finite() {
-            return if k.is_finite() && theta.is_finite() { (k * theta).max(0.0) } else { 0.0 };
+            return if k.is_finite() && theta.is_finite() {
+                (k * theta).max(0.0)
+            } else {
+                0.0
+            };
         }
         if k < 1.0 {
             let u = self.next_f64_open0();

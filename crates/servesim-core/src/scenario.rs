@@ -133,7 +133,7 @@ pub enum ScenarioError {
     Json { field: String, message: String },
     #[error("scenario version {found} is not supported: this build reads version {SCENARIO_VERSION}; set \"version\": {SCENARIO_VERSION} (and check the fields against docs/scenario.md)")]
     Version { found: String },
-    #[error("model: {0}")]
+    #[error("{}", named("model", "", &.0.to_string()))]
     Model(ModelError),
     #[error("gpu: {0}")]
     Gpu(GpuError),
@@ -166,7 +166,10 @@ fn named(path: &str, own: &str, msg: &str) -> String {
     let quoted = format!("`{own}`");
     if !own.is_empty() && msg.contains(&quoted) {
         msg.replacen(&quoted, &format!("`{path}`"), 1)
-    } else if msg.starts_with(&format!("{path}:")) || msg.starts_with(&format!("`{path}`")) {
+    } else if msg.starts_with(&format!("{path}:"))
+        || msg.starts_with(&format!("{path} "))
+        || msg.starts_with(&format!("`{path}`"))
+    {
         msg.to_string()
     } else {
         format!("{path}: {msg}")
@@ -475,7 +478,7 @@ impl Scenario {
                     invalid(
                         "vllm_version",
                         v,
-                        format!("{e}; write the vLLM version as MAJOR.MINOR[.PATCH], e.g. 0.15.1, or leave it out for the newest calibrated release line"),
+                        format!("{}; write the vLLM version as MAJOR.MINOR[.PATCH], e.g. 0.15.1, or leave it out for the newest calibrated release line", crate::bounds::clip_message(&e.to_string())),
                     )
                 }),
         }

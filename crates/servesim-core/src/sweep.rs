@@ -4,6 +4,7 @@
 //! [`SweepRunner`] runs one level per call (progress and cancellation between levels).
 //! See `docs/metrics.md` for the window and the operating-point interpolation.
 
+use crate::bounds::{self, fmt_num};
 use crate::engine::cluster::Cluster;
 use crate::engine::{
     EngineConfig, FinishedRequest, IdMap, Observer, RejectReason, Request, SimError, StepRecord,
@@ -11,7 +12,6 @@ use crate::engine::{
 };
 use crate::metric::MetricId;
 use crate::metrics::{Collector, LevelResult, RunTotals};
-use crate::bounds::{self, fmt_num};
 use crate::units::Ticks;
 use crate::workload::{Arrival, Level, WorkloadError, WorkloadGen, WorkloadSpec};
 use serde::{Deserialize, Serialize};
@@ -136,6 +136,9 @@ pub struct SweepSpec {
     pub max_requests: u64,
     /// The API server in front of the engines (zero: requests reach the engine when sent).
     pub frontend: FrontEnd,
+    /// Bytes of simulation records one level may hold (`crate::budget`); checked before and
+    /// while a level runs. Not part of the scenario: the host sets it (CLI 4 GiB, page 1 GiB).
+    pub memory_budget: u64,
 }
 
 /// The OpenAI-compatible API server between the benchmark client and the engine core
@@ -179,6 +182,7 @@ impl Default for SweepSpec {
             max_events: DEFAULT_MAX_EVENTS,
             max_requests: DEFAULT_MAX_REQUESTS,
             frontend: FrontEnd::default(),
+            memory_budget: crate::budget::DEFAULT_MEMORY_BUDGET,
         }
     }
 }
@@ -213,9 +217,11 @@ impl RawSweepSpec {
         }
         if let Some(c) = &self.concurrency {
             for v in c {
-                levels.push(Level::Concurrency(
-                    bounded_count("concurrency", *v, bounds::CONCURRENCY)? as u32,
-                ));
+                levels.push(Level::Concurrency(bounded_count(
+                    "concurrency",
+                    *v,
+                    bounds::CONCURRENCY,
+                )? as u32));
             }
         }
         if let Some(r) = &self.request_rates {
@@ -233,12 +239,14 @@ impl RawSweepSpec {
                     "give either `duration_s` or `num_requests`, not both",
                 ))
             }
-            (Some(n), None) => Stop::Requests(bounded_count("num_requests", n, bounds::NUM_REQUESTS)?),
+            (Some(n), None) => {
+                Stop::Requests(bounded_count("num_requests", n, bounds::NUM_REQUESTS)?)
+            }
             (None, d) => {
                 let d = d.unwrap_or(900.0);
-                bounds::DURATION_S.check(d).map_err(|fix| {
-                    spec_err("duration_s", format!("{fix} (got {})", fmt_num(d)))
-                })?;
+                bounds::DURATION_S
+                    .check(d)
+                    .map_err(|fix| spec_err("duration_s", format!("{fix} (got {})", fmt_num(d))))?;
                 let w = self.warmup_s.unwrap_or(0.1 * d);
                 if !w.is_finite() || w < 0.0 || w >= d {
                     return Err(spec_err(
@@ -298,6 +306,7 @@ impl RawSweepSpec {
                 bounds::NUM_REQUESTS,
             )?,
             frontend: FrontEnd::default(),
+            memory_budget: crate::budget::DEFAULT_MEMORY_BUDGET,
         })
     }
 }
@@ -414,6 +423,25 @@ fn run_level_into(
         Stop::Requests(n) => Some(n),
         Stop::Duration { .. } => None,
     };
+    let (estimate, setting) = crate::budget::level_estimate(
+        &w,
+        level,
+        match spec.stop {
+            Stop::Duration { duration, .. } => Some(duration.as_secs_f64()),
+            Stop::Requests(_) => None,
+        },
+        limit,
+    );
+    if estimate > spec.memory_budget {
+        return Err(spec_err(
+            setting,
+            crate::budget::over_budget_message(estimate, spec.memory_budget, setting, true),
+        ));
+    }
+    let clients = match w.arrival {
+        Arrival::ClosedLoop { concurrency, .. } => concurrency as u64,
+        _ => 0,
+    };
     let mut gen = WorkloadGen::new(&w, cfg.max_model_len, limit);
     let mut cluster = Cluster::new(spec.engines, cfg, model)?;
     let mut tap = Tap {
@@ -476,6 +504,23 @@ fn run_level_into(
                 Stop::Requests(n) => tap.inner.finished().len() as f64 / n.max(1) as f64,
             };
             progress(fraction.clamp(0.0, 1.0));
+            let held = crate::budget::held_bytes(
+                tap.inner.finished().len() as u64,
+                cluster.in_flight() + frontend.len() as u64,
+                tap.inner.num_steps(),
+                clients,
+            );
+            if held > spec.memory_budget {
+                let setting = match (&w.arrival, spec.stop) {
+                    (_, Stop::Requests(_)) => "sweep.num_requests",
+                    (Arrival::ClosedLoop { .. } | Arrival::Burst { .. }, _) => "sweep.concurrency",
+                    _ => "sweep.request_rates",
+                };
+                return Err(spec_err(
+                    setting,
+                    crate::budget::over_budget_message(held, spec.memory_budget, setting, false),
+                ));
+            }
         }
         if events > spec.max_events {
             return Err(SimError::EventCap {

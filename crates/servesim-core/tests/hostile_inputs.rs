@@ -94,9 +94,7 @@ fn rows() -> Vec<(&'static str, Edit, &'static str, &'static str)> {
         ),
         (
             "exponential input mean 1e300",
-            |v| {
-                v["workload"]["requests"]["input"] = json!({"type": "exponential", "mean": 1e300})
-            },
+            |v| v["workload"]["requests"]["input"] = json!({"type": "exponential", "mean": 1e300}),
             "workload.requests.input.mean",
             "tokens",
         ),
@@ -156,7 +154,13 @@ fn rows() -> Vec<(&'static str, Edit, &'static str, &'static str)> {
         ),
         (
             "max_num_batched_tokens i64::MAX",
-            |v| set(v, "engine/max_num_batched_tokens", json!(9223372036854775807i64)),
+            |v| {
+                set(
+                    v,
+                    "engine/max_num_batched_tokens",
+                    json!(9223372036854775807i64),
+                )
+            },
             "engine.max_num_batched_tokens",
             "tokens",
         ),
@@ -259,7 +263,11 @@ fn a_utf8_bom_is_accepted() {
 #[test]
 fn kv_cache_memory_larger_than_the_gpu_does_not_fit() {
     let mut v = base();
-    set(&mut v, "engine/kv_cache_memory_bytes", json!(100_000_000_000i64));
+    set(
+        &mut v,
+        "engine/kv_cache_memory_bytes",
+        json!(100_000_000_000i64),
+    );
     let s = Scenario::from_json(&v.to_string()).unwrap();
     let r = s.resolve().unwrap();
     assert!(!r.capacity.fits, "{}", r.capacity.reason);
@@ -271,7 +279,11 @@ fn kv_cache_memory_larger_than_the_gpu_does_not_fit() {
     let e = r.runner().err().expect("refused to run");
     assert_eq!(e.field(), "deployment");
     // a kv_cache_memory that fits still works
-    set(&mut v, "engine/kv_cache_memory_bytes", json!(20_000_000_000i64));
+    set(
+        &mut v,
+        "engine/kv_cache_memory_bytes",
+        json!(20_000_000_000i64),
+    );
     let r = Scenario::from_json(&v.to_string())
         .unwrap()
         .resolve()
@@ -361,4 +373,68 @@ fn prompts_over_max_model_len_are_rejected_and_counted_not_truncated() {
     let res = s.resolve().unwrap().run().unwrap();
     assert_eq!(res.levels[0].completed_requests, 0);
     assert!(res.levels[0].rejected_requests > 0);
+}
+
+#[test]
+fn runs_over_the_memory_budget_stop_naming_the_setting_to_lower() {
+    // Before the run: Poisson 100,000 req/s for 300 s in the page's worker budget.
+    let mut v = base();
+    v["workload"]["arrival"] = json!({"type": "poisson", "rate": 100000});
+    v["sweep"] = json!({"request_rates": [100000], "duration_s": 300});
+    let s = Scenario::from_json(&v.to_string()).unwrap();
+    let mut r = s.resolve().unwrap();
+    r.sweep.memory_budget = servesim_core::budget::WORKER_MEMORY_BUDGET;
+    let e = r.run().expect_err("over budget");
+    assert_eq!(e.field(), "sweep.request_rates", "{e}");
+    assert!(e.to_string().contains("memory budget"), "{e}");
+    // While it runs: a closed loop whose records outgrow a small budget.
+    let mut v = base();
+    v["sweep"] = json!({"concurrency": [64], "duration_s": 600});
+    let s = Scenario::from_json(&v.to_string()).unwrap();
+    let mut r = s.resolve().unwrap();
+    r.sweep.memory_budget = 1 << 20;
+    let e = r.run().expect_err("over budget");
+    assert_eq!(e.field(), "sweep.concurrency", "{e}");
+    assert!(e.to_string().contains("memory budget"), "{e}");
+}
+
+#[test]
+fn mooncake_traces_with_equal_timestamps_are_not_relabelled_as_a_rate() {
+    let line =
+        |ts: u64| format!("{{\"timestamp\": {ts}, \"input_length\": 100, \"output_length\": 10}}");
+    let jsonl: String = (0..20).map(|_| line(0) + "\n").collect();
+    let mut v = base();
+    v["workload"] = json!({"arrival": {"type": "trace"},
+        "requests": {"type": "mooncake", "jsonl": jsonl}, "seed": 0});
+    v["sweep"] = json!({"request_rates": [5], "duration_s": 60});
+    let (field, msg) = outcome(&v)
+        .or_else(|| {
+            Scenario::from_json(&v.to_string())
+                .unwrap()
+                .resolve()
+                .unwrap()
+                .run()
+                .err()
+                .map(|e| (e.field(), e.to_string()))
+        })
+        .expect("refused");
+    assert_eq!(field, "sweep.request_rates", "{msg}");
+    assert!(msg.contains("same timestamp"), "{msg}");
+}
+
+#[test]
+fn requests_longer_than_max_model_len_are_warned_about() {
+    let mut v = base();
+    set(&mut v, "engine/max_model_len", json!(2048));
+    v["workload"]["requests"]["input"] = json!({"type": "constant", "tokens": 200000});
+    let r = Scenario::from_json(&v.to_string())
+        .unwrap()
+        .resolve()
+        .unwrap();
+    let w = r.warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("max_model_len 2048"), "{w:?}");
+    // the default scenario has none
+    let r = Scenario::default_scenario().resolve().unwrap();
+    assert!(r.warnings().is_empty());
 }

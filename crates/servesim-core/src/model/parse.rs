@@ -46,7 +46,14 @@ fn config_bound(field: &str) -> crate::bounds::Bound {
 fn within(field: &str, v: &Value, u: u64) -> Result<u64, ModelError> {
     let b = config_bound(field);
     if u as f64 > b.max {
-        return Err(invalid(field, v, &format!("{} (a released model's config.json stays far below; check the number)", b.fix())));
+        return Err(invalid(
+            field,
+            v,
+            &format!(
+                "{} (a released model's config.json stays far below; check the number)",
+                b.fix()
+            ),
+        ));
     }
     Ok(u)
 }

@@ -362,12 +362,15 @@ impl WorkloadGen {
             let added = a.tokens_per_turn.sample(&mut self.inputs);
             let mml = self.max_model_len;
             let s = self.sessions.get_mut(&sid).expect("session exists");
-            s.conv_len = s.conv_len.saturating_add(owner.output_len).saturating_add(added);
+            s.conv_len = s
+                .conv_len
+                .saturating_add(owner.output_len)
+                .saturating_add(added);
             s.turn += 1;
             let next_prompt = a.system_prompt_tokens + s.conv_len;
             // A session also ends when its next turn could not fit max_model_len.
-            let more =
-                s.turn <= a.turns && next_prompt.saturating_add(a.output_tokens.nominal_mean() as u64) <= mml;
+            let more = s.turn <= a.turns
+                && next_prompt.saturating_add(a.output_tokens.nominal_mean() as u64) <= mml;
             let client = s.client.or(owner.client);
             if more {
                 // the next turn inherits the client (closed loop) or stays open-loop

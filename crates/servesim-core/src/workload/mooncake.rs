@@ -116,7 +116,10 @@ pub fn parse_mooncake(jsonl: &str, block_tokens: u64) -> Result<Vec<TraceRequest
     }
     // Replay in arrival order: a trace whose lines are not sorted by timestamp is sorted (stable,
     // so equal timestamps keep their line order), never replayed with earlier-than-now times.
-    if out.windows(2).any(|w| w[1].timestamp_ms < w[0].timestamp_ms) {
+    if out
+        .windows(2)
+        .any(|w| w[1].timestamp_ms < w[0].timestamp_ms)
+    {
         out.sort_by_key(|r| r.timestamp_ms);
     }
     Ok(out)
