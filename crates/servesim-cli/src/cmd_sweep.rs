@@ -25,6 +25,8 @@ use std::time::Instant;
 pub struct SweepArgs {
     #[command(flatten)]
     pub deployment: DeploymentArgs,
+    #[command(flatten)]
+    pub topology: crate::topology_args::TopologyArgs,
     /// random | shared-prefix | agentic | trace. Giving any request flag (this, --isl, --osl,
     /// --isl-dist, --osl-dist, --prefix-*, --trace) rebuilds the request content from flags.
     #[arg(long)]
@@ -428,6 +430,7 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
     if let Some(sla) = &a.sla {
         s.sweep.sla = parse_sla(sla)?;
     }
+    a.topology.apply(&mut s)?;
     Ok(s)
 }
 
@@ -668,5 +671,41 @@ fn print_table(
     println!("(TTFT and ITL in ms; window per level: warm-up excluded)");
     if let Some(op) = &res.operating_point {
         println!("SLA operating point: {}", op.summary);
+    }
+    print_replicas(res);
+}
+
+/// Per-replica table (plans with more than one replica).
+fn print_replicas(res: &servesim_core::sweep::SweepResult) {
+    let Some(first) = res.topology.first() else {
+        return;
+    };
+    println!();
+    println!(
+        "Per replica ({}; routed = whole run, the rest over the window):",
+        first.router
+    );
+    println!(
+        "{:>10} {:>8} {:>8} {:>10} {:>10} {:>8} {:>6}",
+        "level", "replica", "routed", "completed", "out tok/s", "KV use", "hit"
+    );
+    for t in &res.topology {
+        for r in &t.replicas {
+            println!(
+                "{:>10} {:>8} {:>8} {:>10} {:>10.1} {:>8.3} {:>6}",
+                t.level,
+                r.replica,
+                r.routed_requests,
+                r.completed_requests,
+                r.output_tokens_per_s,
+                r.kv_utilization_mean,
+                opt(r.prefix_cache_hit_rate, 2)
+            );
+        }
+        println!(
+            "{:>10} imbalance (max / mean output tok/s): {}",
+            t.level,
+            opt(t.imbalance, 3)
+        );
     }
 }

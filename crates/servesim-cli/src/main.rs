@@ -7,6 +7,7 @@ mod cmd_step;
 mod cmd_sweep;
 mod cmd_validate;
 mod input;
+mod topology_args;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 

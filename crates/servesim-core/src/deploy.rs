@@ -722,14 +722,15 @@ impl Deployment {
                 }
             }
             WeightPrecision::Fp4 if !gpu.supports_fp4() => {
-                return Err(DeployError::Unsupported {
-                    field: "weight_precision",
-                    value: "fp4".into(),
-                    fix: format!(
-                        "{} has no fp4 tensor cores (needs Blackwell or MI355X); use fp8, bf16 or the checkpoint's own precision",
-                        gpu.id
-                    ),
-                });
+                notes.push(format!(
+                    "fp4 weights on {}: no fp4 tensor cores, so vLLM runs them weight-only (Marlin-style MXFP4/NVFP4 kernels dequantise to bf16); matmuls compute in bf16",
+                    gpu.id
+                ));
+            }
+            WeightPrecision::Int4 | WeightPrecision::Int8 => {
+                notes.push(
+                    "integer weights (AWQ / GPTQ / W4A16 / W8A16, group 128): weight-only Marlin-style kernels; matmuls compute in bf16".into(),
+                );
             }
             _ => {}
         }

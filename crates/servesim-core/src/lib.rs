@@ -22,6 +22,7 @@ pub mod scenario;
 pub mod share;
 pub mod sla_refine;
 pub mod sweep;
+pub mod topology;
 pub mod units;
 pub mod validate;
 pub mod workload;

@@ -489,10 +489,20 @@ impl Collector {
         // end(j) - end(j-1); weights per step come from a difference array over the runs.
         let extra: usize = measured.iter().map(|r| r.extra_itls.len()).sum();
         let mut itl: Vec<(u64, u64)> = Vec::with_capacity(self.num_steps() as usize + extra);
+        // Measured requests by engine (in order), so the pass is linear in engines + requests.
+        let mut by_engine: Vec<Vec<&FinishedRequest>> = vec![Vec::new(); self.steps.len()];
+        for r in &measured {
+            if let Some(v) = by_engine.get_mut(r.engine as usize) {
+                v.push(r);
+            }
+        }
         for (e, log) in self.steps.iter().enumerate() {
+            if by_engine[e].is_empty() {
+                continue;
+            }
             let mut diff = vec![0i64; log.len() + 1];
             let mut any = false;
-            for r in measured.iter().filter(|r| r.engine as usize == e) {
+            for r in by_engine[e].iter() {
                 for &(a, b) in &r.decode_runs {
                     diff[a as usize] += 1;
                     diff[b as usize + 1] -= 1;

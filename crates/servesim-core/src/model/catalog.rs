@@ -5,6 +5,10 @@ use super::{ModelConfig, ModelError};
 /// (HF id, config.json text).
 const CATALOG: &[(&str, &str)] = &[
     (
+        "MiniMaxAI/MiniMax-M2.7",
+        include_str!("../../data/models/MiniMaxAI--MiniMax-M2.7.json"),
+    ),
+    (
         "Qwen/Qwen2.5-7B-Instruct",
         include_str!("../../data/models/Qwen--Qwen2.5-7B-Instruct.json"),
     ),
@@ -29,6 +33,14 @@ const CATALOG: &[(&str, &str)] = &[
         include_str!("../../data/models/Qwen--Qwen3-8B.json"),
     ),
     (
+        "Qwen/Qwen3.5-35B-A3B",
+        include_str!("../../data/models/Qwen--Qwen3.5-35B-A3B.json"),
+    ),
+    (
+        "Qwen/Qwen3.5-397B-A17B",
+        include_str!("../../data/models/Qwen--Qwen3.5-397B-A17B.json"),
+    ),
+    (
         "codellama/CodeLlama-34b-Instruct-hf",
         include_str!("../../data/models/codellama--CodeLlama-34b-Instruct-hf.json"),
     ),
@@ -43,6 +55,10 @@ const CATALOG: &[(&str, &str)] = &[
     (
         "deepseek-ai/DeepSeek-V3",
         include_str!("../../data/models/deepseek-ai--DeepSeek-V3.json"),
+    ),
+    (
+        "deepseek-ai/DeepSeek-V3.2",
+        include_str!("../../data/models/deepseek-ai--DeepSeek-V3.2.json"),
     ),
     (
         "deepseek-ai/DeepSeek-V4-Flash",
@@ -89,6 +105,10 @@ const CATALOG: &[(&str, &str)] = &[
         include_str!("../../data/models/nvidia--DeepSeek-V4-Pro-NVFP4.json"),
     ),
     (
+        "nvidia/MiniMax-M2.5-NVFP4",
+        include_str!("../../data/models/nvidia--MiniMax-M2.5-NVFP4.json"),
+    ),
+    (
         "openai/gpt-oss-120b",
         include_str!("../../data/models/openai--gpt-oss-120b.json"),
     ),
@@ -103,6 +123,18 @@ const CATALOG: &[(&str, &str)] = &[
     (
         "sgl-project/DeepSeek-V4-Pro-FP8",
         include_str!("../../data/models/sgl-project--DeepSeek-V4-Pro-FP8.json"),
+    ),
+    (
+        "zai-org/GLM-5",
+        include_str!("../../data/models/zai-org--GLM-5.json"),
+    ),
+    (
+        "zai-org/GLM-5-FP8",
+        include_str!("../../data/models/zai-org--GLM-5-FP8.json"),
+    ),
+    (
+        "zai-org/GLM-5.2-FP8",
+        include_str!("../../data/models/zai-org--GLM-5.2-FP8.json"),
     ),
 ];
 

@@ -137,6 +137,9 @@ efficiencies! {
     gemm_fp4: Fraction,
     /// Grouped (MoE) GEMM relative to a dense GEMM of the same compute class (multiplier <= 1).
     grouped_gemm_vs_dense: Fraction,
+    /// Weight-only GEMMs (Marlin-style W4A16 / W8A16 / MXFP4 / NVFP4 on GPUs without tensor cores
+    /// for the weight format: the kernel dequantises to bf16) relative to a bf16 GEMM (multiplier <= 1).
+    gemm_weight_only: Fraction,
     /// Prefill attention (FlashAttention-style, bf16): achieved fraction of the bf16 peak.
     prefill_attention: Fraction,
     /// Decode attention compute side (paged decode / FlashMLA): fraction of the bf16 peak.
@@ -270,6 +273,7 @@ impl Efficiencies {
             gemm_fp8: 0.65,
             gemm_fp4: 0.55,
             grouped_gemm_vs_dense: 0.80,
+            gemm_weight_only: 1.0,
             prefill_attention: 0.60,
             decode_attention: 0.50,
             hbm_weights: 0.85,
