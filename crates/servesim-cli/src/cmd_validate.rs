@@ -57,7 +57,7 @@ pub struct ValidateArgs {
 pub fn run_validate(a: &ValidateArgs) -> Result<()> {
     let mut texts = Vec::new();
     for p in &a.points {
-        texts.push(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?);
+        texts.push(crate::input::read_text(p)?);
     }
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let csv = validate::combine_csvs(&refs)?;
@@ -91,7 +91,7 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
             ..Default::default()
         })
     } else if let Some(p) = &a.efficiencies {
-        let t = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let t = crate::input::read_text(p)?;
         Some(FittedEfficiencies::from_json(&t)?)
     } else {
         None

@@ -186,7 +186,7 @@ pub enum GpuError {
     InvalidField {
         field: &'static str,
         value: String,
-        fix: &'static str,
+        fix: String,
     },
     #[error("the embedded GPU catalog is malformed: {0}")]
     Catalog(String),
@@ -198,14 +198,27 @@ fn check_pos(field: &'static str, v: f64) -> Result<f64, GpuError> {
     } else {
         Err(GpuError::InvalidField {
             field,
-            value: format!("{v}"),
-            fix: "must be a positive, finite number",
+            value: crate::bounds::fmt_num(v),
+            fix: "must be a positive, finite number".into(),
         })
     }
 }
 
-fn check_opt(field: &'static str, v: Option<f64>) -> Result<Option<f64>, GpuError> {
-    v.map(|x| check_pos(field, x)).transpose()
+/// A custom GPU figure inside its range (docs/scenario.md "Bounds").
+fn check_in(field: &'static str, v: f64, b: crate::bounds::Bound) -> Result<f64, GpuError> {
+    b.check(v).map_err(|fix| GpuError::InvalidField {
+        field,
+        value: crate::bounds::fmt_num(v),
+        fix,
+    })
+}
+
+fn check_opt(
+    field: &'static str,
+    v: Option<f64>,
+    b: crate::bounds::Bound,
+) -> Result<Option<f64>, GpuError> {
+    v.map(|x| check_in(field, x, b)).transpose()
 }
 
 /// A custom GPU as a user writes it (all figures in the catalog's units).
@@ -239,22 +252,32 @@ impl RawGpu {
             return Err(GpuError::InvalidField {
                 field: "name",
                 value: "\"\"".into(),
-                fix: "give the GPU a name",
+                fix: "give the GPU a name".into(),
             });
         }
-        let mem = check_pos("memory_visible_mib", self.memory_visible_mib)?;
-        let bw = check_pos("hbm_bandwidth_tb_s", self.hbm_bandwidth_tb_s)?;
-        let bf16 = check_pos("bf16_dense_tflops", self.bf16_dense_tflops)?;
-        let fp8 = check_opt("fp8_dense_tflops", self.fp8_dense_tflops)?;
-        let fp4 = check_opt("fp4_dense_tflops", self.fp4_dense_tflops)?;
-        let link = check_pos("scaleup_unidir_gb_s", self.scaleup_unidir_gb_s)?;
+        use crate::bounds::{GPU_DOMAIN, GPU_HBM_TB_S, GPU_LINK_GB_S, GPU_MEMORY_MIB, GPU_TFLOPS};
+        let mem = check_in(
+            "memory_visible_mib",
+            self.memory_visible_mib,
+            GPU_MEMORY_MIB,
+        )?;
+        let bw = check_in("hbm_bandwidth_tb_s", self.hbm_bandwidth_tb_s, GPU_HBM_TB_S)?;
+        let bf16 = check_in("bf16_dense_tflops", self.bf16_dense_tflops, GPU_TFLOPS)?;
+        let fp8 = check_opt("fp8_dense_tflops", self.fp8_dense_tflops, GPU_TFLOPS)?;
+        let fp4 = check_opt("fp4_dense_tflops", self.fp4_dense_tflops, GPU_TFLOPS)?;
+        let link = check_in(
+            "scaleup_unidir_gb_s",
+            self.scaleup_unidir_gb_s,
+            GPU_LINK_GB_S,
+        )?;
         if self.scaleup_domain == 0 {
             return Err(GpuError::InvalidField {
                 field: "scaleup_domain",
                 value: "0".into(),
-                fix: "must be at least 1 (GPUs in one NVLink/xGMI domain)",
+                fix: "must be at least 1 (GPUs in one NVLink/xGMI domain)".into(),
             });
         }
+        check_in("scaleup_domain", self.scaleup_domain as f64, GPU_DOMAIN)?;
         let mut sources = BTreeMap::new();
         sources.insert("all".to_string(), "user input".to_string());
         Ok(GpuSpec {
@@ -433,7 +456,7 @@ pub fn find_gpu(name: &str) -> Result<GpuSpec, GpuError> {
         }
     }
     Err(GpuError::Unknown {
-        name: name.to_string(),
+        name: crate::bounds::clip(name),
         known: ids().join(", "),
     })
 }

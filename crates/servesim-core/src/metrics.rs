@@ -383,8 +383,9 @@ pub struct RunTotals {
     pub preemptions: u64,
     pub steps: u64,
     pub simulated_s: f64,
-    /// Synthetic requests whose lengths were capped to fit max_model_len.
-    pub capped_requests: u64,
+    /// Synthetic requests whose prompt + output exceed max_model_len (rejected by the engine, as vLLM
+    /// rejects them; counted in `rejected_requests` too).
+    pub over_max_model_len: u64,
 }
 
 /// The metrics of one sweep level, in the JSON shape `servesim sweep --json` prints.

@@ -144,17 +144,17 @@ pub enum ScenarioError {
     Json { field: String, message: String },
     #[error("scenario version {found} is not supported: this build reads versions {OLDEST_SCENARIO_VERSION} to {SCENARIO_VERSION}; set \"version\": {SCENARIO_VERSION} (and check the fields against docs/scenario.md)")]
     Version { found: String },
-    #[error("model: {0}")]
+    #[error("{}", named("model", "", &.0.to_string()))]
     Model(ModelError),
     #[error("gpu: {0}")]
     Gpu(GpuError),
-    #[error("{path}: {inner}", path = deploy_field(.0), inner = .0)]
+    #[error("{}", named(&deploy_field(.0), .0.field(), &.0.to_string()))]
     Deploy(DeployError),
     #[error("capacity: {0}")]
     Capacity(CapacityError),
-    #[error("{path}: {inner}", path = workload_field(.0), inner = .0)]
+    #[error("{}", named(&workload_field(.0), workload_own_field(.0), &.0.to_string()))]
     Workload(WorkloadError),
-    #[error("sweep: {0}")]
+    #[error("{}", sweep_text(.0))]
     Sweep(SweepError),
     #[error("efficiencies: {0}")]
     Perf(PerfError),
@@ -169,6 +169,50 @@ pub enum ScenarioError {
     /// The deployment does not start (vLLM would fail at start-up): nothing to simulate.
     #[error("the deployment does not fit, so there is nothing to simulate: {reason}{}", fixes_text(.fixes))]
     DoesNotFit { reason: String, fixes: Vec<String> },
+}
+
+/// A wrapped error's message with its field spelled as the scenario's JSON path: the message's
+/// own `` `field` `` becomes `` `path` `` (so "`engine.max_num_seqs` = 0 is invalid", not
+/// "engine.max_num_seqs: `max_num_seqs` = 0"); a message that does not quote its field gets the
+/// path in front, once.
+fn named(path: &str, own: &str, msg: &str) -> String {
+    let quoted = format!("`{own}`");
+    if !own.is_empty() && msg.contains(&quoted) {
+        msg.replacen(&quoted, &format!("`{path}`"), 1)
+    } else if msg.starts_with(&format!("{path}:"))
+        || msg.starts_with(&format!("{path} "))
+        || msg.starts_with(&format!("`{path}`"))
+    {
+        msg.to_string()
+    } else {
+        format!("{path}: {msg}")
+    }
+}
+
+fn sweep_text(e: &SweepError) -> String {
+    match e {
+        SweepError::Workload(w) => named(&workload_field(w), workload_own_field(w), &w.to_string()),
+        SweepError::Spec { field, problem } => {
+            let path = if field.starts_with("sweep") {
+                field.clone()
+            } else {
+                format!("sweep.{field}")
+            };
+            format!("sweep setting `{path}`: {problem}")
+        }
+        SweepError::Sim(s) => format!("sweep: {s}"),
+    }
+}
+
+fn workload_own_field(e: &WorkloadError) -> &str {
+    match e {
+        WorkloadError::BadCount { field, .. }
+        | WorkloadError::NotPositive { field, .. }
+        | WorkloadError::MinAboveMax { field, .. }
+        | WorkloadError::Empty { field }
+        | WorkloadError::Invalid { field, .. } => field.as_str(),
+        _ => "",
+    }
 }
 
 fn fixes_text(f: &[String]) -> String {
@@ -269,15 +313,15 @@ fn workload_field(e: &WorkloadError) -> String {
 
 fn json_err(field: &str, e: impl ToString) -> ScenarioError {
     ScenarioError::Json {
-        field: field.to_string(),
-        message: e.to_string(),
+        field: crate::bounds::clip(field),
+        message: crate::bounds::clip_message(&e.to_string()),
     }
 }
 
 fn invalid(field: &str, value: impl ToString, fix: impl Into<String>) -> ScenarioError {
     ScenarioError::Invalid {
         field: field.to_string(),
-        value: value.to_string(),
+        value: crate::bounds::clip(&value.to_string()),
         fix: fix.into(),
     }
 }
@@ -356,6 +400,8 @@ impl Scenario {
     /// Reads a scenario. The version is checked first; errors name the top-level field (and
     /// serde's message names the nested one).
     pub fn from_json(s: &str) -> Result<Scenario, ScenarioError> {
+        // A UTF-8 byte-order mark (Windows editors write one) is not content.
+        let s = s.strip_prefix('\u{feff}').unwrap_or(s);
         let v: Value = serde_json::from_str(s).map_err(|e| json_err("", e))?;
         let Value::Object(obj) = &v else {
             return Err(json_err("", "a scenario is a JSON object"));
@@ -473,7 +519,7 @@ impl Scenario {
                     invalid(
                         "vllm_version",
                         v,
-                        format!("{e}; write the vLLM version as MAJOR.MINOR[.PATCH], e.g. 0.15.1, or leave it out for the newest calibrated release line"),
+                        format!("{}; write the vLLM version as MAJOR.MINOR[.PATCH], e.g. 0.15.1, or leave it out for the newest calibrated release line", crate::bounds::clip_message(&e.to_string())),
                     )
                 }),
         }
@@ -829,6 +875,15 @@ impl ResolvedScenario {
             .map_err(ScenarioError::Sweep)
     }
 
+    /// Warnings about the workload against the deployment, shown next to the capacity figures:
+    /// requests longer than `max_model_len` (which vLLM, and the simulation, reject).
+    pub fn warnings(&self) -> Vec<String> {
+        self.workload
+            .max_model_len_warning(self.engine.max_model_len)
+            .into_iter()
+            .collect()
+    }
+
     /// Runs every level.
     pub fn run(&self) -> Result<SweepResult, ScenarioError> {
         let mut r = self.runner()?;
@@ -892,6 +947,9 @@ pub struct SweepReport<'a> {
     pub levels: &'a [LevelResult],
     pub operating_point: Option<&'a OperatingPoint>,
     pub cancelled: bool,
+    /// [`ResolvedScenario::warnings`] (absent when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Per-replica results per level (plans with more than one replica; omitted otherwise).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub topology: &'a [crate::topology::TopologyLevel],
@@ -906,6 +964,7 @@ impl<'a> SweepReport<'a> {
             levels: &result.levels,
             operating_point: result.operating_point.as_ref(),
             cancelled: result.cancelled,
+            warnings: r.warnings(),
             topology: &result.topology,
         }
     }

@@ -8,6 +8,7 @@
 //! their front-ends, the router; docs/topology.md); this module keeps the levels, progress,
 //! cancellation and the operating point.
 
+use crate::bounds::{self, fmt_num};
 use crate::engine::{EngineConfig, SimError, StepTimeModel};
 use crate::metric::MetricId;
 use crate::metrics::{Collector, LevelResult};
@@ -135,6 +136,9 @@ pub struct SweepSpec {
     pub max_requests: u64,
     /// The API server in front of the engines (zero: requests reach the engine when sent).
     pub frontend: FrontEnd,
+    /// Bytes of simulation records one level may hold (`crate::budget`); checked before and
+    /// while a level runs. Not part of the scenario: the host sets it (CLI 4 GiB, page 1 GiB).
+    pub memory_budget: u64,
 }
 
 /// The OpenAI-compatible API server between the benchmark client and the engine core
@@ -178,6 +182,7 @@ impl Default for SweepSpec {
             max_events: DEFAULT_MAX_EVENTS,
             max_requests: DEFAULT_MAX_REQUESTS,
             frontend: FrontEnd::default(),
+            memory_budget: crate::budget::DEFAULT_MEMORY_BUDGET,
         }
     }
 }
@@ -186,10 +191,15 @@ fn count(field: &str, v: f64) -> Result<u64, SweepError> {
     if !v.is_finite() || v < 1.0 || v.fract() != 0.0 || v > 1e15 {
         return Err(spec_err(
             field,
-            format!("must be a whole number >= 1 (got {v})"),
+            format!("must be a whole number >= 1 (got {})", fmt_num(v)),
         ));
     }
     Ok(v as u64)
+}
+
+fn bounded_count(field: &str, v: f64, b: bounds::Bound) -> Result<u64, SweepError> {
+    b.check_whole(v)
+        .map_err(|fix| spec_err(field, format!("{fix} (got {})", fmt_num(v))))
 }
 
 impl RawSweepSpec {
@@ -207,16 +217,18 @@ impl RawSweepSpec {
         }
         if let Some(c) = &self.concurrency {
             for v in c {
-                levels.push(Level::Concurrency(
-                    count("concurrency", *v)?.min(u32::MAX as u64) as u32,
-                ));
+                levels.push(Level::Concurrency(bounded_count(
+                    "concurrency",
+                    *v,
+                    bounds::CONCURRENCY,
+                )? as u32));
             }
         }
         if let Some(r) = &self.request_rates {
             for v in r {
-                if !v.is_finite() || *v <= 0.0 {
-                    return Err(spec_err("request_rates", format!("must be > 0 (got {v})")));
-                }
+                bounds::REQUEST_RATE.check(*v).map_err(|fix| {
+                    spec_err("request_rates", format!("{fix} (got {})", fmt_num(*v)))
+                })?;
                 levels.push(Level::RequestRate(*v));
             }
         }
@@ -227,17 +239,23 @@ impl RawSweepSpec {
                     "give either `duration_s` or `num_requests`, not both",
                 ))
             }
-            (Some(n), None) => Stop::Requests(count("num_requests", n)?),
+            (Some(n), None) => {
+                Stop::Requests(bounded_count("num_requests", n, bounds::NUM_REQUESTS)?)
+            }
             (None, d) => {
                 let d = d.unwrap_or(900.0);
-                if !d.is_finite() || d <= 0.0 {
-                    return Err(spec_err("duration_s", format!("must be > 0 (got {d})")));
-                }
+                bounds::DURATION_S
+                    .check(d)
+                    .map_err(|fix| spec_err("duration_s", format!("{fix} (got {})", fmt_num(d))))?;
                 let w = self.warmup_s.unwrap_or(0.1 * d);
                 if !w.is_finite() || w < 0.0 || w >= d {
                     return Err(spec_err(
                         "warmup_s",
-                        format!("must be >= 0 and below duration_s ({d}) (got {w})"),
+                        format!(
+                            "must be >= 0 and below duration_s ({}) (got {})",
+                            fmt_num(d),
+                            fmt_num(w)
+                        ),
                     ));
                 }
                 Stop::Duration {
@@ -286,15 +304,18 @@ impl RawSweepSpec {
             },
             gpus: count("gpus", self.gpus.unwrap_or(1.0))?.min(u32::MAX as u64) as u32,
             sla,
-            max_events: count(
+            max_events: bounded_count(
                 "max_events",
                 self.max_events.unwrap_or(DEFAULT_MAX_EVENTS as f64),
+                bounds::MAX_EVENTS,
             )?,
-            max_requests: count(
+            max_requests: bounded_count(
                 "max_requests",
                 self.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS as f64),
+                bounds::NUM_REQUESTS,
             )?,
             frontend: FrontEnd::default(),
+            memory_budget: crate::budget::DEFAULT_MEMORY_BUDGET,
         })
     }
 }

@@ -595,8 +595,8 @@ pub(crate) fn rows_to_runs(
     for arm in order {
         let rows = groups.remove(&arm).unwrap_or_default();
         let kind = rows[0].level_kind;
-        let mut kept: Vec<Row> = Vec::new();
-        for r in rows {
+        let mut kept: Vec<(usize, Row)> = Vec::with_capacity(rows.len());
+        for (i, r) in rows.into_iter().enumerate() {
             if r.level_kind != kind {
                 return Err(ImportError::MixedLevelKinds {
                     file: r.file.clone(),
@@ -606,19 +606,28 @@ pub(crate) fn rows_to_runs(
                     second: r.level_kind.name().into(),
                 });
             }
-            if let Some(prev) = kept.iter().find(|k| levels_equal(k.level, r.level)) {
-                return Err(ImportError::DuplicateLevel {
-                    file: r.file.clone(),
-                    line: r.line,
-                    first_file: prev.file.clone(),
-                    first_line: prev.line,
-                    arm: arm.clone(),
-                    level: r.level,
-                });
-            }
-            kept.push(r);
+            kept.push((i, r));
         }
-        kept.sort_by(|a, b| a.level.total_cmp(&b.level));
+        // Duplicates after a stable sort by level (equal levels end up adjacent, in input
+        // order): O(n log n) instead of comparing every row with every kept one. The reported
+        // pair is the one whose second row comes first in the input, as a scan in order finds.
+        kept.sort_by(|a, b| a.1.level.total_cmp(&b.1.level));
+        if let Some(w) = kept
+            .windows(2)
+            .filter(|w| levels_equal(w[0].1.level, w[1].1.level))
+            .min_by_key(|w| w[1].0)
+        {
+            let (prev, r) = (&w[0].1, &w[1].1);
+            return Err(ImportError::DuplicateLevel {
+                file: r.file.clone(),
+                line: r.line,
+                first_file: prev.file.clone(),
+                first_line: prev.line,
+                arm: arm.clone(),
+                level: r.level,
+            });
+        }
+        let kept: Vec<Row> = kept.into_iter().map(|(_, r)| r).collect();
         runs.push(MeasuredRun {
             arm,
             level_kind: kind,

@@ -359,6 +359,14 @@ fn base_id(b: &Base) -> &'static str {
 /// Resolves an id to the model and how it was resolved. Exact catalog ids load their config
 /// unchanged (the name is the catalog id); everything else is named as requested.
 pub fn resolve(id: &str) -> Result<(ModelConfig, ModelResolution), ModelError> {
+    // No real id is longer than this: a longer one is answered at once, quoted clipped
+    // (docs/scenario.md "Bounds"), instead of being compared against every shipped id.
+    if id.trim().chars().count() > crate::bounds::MODEL_ID_MAX_CHARS {
+        return Err(ModelError::UnknownModel {
+            id: crate::bounds::clip(id.trim()),
+            suggestions: Vec::new(),
+        });
+    }
     let want = clean(id);
     if let Some(Base::Catalog(c)) = find_exact(&want) {
         let m = load_patched(c, c, None, None)?;

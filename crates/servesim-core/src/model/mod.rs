@@ -357,7 +357,41 @@ impl LinearFlops {
 impl ModelConfig {
     /// Parses a Hugging Face `config.json`. `name` is the HF id or a user label.
     pub fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelError> {
-        parse::from_hf_json(name, json)
+        let m = parse::from_hf_json(name, json)?;
+        m.check_size()?;
+        Ok(m)
+    }
+
+    /// Refuses a config whose dimensions are each in range but multiply to more parameters than
+    /// any model ([`crate::bounds::MODEL_PARAMS_MAX`]), before any integer parameter count could
+    /// overflow. The estimate (f64) is an upper bound: per layer `4 h^2` attention plus
+    /// `3 h x` (dense FFN, and every routed and shared expert), plus `2 h V` embeddings.
+    fn check_size(&self) -> Result<(), ModelError> {
+        let h = self.hidden_size as f64;
+        let mut ffn = 3.0 * h * self.dense_intermediate_size as f64;
+        if let Some(moe) = &self.moe {
+            ffn += 3.0
+                * h
+                * (moe.num_experts as f64 * moe.moe_intermediate_size as f64
+                    + moe.num_shared_experts.max(1) as f64 * moe.shared_intermediate_size as f64);
+        }
+        let layers = (self.num_layers as f64) + self.num_mtp_layers as f64;
+        let est = layers * (4.0 * h * h + ffn) + 2.0 * h * self.vocab_size as f64;
+        if !est.is_finite() || est > crate::bounds::MODEL_PARAMS_MAX {
+            return Err(ModelError::InvalidField {
+                field: "hidden_size".into(),
+                value: self.hidden_size.to_string(),
+                reason: format!(
+                    "the dimensions (hidden_size {}, vocab_size {}, {} layers, FFN sizes) add up to about {} parameters, more than {} (no model is that large); check the config.json",
+                    self.hidden_size,
+                    self.vocab_size,
+                    self.num_layers,
+                    crate::bounds::fmt_num(est),
+                    crate::bounds::fmt_num(crate::bounds::MODEL_PARAMS_MAX)
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Number of MoE decoder layers (MTP excluded).

@@ -31,17 +31,45 @@ fn invalid(field: &str, value: &Value, reason: &str) -> ModelError {
 
 const HINT: &str = "this field is required for this architecture; paste the model's full config.json from Hugging Face";
 
+/// The range of an integer read from a `config.json` (docs/scenario.md "Bounds"): token counts
+/// (context, windows) up to [`crate::bounds::CONFIG_TOKENS`], the vocabulary up to
+/// [`crate::bounds::CONFIG_VOCAB`], every dimension and count up to [`crate::bounds::CONFIG_DIM`].
+fn config_bound(field: &str) -> crate::bounds::Bound {
+    match field {
+        "max_position_embeddings" | "sliding_window" | "index_topk" | "max_window_layers" => {
+            crate::bounds::CONFIG_TOKENS
+        }
+        "vocab_size" => crate::bounds::CONFIG_VOCAB,
+        _ => crate::bounds::CONFIG_DIM,
+    }
+}
+
+fn within(field: &str, v: &Value, u: u64) -> Result<u64, ModelError> {
+    let b = config_bound(field);
+    if u as f64 > b.max {
+        return Err(invalid(
+            field,
+            v,
+            &format!(
+                "{} (a released model's config.json stays far below; check the number)",
+                b.fix()
+            ),
+        ));
+    }
+    Ok(u)
+}
+
 /// A positive integer from a JSON value (accepts integral floats such as `4096.0`).
 fn as_pos(field: &str, v: &Value) -> Result<u64, ModelError> {
     if let Some(u) = v.as_u64() {
         if u == 0 {
             return Err(invalid(field, v, "must be a positive integer, got 0"));
         }
-        return Ok(u);
+        return within(field, v, u);
     }
     if let Some(f) = v.as_f64() {
         if f.is_finite() && f > 0.0 && f.fract() == 0.0 && f < 9.0e15 {
-            return Ok(f as u64);
+            return within(field, v, f as u64);
         }
         return Err(invalid(field, v, "must be a positive integer"));
     }
@@ -51,11 +79,11 @@ fn as_pos(field: &str, v: &Value) -> Result<u64, ModelError> {
 /// A non-negative integer (for counts that may be 0, e.g. `n_shared_experts`).
 fn as_nonneg(field: &str, v: &Value) -> Result<u64, ModelError> {
     if let Some(u) = v.as_u64() {
-        return Ok(u);
+        return within(field, v, u);
     }
     if let Some(f) = v.as_f64() {
         if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 9.0e15 {
-            return Ok(f as u64);
+            return within(field, v, f as u64);
         }
     }
     Err(invalid(field, v, "must be a non-negative integer"))

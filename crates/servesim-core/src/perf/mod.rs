@@ -35,7 +35,7 @@ pub enum PerfError {
     InvalidEfficiency {
         field: &'static str,
         value: String,
-        fix: &'static str,
+        fix: String,
     },
     #[error(transparent)]
     Model(#[from] ModelError),

@@ -310,8 +310,8 @@ impl<'m, 'p> Simulation<'m, 'p> {
         } else {
             let f = &mut self.frontends[r as usize];
             let start = now.max(f.free_at);
-            f.free_at = Ticks(start.0 + fe.serial_per_request.0);
-            let at = Ticks(f.free_at.0 + fe.latency.0);
+            f.free_at = start + fe.serial_per_request;
+            let at = f.free_at + fe.latency;
             tap.sent.insert(req.id, sent);
             req.arrival = at;
             let was_empty = f.queue.is_empty();
@@ -363,6 +363,13 @@ impl<'m, 'p> Simulation<'m, 'p> {
     }
 }
 
+fn budget_err(field: &str, problem: String) -> SweepError {
+    SweepError::Spec {
+        field: field.into(),
+        problem,
+    }
+}
+
 /// Runs one level of `plan` and returns its result, its collector and (with more than one
 /// replica) the per-replica results.
 pub fn run_plan_level(
@@ -379,6 +386,27 @@ pub fn run_plan_level(
         Stop::Requests(n) => Some(n),
         Stop::Duration { .. } => None,
     };
+    // Memory budget (crate::budget): refuse a level whose settings alone exceed it.
+    let (estimate, setting) = crate::budget::level_estimate(
+        &w,
+        level,
+        match spec.stop {
+            Stop::Duration { duration, .. } => Some(duration.as_secs_f64()),
+            Stop::Requests(_) => None,
+        },
+        limit,
+    );
+    if estimate > spec.memory_budget {
+        return Err(budget_err(
+            setting,
+            crate::budget::over_budget_message(estimate, spec.memory_budget, setting, true),
+        ));
+    }
+    let clients = match w.arrival {
+        crate::workload::Arrival::ClosedLoop { concurrency, .. } => concurrency as u64,
+        _ => 0,
+    };
+    let horizon = Ticks::from_secs_f64(crate::bounds::SIM_TIME_MAX_S);
     let max_model_len = plan.pools[0].cfg.max_model_len;
     let mut gen = WorkloadGen::new(&w, max_model_len, limit);
     let mut sim = Simulation::new(plan, w.seed)?;
@@ -433,6 +461,15 @@ pub fn run_plan_level(
         if end.is_some_and(|d| t > d) {
             break;
         }
+        if t > horizon {
+            return Err(budget_err(
+                "num_requests",
+                format!(
+                    "the level ran past {} simulated seconds (the longest a level may cover) before its requests finished; lower num_requests or raise the request rate",
+                    crate::bounds::fmt_num(crate::bounds::SIM_TIME_MAX_S)
+                ),
+            ));
+        }
         debug_assert!(t >= now, "clock went back");
         now = t;
         events += 1;
@@ -442,6 +479,27 @@ pub fn run_plan_level(
                 Stop::Requests(n) => tap.inner.finished().len() as f64 / n.max(1) as f64,
             };
             progress(fraction.clamp(0.0, 1.0));
+            let held = crate::budget::held_bytes(
+                tap.inner.finished().len() as u64,
+                sim.in_flight(),
+                tap.inner.num_steps(),
+                clients,
+            );
+            if held > spec.memory_budget {
+                let setting = match (&w.arrival, spec.stop) {
+                    (_, Stop::Requests(_)) => "sweep.num_requests",
+                    (
+                        crate::workload::Arrival::ClosedLoop { .. }
+                        | crate::workload::Arrival::Burst { .. },
+                        _,
+                    ) => "sweep.concurrency",
+                    _ => "sweep.request_rates",
+                };
+                return Err(budget_err(
+                    setting,
+                    crate::budget::over_budget_message(held, spec.memory_budget, setting, false),
+                ));
+            }
         }
         if events > spec.max_events {
             return Err(SimError::EventCap {
@@ -497,7 +555,7 @@ pub fn run_plan_level(
         preemptions: tap.inner.preemption_count(),
         steps: tap.inner.num_steps(),
         simulated_s: end.unwrap_or(now).as_secs_f64(),
-        capped_requests: gen.capped,
+        over_max_model_len: gen.over_max_model_len,
     };
     let topo = tap.per.take().map(|pe| {
         let pool = sim.pool;
