@@ -16,6 +16,8 @@ use servesim_core::dtype::KvCacheDtype;
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
+
+mod topology_ui;
 use wasm_bindgen::JsCast;
 use web_sys::{MessageEvent, Worker};
 
@@ -730,6 +732,7 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                         |f| f.kv_cache_dtype.clone(), |f, v| f.kv_cache_dtype = v)}
                 </div>
             </fieldset>
+            {topology_ui::topology_fieldset(st)}
             <details class="advanced">
                 <summary>"Advanced: vLLM engine arguments"</summary>
                 <div class="grid2">
@@ -1138,6 +1141,7 @@ fn ResultsTable(st: State) -> impl IntoView {
                     <p class="hint">"Highlighted: the highest level passing every SLA gate."</p>
                 </Show>
             </div>
+            {topology_ui::replica_results(st)}
             <pre id="report-json" hidden>{move || st.report.with(|r| r.as_ref().map(|r| r.0.clone()).unwrap_or_default())}</pre>
         </section>
     }

@@ -10,6 +10,12 @@ use servesim_core::model::catalog;
 use servesim_core::workload::{Content, WorkloadSpec};
 use std::collections::BTreeMap;
 
+pub mod topology;
+pub use topology::{
+    report_topology, router_choice, set_router_choice, set_topology_replicas,
+    topology_replicas_text, topology_summary, RouterChoice, TopologySummary,
+};
+
 pub use servesim_core::metrics::LevelResult;
 pub use servesim_core::scenario::{
     CustomModel, GpuRef, ModelRef, ResolvedScenario, Scenario, ScenarioError, SweepReport,
@@ -94,6 +100,8 @@ pub fn form_key(s: &Scenario, path: &str) -> &'static str {
         "gpu.custom.scaleup_domain" => "custom_gpu_domain",
         "gpu.custom.name" => "custom_gpu_name",
         "num_gpus" => "gpus",
+        "topology.replicas" => "replicas",
+        p if p.starts_with("topology.router") => "router",
         "tp" => "tp",
         "dp" => "dp",
         "ep" => "ep",

@@ -542,6 +542,8 @@ impl Form {
                 WeightPrecision::Bf16 => "bf16",
                 WeightPrecision::Fp8 => "fp8",
                 WeightPrecision::Fp4 => "fp4",
+                WeightPrecision::Int4 => "int4",
+                WeightPrecision::Int8 => "int8",
             }
             .into(),
             kv_cache_dtype: s.kv_cache_dtype.name().into(),
@@ -982,6 +984,7 @@ impl Form {
             efficiencies: self.base.efficiencies,
             endpoint: self.base.endpoint,
             vllm_version,
+            topology: self.base.topology.clone(),
         })
     }
 }

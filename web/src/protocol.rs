@@ -194,7 +194,9 @@ pub fn prepare(
         })
     };
     let s = Scenario::from_json(scenario_json).map_err(err)?;
-    let r = s.resolve().map_err(err)?;
+    let mut r = s.resolve().map_err(err)?;
+    // The worker's memory budget per level (docs/web.md "Bounded runs").
+    r.sweep.memory_budget = servesim_core::budget::WORKER_MEMORY_BUDGET;
     Ok((s, r))
 }
 
@@ -234,7 +236,9 @@ pub fn prepare_predict(
             message: e.to_string(),
         })
     };
-    let r = s.resolve().map_err(err)?;
+    let mut r = s.resolve().map_err(err)?;
+    // The worker's memory budget per level (docs/web.md "Bounded runs").
+    r.sweep.memory_budget = servesim_core::budget::WORKER_MEMORY_BUDGET;
     Ok((s, r))
 }
 

@@ -72,7 +72,7 @@ pub struct DeploymentArgs {
 pub fn load_model(spec: &str) -> Result<ModelConfig> {
     let p = Path::new(spec);
     if p.is_file() {
-        let json = std::fs::read_to_string(p).with_context(|| format!("reading {spec}"))?;
+        let json = crate::input::read_text(p)?;
         let name = p
             .parent()
             .and_then(|d| d.file_name())

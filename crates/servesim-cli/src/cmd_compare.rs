@@ -137,7 +137,7 @@ pub fn run_compare(a: &CompareArgs, m: &ArgMatches) -> Result<()> {
     let base = build_scenario(&a.sweep, m)?;
     let mut texts = Vec::new();
     for p in &a.measured {
-        let t = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let t = crate::input::read_text(p)?;
         texts.push((p.display().to_string(), t));
     }
     let files: Vec<(&str, &str)> = texts
@@ -159,7 +159,7 @@ pub fn run_compare(a: &CompareArgs, m: &ArgMatches) -> Result<()> {
         }
     }
     if let Some(p) = &a.kv_log {
-        let log = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let log = crate::input::read_text(p)?;
         let tokens = parse_kv_cache_tokens(&log)?;
         if tokens.is_none() {
             bail!(

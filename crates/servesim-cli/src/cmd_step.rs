@@ -3,6 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use servesim_core::bounds::{MAX_NUM_SEQS, TOKENS};
 use servesim_core::perf::PrefillChunk;
 use servesim_core::scenario::Scenario;
 use std::path::PathBuf;
@@ -43,12 +44,16 @@ fn parse_chunk(s: &str) -> Result<PrefillChunk> {
     if new == 0 {
         bail!("--prefill `{s}`: NEW must be at least 1 token");
     }
+    for (what, v) in [("NEW", new), ("PAST", past)] {
+        if v > TOKENS.max as u64 {
+            bail!("--prefill `{s}`: {what} {}", TOKENS.fix());
+        }
+    }
     Ok(PrefillChunk { past, new })
 }
 
 pub fn run_step(a: &StepArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&a.scenario)
-        .with_context(|| format!("reading {}", a.scenario.display()))?;
+    let text = crate::input::read_text(&a.scenario)?;
     let sc = Scenario::from_json(&text)?;
     let r = sc.resolve()?;
     let chunks = a
@@ -58,6 +63,12 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     if chunks.is_empty() && a.decode == 0 {
         bail!("the step is empty: give --decode N (with --ctx C) and/or --prefill NEW[:PAST]");
+    }
+    if let Err(fix) = MAX_NUM_SEQS.check_u64(a.decode.max(1)) {
+        bail!("--decode {}: {fix}", a.decode);
+    }
+    if let Err(fix) = TOKENS.check_u64(a.ctx.max(1)) {
+        bail!("--ctx {}: {fix}", a.ctx);
     }
     if a.decode == 0 && a.ctx > 0 {
         bail!(

@@ -25,6 +25,8 @@ use std::time::Instant;
 pub struct SweepArgs {
     #[command(flatten)]
     pub deployment: DeploymentArgs,
+    #[command(flatten)]
+    pub topology: crate::topology_args::TopologyArgs,
     /// random | shared-prefix | agentic | trace. Giving any request flag (this, --isl, --osl,
     /// --isl-dist, --osl-dist, --prefix-*, --trace) rebuilds the request content from flags.
     #[arg(long)]
@@ -95,6 +97,10 @@ pub struct SweepArgs {
     /// Print one CSV row per level (columns are metric names).
     #[arg(long)]
     pub csv: bool,
+    /// Refine the SLA operating point by simulation: bisect between the last passing and the
+    /// first failing level with at most N extra level simulations (docs/metrics.md).
+    #[arg(long, value_name = "N")]
+    pub refine_sla: Option<usize>,
 }
 
 fn given(m: &ArgMatches, id: &str) -> bool {
@@ -237,7 +243,7 @@ pub fn parse_sla(s: &str) -> Result<Vec<RawGate>> {
 fn model_ref(spec: &str) -> Result<ModelRef> {
     let p = Path::new(spec);
     if p.is_file() {
-        let json = std::fs::read_to_string(p).with_context(|| format!("reading {spec}"))?;
+        let json = crate::input::read_text(p)?;
         let name = p
             .parent()
             .and_then(|d| d.file_name())
@@ -257,7 +263,7 @@ fn model_ref(spec: &str) -> Result<ModelRef> {
 pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
     let mut s = match &a.scenario {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+            let text = crate::input::read_text(Path::new(path))?;
             Scenario::from_json(&text).with_context(|| format!("scenario {path}"))?
         }
         None => {
@@ -424,6 +430,7 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
     if let Some(sla) = &a.sla {
         s.sweep.sla = parse_sla(sla)?;
     }
+    a.topology.apply(&mut s)?;
     Ok(s)
 }
 
@@ -498,7 +505,7 @@ fn content_from_flags(a: &SweepArgs, kind: &str) -> Result<RawContent> {
             {
                 bail!("--workload trace takes lengths and prefixes from the trace; drop --isl/--osl/--*-dist/--prefix-*");
             }
-            let jsonl = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+            let jsonl = crate::input::read_text(Path::new(path))?;
             RawContent::Mooncake {
                 jsonl,
                 block_tokens: Some(MOONCAKE_BLOCK_TOKENS as f64),
@@ -529,6 +536,9 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
         return Ok(());
     }
     let resolved = scenario.resolve()?;
+    for w in resolved.warnings() {
+        eprintln!("warning: {w}");
+    }
     let mut runner = resolved.runner()?;
     let total = runner.total_levels();
     let t0 = Instant::now();
@@ -548,6 +558,29 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
         );
     }
     let result = runner.finish();
+    if let Some(n) = a.refine_sla {
+        match servesim_core::sla_refine::refine_operating_point(
+            &resolved.engine,
+            &resolved.cost,
+            &resolved.workload,
+            &resolved.sweep,
+            &result.levels,
+            n.min(64),
+        )? {
+            Some(r) => {
+                for s in &r.steps {
+                    eprintln!(
+                        "refine: level {} {} ({:.2} tok/s/GPU)",
+                        s.level,
+                        if s.passes { "passes" } else { "fails" },
+                        s.output_tokens_per_s_per_gpu
+                    );
+                }
+                eprintln!("SLA operating point (refined): {}", r.summary);
+            }
+            None => eprintln!("SLA operating point: no crossing between the levels to refine"),
+        }
+    }
     if a.json {
         print!(
             "{}",
@@ -638,5 +671,41 @@ fn print_table(
     println!("(TTFT and ITL in ms; window per level: warm-up excluded)");
     if let Some(op) = &res.operating_point {
         println!("SLA operating point: {}", op.summary);
+    }
+    print_replicas(res);
+}
+
+/// Per-replica table (plans with more than one replica).
+fn print_replicas(res: &servesim_core::sweep::SweepResult) {
+    let Some(first) = res.topology.first() else {
+        return;
+    };
+    println!();
+    println!(
+        "Per replica ({}; routed = whole run, the rest over the window):",
+        first.router
+    );
+    println!(
+        "{:>10} {:>8} {:>8} {:>10} {:>10} {:>8} {:>6}",
+        "level", "replica", "routed", "completed", "out tok/s", "KV use", "hit"
+    );
+    for t in &res.topology {
+        for r in &t.replicas {
+            println!(
+                "{:>10} {:>8} {:>8} {:>10} {:>10.1} {:>8.3} {:>6}",
+                t.level,
+                r.replica,
+                r.routed_requests,
+                r.completed_requests,
+                r.output_tokens_per_s,
+                r.kv_utilization_mean,
+                opt(r.prefix_cache_hit_rate, 2)
+            );
+        }
+        println!(
+            "{:>10} imbalance (max / mean output tok/s): {}",
+            t.level,
+            opt(t.imbalance, 3)
+        );
     }
 }

@@ -8,8 +8,10 @@ use std::path::PathBuf;
 
 #[derive(Args, Clone, Debug)]
 pub struct ValidateArgs {
-    /// Calibration CSV (header as in crates/servesim-core/data/calibration/measured-points.csv).
-    pub points: PathBuf,
+    /// Calibration CSV(s) (header as in crates/servesim-core/data/calibration/measured-points.csv);
+    /// several files are one combined run (line numbers continue from file to file).
+    #[arg(required = true, num_args = 1..)]
+    pub points: Vec<PathBuf>,
     /// Print the report as JSON instead of Markdown.
     #[arg(long)]
     pub json: bool,
@@ -53,8 +55,12 @@ pub struct ValidateArgs {
 }
 
 pub fn run_validate(a: &ValidateArgs) -> Result<()> {
-    let csv = std::fs::read_to_string(&a.points)
-        .with_context(|| format!("reading {}", a.points.display()))?;
+    let mut texts = Vec::new();
+    for p in &a.points {
+        texts.push(crate::input::read_text(p)?);
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let csv = validate::combine_csvs(&refs)?;
     if a.fit {
         let rep = validate::fit_all(&csv, a.rounds, &mut |s, e| validate::simulate(s, e))?;
         std::fs::write(&a.fit_out, rep.table_json())
@@ -85,7 +91,7 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
             ..Default::default()
         })
     } else if let Some(p) = &a.efficiencies {
-        let t = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let t = crate::input::read_text(p)?;
         Some(FittedEfficiencies::from_json(&t)?)
     } else {
         None

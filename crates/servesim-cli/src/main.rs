@@ -6,6 +6,8 @@ mod cmd_compare;
 mod cmd_step;
 mod cmd_sweep;
 mod cmd_validate;
+mod input;
+mod topology_args;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -41,12 +43,23 @@ enum Command {
 /// Prints the error chain as one line (`error: outer: inner`) and exits 1, without the
 /// backtrace `anyhow` would add when RUST_BACKTRACE is set: input errors are the user's to fix.
 fn main() -> std::process::ExitCode {
+    restore_sigpipe();
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// `servesim models | head -1`: when the reader goes away, end quietly as Unix tools do (the
+/// default SIGPIPE action) instead of panicking in `println!` (Rust ignores SIGPIPE by default).
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to its default at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -229,12 +229,12 @@ fn bad_input_is_reported_with_the_fix() {
     assert_ne!(code, 0);
     assert!(err.contains("unknown metric `speed`"), "{err}");
 
-    let file = tmp("v2.json");
-    std::fs::write(&file, r#"{"version": 2}"#).unwrap();
+    let file = tmp("v3.json");
+    std::fs::write(&file, r#"{"version": 3}"#).unwrap();
     let (code, _, err) = servesim(&["sweep", "--scenario", file.to_str().unwrap()]);
     assert_ne!(code, 0);
     assert!(
-        err.contains("version 2") || err.contains("version"),
+        err.contains("version 3") && err.contains("versions 1 to 2"),
         "{err}"
     );
 

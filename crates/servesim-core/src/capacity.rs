@@ -466,9 +466,26 @@ fn compute_inner(
     }
     let avail_gib = kv_available as f64 / GIB as f64;
     let mut log_lines = vec![format!("Available KV cache memory: {avail_gib:.2} GiB")];
-    let (fits, reason, vllm_error, deficit) = if weights > budget
-        && e.kv_cache_memory_bytes.is_none()
-    {
+    // An explicit KV size must fit in the GPU next to everything else: vLLM allocates the pool
+    // as given and runs out of memory when it does not.
+    let kv_over_gpu = e
+        .kv_cache_memory_bytes
+        .map(|b| (b.get() as i64).saturating_add(non_kv as i64) - visible as i64)
+        .filter(|over| *over > 0);
+    let (fits, reason, vllm_error, deficit) = if let Some(over) = kv_over_gpu {
+        (
+            false,
+            format!(
+                "kv_cache_memory ({:.2} GiB) plus weights, activation and non-torch memory ({:.2} GiB) exceed the GPU's {:.2} GiB; lower kv_cache_memory to at most {} bytes",
+                kv_available as f64 / GIB as f64,
+                non_kv as f64 / GIB as f64,
+                visible as f64 / GIB as f64,
+                visible.saturating_sub(non_kv)
+            ),
+            Some("CUDA out of memory while allocating the KV cache.".to_string()),
+            over,
+        )
+    } else if weights > budget && e.kv_cache_memory_bytes.is_none() {
         (
             false,
             format!(

@@ -190,10 +190,28 @@ fn invalid(field: &'static str, value: impl ToString, fix: impl Into<String>) ->
     }
 }
 
+/// The upper bound of a positive engine setting (docs/scenario.md "Bounds"): token counts and
+/// sequence counts; sizes in bytes are checked against the GPU where they are used.
+fn engine_bound(field: &str) -> Option<crate::bounds::Bound> {
+    match field {
+        "max_num_seqs" => Some(crate::bounds::MAX_NUM_SEQS),
+        "max_num_batched_tokens" | "max_model_len" | "long_prefill_token_threshold" => {
+            Some(crate::bounds::TOKENS)
+        }
+        _ => None,
+    }
+}
+
 fn pos_int(field: &'static str, v: Option<i64>) -> Result<Option<u64>, DeployError> {
     match v {
         None => Ok(None),
-        Some(x) if x > 0 => Ok(Some(x as u64)),
+        Some(x) if x > 0 => {
+            if let Some(b) = engine_bound(field) {
+                b.check_u64(x as u64)
+                    .map_err(|fix| invalid(field, x, fix))?;
+            }
+            Ok(Some(x as u64))
+        }
         Some(x) => Err(invalid(field, x, "must be a positive integer")),
     }
 }
@@ -344,6 +362,13 @@ impl EngineSettings {
                 model.max_position_embeddings
             }
         };
+        if let Err(fix) = crate::bounds::TOKENS.check_u64(max_model_len) {
+            return Err(invalid(
+                "max_model_len",
+                max_model_len,
+                format!("{fix} (the model's max_position_embeddings is larger: set max_model_len)"),
+            ));
+        }
         let enforce_eager = raw.enforce_eager.unwrap_or(false);
         let cudagraph_mode = if enforce_eager {
             if matches!(raw.cudagraph_mode, Some(m) if m != CudagraphMode::None) {
@@ -409,7 +434,7 @@ impl EngineSettings {
             pos_int("kv_cache_memory_bytes", raw.kv_cache_memory_bytes)?.map(Bytes);
         let long_prefill_token_threshold = match raw.long_prefill_token_threshold {
             None | Some(0) => 0,
-            Some(x) if x > 0 => x as u64,
+            Some(x) if x > 0 => pos_int("long_prefill_token_threshold", Some(x))?.unwrap_or(0),
             Some(x) => {
                 return Err(invalid(
                     "long_prefill_token_threshold",
@@ -759,14 +784,15 @@ impl Deployment {
                 }
             }
             WeightPrecision::Fp4 if !gpu.supports_fp4() => {
-                return Err(DeployError::Unsupported {
-                    field: "weight_precision",
-                    value: "fp4".into(),
-                    fix: format!(
-                        "{} has no fp4 tensor cores (needs Blackwell or MI355X); use fp8, bf16 or the checkpoint's own precision",
-                        gpu.id
-                    ),
-                });
+                notes.push(format!(
+                    "fp4 weights on {}: no fp4 tensor cores, so vLLM runs them weight-only (Marlin-style MXFP4/NVFP4 kernels dequantise to bf16); matmuls compute in bf16",
+                    gpu.id
+                ));
+            }
+            WeightPrecision::Int4 | WeightPrecision::Int8 => {
+                notes.push(
+                    "integer weights (AWQ / GPTQ / W4A16 / W8A16, group 128): weight-only Marlin-style kernels; matmuls compute in bf16".into(),
+                );
             }
             _ => {}
         }

@@ -3,6 +3,10 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// Group size of the integer weight-only formats' scales (AWQ / GPTQ / compressed-tensors
+/// default `group_size` 128).
+pub const INT_GROUP_SIZE: f64 = 128.0;
+
 /// Storage type of a tensor. Sub-byte formats carry their block scales in [`DType::bytes_per_element`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -16,6 +20,12 @@ pub enum DType {
     Mxfp4,
     /// NVFP4: 4-bit elements with one fp8 (e4m3) scale per 16 elements (NVIDIA Blackwell).
     Nvfp4,
+    /// Weight-only 4-bit integer (AWQ, GPTQ, compressed-tensors W4A16): one fp16 scale per group of
+    /// 128 elements (zero points, 4 bits per group when present, are not counted). Matmuls
+    /// dequantise to bf16 in the kernel (Marlin-style), so they compute at the bf16 class.
+    Int4,
+    /// Weight-only 8-bit integer (GPTQ int8): one fp16 scale per group of 128 elements.
+    Int8,
 }
 
 impl DType {
@@ -28,13 +38,21 @@ impl DType {
             DType::Fp8 => 1.0,
             DType::Mxfp4 => 0.5 + 1.0 / 32.0,
             DType::Nvfp4 => 0.5 + 1.0 / 16.0,
+            DType::Int4 => 0.5 + 2.0 / INT_GROUP_SIZE,
+            DType::Int8 => 1.0 + 2.0 / INT_GROUP_SIZE,
         }
+    }
+
+    /// True for formats that only store weights at low precision and always compute in bf16
+    /// (the integer weight-only formats).
+    pub fn is_weight_only(self) -> bool {
+        matches!(self, DType::Int4 | DType::Int8)
     }
 
     /// The compute class of tensor-core math for this storage type (what TFLOPS figure applies).
     pub fn compute_class(self) -> ComputeClass {
         match self {
-            DType::F32 | DType::Bf16 | DType::F16 => ComputeClass::Bf16,
+            DType::F32 | DType::Bf16 | DType::F16 | DType::Int4 | DType::Int8 => ComputeClass::Bf16,
             DType::Fp8 => ComputeClass::Fp8,
             DType::Mxfp4 | DType::Nvfp4 => ComputeClass::Fp4,
         }
@@ -50,6 +68,8 @@ impl fmt::Display for DType {
             DType::Fp8 => "fp8",
             DType::Mxfp4 => "mxfp4",
             DType::Nvfp4 => "nvfp4",
+            DType::Int4 => "int4",
+            DType::Int8 => "int8",
         };
         f.write_str(s)
     }
@@ -147,8 +167,13 @@ pub enum WeightPrecision {
     Bf16,
     /// Online fp8 quantisation of the linear layers (vLLM `--quantization fp8`).
     Fp8,
-    /// 4-bit weights (NVFP4 on NVIDIA Blackwell, MXFP4 elsewhere).
+    /// 4-bit weights (NVFP4 on NVIDIA Blackwell, MXFP4 elsewhere). On GPUs without fp4 tensor
+    /// cores they run weight-only (Marlin-style dequantisation to bf16).
     Fp4,
+    /// Weight-only 4-bit integer weights (AWQ / GPTQ / W4A16 checkpoints, group 128), Marlin kernels.
+    Int4,
+    /// Weight-only 8-bit integer weights (GPTQ int8 / W8A16, group 128), Marlin kernels.
+    Int8,
 }
 
 impl WeightPrecision {
@@ -158,6 +183,8 @@ impl WeightPrecision {
             "bf16" | "bfloat16" => WeightPrecision::Bf16,
             "fp8" => WeightPrecision::Fp8,
             "fp4" | "nvfp4" | "mxfp4" => WeightPrecision::Fp4,
+            "int4" | "awq" | "gptq" | "w4a16" => WeightPrecision::Int4,
+            "int8" | "w8a16" => WeightPrecision::Int8,
             _ => return None,
         })
     }

@@ -186,7 +186,7 @@ pub enum GpuError {
     InvalidField {
         field: &'static str,
         value: String,
-        fix: &'static str,
+        fix: String,
     },
     #[error("the embedded GPU catalog is malformed: {0}")]
     Catalog(String),
@@ -198,14 +198,27 @@ fn check_pos(field: &'static str, v: f64) -> Result<f64, GpuError> {
     } else {
         Err(GpuError::InvalidField {
             field,
-            value: format!("{v}"),
-            fix: "must be a positive, finite number",
+            value: crate::bounds::fmt_num(v),
+            fix: "must be a positive, finite number".into(),
         })
     }
 }
 
-fn check_opt(field: &'static str, v: Option<f64>) -> Result<Option<f64>, GpuError> {
-    v.map(|x| check_pos(field, x)).transpose()
+/// A custom GPU figure inside its range (docs/scenario.md "Bounds").
+fn check_in(field: &'static str, v: f64, b: crate::bounds::Bound) -> Result<f64, GpuError> {
+    b.check(v).map_err(|fix| GpuError::InvalidField {
+        field,
+        value: crate::bounds::fmt_num(v),
+        fix,
+    })
+}
+
+fn check_opt(
+    field: &'static str,
+    v: Option<f64>,
+    b: crate::bounds::Bound,
+) -> Result<Option<f64>, GpuError> {
+    v.map(|x| check_in(field, x, b)).transpose()
 }
 
 /// A custom GPU as a user writes it (all figures in the catalog's units).
@@ -239,22 +252,32 @@ impl RawGpu {
             return Err(GpuError::InvalidField {
                 field: "name",
                 value: "\"\"".into(),
-                fix: "give the GPU a name",
+                fix: "give the GPU a name".into(),
             });
         }
-        let mem = check_pos("memory_visible_mib", self.memory_visible_mib)?;
-        let bw = check_pos("hbm_bandwidth_tb_s", self.hbm_bandwidth_tb_s)?;
-        let bf16 = check_pos("bf16_dense_tflops", self.bf16_dense_tflops)?;
-        let fp8 = check_opt("fp8_dense_tflops", self.fp8_dense_tflops)?;
-        let fp4 = check_opt("fp4_dense_tflops", self.fp4_dense_tflops)?;
-        let link = check_pos("scaleup_unidir_gb_s", self.scaleup_unidir_gb_s)?;
+        use crate::bounds::{GPU_DOMAIN, GPU_HBM_TB_S, GPU_LINK_GB_S, GPU_MEMORY_MIB, GPU_TFLOPS};
+        let mem = check_in(
+            "memory_visible_mib",
+            self.memory_visible_mib,
+            GPU_MEMORY_MIB,
+        )?;
+        let bw = check_in("hbm_bandwidth_tb_s", self.hbm_bandwidth_tb_s, GPU_HBM_TB_S)?;
+        let bf16 = check_in("bf16_dense_tflops", self.bf16_dense_tflops, GPU_TFLOPS)?;
+        let fp8 = check_opt("fp8_dense_tflops", self.fp8_dense_tflops, GPU_TFLOPS)?;
+        let fp4 = check_opt("fp4_dense_tflops", self.fp4_dense_tflops, GPU_TFLOPS)?;
+        let link = check_in(
+            "scaleup_unidir_gb_s",
+            self.scaleup_unidir_gb_s,
+            GPU_LINK_GB_S,
+        )?;
         if self.scaleup_domain == 0 {
             return Err(GpuError::InvalidField {
                 field: "scaleup_domain",
                 value: "0".into(),
-                fix: "must be at least 1 (GPUs in one NVLink/xGMI domain)",
+                fix: "must be at least 1 (GPUs in one NVLink/xGMI domain)".into(),
             });
         }
+        check_in("scaleup_domain", self.scaleup_domain as f64, GPU_DOMAIN)?;
         let mut sources = BTreeMap::new();
         sources.insert("all".to_string(), "user input".to_string());
         Ok(GpuSpec {
@@ -360,19 +383,80 @@ fn norm(s: &str) -> String {
         .to_string()
 }
 
-/// Finds a catalog GPU by id or alias, ignoring case, `-`, `_`, spaces and a vendor prefix
-/// (`h100`, `H100-SXM`, `nvidia h200`, `mi300x`).
+/// Device names as the tools print them, to catalog ids: `nvidia-smi --query-gpu=name` (NVML's
+/// device name, which the NVIDIA GPU operator also publishes as the `nvidia.com/gpu.product` node
+/// label with spaces turned into `-`), `rocm-smi --showproductname` / `amd-smi` product names, and
+/// the GKE accelerator labels (`cloud.google.com/gke-accelerator`, `gke-tpu-accelerator`).
+/// Sources per entry in docs/gpus.md ("Names the tools print").
+const REPORTED_NAMES: [(&str, &str); 25] = [
+    ("NVIDIA H100 80GB HBM3", "H100-SXM"),
+    ("NVIDIA H100 PCIe", "H100-PCIE"),
+    ("NVIDIA H200", "H200"),
+    ("NVIDIA H20", "H20"),
+    ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
+    ("NVIDIA B200", "B200"),
+    ("NVIDIA GB200", "GB200"),
+    ("NVIDIA B300 SXM6 AC", "B300"),
+    ("NVIDIA B300", "B300"),
+    ("NVIDIA GB300", "GB300"),
+    ("NVIDIA L40S", "L40S"),
+    (
+        "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        "RTX-PRO-6000",
+    ),
+    ("AMD Instinct MI300X", "MI300X"),
+    ("AMD Instinct MI300X OAM", "MI300X"),
+    ("AMD Instinct MI325X", "MI325X"),
+    ("AMD Instinct MI325X OAM", "MI325X"),
+    ("AMD Instinct MI355X", "MI355X"),
+    ("AMD Instinct MI355X OAM", "MI355X"),
+    ("nvidia-h100-80gb", "H100-SXM"),
+    ("nvidia-h100-mega-80gb", "H100-SXM"),
+    ("nvidia-h200-141gb", "H200"),
+    ("nvidia-a100-80gb", "A100-80GB"),
+    ("nvidia-b200", "B200"),
+    ("tpu-v5-lite-podslice", "TPU-v5e"),
+    ("tpu-v6e-slice", "TPU-v6e"),
+];
+
+/// The value of a Kubernetes node label or selector (`nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3`,
+/// `nvidia.com/gpu.product: NVIDIA-H200`), or the text itself when it is not a label.
+fn label_value(name: &str) -> &str {
+    let t = name.trim();
+    let key_end = t.find(['=', ':']);
+    match key_end {
+        Some(i) if t[..i].contains('/') || t[..i].contains('.') => {
+            t[i + 1..].trim().trim_matches(['"', '\''])
+        }
+        _ => t,
+    }
+}
+
+/// Finds a catalog GPU by id, alias, the name `nvidia-smi` / `rocm-smi` print, or a Kubernetes
+/// node label, ignoring case, `-`, `_`, spaces, `.` and a vendor prefix (`h100`, `H100-SXM`,
+/// `NVIDIA H100 80GB HBM3`, `nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3`, `AMD Instinct MI300X`).
 pub fn find_gpu(name: &str) -> Result<GpuSpec, GpuError> {
-    let key = norm(name);
+    let value = label_value(name);
+    // The GPU operator's `-SHARED` suffix marks time-sliced sharing of the same device.
+    let value = value
+        .strip_suffix("-SHARED")
+        .or_else(|| value.strip_suffix("-shared"))
+        .unwrap_or(value);
+    let key = norm(value);
     if !key.is_empty() {
         for g in catalog() {
             if norm(&g.id) == key || g.aliases.iter().any(|a| norm(a) == key) {
                 return Ok(g.clone());
             }
         }
+        if let Some((_, id)) = REPORTED_NAMES.iter().find(|(n, _)| norm(n) == key) {
+            if let Some(g) = catalog().iter().find(|g| g.id == *id) {
+                return Ok(g.clone());
+            }
+        }
     }
     Err(GpuError::Unknown {
-        name: name.to_string(),
+        name: crate::bounds::clip(name),
         known: ids().join(", "),
     })
 }
@@ -410,6 +494,44 @@ mod tests {
         assert_eq!(find_gpu("NVIDIA H200").unwrap().id, "H200");
         assert_eq!(find_gpu("mi300x").unwrap().id, "MI300X");
         assert_eq!(find_gpu("gb200_nvl72").unwrap().id, "GB200");
+    }
+
+    #[test]
+    fn names_as_the_tools_print_them_resolve() {
+        for (name, id) in [
+            ("NVIDIA H100 80GB HBM3", "H100-SXM"),
+            ("NVIDIA H200", "H200"),
+            ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
+            ("NVIDIA B200", "B200"),
+            ("NVIDIA H100 PCIe", "H100-PCIE"),
+            ("NVIDIA GB200", "GB200"),
+            ("AMD Instinct MI300X", "MI300X"),
+            ("AMD Instinct MI300X OAM", "MI300X"),
+            ("AMD Instinct MI355X", "MI355X"),
+            ("nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3", "H100-SXM"),
+            ("nvidia.com/gpu.product: NVIDIA-H200", "H200"),
+            (
+                "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED",
+                "H100-SXM",
+            ),
+            (
+                "cloud.google.com/gke-accelerator=nvidia-h100-80gb",
+                "H100-SXM",
+            ),
+            (
+                "cloud.google.com/gke-tpu-accelerator: tpu-v6e-slice",
+                "TPU-v6e",
+            ),
+        ] {
+            assert_eq!(
+                find_gpu(name).map(|g| g.id).ok().as_deref(),
+                Some(id),
+                "{name}"
+            );
+        }
+        // A different product is not silently mapped to a near name.
+        assert!(find_gpu("NVIDIA A100 80GB PCIe").is_err());
+        assert!(find_gpu("nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB").is_err());
     }
 
     #[test]

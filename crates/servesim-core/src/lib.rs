@@ -4,6 +4,8 @@
 //! system, threads or OS randomness. The crate builds for `wasm32-unknown-unknown` and gives
 //! bit-identical results there and natively. See ARCHITECTURE.md for the code map.
 
+pub mod bounds;
+pub mod budget;
 pub mod capacity;
 pub mod compare;
 pub mod deploy;
@@ -18,8 +20,11 @@ pub mod perf;
 pub mod rng;
 pub mod scenario;
 pub mod share;
+pub mod sla_refine;
 pub mod speculative;
 pub mod sweep;
+pub mod topology;
 pub mod units;
 pub mod validate;
+pub mod vllm;
 pub mod workload;

@@ -383,8 +383,9 @@ pub struct RunTotals {
     pub preemptions: u64,
     pub steps: u64,
     pub simulated_s: f64,
-    /// Synthetic requests whose lengths were capped to fit max_model_len.
-    pub capped_requests: u64,
+    /// Synthetic requests whose prompt + output exceed max_model_len (rejected by the engine, as vLLM
+    /// rejects them; counted in `rejected_requests` too).
+    pub over_max_model_len: u64,
 }
 
 /// The metrics of one sweep level, in the JSON shape `servesim sweep --json` prints.
@@ -534,10 +535,20 @@ impl Collector {
         // end(j) - end(j-1); weights per step come from a difference array over the runs.
         let extra: usize = measured.iter().map(|r| r.extra_itls.len()).sum();
         let mut itl: Vec<(u64, u64)> = Vec::with_capacity(self.num_steps() as usize + extra);
+        // Measured requests by engine (in order), so the pass is linear in engines + requests.
+        let mut by_engine: Vec<Vec<&FinishedRequest>> = vec![Vec::new(); self.steps.len()];
+        for r in &measured {
+            if let Some(v) = by_engine.get_mut(r.engine as usize) {
+                v.push(r);
+            }
+        }
         for (e, log) in self.steps.iter().enumerate() {
+            if by_engine[e].is_empty() {
+                continue;
+            }
             let mut diff = vec![0i64; log.len() + 1];
             let mut any = false;
-            for r in measured.iter().filter(|r| r.engine as usize == e) {
+            for r in by_engine[e].iter() {
                 for &(a, b) in &r.decode_runs {
                     diff[a as usize] += 1;
                     diff[b as usize + 1] -= 1;

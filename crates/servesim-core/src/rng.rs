@@ -126,6 +126,16 @@ impl Rng {
 
     /// Gamma variate with shape `k > 0` and scale `theta > 0` (Marsaglia-Tsang).
     pub fn gamma(&mut self, k: f64, theta: f64) -> f64 {
+        // Terminates for every input: a shape that is not a positive finite number, or so large
+        // (k > 1e12: CV below 1e-6) that Marsaglia-Tsang's acceptance test loses all precision,
+        // returns the mean (the distribution's spread is below one part in a million).
+        if !(k.is_finite() && k > 0.0 && k <= 1e12) || !theta.is_finite() {
+            return if k.is_finite() && theta.is_finite() {
+                (k * theta).max(0.0)
+            } else {
+                0.0
+            };
+        }
         if k < 1.0 {
             let u = self.next_f64_open0();
             return self.gamma(k + 1.0, theta) * libm::pow(u, 1.0 / k);

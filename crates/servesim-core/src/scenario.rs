@@ -31,6 +31,7 @@ use crate::perf::{
 use crate::sweep::{
     OperatingPoint, RawGate, RawSweepSpec, SweepError, SweepResult, SweepRunner, SweepSpec,
 };
+use crate::topology::{RawTopology, SimPlan, TopologyError, TopologySpec};
 use crate::units::Ticks;
 use crate::workload::{
     RawArrival, RawContent, RawLengthDist, RawWorkloadSpec, WorkloadError, WorkloadSpec,
@@ -38,8 +39,14 @@ use crate::workload::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The scenario format version this build reads and writes.
-pub const SCENARIO_VERSION: u32 = 1;
+/// The newest scenario format version this build reads and writes. Version 2 adds `topology`
+/// (replicas, router); a version-1 document reads as before, and a scenario that uses no
+/// version-2 field is written as version 1 (so it opens in older builds and its link is
+/// unchanged).
+pub const SCENARIO_VERSION: u32 = 2;
+
+/// The oldest version this build reads.
+pub const OLDEST_SCENARIO_VERSION: u32 = 1;
 
 /// The model: a catalog id or a pasted Hugging Face `config.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -112,6 +119,10 @@ pub struct Scenario {
     /// line ([`crate::perf::EngineEra`], docs/accuracy.md). Default: the newest calibrated line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vllm_version: Option<String>,
+    /// Version 2: replicas and the router in front of them (docs/topology.md). Absent: the
+    /// replicas `num_gpus` gives (default one) behind round-robin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<RawTopology>,
 }
 
 /// The OpenAI-compatible endpoint the benchmark clients call.
@@ -131,22 +142,24 @@ pub enum Endpoint {
 pub enum ScenarioError {
     #[error("scenario JSON: `{field}`: {message}")]
     Json { field: String, message: String },
-    #[error("scenario version {found} is not supported: this build reads version {SCENARIO_VERSION}; set \"version\": {SCENARIO_VERSION} (and check the fields against docs/scenario.md)")]
+    #[error("scenario version {found} is not supported: this build reads versions {OLDEST_SCENARIO_VERSION} to {SCENARIO_VERSION}; set \"version\": {SCENARIO_VERSION} (and check the fields against docs/scenario.md)")]
     Version { found: String },
-    #[error("model: {0}")]
+    #[error("{}", named("model", "", &.0.to_string()))]
     Model(ModelError),
     #[error("gpu: {0}")]
     Gpu(GpuError),
-    #[error("{path}: {inner}", path = deploy_field(.0), inner = .0)]
+    #[error("{}", named(&deploy_field(.0), .0.field(), &.0.to_string()))]
     Deploy(DeployError),
     #[error("capacity: {0}")]
     Capacity(CapacityError),
-    #[error("{path}: {inner}", path = workload_field(.0), inner = .0)]
+    #[error("{}", named(&workload_field(.0), workload_own_field(.0), &.0.to_string()))]
     Workload(WorkloadError),
-    #[error("sweep: {0}")]
+    #[error("{}", sweep_text(.0))]
     Sweep(SweepError),
     #[error("efficiencies: {0}")]
     Perf(PerfError),
+    #[error("{0}")]
+    Topology(TopologyError),
     #[error("`{field}` = {value} is invalid: {fix}")]
     Invalid {
         field: String,
@@ -156,6 +169,50 @@ pub enum ScenarioError {
     /// The deployment does not start (vLLM would fail at start-up): nothing to simulate.
     #[error("the deployment does not fit, so there is nothing to simulate: {reason}{}", fixes_text(.fixes))]
     DoesNotFit { reason: String, fixes: Vec<String> },
+}
+
+/// A wrapped error's message with its field spelled as the scenario's JSON path: the message's
+/// own `` `field` `` becomes `` `path` `` (so "`engine.max_num_seqs` = 0 is invalid", not
+/// "engine.max_num_seqs: `max_num_seqs` = 0"); a message that does not quote its field gets the
+/// path in front, once.
+fn named(path: &str, own: &str, msg: &str) -> String {
+    let quoted = format!("`{own}`");
+    if !own.is_empty() && msg.contains(&quoted) {
+        msg.replacen(&quoted, &format!("`{path}`"), 1)
+    } else if msg.starts_with(&format!("{path}:"))
+        || msg.starts_with(&format!("{path} "))
+        || msg.starts_with(&format!("`{path}`"))
+    {
+        msg.to_string()
+    } else {
+        format!("{path}: {msg}")
+    }
+}
+
+fn sweep_text(e: &SweepError) -> String {
+    match e {
+        SweepError::Workload(w) => named(&workload_field(w), workload_own_field(w), &w.to_string()),
+        SweepError::Spec { field, problem } => {
+            let path = if field.starts_with("sweep") {
+                field.clone()
+            } else {
+                format!("sweep.{field}")
+            };
+            format!("sweep setting `{path}`: {problem}")
+        }
+        SweepError::Sim(s) => format!("sweep: {s}"),
+    }
+}
+
+fn workload_own_field(e: &WorkloadError) -> &str {
+    match e {
+        WorkloadError::BadCount { field, .. }
+        | WorkloadError::NotPositive { field, .. }
+        | WorkloadError::MinAboveMax { field, .. }
+        | WorkloadError::Empty { field }
+        | WorkloadError::Invalid { field, .. } => field.as_str(),
+        _ => "",
+    }
 }
 
 fn fixes_text(f: &[String]) -> String {
@@ -212,6 +269,7 @@ impl ScenarioError {
                 PerfError::Drafter { .. } => "engine.speculative_config.model".into(),
             },
             ScenarioError::Invalid { field, .. } => field.clone(),
+            ScenarioError::Topology(e) => format!("topology.{}", e.field),
             ScenarioError::DoesNotFit { .. } => "deployment".into(),
         }
     }
@@ -255,15 +313,15 @@ fn workload_field(e: &WorkloadError) -> String {
 
 fn json_err(field: &str, e: impl ToString) -> ScenarioError {
     ScenarioError::Json {
-        field: field.to_string(),
-        message: e.to_string(),
+        field: crate::bounds::clip(field),
+        message: crate::bounds::clip_message(&e.to_string()),
     }
 }
 
 fn invalid(field: &str, value: impl ToString, fix: impl Into<String>) -> ScenarioError {
     ScenarioError::Invalid {
         field: field.to_string(),
-        value: value.to_string(),
+        value: crate::bounds::clip(&value.to_string()),
         fix: fix.into(),
     }
 }
@@ -335,12 +393,15 @@ impl Scenario {
             efficiencies: None,
             endpoint: None,
             vllm_version: None,
+            topology: None,
         }
     }
 
     /// Reads a scenario. The version is checked first; errors name the top-level field (and
     /// serde's message names the nested one).
     pub fn from_json(s: &str) -> Result<Scenario, ScenarioError> {
+        // A UTF-8 byte-order mark (Windows editors write one) is not content.
+        let s = s.strip_prefix('\u{feff}').unwrap_or(s);
         let v: Value = serde_json::from_str(s).map_err(|e| json_err("", e))?;
         let Value::Object(obj) = &v else {
             return Err(json_err("", "a scenario is a JSON object"));
@@ -352,14 +413,17 @@ impl Scenario {
                     format!("missing; add \"version\": {SCENARIO_VERSION}"),
                 ))
             }
-            Some(Value::Number(n)) if n.as_u64() == Some(SCENARIO_VERSION as u64) => {}
+            Some(Value::Number(n))
+                if n.as_u64().is_some_and(|v| {
+                    (OLDEST_SCENARIO_VERSION as u64..=SCENARIO_VERSION as u64).contains(&v)
+                }) => {}
             Some(other) => {
                 return Err(ScenarioError::Version {
                     found: other.to_string(),
                 })
             }
         }
-        const KNOWN: [&str; 15] = [
+        const KNOWN: [&str; 16] = [
             "version",
             "model",
             "gpu",
@@ -375,6 +439,7 @@ impl Scenario {
             "efficiencies",
             "endpoint",
             "vllm_version",
+            "topology",
         ];
         for k in obj.keys() {
             if !KNOWN.contains(&k.as_str()) {
@@ -384,8 +449,17 @@ impl Scenario {
                 ));
             }
         }
+        let version = obj.get("version").and_then(Value::as_u64).unwrap_or(1) as u32;
+        if version < 2 && obj.contains_key("topology") {
+            return Err(json_err(
+                "topology",
+                "is a version-2 field; set \"version\": 2",
+            ));
+        }
         let req = |k: &str| json_err(k, "missing (required)");
         Ok(Scenario {
+            // In memory every scenario is the newest version; `to_json` writes the oldest
+            // version that holds its fields (`written_version`).
             version: SCENARIO_VERSION,
             model: field_from(obj, "model")?.ok_or_else(|| req("model"))?,
             gpu: field_from(obj, "gpu")?.ok_or_else(|| req("gpu"))?,
@@ -401,11 +475,23 @@ impl Scenario {
             efficiencies: field_from(obj, "efficiencies")?,
             endpoint: field_from(obj, "endpoint")?,
             vllm_version: field_from(obj, "vllm_version")?,
+            topology: field_from(obj, "topology")?,
         })
     }
 
+    /// The version this scenario is written as: 2 when it uses a version-2 field, else 1.
+    pub fn written_version(&self) -> u32 {
+        if self.topology.is_some() {
+            2
+        } else {
+            1
+        }
+    }
+
     fn to_value(&self) -> Value {
-        let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
+        let mut c = self.clone();
+        c.version = self.written_version();
+        let mut v = serde_json::to_value(&c).unwrap_or(Value::Null);
         strip_nulls(&mut v);
         v
     }
@@ -433,14 +519,14 @@ impl Scenario {
                     invalid(
                         "vllm_version",
                         v,
-                        format!("{e}; write the vLLM version as MAJOR.MINOR[.PATCH], e.g. 0.15.1, or leave it out for the newest calibrated release line"),
+                        format!("{}; write the vLLM version as MAJOR.MINOR[.PATCH], e.g. 0.15.1, or leave it out for the newest calibrated release line", crate::bounds::clip_message(&e.to_string())),
                     )
                 }),
         }
     }
 
     pub fn resolve(&self) -> Result<ResolvedScenario, ScenarioError> {
-        if self.version != SCENARIO_VERSION {
+        if !(OLDEST_SCENARIO_VERSION..=SCENARIO_VERSION).contains(&self.version) {
             return Err(ScenarioError::Version {
                 found: self.version.to_string(),
             });
@@ -468,11 +554,27 @@ impl Scenario {
             dp: self.dp,
             ep: self.ep,
         };
+        // `topology.replicas` without `num_gpus`: the GPUs of that many replicas.
+        let replicas = self.topology.as_ref().and_then(|t| t.replicas);
+        let num_gpus = match (self.num_gpus, replicas) {
+            (None, Some(r)) if r > 0 => Some(
+                r.checked_mul(self.tp.max(1))
+                    .and_then(|x| x.checked_mul(self.dp.max(1)))
+                    .ok_or_else(|| {
+                        invalid(
+                            "topology.replicas",
+                            r,
+                            "replicas x tp x dp must stay below 4,294,967,296 GPUs",
+                        )
+                    })?,
+            ),
+            (g, _) => g,
+        };
         let deployment = Deployment::new(
             model,
             gpu,
             par,
-            self.num_gpus,
+            num_gpus,
             self.weight_precision,
             self.kv_cache_dtype,
             &self.engine,
@@ -539,6 +641,13 @@ impl Scenario {
                 "GPUs are derived from the deployment (num_gpus); set num_gpus instead and drop sweep.gpus",
             ));
         }
+        // Before the sweep: the engine limit is reported on `topology.replicas`.
+        let topology = self
+            .topology
+            .clone()
+            .unwrap_or_default()
+            .validate(Some(deployment.replicas()), deployment.par.dp)
+            .map_err(ScenarioError::Topology)?;
         let mut raw_sweep = self.sweep.clone();
         raw_sweep.engines = Some(deployment.engines() as f64);
         raw_sweep.gpus = Some(deployment.num_gpus as f64);
@@ -559,6 +668,7 @@ impl Scenario {
             workload,
             sweep,
             calibration,
+            topology,
         })
     }
 }
@@ -588,6 +698,8 @@ pub fn kv_footprint(spec: &KvCacheSpec, max_num_batched_tokens: u64) -> KvFootpr
                 + 1,
         }),
         LayerAttn::Full | LayerAttn::Compressed { .. } => fp.full_groups += 1,
+        // Not in KV groups (its state is `per_request_fixed_bytes`).
+        LayerAttn::Linear => {}
     };
     match spec.packing {
         KvPacking::Uniform => {
@@ -726,9 +838,25 @@ pub struct ResolvedScenario {
     pub cost: StepCostModel,
     pub workload: WorkloadSpec,
     pub sweep: SweepSpec,
+    /// Replicas of the deployment and the router in front of them.
+    pub topology: TopologySpec,
 }
 
 impl ResolvedScenario {
+    /// The plan the simulation runs: one aggregated pool of `topology.replicas` replicas of
+    /// `engine` x `dp` ranks, each with its own API-server front-end, behind the router.
+    pub fn plan(&self) -> SimPlan<'_> {
+        let mut plan = SimPlan::single(
+            &self.engine,
+            &self.cost,
+            self.deployment.par.dp,
+            self.sweep.frontend,
+        );
+        plan.pools[0].replicas = self.topology.replicas;
+        plan.router = self.topology.router.clone();
+        plan
+    }
+
     /// A level-by-level runner (progress and cancellation between levels). Fails when the
     /// deployment does not fit, quoting the capacity report's reason and fixes.
     pub fn runner(&self) -> Result<SweepRunner<'_>, ScenarioError> {
@@ -743,8 +871,17 @@ impl ResolvedScenario {
                     .collect(),
             });
         }
-        SweepRunner::new(&self.engine, &self.cost, &self.workload, &self.sweep)
+        SweepRunner::with_plan(self.plan(), &self.workload, &self.sweep)
             .map_err(ScenarioError::Sweep)
+    }
+
+    /// Warnings about the workload against the deployment, shown next to the capacity figures:
+    /// requests longer than `max_model_len` (which vLLM, and the simulation, reject).
+    pub fn warnings(&self) -> Vec<String> {
+        self.workload
+            .max_model_len_warning(self.engine.max_model_len)
+            .into_iter()
+            .collect()
     }
 
     /// Runs every level.
@@ -810,6 +947,12 @@ pub struct SweepReport<'a> {
     pub levels: &'a [LevelResult],
     pub operating_point: Option<&'a OperatingPoint>,
     pub cancelled: bool,
+    /// [`ResolvedScenario::warnings`] (absent when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// Per-replica results per level (plans with more than one replica; omitted otherwise).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub topology: &'a [crate::topology::TopologyLevel],
 }
 
 impl<'a> SweepReport<'a> {
@@ -821,6 +964,8 @@ impl<'a> SweepReport<'a> {
             levels: &result.levels,
             operating_point: result.operating_point.as_ref(),
             cancelled: result.cancelled,
+            warnings: r.warnings(),
+            topology: &result.topology,
         }
     }
 

@@ -3,18 +3,19 @@
 //! `sweep(&EngineConfig, &dyn StepTimeModel, &WorkloadSpec, &SweepSpec)` runs everything;
 //! [`SweepRunner`] runs one level per call (progress and cancellation between levels).
 //! See `docs/metrics.md` for the window and the operating-point interpolation.
+//!
+//! A level is simulated by `topology::run_plan_level` over a [`SimPlan`] (pools of replicas,
+//! their front-ends, the router; docs/topology.md); this module keeps the levels, progress,
+//! cancellation and the operating point.
 
-use crate::engine::cluster::Cluster;
-use crate::engine::{
-    EngineConfig, FinishedRequest, IdMap, Observer, RejectReason, Request, SimError, StepRecord,
-    StepTimeModel,
-};
+use crate::bounds::{self, fmt_num};
+use crate::engine::{EngineConfig, SimError, StepTimeModel};
 use crate::metric::MetricId;
-use crate::metrics::{Collector, LevelResult, RunTotals};
+use crate::metrics::{Collector, LevelResult};
+use crate::topology::{run_plan_level, SimPlan, TopologyLevel, MAX_ENGINES};
 use crate::units::Ticks;
-use crate::workload::{Arrival, Level, WorkloadError, WorkloadGen, WorkloadSpec};
+use crate::workload::{Arrival, Level, WorkloadError, WorkloadSpec};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 use thiserror::Error;
 
 /// Sweep failures.
@@ -135,6 +136,9 @@ pub struct SweepSpec {
     pub max_requests: u64,
     /// The API server in front of the engines (zero: requests reach the engine when sent).
     pub frontend: FrontEnd,
+    /// Bytes of simulation records one level may hold (`crate::budget`); checked before and
+    /// while a level runs. Not part of the scenario: the host sets it (CLI 4 GiB, page 1 GiB).
+    pub memory_budget: u64,
 }
 
 /// The OpenAI-compatible API server between the benchmark client and the engine core
@@ -178,6 +182,7 @@ impl Default for SweepSpec {
             max_events: DEFAULT_MAX_EVENTS,
             max_requests: DEFAULT_MAX_REQUESTS,
             frontend: FrontEnd::default(),
+            memory_budget: crate::budget::DEFAULT_MEMORY_BUDGET,
         }
     }
 }
@@ -186,10 +191,15 @@ fn count(field: &str, v: f64) -> Result<u64, SweepError> {
     if !v.is_finite() || v < 1.0 || v.fract() != 0.0 || v > 1e15 {
         return Err(spec_err(
             field,
-            format!("must be a whole number >= 1 (got {v})"),
+            format!("must be a whole number >= 1 (got {})", fmt_num(v)),
         ));
     }
     Ok(v as u64)
+}
+
+fn bounded_count(field: &str, v: f64, b: bounds::Bound) -> Result<u64, SweepError> {
+    b.check_whole(v)
+        .map_err(|fix| spec_err(field, format!("{fix} (got {})", fmt_num(v))))
 }
 
 impl RawSweepSpec {
@@ -207,16 +217,18 @@ impl RawSweepSpec {
         }
         if let Some(c) = &self.concurrency {
             for v in c {
-                levels.push(Level::Concurrency(
-                    count("concurrency", *v)?.min(u32::MAX as u64) as u32,
-                ));
+                levels.push(Level::Concurrency(bounded_count(
+                    "concurrency",
+                    *v,
+                    bounds::CONCURRENCY,
+                )? as u32));
             }
         }
         if let Some(r) = &self.request_rates {
             for v in r {
-                if !v.is_finite() || *v <= 0.0 {
-                    return Err(spec_err("request_rates", format!("must be > 0 (got {v})")));
-                }
+                bounds::REQUEST_RATE.check(*v).map_err(|fix| {
+                    spec_err("request_rates", format!("{fix} (got {})", fmt_num(*v)))
+                })?;
                 levels.push(Level::RequestRate(*v));
             }
         }
@@ -227,17 +239,23 @@ impl RawSweepSpec {
                     "give either `duration_s` or `num_requests`, not both",
                 ))
             }
-            (Some(n), None) => Stop::Requests(count("num_requests", n)?),
+            (Some(n), None) => {
+                Stop::Requests(bounded_count("num_requests", n, bounds::NUM_REQUESTS)?)
+            }
             (None, d) => {
                 let d = d.unwrap_or(900.0);
-                if !d.is_finite() || d <= 0.0 {
-                    return Err(spec_err("duration_s", format!("must be > 0 (got {d})")));
-                }
+                bounds::DURATION_S
+                    .check(d)
+                    .map_err(|fix| spec_err("duration_s", format!("{fix} (got {})", fmt_num(d))))?;
                 let w = self.warmup_s.unwrap_or(0.1 * d);
                 if !w.is_finite() || w < 0.0 || w >= d {
                     return Err(spec_err(
                         "warmup_s",
-                        format!("must be >= 0 and below duration_s ({d}) (got {w})"),
+                        format!(
+                            "must be >= 0 and below duration_s ({}) (got {})",
+                            fmt_num(d),
+                            fmt_num(w)
+                        ),
                     ));
                 }
                 Stop::Duration {
@@ -274,18 +292,30 @@ impl RawSweepSpec {
         Ok(SweepSpec {
             levels,
             stop,
-            engines: count("engines", self.engines.unwrap_or(1.0))?.min(4096) as u32,
+            engines: {
+                let n = count("engines", self.engines.unwrap_or(1.0))?;
+                if n > MAX_ENGINES as u64 {
+                    return Err(spec_err(
+                        "engines",
+                        format!("{n} engines exceed the simulator's limit of {MAX_ENGINES}"),
+                    ));
+                }
+                n as u32
+            },
             gpus: count("gpus", self.gpus.unwrap_or(1.0))?.min(u32::MAX as u64) as u32,
             sla,
-            max_events: count(
+            max_events: bounded_count(
                 "max_events",
                 self.max_events.unwrap_or(DEFAULT_MAX_EVENTS as f64),
+                bounds::MAX_EVENTS,
             )?,
-            max_requests: count(
+            max_requests: bounded_count(
                 "max_requests",
                 self.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS as f64),
+                bounds::NUM_REQUESTS,
             )?,
             frontend: FrontEnd::default(),
+            memory_budget: crate::budget::DEFAULT_MEMORY_BUDGET,
         })
     }
 }
@@ -301,54 +331,8 @@ pub fn default_levels(w: &WorkloadSpec) -> Vec<Level> {
     }
 }
 
-/// Forwards engine events to the collector and remembers finished/rejected ids for the workload.
-/// With a front-end, `sent` maps a request in flight to its client send time, which replaces the
-/// engine arrival in the finished record (client-side latencies).
-struct Tap<'a> {
-    inner: &'a mut Collector,
-    done: Vec<u64>,
-    /// Send time of each request inside the front-end or the engine, by id (only inserted,
-    /// looked up and removed, never iterated).
-    sent: IdMap<Ticks>,
-}
-
-impl Observer for Tap<'_> {
-    fn on_arrival(&mut self, e: u32, t: Ticks, id: u64) {
-        self.inner.on_arrival(e, t, id)
-    }
-    fn on_rejected(&mut self, e: u32, t: Ticks, id: u64, r: &RejectReason) {
-        self.done.push(id);
-        self.sent.remove(&id);
-        self.inner.on_rejected(e, t, id, r)
-    }
-    fn on_scheduled(&mut self, e: u32, t: Ticks, id: u64, p: u64, c: u64) {
-        self.inner.on_scheduled(e, t, id, p, c)
-    }
-    fn on_first_token(&mut self, e: u32, t: Ticks, id: u64) {
-        self.inner.on_first_token(e, t, id)
-    }
-    fn on_preempted(&mut self, e: u32, t: Ticks, id: u64) {
-        self.inner.on_preempted(e, t, id)
-    }
-    fn on_finished(&mut self, r: &FinishedRequest) {
-        self.on_finished_owned(r.clone());
-    }
-    fn on_finished_owned(&mut self, mut r: FinishedRequest) {
-        self.done.push(r.id);
-        if let Some(s) = self.sent.remove(&r.id) {
-            r.arrival = s;
-        }
-        self.inner.on_finished_owned(r)
-    }
-    fn on_step(&mut self, s: &StepRecord) {
-        self.inner.on_step(s)
-    }
-    fn on_spec_step(&mut self, e: u32, end: Ticks, accepted: &[u64], drafted: &[u64]) {
-        self.inner.on_spec_step(e, end, accepted, drafted)
-    }
-}
-
-/// Runs one level and returns its collector (for tests and exporters) and result.
+/// Runs one level and returns its collector (for tests and exporters) and result: one replica
+/// of `spec.engines` DP ranks behind `spec.frontend` ([`SimPlan::single`]).
 ///
 /// Event order: the earliest of (next arrival, earliest engine event); at equal times arrivals
 /// (including client think-time wake-ups) go first, then engine events by engine index; within
@@ -377,140 +361,19 @@ pub fn run_level_observed(
     level: Level,
     progress: &mut dyn FnMut(f64),
 ) -> Result<(LevelResult, Collector), SweepError> {
-    run_level_into(
-        cfg,
-        model,
-        workload,
-        spec,
-        level,
-        progress,
-        Collector::new(),
-    )
+    let plan = SimPlan::single(cfg, model, spec.engines, spec.frontend);
+    let (r, col, _) = run_plan_level(&plan, workload, spec, level, progress, Collector::new())?;
+    Ok((r, col))
 }
 
-/// [`run_level_observed`] recording into `col` (emptied first; a sweep passes the previous
-/// level's collector so that its buffers are reused instead of grown again).
-fn run_level_into(
-    cfg: &EngineConfig,
-    model: &dyn StepTimeModel,
+/// One level of a plan (pools, replicas, router): results, collector and per-replica results.
+pub fn run_level_plan(
+    plan: &SimPlan,
     workload: &WorkloadSpec,
     spec: &SweepSpec,
     level: Level,
-    progress: &mut dyn FnMut(f64),
-    mut col: Collector,
-) -> Result<(LevelResult, Collector), SweepError> {
-    col.clear();
-    let w = workload.at_level(level)?;
-    let limit = match spec.stop {
-        Stop::Requests(n) => Some(n),
-        Stop::Duration { .. } => None,
-    };
-    let mut gen = WorkloadGen::new(&w, cfg.max_model_len, limit);
-    let mut cluster = Cluster::new(spec.engines, cfg, model)?;
-    let mut tap = Tap {
-        inner: &mut col,
-        done: Vec::new(),
-        sent: IdMap::default(),
-    };
-    // Requests inside the API server (front-end): (engine arrival time, request), FIFO with
-    // non-decreasing times (serial server, constant latency).
-    let fe = spec.frontend;
-    let mut frontend: VecDeque<(Ticks, Request)> = VecDeque::new();
-    let mut server_free = Ticks::ZERO;
-    let end = match spec.stop {
-        Stop::Duration { duration, .. } => Some(duration),
-        Stop::Requests(_) => None,
-    };
-    let mut events: u64 = 0;
-    let mut now = Ticks::ZERO;
-    loop {
-        let tg = gen.peek_time();
-        let tf = frontend.front().map(|(t, _)| *t);
-        // Sends (from the workload) before front-end deliveries at equal times.
-        let (ta, from_frontend) = match (tg, tf) {
-            (Some(g), Some(f)) if f < g => (Some(f), true),
-            (None, Some(f)) => (Some(f), true),
-            (g, _) => (g, false),
-        };
-        let te = cluster.next_event();
-        let (t, arrival, eng) = match (ta, te) {
-            (None, None) => break,
-            (Some(a), None) => (a, true, 0),
-            (None, Some((e, i))) => (e, false, i),
-            (Some(a), Some((e, i))) => {
-                if a <= e {
-                    (a, true, 0)
-                } else {
-                    (e, false, i)
-                }
-            }
-        };
-        if end.is_some_and(|d| t > d) {
-            break;
-        }
-        debug_assert!(t >= now, "clock went back");
-        now = t;
-        events += 1;
-        if events.is_multiple_of(PROGRESS_EVERY_EVENTS) {
-            let fraction = match spec.stop {
-                Stop::Duration { duration, .. } => now.0 as f64 / duration.0.max(1) as f64,
-                Stop::Requests(n) => tap.inner.finished().len() as f64 / n.max(1) as f64,
-            };
-            progress(fraction.clamp(0.0, 1.0));
-        }
-        if events > spec.max_events {
-            return Err(SimError::EventCap {
-                cap: spec.max_events,
-            }
-            .into());
-        }
-        if arrival && from_frontend {
-            if let Some((_, req)) = frontend.pop_front() {
-                let _ = cluster.submit(req, t, &mut tap);
-            }
-        } else if arrival {
-            let Some(mut req) = gen.pop() else {
-                continue;
-            };
-            if gen.issued() > spec.max_requests {
-                return Err(SimError::RequestCap {
-                    cap: spec.max_requests,
-                }
-                .into());
-            }
-            if fe.is_zero() {
-                let _ = cluster.submit(req, t, &mut tap);
-            } else {
-                let start = t.max(server_free);
-                server_free = Ticks(start.0 + fe.serial_per_request.0);
-                let at = Ticks(server_free.0 + fe.latency.0);
-                tap.sent.insert(req.id, t);
-                req.arrival = at;
-                frontend.push_back((at, req));
-            }
-        } else {
-            cluster.process_engine_event(eng, &mut tap)?;
-        }
-        for id in tap.done.drain(..) {
-            gen.on_done(id, t);
-        }
-    }
-    let (ws, we) = match spec.stop {
-        Stop::Duration { duration, warmup } => (warmup, duration),
-        Stop::Requests(_) => (Ticks::ZERO, now),
-    };
-    let totals = RunTotals {
-        submitted: gen.issued(),
-        completed: col.finished().len() as u64,
-        rejected: col.rejected().len() as u64,
-        in_flight_at_end: cluster.in_flight() + frontend.len() as u64,
-        preemptions: col.preemption_count(),
-        steps: col.num_steps(),
-        simulated_s: end.unwrap_or(now).as_secs_f64(),
-        capped_requests: gen.capped,
-    };
-    let r = col.level_result(level, ws, we, spec.gpus, totals);
-    Ok((r, col))
+) -> Result<(LevelResult, Collector, Option<TopologyLevel>), SweepError> {
+    run_plan_level(plan, workload, spec, level, &mut |_| {}, Collector::new())
 }
 
 /// The SLA crossing between the last passing and the first failing level.
@@ -612,17 +475,20 @@ pub struct SweepResult {
     pub operating_point: Option<OperatingPoint>,
     /// True if the sweep was stopped before its last level.
     pub cancelled: bool,
+    /// Per-replica results per level (plans with more than one replica; empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topology: Vec<TopologyLevel>,
 }
 
 /// Runs a sweep one level at a time: call [`SweepRunner::step`] until it returns `None`;
 /// stop calling to cancel.
 pub struct SweepRunner<'m> {
-    cfg: EngineConfig,
-    model: &'m dyn StepTimeModel,
+    plan: SimPlan<'m>,
     workload: WorkloadSpec,
     spec: SweepSpec,
     levels: Vec<Level>,
     results: Vec<LevelResult>,
+    topology: Vec<TopologyLevel>,
     /// The last level's collector, reused by the next level.
     spare: Option<Collector>,
 }
@@ -634,7 +500,20 @@ impl<'m> SweepRunner<'m> {
         workload: &WorkloadSpec,
         spec: &SweepSpec,
     ) -> Result<SweepRunner<'m>, SweepError> {
-        cfg.validate().map_err(SimError::from)?;
+        SweepRunner::with_plan(
+            SimPlan::single(cfg, model, spec.engines, spec.frontend),
+            workload,
+            spec,
+        )
+    }
+
+    /// A runner over a plan of pools and routers (what `Scenario::resolve` builds).
+    pub fn with_plan(
+        plan: SimPlan<'m>,
+        workload: &WorkloadSpec,
+        spec: &SweepSpec,
+    ) -> Result<SweepRunner<'m>, SweepError> {
+        plan.validate()?;
         let mut levels = if spec.levels.is_empty() {
             default_levels(workload)
         } else {
@@ -651,12 +530,12 @@ impl<'m> SweepRunner<'m> {
             workload.at_level(*l)?;
         }
         Ok(SweepRunner {
-            cfg: cfg.clone(),
-            model,
+            plan,
             workload: workload.clone(),
             spec: spec.clone(),
             levels,
             results: Vec::new(),
+            topology: Vec::new(),
             spare: None,
         })
     }
@@ -686,17 +565,10 @@ impl<'m> SweepRunner<'m> {
     ) -> Option<Result<&LevelResult, SweepError>> {
         let level = *self.levels.get(self.results.len())?;
         let col = self.spare.take().unwrap_or_default();
-        match run_level_into(
-            &self.cfg,
-            self.model,
-            &self.workload,
-            &self.spec,
-            level,
-            progress,
-            col,
-        ) {
-            Ok((r, col)) => {
+        match run_plan_level(&self.plan, &self.workload, &self.spec, level, progress, col) {
+            Ok((r, col, topo)) => {
                 self.spare = Some(col);
+                self.topology.extend(topo);
                 self.results.push(r);
                 self.results.last().map(Ok)
             }
@@ -712,6 +584,7 @@ impl<'m> SweepRunner<'m> {
             levels: self.results,
             operating_point: op,
             cancelled,
+            topology: self.topology,
         }
     }
 }

@@ -1,7 +1,9 @@
 //! Newtypes for the quantities ServeSim computes with.
 //!
 //! Architecture invariant: simulated time is an integer count of nanoseconds ([`Ticks`]); token,
-//! block and byte counts are unsigned integers. Floating point appears only in derived rates and
+//! block and byte counts are unsigned integers. Their `+`, `-`, `+=` and `-=` saturate (at 0 and
+//! `u64::MAX`) instead of wrapping or panicking; validation (`crate::bounds`) keeps real runs far
+//! from either end, so saturation is a guard, never a result. Floating point appears only in derived rates and
 //! in the step-time model, and every transcendental function goes through `libm` so that native
 //! and wasm builds produce bit-identical results.
 
@@ -26,31 +28,41 @@ macro_rules! count_newtype {
             pub fn saturating_sub(self, other: $name) -> $name {
                 $name(self.0.saturating_sub(other.0))
             }
+            /// `self + other`, `None` on overflow.
+            #[inline]
+            pub fn checked_add(self, other: $name) -> Option<$name> {
+                self.0.checked_add(other.0).map($name)
+            }
+            /// `self * k`, saturating at `u64::MAX`.
+            #[inline]
+            pub fn saturating_mul(self, k: u64) -> $name {
+                $name(self.0.saturating_mul(k))
+            }
         }
         impl Add for $name {
             type Output = $name;
             #[inline]
             fn add(self, rhs: $name) -> $name {
-                $name(self.0 + rhs.0)
+                $name(self.0.saturating_add(rhs.0))
             }
         }
         impl AddAssign for $name {
             #[inline]
             fn add_assign(&mut self, rhs: $name) {
-                self.0 += rhs.0;
+                self.0 = self.0.saturating_add(rhs.0);
             }
         }
         impl Sub for $name {
             type Output = $name;
             #[inline]
             fn sub(self, rhs: $name) -> $name {
-                $name(self.0 - rhs.0)
+                $name(self.0.saturating_sub(rhs.0))
             }
         }
         impl SubAssign for $name {
             #[inline]
             fn sub_assign(&mut self, rhs: $name) {
-                self.0 -= rhs.0;
+                self.0 = self.0.saturating_sub(rhs.0);
             }
         }
         impl fmt::Display for $name {
@@ -97,7 +109,8 @@ impl Bytes {
 }
 
 impl Ticks {
-    /// Converts seconds to ticks, rounding to the nearest nanosecond.
+    /// Converts seconds to ticks, rounding to the nearest nanosecond (negative and NaN give 0,
+    /// beyond `u64::MAX` ns saturates: Rust's float-to-integer cast).
     pub fn from_secs_f64(s: f64) -> Ticks {
         Ticks(libm::round(s * TICKS_PER_SECOND as f64) as u64)
     }
@@ -134,5 +147,18 @@ mod tests {
         t += Tokens(3);
         assert_eq!(t - Tokens(2), Tokens(6));
         assert_eq!(Tokens(1).saturating_sub(Tokens(4)), Tokens::ZERO);
+    }
+
+    #[test]
+    fn arithmetic_saturates_instead_of_overflowing() {
+        assert_eq!(Ticks(u64::MAX) + Ticks(1), Ticks(u64::MAX));
+        assert_eq!(Ticks(1) - Ticks(2), Ticks::ZERO);
+        let mut t = Tokens(u64::MAX - 1);
+        t += Tokens(5);
+        assert_eq!(t, Tokens(u64::MAX));
+        assert_eq!(Ticks(2).checked_add(Ticks(u64::MAX)), None);
+        assert_eq!(Bytes(u64::MAX / 2).saturating_mul(3), Bytes(u64::MAX));
+        assert_eq!(Ticks::from_secs_f64(1e300), Ticks(u64::MAX));
+        assert_eq!(Ticks::from_secs_f64(f64::NAN), Ticks::ZERO);
     }
 }

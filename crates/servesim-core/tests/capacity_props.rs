@@ -346,15 +346,16 @@ fn bad_inputs_give_typed_errors_naming_the_field() {
     }
     .resolve();
     assert_eq!(mix.unwrap_err().field(), "ep"); // 8 experts over 16 ranks
-                                                // fp4 weights need fp4 tensor cores.
+                                                // fp4 weights without fp4 tensor cores run weight-only (Marlin), with a note.
     let fp4 = RawDeployment {
         model: "meta-llama/Meta-Llama-3.1-8B".into(),
         gpu: "H100".into(),
         weight_precision: Some(WeightPrecision::Fp4),
         ..Default::default()
     }
-    .resolve();
-    assert_eq!(fp4.unwrap_err().field(), "weight_precision");
+    .resolve()
+    .expect("fp4 weight-only on Hopper resolves");
+    assert!(fp4.notes.iter().any(|n| n.contains("weight-only")));
     // Unknown fields are rejected.
     assert!(serde_json::from_str::<RawEngineSettings>(r#"{"gpu_mem_util": 0.9}"#).is_err());
 }

@@ -48,6 +48,7 @@ fn run_golden(name: &str, cfg: &EngineConfig, workload: &str, sweep: &str) {
         operating_point: operating_point(&levels, &s.sla),
         levels,
         cancelled: false,
+        topology: Vec::new(),
     };
     let text = serde_json::to_string_pretty(&out).unwrap() + "\n";
     let path = golden_path(name);

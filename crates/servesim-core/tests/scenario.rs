@@ -81,10 +81,10 @@ fn unknown_fields_are_named() {
 
 #[test]
 fn wrong_or_missing_version_is_a_clear_error() {
-    let e = err_of(&with(|v| v["version"] = 2.into()));
+    let e = err_of(&with(|v| v["version"] = 3.into()));
     assert!(matches!(e, ScenarioError::Version { .. }), "{e:?}");
     assert_eq!(e.field(), "version");
-    assert!(e.to_string().contains("version 1"), "{e}");
+    assert!(e.to_string().contains("versions 1 to 2"), "{e}");
     let e = err_of(&with(|v| {
         v.as_object_mut().unwrap().remove("version");
     }));

@@ -180,3 +180,39 @@ fn errors_name_row_and_column() {
     let e = split_csv("a,b\n\"open,x\n").unwrap_err();
     assert!(matches!(e, ValidateError::Csv { line: 2, .. }), "{e}");
 }
+
+/// Every row of the second file parses, and each either maps to a scenario or names the
+/// capability it waits for (none is dropped silently).
+#[test]
+fn more_rows_run_or_name_what_they_wait_for() {
+    let text = include_str!("../data/calibration/measured-points-more.csv");
+    let points = parse_points(text).expect("measured-points-more.csv parses");
+    assert_eq!(points.len(), 614);
+    let mut waiting = 0;
+    for p in &points {
+        match servesim_core::validate::waits_for(p) {
+            Some(why) => {
+                assert!(!why.is_empty());
+                waiting += 1;
+            }
+            None => {
+                setup_for(p).unwrap_or_else(|e| panic!("line {}: {e}", p.line));
+            }
+        }
+    }
+    // MTP (GLM-5-FP8, 52 rows) and DP+EP (MiniMax DP8+EP8, 7 rows) wait for issues 10 and 9.
+    let mtp = points
+        .iter()
+        .filter(|p| servesim_core::validate::waits_for(p).is_some_and(|w| w.starts_with("MTP")))
+        .count();
+    let dpep = points
+        .iter()
+        .filter(|p| servesim_core::validate::waits_for(p).is_some_and(|w| w.starts_with("DP+EP")))
+        .count();
+    assert_eq!((mtp, dpep), (52, 7));
+    assert!(waiting < points.len() / 2, "{waiting} rows wait");
+    // The combined file numbers the second file's rows after the first file's.
+    let first = include_str!("../data/calibration/measured-points.csv");
+    let both = servesim_core::validate::combine_csvs(&[first, text]).unwrap();
+    assert_eq!(parse_points(&both).unwrap().len(), 63 + 614);
+}

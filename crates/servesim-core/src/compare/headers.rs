@@ -178,11 +178,42 @@ pub(crate) fn split_unit(header: &str) -> (String, Option<String>) {
         ),
         _ => (lower.clone(), None),
     };
-    let mut tokens: Vec<String> = name_part
+    let raw_tokens: Vec<String> = name_part
         .split([' ', '_', '-', '\t'])
         .filter(|t| !t.is_empty())
         .map(|t| t.to_string())
         .collect();
+    // `output_tok_s`, `tokens_s_gpu`, `req_s`: a rate written with `_` instead of `/` is one
+    // rate token (`tok/s`, `tok/s/gpu`), not a name followed by the unit "s".
+    let mut tokens: Vec<String> = Vec::with_capacity(raw_tokens.len());
+    let mut i = 0;
+    while i < raw_tokens.len() {
+        let t = raw_tokens[i].as_str();
+        let next = raw_tokens.get(i + 1).map(String::as_str);
+        let head = match t {
+            "tok" | "toks" | "token" | "tokens" => Some("tok"),
+            "req" | "reqs" | "request" | "requests" => Some("req"),
+            _ => None,
+        };
+        match (head, next) {
+            (Some(h), Some("s" | "sec" | "second")) => {
+                let mut r = format!("{h}/s");
+                i += 2;
+                if let Some(per) = raw_tokens.get(i).map(String::as_str) {
+                    if matches!(per, "gpu" | "user") {
+                        r.push('/');
+                        r.push_str(per);
+                        i += 1;
+                    }
+                }
+                tokens.push(r);
+            }
+            _ => {
+                tokens.push(t.to_string());
+                i += 1;
+            }
+        }
+    }
     if unit.is_none() && tokens.len() >= 2 {
         if let Some(last) = tokens.last() {
             if TIME_UNITS.contains(&last.as_str()) {
@@ -445,6 +476,11 @@ pub(crate) fn classify_with_flavor(header: &str, flavor: Flavor) -> HeaderClass 
     HeaderClass::Unmatched(NO_MATCH.into())
 }
 
+/// The unit a metric is stored in (`ms`, `s`), as a header would write it; `None` for unitless.
+pub(crate) fn own_unit_of(m: MetricId) -> Option<String> {
+    own_unit(m)
+}
+
 fn own_unit(m: MetricId) -> Option<String> {
     match dim(m) {
         Dim::TimeMs => Some("ms".into()),
@@ -494,5 +530,53 @@ pub fn alias_table() -> Vec<(&'static str, MetricId)> {
         ("output_tput_per_gpu", MetricId::OutputTokensPerSPerGpu),
         ("completed", MetricId::CompletedRequests),
         ("ttft_ms_p50", MetricId::TtftMs(Stat::P50)),
+        ("output_tok_s", MetricId::OutputTokensPerS),
+        ("Output_Tok_S", MetricId::OutputTokensPerS),
+        ("tput", MetricId::OutputTokensPerS),
+        ("tok/s/gpu", MetricId::OutputTokensPerSPerGpu),
+        ("output_tok_s_gpu", MetricId::OutputTokensPerSPerGpu),
+        ("tok_s_user", MetricId::OutputTokensPerSPerUser),
+        ("req_s", MetricId::RequestsPerS),
+        ("Interactivity", MetricId::Interactivity),
+        ("TTFT P50 (MS)", MetricId::TtftMs(Stat::P50)),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{import_text, ImportOptions};
+
+    #[test]
+    fn the_documented_spellings_match() {
+        for (h, m) in alias_table() {
+            match classify_header(h) {
+                HeaderClass::Metric { metric, .. } => assert_eq!(metric, m, "{h}"),
+                other => panic!("{h}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn output_tok_s_imports_and_a_hand_mapping_with_a_misleading_unit_works() {
+        let text = "concurrency,output_tok_s,TTFT p50 (ms)\n1,100,20\n2,190,25\n";
+        let imp = import_text(text, &ImportOptions::default()).unwrap();
+        let lvl = &imp.runs[0].levels[1];
+        assert_eq!(lvl.metrics[&MetricId::OutputTokensPerS], 190.0);
+        // A header whose trailing token reads as seconds, mapped by hand to a token rate.
+        let text = "concurrency,gen_speed_s\n1,100\n";
+        let mut opts = ImportOptions::default();
+        opts.mapping
+            .insert("gen_speed_s".into(), Some(MetricId::OutputTokensPerS));
+        let imp = import_text(text, &opts).unwrap();
+        assert_eq!(
+            imp.runs[0].levels[0].metrics[&MetricId::OutputTokensPerS],
+            100.0
+        );
+        assert!(
+            imp.notes.iter().any(|n| n.contains("mapped by hand")),
+            "{:?}",
+            imp.notes
+        );
+    }
 }

@@ -36,6 +36,25 @@ fn locate_nth(text: &str, key: &str, n: usize) -> (usize, usize) {
     }
 }
 
+/// The 1-based line of every occurrence of `"key"` in the text, in one pass (so that looking up
+/// the line of the n-th object is O(1), not a rescan: imports stay linear in their size).
+fn key_lines(text: &str, key: &str) -> Vec<usize> {
+    let needle = format!("\"{key}\"");
+    let mut out = Vec::new();
+    let (mut from, mut line, mut counted) = (0usize, 1usize, 0usize);
+    while let Some(p) = text[from..].find(&needle) {
+        let at = from + p;
+        line += text.as_bytes()[counted..at]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count();
+        counted = at;
+        out.push(line);
+        from = at + needle.len();
+    }
+    out
+}
+
 fn locate(text: &str, key: &str) -> (usize, usize) {
     locate_nth(text, key, 0)
 }
@@ -134,6 +153,11 @@ pub(crate) fn import_json(
         notes: Vec::new(),
     };
     let mut rows = Vec::new();
+    let (date_lines, conc_lines) = match format {
+        SourceFormat::VllmBenchJson => (key_lines(text, "date"), Vec::new()),
+        SourceFormat::InferenceXJson => (Vec::new(), key_lines(text, "conc")),
+        _ => (Vec::new(), Vec::new()),
+    };
     for (i, v) in values.iter().enumerate() {
         let o = v.as_object().ok_or_else(|| ImportError::UnknownFormat {
             file: file.to_string(),
@@ -141,13 +165,21 @@ pub(crate) fn import_json(
         })?;
         match format {
             SourceFormat::VllmBenchJson => {
-                rows.push(vllm_row(file, text, i, o, opts, &mut part)?);
+                let line = if i == 0 {
+                    1
+                } else {
+                    date_lines.get(i).copied().unwrap_or(1)
+                };
+                rows.push(vllm_row(file, text, line, o, opts, &mut part)?);
             }
             SourceFormat::AiperfJson => rows.push(aiperf_row(file, text, o, opts, &mut part)?),
             SourceFormat::GuidellmJson => {
                 rows.extend(guidellm_rows(file, text, o, opts, &mut part)?)
             }
-            _ => rows.push(inferencex_row(file, text, i, o, opts, &mut part)?),
+            _ => {
+                let line = conc_lines.get(i).copied().unwrap_or(1);
+                rows.push(inferencex_row(file, text, line, o, opts, &mut part)?)
+            }
         }
     }
     Ok((format, rows, part))
@@ -211,16 +243,26 @@ fn new_row(file: &str, line: usize, opts: &ImportOptions, kind: LevelKind, level
 fn vllm_row(
     file: &str,
     text: &str,
-    index: usize,
+    line: usize,
     o: &Obj,
     opts: &ImportOptions,
     part: &mut Imported,
 ) -> Result<Row, ImportError> {
-    let line = if index == 0 {
-        1
-    } else {
-        locate_nth(text, "date", index).0
-    };
+    if let Some(v) = o
+        .get("max_concurrency")
+        .filter(|v| !v.is_null() && !v.is_number())
+    {
+        let (line, _) = locate(text, "max_concurrency");
+        return Err(ImportError::MissingField {
+            file: file.to_string(),
+            line,
+            what: format!(
+                "max_concurrency is {}, not a number (vllm bench serve writes a number or null)",
+                crate::bounds::clip(&v.to_string())
+            ),
+            fix: "write the concurrency as a number (remove the quotes), or null for a run without --max-concurrency".into(),
+        });
+    }
     let (kind, key, level) = match (num(o.get("max_concurrency")), o.get("request_rate")) {
         (Some(c), _) => (LevelKind::Concurrency, "max_concurrency", c),
         (None, Some(Value::Number(r))) => (
@@ -297,6 +339,23 @@ fn vllm_row(
         })
     };
     for (k, v) in o {
+        let metric_like = used(k)
+            || k.ends_with("_ms")
+            || k.contains("throughput")
+            || k == "completed"
+            || k == "max_concurrency";
+        if metric_like && !v.is_number() && !v.is_null() {
+            // Strict types: a quoted number is not read as one, and never silently dropped.
+            push_unmatched(
+                part,
+                k,
+                &format!(
+                    "the value is {}, not a number: not used (vllm bench serve writes numbers; remove the quotes to import it)",
+                    crate::bounds::clip(&v.to_string())
+                ),
+            );
+            continue;
+        }
         if used(k) || !v.is_number() {
             continue;
         }
@@ -445,8 +504,9 @@ fn guidellm_rows(
         "GuideLLM's inter_token_latency_ms is per request (last token - first token) / (output tokens - 1), vLLM's TPOT definition: its mean is imported as the mean TPOT, its percentiles are not used; time_per_output_token_ms includes the first token and is not used".into(),
     );
     let mut rows = Vec::new();
+    let metrics_lines = key_lines(text, "metrics");
     for (i, b) in benches.iter().enumerate() {
-        let line = locate_nth(text, "metrics", i).0;
+        let line = metrics_lines.get(i).copied().unwrap_or(1);
         let strategy = ["config", "args", "scheduler"]
             .iter()
             .find_map(|k| b.get(*k).and_then(|c| c.get("strategy")))
@@ -582,12 +642,11 @@ fn guidellm_rows(
 fn inferencex_row(
     file: &str,
     text: &str,
-    index: usize,
+    line: usize,
     o: &Obj,
     opts: &ImportOptions,
     part: &mut Imported,
 ) -> Result<Row, ImportError> {
-    let line = locate_nth(text, "conc", index).0;
     let conc = num(o.get("conc")).ok_or_else(|| ImportError::MissingField {
         file: file.to_string(),
         line,

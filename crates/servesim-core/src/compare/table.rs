@@ -267,10 +267,25 @@ pub(crate) fn import_table(
     let mut classes = Vec::new();
     for (i, h) in header.iter().enumerate() {
         let class = match opts.mapping.get(h.trim()) {
-            Some(Some(m)) => HeaderClass::Metric {
-                metric: *m,
-                unit: headers::split_unit(h).1,
-            },
+            Some(Some(m)) => {
+                // A hand mapping decides the metric; a unit in the header that does not fit the
+                // chosen metric (the "s" of `output_tok_s`) is not held against it: the values
+                // are then taken in the metric's own unit, and a note says so.
+                let unit = headers::split_unit(h).1;
+                let fits = headers::unit_scale(*m, unit.as_deref(), flavor).is_ok();
+                if !fits && unit.is_some() {
+                    part.notes.push(format!(
+                        "column \"{}\" is mapped by hand to {}; its header's unit \"{}\" does not fit that metric, so the values are read in the metric's own unit",
+                        h.trim(),
+                        m.label(),
+                        unit.clone().unwrap_or_default()
+                    ));
+                }
+                HeaderClass::Metric {
+                    metric: *m,
+                    unit: if fits { unit } else { headers::own_unit_of(*m) },
+                }
+            }
             Some(None) => HeaderClass::Unmatched("ignored by the column mapping".into()),
             None => headers::classify_with_flavor(h, flavor),
         };
@@ -580,8 +595,8 @@ pub(crate) fn rows_to_runs(
     for arm in order {
         let rows = groups.remove(&arm).unwrap_or_default();
         let kind = rows[0].level_kind;
-        let mut kept: Vec<Row> = Vec::new();
-        for r in rows {
+        let mut kept: Vec<(usize, Row)> = Vec::with_capacity(rows.len());
+        for (i, r) in rows.into_iter().enumerate() {
             if r.level_kind != kind {
                 return Err(ImportError::MixedLevelKinds {
                     file: r.file.clone(),
@@ -591,19 +606,28 @@ pub(crate) fn rows_to_runs(
                     second: r.level_kind.name().into(),
                 });
             }
-            if let Some(prev) = kept.iter().find(|k| levels_equal(k.level, r.level)) {
-                return Err(ImportError::DuplicateLevel {
-                    file: r.file.clone(),
-                    line: r.line,
-                    first_file: prev.file.clone(),
-                    first_line: prev.line,
-                    arm: arm.clone(),
-                    level: r.level,
-                });
-            }
-            kept.push(r);
+            kept.push((i, r));
         }
-        kept.sort_by(|a, b| a.level.total_cmp(&b.level));
+        // Duplicates after a stable sort by level (equal levels end up adjacent, in input
+        // order): O(n log n) instead of comparing every row with every kept one. The reported
+        // pair is the one whose second row comes first in the input, as a scan in order finds.
+        kept.sort_by(|a, b| a.1.level.total_cmp(&b.1.level));
+        if let Some(w) = kept
+            .windows(2)
+            .filter(|w| levels_equal(w[0].1.level, w[1].1.level))
+            .min_by_key(|w| w[1].0)
+        {
+            let (prev, r) = (&w[0].1, &w[1].1);
+            return Err(ImportError::DuplicateLevel {
+                file: r.file.clone(),
+                line: r.line,
+                first_file: prev.file.clone(),
+                first_line: prev.line,
+                arm: arm.clone(),
+                level: r.level,
+            });
+        }
+        let kept: Vec<Row> = kept.into_iter().map(|(_, r)| r).collect();
         runs.push(MeasuredRun {
             arm,
             level_kind: kind,

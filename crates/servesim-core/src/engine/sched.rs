@@ -839,7 +839,7 @@ impl<'m> Engine<'m> {
             .max(1);
         self.in_flight = Some(InFlight {
             start: t,
-            end: Ticks(t.0 + dt),
+            end: Ticks(t.0.saturating_add(dt)),
             n_dec: self.n_dec,
             num_seqs: batch.num_seqs,
             prefill_tokens: num_prefill_tokens,

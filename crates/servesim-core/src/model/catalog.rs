@@ -5,6 +5,10 @@ use super::{ModelConfig, ModelError};
 /// (HF id, config.json text).
 const CATALOG: &[(&str, &str)] = &[
     (
+        "MiniMaxAI/MiniMax-M2.7",
+        include_str!("../../data/models/MiniMaxAI--MiniMax-M2.7.json"),
+    ),
+    (
         "Qwen/Qwen2.5-7B-Instruct",
         include_str!("../../data/models/Qwen--Qwen2.5-7B-Instruct.json"),
     ),
@@ -29,6 +33,14 @@ const CATALOG: &[(&str, &str)] = &[
         include_str!("../../data/models/Qwen--Qwen3-8B.json"),
     ),
     (
+        "Qwen/Qwen3.5-35B-A3B",
+        include_str!("../../data/models/Qwen--Qwen3.5-35B-A3B.json"),
+    ),
+    (
+        "Qwen/Qwen3.5-397B-A17B",
+        include_str!("../../data/models/Qwen--Qwen3.5-397B-A17B.json"),
+    ),
+    (
         "codellama/CodeLlama-34b-Instruct-hf",
         include_str!("../../data/models/codellama--CodeLlama-34b-Instruct-hf.json"),
     ),
@@ -45,12 +57,24 @@ const CATALOG: &[(&str, &str)] = &[
         include_str!("../../data/models/deepseek-ai--DeepSeek-V3.json"),
     ),
     (
+        "deepseek-ai/DeepSeek-V3.2",
+        include_str!("../../data/models/deepseek-ai--DeepSeek-V3.2.json"),
+    ),
+    (
         "deepseek-ai/DeepSeek-V4-Flash",
         include_str!("../../data/models/deepseek-ai--DeepSeek-V4-Flash.json"),
     ),
     (
         "deepseek-ai/DeepSeek-V4-Pro",
         include_str!("../../data/models/deepseek-ai--DeepSeek-V4-Pro.json"),
+    ),
+    (
+        "meta-llama/Llama-3.1-70B-Instruct",
+        include_str!("../../data/models/meta-llama--Llama-3.1-70B-Instruct.json"),
+    ),
+    (
+        "meta-llama/Llama-3.1-8B-Instruct",
+        include_str!("../../data/models/meta-llama--Llama-3.1-8B-Instruct.json"),
     ),
     (
         "meta-llama/Llama-2-70b-hf",
@@ -89,6 +113,10 @@ const CATALOG: &[(&str, &str)] = &[
         include_str!("../../data/models/nvidia--DeepSeek-V4-Pro-NVFP4.json"),
     ),
     (
+        "nvidia/MiniMax-M2.5-NVFP4",
+        include_str!("../../data/models/nvidia--MiniMax-M2.5-NVFP4.json"),
+    ),
+    (
         "openai/gpt-oss-120b",
         include_str!("../../data/models/openai--gpt-oss-120b.json"),
     ),
@@ -104,6 +132,18 @@ const CATALOG: &[(&str, &str)] = &[
         "sgl-project/DeepSeek-V4-Pro-FP8",
         include_str!("../../data/models/sgl-project--DeepSeek-V4-Pro-FP8.json"),
     ),
+    (
+        "zai-org/GLM-5",
+        include_str!("../../data/models/zai-org--GLM-5.json"),
+    ),
+    (
+        "zai-org/GLM-5-FP8",
+        include_str!("../../data/models/zai-org--GLM-5-FP8.json"),
+    ),
+    (
+        "zai-org/GLM-5.2-FP8",
+        include_str!("../../data/models/zai-org--GLM-5.2-FP8.json"),
+    ),
 ];
 
 /// Every catalog id (Hugging Face ids), in catalog order.
@@ -111,73 +151,18 @@ pub fn ids() -> Vec<&'static str> {
     CATALOG.iter().map(|(id, _)| *id).collect()
 }
 
-/// Loads a catalog model by Hugging Face id (case-insensitive). Unknown ids list close matches.
+/// Loads a model by Hugging Face id (case-insensitive): a shipped config, or a checkpoint that
+/// shares a shipped architecture (`model::ids`: instruct / dated / re-quantized releases, with
+/// their own quantization and context length). Unknown ids list suggestions ranked by family,
+/// size and version.
 pub fn load(id: &str) -> Result<ModelConfig, ModelError> {
-    let want = id.trim();
-    for (cid, json) in CATALOG {
-        if cid.eq_ignore_ascii_case(want) || cid.replace('/', "--").eq_ignore_ascii_case(want) {
-            return ModelConfig::from_hf_json(cid, json);
-        }
-    }
-    Err(ModelError::UnknownModel {
-        id: want.to_string(),
-        suggestions: suggestions(want),
-    })
+    super::ids::resolve(id).map(|(m, _)| m)
 }
 
-/// The raw config.json text of a catalog model (case-insensitive id).
+/// The raw config.json text of a shipped config (case-insensitive id).
 pub fn config_json(id: &str) -> Option<&'static str> {
     CATALOG
         .iter()
         .find(|(cid, _)| cid.eq_ignore_ascii_case(id.trim()))
         .map(|(_, j)| *j)
-}
-
-/// Catalog ids close to `want`: ids containing it (or its last path part), else the three with
-/// the smallest edit distance.
-fn suggestions(want: &str) -> Vec<String> {
-    let w = want.to_ascii_lowercase();
-    let tail = w.rsplit('/').next().unwrap_or(&w).to_string();
-    let mut hits: Vec<String> = CATALOG
-        .iter()
-        .filter(|(cid, _)| {
-            let c = cid.to_ascii_lowercase();
-            !tail.is_empty()
-                && (c.contains(&tail) || tail.contains(c.rsplit('/').next().unwrap_or("")))
-        })
-        .map(|(cid, _)| cid.to_string())
-        .collect();
-    if hits.is_empty() {
-        let mut scored: Vec<(usize, &str)> = CATALOG
-            .iter()
-            .map(|(cid, _)| {
-                let c = cid.to_ascii_lowercase();
-                let d =
-                    levenshtein(&w, &c).min(levenshtein(&tail, c.rsplit('/').next().unwrap_or("")));
-                (d, *cid)
-            })
-            .collect();
-        scored.sort();
-        hits = scored
-            .into_iter()
-            .take(3)
-            .map(|(_, c)| c.to_string())
-            .collect();
-    }
-    hits.truncate(5);
-    hits
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }

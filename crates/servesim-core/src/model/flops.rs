@@ -21,7 +21,24 @@ pub(super) fn sum_capped(past: u64, new: u64, cap: f64) -> f64 {
     uncapped + cap * (b - k)
 }
 
+/// Chunk length of the chunked Gated DeltaNet kernel (fla `chunk_gated_delta_rule`, 64).
+pub const GDN_CHUNK: f64 = 64.0;
+
 impl ModelConfig {
+    /// FLOPs of one token through one Gated DeltaNet layer's recurrence (all heads, whole model
+    /// width): per value head `6 dk dv` (the state read k^T S, the rank-1 delta update and the
+    /// output q S) plus the chunked form's intra-chunk products `2 C (dk + dv)` (C = [`GDN_CHUNK`]).
+    /// 0 for models without linear attention.
+    pub fn linear_attention_flops_per_token(&self) -> f64 {
+        match &self.linear_attention {
+            Some(la) => {
+                let (kd, vd) = (la.key_head_dim as f64, la.value_head_dim as f64);
+                la.num_value_heads as f64 * (6.0 * kd * vd + 2.0 * GDN_CHUNK * (kd + vd))
+            }
+            None => 0.0,
+        }
+    }
+
     /// Matmul FLOPs (2 x MACs) per token, whole model, routed experts at top-k.
     pub fn linear_flops_per_token(&self) -> LinearFlops {
         let mut f = LinearFlops::default();
@@ -81,14 +98,15 @@ impl ModelConfig {
                 ..
             } => {
                 let per_pair = 2.0 * *num_heads as f64 * (*head_dim as f64 + *v_head_dim as f64);
+                let lin = self.linear_attention_flops_per_token();
                 self.layers
                     .iter()
-                    .map(|l| {
-                        let cap = match l.attn {
-                            LayerAttn::SlidingWindow { window } => window as f64,
-                            _ => f64::INFINITY,
-                        };
-                        per_pair * sum_capped(past, new, cap)
+                    .map(|l| match l.attn {
+                        LayerAttn::Linear => lin * new as f64,
+                        LayerAttn::SlidingWindow { window } => {
+                            per_pair * sum_capped(past, new, window as f64)
+                        }
+                        _ => per_pair * sum_capped(past, new, f64::INFINITY),
                     })
                     .sum()
             }
@@ -101,6 +119,18 @@ impl ModelConfig {
                 ..
             } => {
                 let nh = *num_heads as f64;
+                if let Some(ix) = &self.sparse_indexer {
+                    // DSA (vLLM FlashMLA-sparse, prefill and decode): the absorbed form over the
+                    // top-k selected latents, plus the indexer scoring every cached token.
+                    let sel = sum_capped(past, new, ix.topk as f64);
+                    let all = sum_capped(past, new, f64::INFINITY);
+                    return 2.0
+                        * nh
+                        * (2.0 * *kv_lora_rank as f64 + *qk_rope_head_dim as f64)
+                        * sel
+                        * self.num_layers as f64
+                        + 2.0 * (ix.n_heads * ix.head_dim) as f64 * all * ix.indexer_layers as f64;
+                }
                 let pairs = sum_capped(past, new, f64::INFINITY);
                 let per_layer = if new == 1 {
                     2.0 * nh * (2.0 * *kv_lora_rank as f64 + *qk_rope_head_dim as f64) * pairs

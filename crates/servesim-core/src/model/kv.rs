@@ -15,6 +15,29 @@ pub const DSV4_PAGE_ALIGNMENT: u64 = 576;
 /// ASSUMPTION: not verified in the V4 code (V4.1 docs mention FP4 indexer keys).
 pub const DSV4_INDEXER_ENTRY_BYTES: u64 = 132;
 
+/// Bytes per token per layer of the DSA indexer key cache (DeepSeek-V3.2 / GLM-5): 128 fp8
+/// elements + one fp32 scale per 128 (vLLM `DeepseekV32IndexerCache`: head_dim + head_dim/128 x 4).
+pub const DSA_INDEXER_ENTRY_BYTES: u64 = 132;
+
+/// Recurrent state of one Gated DeltaNet layer of one request on one GPU at tensor-parallel size
+/// `tp` (vLLM `MambaStateShapeCalculator.gated_delta_net_state_shape`): the SSM state
+/// `value_heads/tp x key_dim x value_dim` at the state dtype, plus the causal-conv state
+/// `(conv_kernel - 1) x (2 key_heads key_dim + value_heads value_dim)/tp` at the model dtype.
+pub fn linear_state_bytes_per_layer(la: &LinearAttention, tp: u32, model_elem_bytes: u64) -> u64 {
+    let tp = tp.max(1) as u64;
+    let (kh, vh, kd, vd) = (
+        la.num_key_heads as u64,
+        la.num_value_heads as u64,
+        la.key_head_dim as u64,
+        la.value_head_dim as u64,
+    );
+    let ssm = vh.div_ceil(tp) * kd * vd * la.state_elem_bytes as u64;
+    let conv = (la.conv_kernel as u64).saturating_sub(1)
+        * (2 * kh * kd + vh * vd).div_ceil(tp)
+        * model_elem_bytes;
+    ssm + conv
+}
+
 /// How block ids map to memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum KvPacking {
@@ -89,6 +112,8 @@ impl KvCacheSpec {
                 t.div_ceil(bs) + 1
             }
             LayerAttn::Full | LayerAttn::Compressed { .. } => tokens.div_ceil(bs),
+            // Linear-attention layers hold no blocks (their state is per-request fixed bytes).
+            LayerAttn::Linear => 0,
         }
     }
 
@@ -209,7 +234,20 @@ impl ModelConfig {
                 let page = bs * heads * (*head_dim as u64 + *v_head_dim as u64) * elem_bytes;
                 // Count layers per kind, in first-seen order.
                 let mut kinds: Vec<(LayerAttn, u32)> = Vec::new();
-                for l in &self.layers {
+                // Gated DeltaNet layers: a fixed state per request (vLLM allocates it in the same
+                // pool, one state page per request and layer group; modelled as fixed bytes).
+                let n_lin = self.num_linear_attention_layers() as u64;
+                let fixed = match (&self.linear_attention, n_lin > 0) {
+                    (Some(la), true) => {
+                        let b = n_lin * linear_state_bytes_per_layer(la, tp, model_bytes);
+                        notes.push(format!(
+                            "{n_lin} Gated DeltaNet layers: {b} B of recurrent state per request on this GPU, no per-token KV"
+                        ));
+                        b
+                    }
+                    _ => 0,
+                };
+                for l in self.layers.iter().filter(|l| l.attn != LayerAttn::Linear) {
                     match kinds.iter_mut().find(|k| k.0 == l.attn) {
                         Some(k) => k.1 += 1,
                         None => kinds.push((l.attn, 1)),
@@ -224,7 +262,7 @@ impl ModelConfig {
                             num_layers: n,
                             page_bytes_per_layer: page,
                         }],
-                        per_request_fixed_bytes: 0,
+                        per_request_fixed_bytes: fixed,
                         dtype: kv,
                         packing: KvPacking::Uniform,
                         notes,
@@ -255,7 +293,7 @@ impl ModelConfig {
                 Ok(KvCacheSpec {
                     block_size,
                     groups,
-                    per_request_fixed_bytes: 0,
+                    per_request_fixed_bytes: fixed,
                     dtype: kv,
                     packing: KvPacking::SharedPool { group_size: gs },
                     notes,
@@ -272,12 +310,20 @@ impl ModelConfig {
                 } else {
                     (*kv_lora_rank as u64 + *qk_rope_head_dim as u64) * elem_bytes
                 };
+                // DSA: plus the indexer's key per token on every layer with an indexer (GLM-5.2's
+                // shared layers have none: spread over the layers, an approximation of vLLM's
+                // separate indexer cache).
+                let mut page = bs * per_token;
+                if let Some(ix) = &self.sparse_indexer {
+                    page += (bs * DSA_INDEXER_ENTRY_BYTES * ix.indexer_layers as u64)
+                        .div_ceil(self.num_layers.max(1) as u64);
+                }
                 Ok(KvCacheSpec {
                     block_size,
                     groups: vec![KvGroup {
                         kind: LayerAttn::Full,
                         num_layers: self.num_layers,
-                        page_bytes_per_layer: bs * per_token,
+                        page_bytes_per_layer: page,
                     }],
                     per_request_fixed_bytes: 0,
                     dtype: kv,
@@ -342,6 +388,36 @@ impl ModelConfig {
         }
     }
 
+    /// DSA models: (bytes of the selected latents per token over all layers, bytes of the indexer
+    /// keys per token over the layers with an indexer). (0, 0) for other models.
+    pub fn dsa_kv_bytes_per_token(&self, spec: &KvCacheSpec) -> (f64, f64) {
+        let (
+            Some(ix),
+            AttentionSpec::Mla {
+                kv_lora_rank,
+                qk_rope_head_dim,
+                ..
+            },
+        ) = (&self.sparse_indexer, &self.attention)
+        else {
+            return (0.0, 0.0);
+        };
+        let entry = if spec.dtype == KvCacheDtype::Fp8DsMla {
+            FP8_DS_MLA_BYTES
+        } else {
+            let e = match spec.dtype {
+                KvCacheDtype::Auto => self.checkpoint.unquantized.bytes_per_element() as u64,
+                KvCacheDtype::Bfloat16 => 2,
+                _ => 1,
+            };
+            (*kv_lora_rank as u64 + *qk_rope_head_dim as u64) * e
+        };
+        (
+            self.num_layers as f64 * entry as f64,
+            ix.indexer_layers as f64 * DSA_INDEXER_ENTRY_BYTES as f64,
+        )
+    }
+
     /// Bytes of KV one decode step of one sequence reads on one GPU at `context` tokens: window
     /// caps for sliding layers; DeepSeek-V4 reads its sliding window on every layer, all
     /// compressed entries on ratio-128 layers, and on ratio-4 layers every indexer key plus only
@@ -371,8 +447,18 @@ impl ModelConfig {
                 }
                 total
             }
-            _ => spec
-                .groups
+            AttentionSpec::Mla {
+                kv_lora_rank,
+                qk_rope_head_dim,
+                ..
+            } if self.sparse_indexer.is_some() => {
+                let _ = (kv_lora_rank, qk_rope_head_dim);
+                let topk = self.sparse_indexer.map_or(0.0, |ix| ix.topk as f64);
+                let (entry, indexer) = self.dsa_kv_bytes_per_token(spec);
+                entry * ctx.min(topk) + indexer * ctx
+            }
+            _ => {
+                spec.groups
                 .iter()
                 .map(|g| {
                     let per_token = g.page_bytes_per_layer as f64 / bs;
@@ -382,7 +468,10 @@ impl ModelConfig {
                     };
                     per_token * tokens * g.num_layers as f64
                 })
-                .sum(),
+                .sum::<f64>()
+                    // Gated DeltaNet: the whole recurrent state is read and written every step.
+                    + 2.0 * spec.per_request_fixed_bytes as f64 * ctx.min(1.0)
+            }
         }
     }
 }

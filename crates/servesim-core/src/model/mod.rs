@@ -5,6 +5,7 @@
 
 pub mod catalog;
 mod flops;
+pub mod ids;
 mod kv;
 mod params;
 mod parse;
@@ -16,8 +17,8 @@ use crate::dtype::DType;
 use serde::{Deserialize, Serialize};
 
 pub use kv::{
-    KvCacheSpec, KvGroup, KvPacking, DSV4_ENTRY_BYTES, DSV4_INDEXER_ENTRY_BYTES,
-    DSV4_PAGE_ALIGNMENT, FP8_DS_MLA_BYTES,
+    linear_state_bytes_per_layer, KvCacheSpec, KvGroup, KvPacking, DSA_INDEXER_ENTRY_BYTES,
+    DSV4_ENTRY_BYTES, DSV4_INDEXER_ENTRY_BYTES, DSV4_PAGE_ALIGNMENT, FP8_DS_MLA_BYTES,
 };
 
 /// Errors from parsing or using a model configuration. Each names the field and the fix.
@@ -85,6 +86,42 @@ pub enum ModelFamily {
     DeepseekV4,
     /// OpenAI gpt-oss (`GptOssForCausalLM`).
     GptOss,
+    /// DeepSeek-V3.2 (`DeepseekV32ForCausalLM`): V3 shape plus DeepSeek sparse attention.
+    DeepseekV32,
+    /// GLM-5 / GLM-5.2 (`GlmMoeDsaForCausalLM`): MLA + DeepSeek sparse attention + MoE.
+    GlmMoeDsa,
+    /// MiniMax-M2 / M2.5 / M2.7 (`MiniMaxM2ForCausalLM`): GQA with per-layer QK-norm and partial
+    /// rotary, 256 sigmoid-routed experts with a correction bias.
+    MiniMaxM2,
+    /// Qwen3.5 MoE (`Qwen3_5MoeForConditionalGeneration`, text config nested): Gated DeltaNet
+    /// linear-attention layers interleaved with gated full-attention layers.
+    Qwen35Moe,
+}
+
+/// DeepSeek sparse attention (DSA, DeepSeek-V3.2 / GLM-5): a lightning indexer scores every cached
+/// token with `n_heads` fp8 heads of `head_dim` and the attention reads only the `topk` best.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SparseIndexer {
+    pub n_heads: u32,
+    pub head_dim: u32,
+    pub topk: u32,
+    /// Decoder layers that run their own indexer (GLM-5.2 `indexer_types`: `shared` layers reuse
+    /// the previous layer's selection); all layers otherwise.
+    pub indexer_layers: u32,
+}
+
+/// Gated DeltaNet linear attention (Qwen3.5 / Qwen3-Next `linear_attention` layers): a fixed
+/// per-request recurrent state instead of a KV cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LinearAttention {
+    pub num_key_heads: u32,
+    pub num_value_heads: u32,
+    pub key_head_dim: u32,
+    pub value_head_dim: u32,
+    /// Causal conv1d kernel width (`linear_conv_kernel_dim`).
+    pub conv_kernel: u32,
+    /// Bytes per element of the recurrent (SSM) state (`mamba_ssm_dtype`, default the model dtype).
+    pub state_elem_bytes: u32,
 }
 
 /// Attention of the model (shared by all decoder layers; per-layer variation is in [`LayerAttn`]).
@@ -134,6 +171,8 @@ pub enum LayerAttn {
     SlidingWindow { window: u32 },
     /// DeepSeek-V4: keeps one compressed KV entry per `ratio` tokens (plus the model's sliding window).
     Compressed { ratio: u32 },
+    /// Linear attention (Gated DeltaNet): a fixed recurrent state per request, no per-token KV.
+    Linear,
 }
 
 /// FFN kind of one decoder layer.
@@ -180,6 +219,10 @@ pub struct CheckpointDtypes {
     pub fp8_block: Option<(u32, u32)>,
     /// Embedding / lm_head / norms (not quantised): the `torch_dtype`.
     pub unquantized: DType,
+    /// Attention projections when they differ from `dense` (a quantisation config that excludes
+    /// `self_attn`, e.g. ModelOpt NVFP4 MiniMax-M2.5); `None` = `dense`.
+    #[serde(default)]
+    pub attention: Option<DType>,
 }
 
 /// A validated model architecture.
@@ -205,6 +248,16 @@ pub struct ModelConfig {
     pub checkpoint: CheckpointDtypes,
     /// DeepSeek-V4 hash-routed MoE layers (`num_hash_layers`): their router is a token-id table.
     pub num_hash_layers: u32,
+    /// DeepSeek sparse attention indexer (DeepSeek-V3.2, GLM-5), on MLA models.
+    #[serde(default)]
+    pub sparse_indexer: Option<SparseIndexer>,
+    /// Gated DeltaNet shape of the [`LayerAttn::Linear`] layers (Qwen3.5).
+    #[serde(default)]
+    pub linear_attention: Option<LinearAttention>,
+    /// Full-attention layers gate their output with a sigmoid of a second query-sized projection
+    /// (`attn_output_gate`, Qwen3.5): q_proj is twice as wide.
+    #[serde(default)]
+    pub attn_output_gate: bool,
     /// Notes on assumptions made while parsing (shown to the user).
     pub notes: Vec<String>,
 }
@@ -304,7 +357,41 @@ impl LinearFlops {
 impl ModelConfig {
     /// Parses a Hugging Face `config.json`. `name` is the HF id or a user label.
     pub fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelError> {
-        parse::from_hf_json(name, json)
+        let m = parse::from_hf_json(name, json)?;
+        m.check_size()?;
+        Ok(m)
+    }
+
+    /// Refuses a config whose dimensions are each in range but multiply to more parameters than
+    /// any model ([`crate::bounds::MODEL_PARAMS_MAX`]), before any integer parameter count could
+    /// overflow. The estimate (f64) is an upper bound: per layer `4 h^2` attention plus
+    /// `3 h x` (dense FFN, and every routed and shared expert), plus `2 h V` embeddings.
+    fn check_size(&self) -> Result<(), ModelError> {
+        let h = self.hidden_size as f64;
+        let mut ffn = 3.0 * h * self.dense_intermediate_size as f64;
+        if let Some(moe) = &self.moe {
+            ffn += 3.0
+                * h
+                * (moe.num_experts as f64 * moe.moe_intermediate_size as f64
+                    + moe.num_shared_experts.max(1) as f64 * moe.shared_intermediate_size as f64);
+        }
+        let layers = (self.num_layers as f64) + self.num_mtp_layers as f64;
+        let est = layers * (4.0 * h * h + ffn) + 2.0 * h * self.vocab_size as f64;
+        if !est.is_finite() || est > crate::bounds::MODEL_PARAMS_MAX {
+            return Err(ModelError::InvalidField {
+                field: "hidden_size".into(),
+                value: self.hidden_size.to_string(),
+                reason: format!(
+                    "the dimensions (hidden_size {}, vocab_size {}, {} layers, FFN sizes) add up to about {} parameters, more than {} (no model is that large); check the config.json",
+                    self.hidden_size,
+                    self.vocab_size,
+                    self.num_layers,
+                    crate::bounds::fmt_num(est),
+                    crate::bounds::fmt_num(crate::bounds::MODEL_PARAMS_MAX)
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Number of MoE decoder layers (MTP excluded).
@@ -312,6 +399,14 @@ impl ModelConfig {
         self.layers
             .iter()
             .filter(|l| l.ffn == LayerFfn::Moe)
+            .count() as u32
+    }
+
+    /// Number of linear-attention (Gated DeltaNet) decoder layers.
+    pub fn num_linear_attention_layers(&self) -> u32 {
+        self.layers
+            .iter()
+            .filter(|l| l.attn == LayerAttn::Linear)
             .count() as u32
     }
 

@@ -80,6 +80,33 @@ impl ModelConfig {
         }
         // Two RMSNorms per layer (input + post-attention).
         out.push(vecp(G::Norms, h, 2 * n, Shard::Replicated));
+        // Gated DeltaNet layers (Qwen3.5) carry their own mixer instead of attention.
+        let n_lin = layers
+            .iter()
+            .filter(|l| l.attn == LayerAttn::Linear)
+            .count() as u64;
+        if let (Some(la), true) = (&self.linear_attention, n_lin > 0) {
+            let (kh, vh, kd, vd) = (
+                la.num_key_heads as u64,
+                la.num_value_heads as u64,
+                la.key_head_dim as u64,
+                la.value_head_dim as u64,
+            );
+            let qkv = 2 * kh * kd + vh * vd;
+            out.push(lin(G::Attention, h, qkv + vh * vd, n_lin, Shard::Tp)); // in_proj_qkvz
+            out.push(lin(G::Attention, h, 2 * vh, n_lin, Shard::Tp)); // in_proj_ba
+            out.push(vecp(
+                G::Attention,
+                qkv * la.conv_kernel as u64,
+                n_lin,
+                Shard::Tp,
+            )); // conv1d
+            out.push(vecp(G::Attention, 2 * vh, n_lin, Shard::Tp)); // dt_bias, A_log
+            out.push(vecp(G::Norms, vd, n_lin, Shard::Replicated)); // gated RMSNorm
+            out.push(lin(G::Attention, vh * vd, h, n_lin, Shard::Tp)); // out_proj
+        }
+        let n_all = n;
+        let n = n - n_lin;
         match &self.attention {
             AttentionSpec::Gqa {
                 num_heads,
@@ -94,7 +121,9 @@ impl ModelConfig {
                     *head_dim as u64,
                     *v_head_dim as u64,
                 );
-                out.push(lin(G::Attention, h, nh * hd, n, Shard::Tp)); // q_proj
+                // q_proj (twice as wide with Qwen3.5's sigmoid output gate).
+                let gate = if self.attn_output_gate { 2 } else { 1 };
+                out.push(lin(G::Attention, h, gate * nh * hd, n, Shard::Tp));
                 out.push(lin(G::Attention, h, nkv * (hd + vd), n, Shard::KvHeads)); // k_proj + v_proj
                 out.push(lin(G::Attention, nh * vd, h, n, Shard::Tp)); // o_proj
                 if *qkv_bias {
@@ -105,9 +134,17 @@ impl ModelConfig {
                         out.push(vecp(G::Attention, h, n, Shard::Replicated));
                     }
                 }
-                if matches!(self.family, ModelFamily::Qwen3 | ModelFamily::Qwen3Moe) {
+                if matches!(
+                    self.family,
+                    ModelFamily::Qwen3 | ModelFamily::Qwen3Moe | ModelFamily::Qwen35Moe
+                ) {
                     // q_norm / k_norm over head_dim.
                     out.push(vecp(G::Norms, 2 * hd, n, Shard::Replicated));
+                }
+                if self.family == ModelFamily::MiniMaxM2 {
+                    // Per-layer QK-norm (`qk_norm_type: per_layer`): over the whole q and k projections.
+                    out.push(vecp(G::Norms, nh * hd, n, Shard::Tp));
+                    out.push(vecp(G::Norms, nkv * hd, n, Shard::KvHeads));
                 }
                 if self.family == ModelFamily::GptOss {
                     // Attention sinks: one learned logit per head.
@@ -149,6 +186,28 @@ impl ModelConfig {
                 out.push(vecp(G::Norms, kvl, n, Shard::Replicated)); // kv_a_layernorm
                 out.push(lin(G::Attention, kvl, nh * (nope + vd), n, Shard::Tp)); // kv_b_proj
                 out.push(lin(G::Attention, nh * vd, h, n, Shard::Tp)); // o_proj
+                if let Some(ix) = &self.sparse_indexer {
+                    // DSA lightning indexer (vLLM `Indexer`, all replicated): wq_b from the q
+                    // latent, wk, k_norm (LayerNorm with bias), weights_proj. GLM-5.2's shared
+                    // layers reuse the previous selection and have none.
+                    let ni = if layers.len() == self.layers.len() {
+                        ix.indexer_layers as u64
+                    } else {
+                        n
+                    };
+                    let (ih, ihd) = (ix.n_heads as u64, ix.head_dim as u64);
+                    let ql = q_lora_rank.map_or(h, |q| q as u64);
+                    out.push(lin(
+                        G::AttentionReplicated,
+                        ql,
+                        ih * ihd,
+                        ni,
+                        Shard::Replicated,
+                    ));
+                    out.push(lin(G::AttentionReplicated, h, ihd, ni, Shard::Replicated));
+                    out.push(vecp(G::Norms, 2 * ihd, ni, Shard::Replicated));
+                    out.push(lin(G::AttentionReplicated, h, ih, ni, Shard::Replicated));
+                }
             }
             AttentionSpec::DeepseekV4 {
                 num_heads,
@@ -234,6 +293,7 @@ impl ModelConfig {
             }
         }
         // FFN
+        let n = n_all;
         let dense = layers.iter().filter(|l| l.ffn == LayerFfn::Dense).count() as u64;
         let moe_n = n - dense;
         if dense > 0 {
@@ -272,7 +332,7 @@ impl ModelConfig {
                     moe_n * m.num_shared_experts as u64,
                     Shard::Tp,
                 ));
-                if self.family == ModelFamily::Qwen3Moe {
+                if matches!(self.family, ModelFamily::Qwen3Moe | ModelFamily::Qwen35Moe) {
                     // Qwen2-MoE style shared_expert_gate [hidden -> 1].
                     out.push(vecp(G::Router, h, moe_n, Shard::Replicated));
                 }
@@ -385,10 +445,12 @@ impl ModelConfig {
             return (unq, None);
         }
         let ck = &self.checkpoint;
-        let ck_dtype = if t.group == TensorGroup::RoutedExperts {
-            ck.experts
-        } else {
-            ck.dense
+        let ck_dtype = match t.group {
+            TensorGroup::RoutedExperts => ck.experts,
+            TensorGroup::Attention | TensorGroup::AttentionReplicated => {
+                ck.attention.unwrap_or(ck.dense)
+            }
+            _ => ck.dense,
         };
         match prec {
             WeightPrecision::Checkpoint => {
@@ -408,6 +470,8 @@ impl ModelConfig {
                     (DType::Nvfp4, None)
                 }
             }
+            WeightPrecision::Int4 => (DType::Int4, None),
+            WeightPrecision::Int8 => (DType::Int8, None),
         }
     }
 

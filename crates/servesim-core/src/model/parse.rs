@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 type Obj = Map<String, Value>;
 
 const SUPPORTED: &str = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, \
-MixtralForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM (incl. Kimi-K2), DeepseekV4ForCausalLM, GptOssForCausalLM";
+MixtralForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM (incl. Kimi-K2), DeepseekV32ForCausalLM, \
+DeepseekV4ForCausalLM, GptOssForCausalLM, GlmMoeDsaForCausalLM, MiniMaxM2ForCausalLM, Qwen3_5MoeForConditionalGeneration";
 
 fn missing(field: &str, hint: &str) -> ModelError {
     ModelError::MissingField {
@@ -30,17 +31,45 @@ fn invalid(field: &str, value: &Value, reason: &str) -> ModelError {
 
 const HINT: &str = "this field is required for this architecture; paste the model's full config.json from Hugging Face";
 
+/// The range of an integer read from a `config.json` (docs/scenario.md "Bounds"): token counts
+/// (context, windows) up to [`crate::bounds::CONFIG_TOKENS`], the vocabulary up to
+/// [`crate::bounds::CONFIG_VOCAB`], every dimension and count up to [`crate::bounds::CONFIG_DIM`].
+fn config_bound(field: &str) -> crate::bounds::Bound {
+    match field {
+        "max_position_embeddings" | "sliding_window" | "index_topk" | "max_window_layers" => {
+            crate::bounds::CONFIG_TOKENS
+        }
+        "vocab_size" => crate::bounds::CONFIG_VOCAB,
+        _ => crate::bounds::CONFIG_DIM,
+    }
+}
+
+fn within(field: &str, v: &Value, u: u64) -> Result<u64, ModelError> {
+    let b = config_bound(field);
+    if u as f64 > b.max {
+        return Err(invalid(
+            field,
+            v,
+            &format!(
+                "{} (a released model's config.json stays far below; check the number)",
+                b.fix()
+            ),
+        ));
+    }
+    Ok(u)
+}
+
 /// A positive integer from a JSON value (accepts integral floats such as `4096.0`).
 fn as_pos(field: &str, v: &Value) -> Result<u64, ModelError> {
     if let Some(u) = v.as_u64() {
         if u == 0 {
             return Err(invalid(field, v, "must be a positive integer, got 0"));
         }
-        return Ok(u);
+        return within(field, v, u);
     }
     if let Some(f) = v.as_f64() {
         if f.is_finite() && f > 0.0 && f.fract() == 0.0 && f < 9.0e15 {
-            return Ok(f as u64);
+            return within(field, v, f as u64);
         }
         return Err(invalid(field, v, "must be a positive integer"));
     }
@@ -50,11 +79,11 @@ fn as_pos(field: &str, v: &Value) -> Result<u64, ModelError> {
 /// A non-negative integer (for counts that may be 0, e.g. `n_shared_experts`).
 fn as_nonneg(field: &str, v: &Value) -> Result<u64, ModelError> {
     if let Some(u) = v.as_u64() {
-        return Ok(u);
+        return within(field, v, u);
     }
     if let Some(f) = v.as_f64() {
         if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 9.0e15 {
-            return Ok(f as u64);
+            return within(field, v, f as u64);
         }
     }
     Err(invalid(field, v, "must be a non-negative integer"))
@@ -129,6 +158,12 @@ fn family_of(o: &Obj) -> Result<ModelFamily, ModelError> {
             "DeepseekV3ForCausalLM" => Some(ModelFamily::DeepseekV3),
             "DeepseekV4ForCausalLM" => Some(ModelFamily::DeepseekV4),
             "GptOssForCausalLM" => Some(ModelFamily::GptOss),
+            "DeepseekV32ForCausalLM" => Some(ModelFamily::DeepseekV32),
+            "GlmMoeDsaForCausalLM" => Some(ModelFamily::GlmMoeDsa),
+            "MiniMaxM2ForCausalLM" => Some(ModelFamily::MiniMaxM2),
+            "Qwen3_5MoeForConditionalGeneration" | "Qwen3_5MoeForCausalLM" => {
+                Some(ModelFamily::Qwen35Moe)
+            }
             _ => None,
         };
         return f.ok_or_else(|| ModelError::UnknownArchitecture {
@@ -146,6 +181,10 @@ fn family_of(o: &Obj) -> Result<ModelFamily, ModelError> {
         Some("deepseek_v3") | Some("kimi_k2") => Ok(ModelFamily::DeepseekV3),
         Some("deepseek_v4") => Ok(ModelFamily::DeepseekV4),
         Some("gpt_oss") => Ok(ModelFamily::GptOss),
+        Some("deepseek_v32") => Ok(ModelFamily::DeepseekV32),
+        Some("glm_moe_dsa") => Ok(ModelFamily::GlmMoeDsa),
+        Some("minimax_m2") => Ok(ModelFamily::MiniMaxM2),
+        Some("qwen3_5_moe") | Some("qwen3_5_moe_text") => Ok(ModelFamily::Qwen35Moe),
         Some(other) => Err(ModelError::UnknownArchitecture {
             architecture: other.to_string(),
             supported: SUPPORTED.to_string(),
@@ -197,6 +236,7 @@ fn checkpoint_of(
         experts: unquantized,
         fp8_block: None,
         unquantized,
+        attention: None,
     };
     if let Some(q) = get(o, "quantization_config") {
         let q = q
@@ -258,12 +298,71 @@ fn checkpoint_of(
                     ));
                 }
             }
+            "awq" | "gptq" | "awq_marlin" | "gptq_marlin" => {
+                let bits = match get(q, "bits").or_else(|| get(q, "w_bit")) {
+                    Some(v) => as_pos("quantization_config.bits", v)?,
+                    None => {
+                        return Err(missing(
+                            "quantization_config.bits",
+                            "an AWQ/GPTQ config must give the weight bit width (bits: 4 or 8)",
+                        ))
+                    }
+                };
+                let dt = int_dtype("quantization_config.bits", bits)?;
+                group_size_note(q, "group_size", notes)?;
+                ck.dense = dt;
+                ck.experts = dt;
+                notes.push(format!(
+                    "{method} {bits}-bit weight-only checkpoint: served by Marlin-style kernels that dequantise to bf16 (W{bits}A16)"
+                ));
+            }
+            "compressed-tensors" => {
+                let (dense, experts) = compressed_tensors_dtypes(q, notes)?;
+                ck.dense = dense;
+                ck.experts = experts;
+            }
             other => {
                 return Err(invalid(
                     "quantization_config.quant_method",
                     &Value::from(other),
-                    "ServeSim models fp8 (incl. block-wise), mxfp4 and ModelOpt NVFP4 checkpoints; choose a weight precision override (bf16/fp8/fp4) instead",
+                    "ServeSim models fp8 (incl. block-wise), mxfp4, ModelOpt NVFP4/FP8, AWQ, GPTQ and compressed-tensors (W4A16, W8A16, FP8, NVFP4) checkpoints; choose a weight precision override (bf16/fp8/fp4/int4) instead",
                 ))
+            }
+        }
+        // Modules the quantisation skips: attention projections stay in torch_dtype when the
+        // list names them (`modules_to_not_convert` of fp8 / mxfp4 configs, ModelOpt `ignore` /
+        // `exclude_modules`, compressed-tensors `ignore`). Norms, routers and lm_head are never
+        // quantised here anyway.
+        // (NVIDIA's mixed fp8 + NVFP4 DeepSeek-V4 checkpoints use `ignore` for the modules kept
+        // in fp8 instead of NVFP4, so `ignore` counts only for ModelOpt and compressed-tensors.)
+        let keys: &[&str] = if matches!(method, "modelopt" | "modelopt_fp4" | "compressed-tensors")
+        {
+            &["modules_to_not_convert", "ignore", "exclude_modules"]
+        } else {
+            &["modules_to_not_convert"]
+        };
+        for key in keys {
+            if let Some(list) = get(q, key) {
+                let arr = list.as_array().ok_or_else(|| {
+                    invalid(
+                        &format!("quantization_config.{key}"),
+                        list,
+                        "must be a list of module names",
+                    )
+                })?;
+                let names: Vec<&str> = arr.iter().filter_map(|v| v.as_str()).collect();
+                if names.iter().any(|n| excludes_attention(n)) && ck.dense != unquantized {
+                    ck.attention = Some(unquantized);
+                    notes.push(format!(
+                        "quantization_config.{key} excludes the attention projections: they stay {unquantized}"
+                    ));
+                }
+                if names.iter().any(|n| excludes_experts(n)) && ck.experts != unquantized {
+                    ck.experts = unquantized;
+                    notes.push(format!(
+                        "quantization_config.{key} excludes the routed experts: they stay {unquantized}"
+                    ));
+                }
             }
         }
         // NVIDIA's mixed-precision DeepSeek-V4 checkpoints: quant_method fp8 (block-wise, for
@@ -311,6 +410,109 @@ fn checkpoint_of(
     Ok(ck)
 }
 
+fn int_dtype(field: &str, bits: u64) -> Result<DType, ModelError> {
+    match bits {
+        4 => Ok(DType::Int4),
+        8 => Ok(DType::Int8),
+        b => Err(invalid(
+            field,
+            &Value::from(b),
+            "ServeSim models 4-bit and 8-bit integer weight-only checkpoints",
+        )),
+    }
+}
+
+/// The integer formats are sized with groups of [`crate::dtype::INT_GROUP_SIZE`]; another group
+/// size changes the scale bytes by a fraction of a percent and is noted, not modelled.
+fn group_size_note(q: &Obj, field: &str, notes: &mut Vec<String>) -> Result<(), ModelError> {
+    if let Some(g) = get(q, field) {
+        if let Some(v) = g.as_i64() {
+            if v != crate::dtype::INT_GROUP_SIZE as i64 {
+                notes.push(format!(
+                    "quantization group_size {v}: scales sized at group 128 (a difference below 1% of the weight bytes)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A module pattern that names the attention block or one of its projections.
+fn excludes_attention(name: &str) -> bool {
+    let n = name.trim_end_matches('*').trim_end_matches('.');
+    n.ends_with("self_attn")
+        || n.ends_with("attn")
+        || [
+            "q_proj",
+            "k_proj",
+            "v_proj",
+            "o_proj",
+            "qkv_proj",
+            "q_a_proj",
+            "q_b_proj",
+            "kv_a_proj_with_mqa",
+            "kv_b_proj",
+        ]
+        .iter()
+        .any(|p| n.ends_with(p))
+}
+
+/// A module pattern that names the routed experts.
+fn excludes_experts(name: &str) -> bool {
+    let n = name.trim_end_matches('*').trim_end_matches('.');
+    n.ends_with("mlp.experts") || n.ends_with("block_sparse_moe.experts")
+}
+
+/// (dense, experts) storage types of a compressed-tensors config: its `config_groups` weights
+/// (`num_bits`, `type`), activations present or not. W4A16 / W8A16 integer -> weight-only
+/// Int4 / Int8; 8-bit float -> fp8; 4-bit float with group 16 -> NVFP4.
+fn compressed_tensors_dtypes(
+    q: &Obj,
+    notes: &mut Vec<String>,
+) -> Result<(DType, DType), ModelError> {
+    let field = "quantization_config.config_groups";
+    let groups = get(q, "config_groups")
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            missing(
+                field,
+                "a compressed-tensors config needs config_groups with the weight scheme",
+            )
+        })?;
+    let mut found: Option<DType> = None;
+    for (name, g) in groups {
+        let w = g.get("weights").and_then(Value::as_object).ok_or_else(|| {
+            missing(
+                &format!("{field}.{name}.weights"),
+                "each config group needs its weight scheme",
+            )
+        })?;
+        let bits = req(w, "num_bits")?;
+        let kind = opt_str(w, "type")?.unwrap_or("int");
+        let dt = match (kind, bits) {
+            ("int", b) => int_dtype(&format!("{field}.{name}.weights.num_bits"), b)?,
+            ("float", 8) => DType::Fp8,
+            ("float", 4) => DType::Nvfp4,
+            (k, b) => {
+                return Err(invalid(
+                    &format!("{field}.{name}.weights"),
+                    &Value::from(format!("{k} {b}-bit")),
+                    "ServeSim models int4/int8 weight-only, fp8 and fp4 (NVFP4) compressed-tensors schemes",
+                ))
+            }
+        };
+        if dt.is_weight_only() {
+            group_size_note(w, "group_size", notes)?;
+            notes.push(format!(
+                "compressed-tensors {dt} weight-only checkpoint: Marlin-style kernels dequantise to bf16"
+            ));
+        }
+        found = Some(dt);
+    }
+    let dt = found.ok_or_else(|| missing(field, "config_groups is empty"))?;
+    Ok((dt, dt))
+}
+
 fn u32_list(o: &Obj, field: &str) -> Result<Option<Vec<u32>>, ModelError> {
     match get(o, field) {
         None => Ok(None),
@@ -323,6 +525,60 @@ fn u32_list(o: &Obj, field: &str) -> Result<Option<Vec<u32>>, ModelError> {
     }
 }
 
+/// Multimodal wrappers (`*ForConditionalGeneration`: Qwen3.5, Kimi-K2.5) nest the language
+/// model's config under `text_config`. Returns the text config with the wrapper's
+/// `architectures`, `tie_word_embeddings`, `quantization_config` and dtype filled in where the
+/// text config lacks them; `None` when the config is not nested.
+fn nested_text_config(o: &Obj, notes: &mut Vec<String>) -> Result<Option<Obj>, ModelError> {
+    let wrapper = match get(o, "architectures") {
+        Some(Value::Array(a)) => a
+            .first()
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.ends_with("ForConditionalGeneration")),
+        _ => false,
+    };
+    let text = match get(o, "text_config") {
+        Some(Value::Object(t)) => t,
+        Some(v) => return Err(invalid("text_config", v, "must be an object (the language model's config)")),
+        None if wrapper && get(o, "hidden_size").is_none() => {
+            return Err(missing(
+                "text_config",
+                "this multimodal config keeps the language model's shape under text_config; paste the full config.json",
+            ))
+        }
+        None => return Ok(None),
+    };
+    if get(o, "hidden_size").is_some() && !wrapper {
+        return Ok(None);
+    }
+    let mut m = text.clone();
+    for key in [
+        "architectures",
+        "tie_word_embeddings",
+        "quantization_config",
+        "torch_dtype",
+        "dtype",
+    ] {
+        if !m.contains_key(key) {
+            if let Some(v) = o.get(key) {
+                m.insert(key.to_string(), v.clone());
+            }
+        }
+    }
+    // The wrapper's architecture names the model; the text config's model_type may be a
+    // `_text` variant.
+    if let Some(v) = o.get("architectures") {
+        m.insert("architectures".to_string(), v.clone());
+    }
+    if get(o, "vision_config").is_some() {
+        notes.push(
+            "multimodal checkpoint: the text model (text_config) is modelled; the vision encoder's weights (well under 1% of a large MoE) are not counted"
+                .to_string(),
+        );
+    }
+    Ok(Some(m))
+}
+
 pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelError> {
     let root: Value = serde_json::from_str(json).map_err(|e| ModelError::Json {
         model: name.to_string(),
@@ -332,8 +588,16 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
         model: name.to_string(),
         message: "the top level is not a JSON object".to_string(),
     })?;
-    let family = family_of(o)?;
     let mut notes = Vec::new();
+    let merged;
+    let o = match nested_text_config(o, &mut notes)? {
+        Some(m) => {
+            merged = m;
+            &merged
+        }
+        None => o,
+    };
+    let family = family_of(o)?;
 
     let hidden_size = req(o, "hidden_size")?;
     let vocab_size = req(o, "vocab_size")?;
@@ -350,7 +614,14 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
     let tie_word_embeddings = opt_bool(o, "tie_word_embeddings")?.unwrap_or(false);
     let num_mtp_layers = match opt_nonneg(o, "num_nextn_predict_layers")? {
         Some(v) => to_u32("num_nextn_predict_layers", v)?,
-        None => 0,
+        None => match opt_nonneg(o, "mtp_num_hidden_layers")? {
+            Some(v) => to_u32("mtp_num_hidden_layers", v)?,
+            None if opt_bool(o, "use_mtp")?.unwrap_or(false) => to_u32(
+                "num_mtp_modules",
+                opt_nonneg(o, "num_mtp_modules")?.unwrap_or(0),
+            )?,
+            None => 0,
+        },
     };
     let unquantized = dtype_of(o, &mut notes)?;
     let checkpoint = checkpoint_of(o, unquantized, &mut notes)?;
@@ -368,7 +639,10 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
 
     // ---- attention ----
     let attention = match family {
-        ModelFamily::DeepseekV2 | ModelFamily::DeepseekV3 => AttentionSpec::Mla {
+        ModelFamily::DeepseekV2
+        | ModelFamily::DeepseekV3
+        | ModelFamily::DeepseekV32
+        | ModelFamily::GlmMoeDsa => AttentionSpec::Mla {
             num_heads,
             q_lora_rank: opt(o, "q_lora_rank")?
                 .map(|v| to_u32("q_lora_rank", v))
@@ -489,6 +763,9 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
                 for (i, t) in arr.iter().enumerate() {
                     attn_kinds[i] = match t.as_str() {
                         Some("full_attention") => LayerAttn::Full,
+                        Some("linear_attention") if family == ModelFamily::Qwen35Moe => {
+                            LayerAttn::Linear
+                        }
                         Some("sliding_attention") => {
                             let w = window.ok_or_else(|| {
                                 missing(
@@ -504,7 +781,7 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
                             return Err(invalid(
                                 "layer_types",
                                 t,
-                                "ServeSim models full_attention and sliding_attention layers",
+                                "ServeSim models full_attention and sliding_attention layers (and linear_attention in Qwen3.5)",
                             ))
                         }
                     };
@@ -563,7 +840,7 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
             });
             ffn_kinds.fill(LayerFfn::Moe);
         }
-        ModelFamily::Qwen3Moe => {
+        ModelFamily::Qwen3Moe | ModelFamily::Qwen35Moe => {
             dense_intermediate_size = opt(o, "intermediate_size")?.unwrap_or(0);
             let shared = opt(o, "shared_expert_intermediate_size")?;
             moe = Some(MoeSpec {
@@ -589,7 +866,10 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
                 ));
             }
         }
-        ModelFamily::DeepseekV2 | ModelFamily::DeepseekV3 => {
+        ModelFamily::DeepseekV2
+        | ModelFamily::DeepseekV3
+        | ModelFamily::DeepseekV32
+        | ModelFamily::GlmMoeDsa => {
             let moe_int = req(o, "moe_intermediate_size")?;
             let n_shared = to_u32(
                 "n_shared_experts",
@@ -601,7 +881,7 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
                 moe_intermediate_size: moe_int,
                 num_shared_experts: n_shared,
                 shared_intermediate_size: if n_shared > 0 { moe_int } else { 0 },
-                router_bias: family == ModelFamily::DeepseekV3,
+                router_bias: family != ModelFamily::DeepseekV2,
                 expert_bias: false,
             });
             let first_dense = opt_nonneg(o, "first_k_dense_replace")?.unwrap_or(0);
@@ -637,6 +917,19 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
             )?
             .min(num_layers);
         }
+        ModelFamily::MiniMaxM2 => {
+            let shared = opt_nonneg(o, "shared_intermediate_size")?.unwrap_or(0);
+            moe = Some(MoeSpec {
+                num_experts: req32(o, "num_local_experts")?,
+                experts_per_tok: req32(o, "num_experts_per_tok")?,
+                moe_intermediate_size: req(o, "intermediate_size")?,
+                num_shared_experts: u32::from(shared > 0),
+                shared_intermediate_size: shared,
+                router_bias: opt_bool(o, "use_routing_bias")?.unwrap_or(false),
+                expert_bias: false,
+            });
+            ffn_kinds.fill(LayerFfn::Moe);
+        }
         ModelFamily::GptOss => {
             let k = match opt(o, "experts_per_token")? {
                 Some(k) => k,
@@ -664,6 +957,71 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
         }
     }
 
+    let sparse_indexer = match family {
+        ModelFamily::DeepseekV32 | ModelFamily::GlmMoeDsa => {
+            let indexer_layers = match get(o, "indexer_types") {
+                None => num_layers,
+                Some(Value::Array(a)) => {
+                    if a.len() != num_layers as usize {
+                        return Err(invalid(
+                            "indexer_types",
+                            &Value::from(a.len()),
+                            "must have one entry per decoder layer (num_hidden_layers)",
+                        ));
+                    }
+                    a.iter().filter(|v| v.as_str() == Some("full")).count() as u32
+                }
+                Some(v) => {
+                    return Err(invalid(
+                        "indexer_types",
+                        v,
+                        "must be a list of \"full\" / \"shared\"",
+                    ))
+                }
+            };
+            Some(SparseIndexer {
+                n_heads: req32(o, "index_n_heads")?,
+                head_dim: req32(o, "index_head_dim")?,
+                topk: req32(o, "index_topk")?,
+                indexer_layers,
+            })
+        }
+        _ => None,
+    };
+    let linear_attention = if attn_kinds.contains(&LayerAttn::Linear) {
+        let state_elem_bytes = match opt_str(o, "mamba_ssm_dtype")? {
+            None => unquantized.bytes_per_element() as u32,
+            Some("float32") => 4,
+            Some("bfloat16") | Some("float16") => 2,
+            Some(other) => {
+                return Err(invalid(
+                    "mamba_ssm_dtype",
+                    &Value::from(other),
+                    "expected float32, bfloat16 or float16",
+                ))
+            }
+        };
+        let la = LinearAttention {
+            num_key_heads: req32(o, "linear_num_key_heads")?,
+            num_value_heads: req32(o, "linear_num_value_heads")?,
+            key_head_dim: req32(o, "linear_key_head_dim")?,
+            value_head_dim: req32(o, "linear_value_head_dim")?,
+            conv_kernel: req32(o, "linear_conv_kernel_dim")?,
+            state_elem_bytes,
+        };
+        if la.num_value_heads % la.num_key_heads != 0 {
+            return Err(invalid(
+                "linear_num_value_heads",
+                &Value::from(la.num_value_heads),
+                "must be a multiple of linear_num_key_heads",
+            ));
+        }
+        Some(la)
+    } else {
+        None
+    };
+    let attn_output_gate = opt_bool(o, "attn_output_gate")?.unwrap_or(false);
+
     let layers = attn_kinds
         .into_iter()
         .zip(ffn_kinds)
@@ -685,6 +1043,9 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
         max_position_embeddings,
         checkpoint,
         num_hash_layers,
+        sparse_indexer,
+        linear_attention,
+        attn_output_gate,
         notes,
     })
 }

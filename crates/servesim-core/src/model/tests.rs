@@ -24,7 +24,7 @@ fn assert_within(what: &str, actual: f64, expected: f64, tol: f64) {
 #[test]
 fn every_shipped_config_parses_with_consistent_layers() {
     let ids = catalog::ids();
-    assert_eq!(ids.len(), 25);
+    assert_eq!(ids.len(), 35);
     for id in ids {
         let m = load(id);
         assert_eq!(m.layers.len(), m.num_layers as usize, "{id}");
@@ -526,4 +526,141 @@ fn layer_kinds_follow_config_rules() {
     // Qwen2.5 lists sliding_window but use_sliding_window=false: all layers full.
     let q = load("Qwen/Qwen2.5-7B-Instruct");
     assert!(q.layers.iter().all(|l| l.attn == LayerAttn::Full));
+}
+
+#[test]
+fn new_architectures_match_published_sizes() {
+    // (id, published total, published active). Model cards: Qwen3.5-397B-A17B "397B total,
+    // 17B activated"; Qwen3.5-35B-A3B "35B / 3B"; DeepSeek-V3.2 671B main model (685B with
+    // the MTP module) / 37B active; MiniMax-M2 "230B total, 10B active".
+    // The active figures are rounded in the cards ("A3B"), hence the wider active tolerance.
+    for (id, total, active, tol, tol_active) in [
+        ("Qwen/Qwen3.5-397B-A17B", 397e9, 17e9, 0.04, 0.1),
+        ("Qwen/Qwen3.5-35B-A3B", 35e9, 3e9, 0.08, 0.17),
+        ("deepseek-ai/DeepSeek-V3.2", 671e9, 37e9, 0.03, 0.1),
+        ("MiniMaxAI/MiniMax-M2.7", 230e9, 10e9, 0.05, 0.12),
+    ] {
+        let p = load(id).params();
+        assert_within(&format!("{id} total"), p.total as f64, total, tol);
+        assert_within(
+            &format!("{id} active"),
+            p.active_with_embedding() as f64,
+            active,
+            tol_active,
+        );
+    }
+}
+
+#[test]
+fn nested_text_config_hybrid_linear_attention_is_parsed() {
+    let m = load("Qwen/Qwen3.5-397B-A17B");
+    assert_eq!(m.family, ModelFamily::Qwen35Moe);
+    assert_eq!(m.num_layers, 60);
+    assert_eq!(m.num_linear_attention_layers(), 45);
+    assert!(m.attn_output_gate);
+    assert_eq!(m.num_mtp_layers, 1);
+    let la = m.linear_attention.expect("gated deltanet");
+    assert_eq!((la.num_key_heads, la.num_value_heads), (16, 64));
+    assert_eq!(la.state_elem_bytes, 4); // mamba_ssm_dtype float32
+                                        // KV: 15 full-attention layers per token; a fixed recurrent state per request.
+    let spec = m.kv_cache_spec(KvCacheDtype::Auto, 8, 16).unwrap();
+    assert_eq!(spec.num_layers(), 15);
+    let per_layer = linear_state_bytes_per_layer(&la, 8, 2);
+    // 8 value heads x 128 x 128 fp32 + 3 x (2x16x128 + 64x128)/8 bf16.
+    assert_eq!(per_layer, 8 * 128 * 128 * 4 + 3 * (4096 + 8192) / 8 * 2);
+    assert_eq!(spec.per_request_fixed_bytes, 45 * per_layer);
+    // Decode reads the state (read + write) whatever the context.
+    let r1 = m.kv_read_bytes_per_seq(&spec, 1000);
+    let r2 = m.kv_read_bytes_per_seq(&spec, 2000);
+    let per_token = spec.bytes_per_token();
+    assert!((r2 - r1 - 1000.0 * per_token).abs() < 1e-6 * r2);
+    assert!(r1 > 2.0 * spec.per_request_fixed_bytes as f64);
+    // A multimodal wrapper without text_config is an error naming the field.
+    let bad = r#"{"architectures": ["Qwen3_5MoeForConditionalGeneration"], "vision_config": {}}"#;
+    match ModelConfig::from_hf_json("x", bad) {
+        Err(ModelError::MissingField { field, .. }) => assert_eq!(field, "text_config"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn deepseek_sparse_attention_caps_decode_at_topk_and_adds_the_indexer() {
+    for id in ["deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5-FP8"] {
+        let m = load(id);
+        let ix = m.sparse_indexer.expect("DSA indexer");
+        assert_eq!(ix.topk, 2048);
+        assert_eq!(ix.indexer_layers, m.num_layers);
+        let spec = m.kv_cache_spec(KvCacheDtype::Auto, 8, 64).unwrap();
+        // Latent (512 + 64) x 2 B + indexer key 132 B per token per layer.
+        assert_eq!(
+            spec.groups[0].page_bytes_per_layer,
+            64 * (1152 + 132),
+            "{id}"
+        );
+        // Beyond top-k, one more context token costs only its indexer key (and its score).
+        let a = m.kv_read_bytes_per_seq(&spec, 10_000);
+        let b = m.kv_read_bytes_per_seq(&spec, 10_001);
+        assert!((b - a - 132.0 * m.num_layers as f64).abs() < 1e-6, "{id}");
+        let fa = m.attention_core_flops(10_000, 1);
+        let fb = m.attention_core_flops(10_001, 1);
+        let idx = 2.0 * (ix.n_heads * ix.head_dim) as f64 * m.num_layers as f64;
+        assert!((fb - fa - idx).abs() < 1e-6 * fb, "{id}");
+    }
+    // GLM-5.2 shares indexers (`indexer_types`: layers 0-2, then every fourth layer run their own).
+    let g = load("zai-org/GLM-5.2-FP8");
+    assert_eq!(g.sparse_indexer.unwrap().indexer_layers, 21); // 21 `full` entries in indexer_types
+}
+
+#[test]
+fn quantization_formats_and_exclusions() {
+    // ModelOpt NVFP4 with self_attn excluded: attention stays bf16, experts NVFP4.
+    let nv = load("nvidia/MiniMax-M2.5-NVFP4");
+    assert_eq!(nv.family, ModelFamily::MiniMaxM2);
+    assert_eq!(nv.checkpoint.experts, DType::Nvfp4);
+    assert_eq!(nv.checkpoint.attention, Some(DType::Bf16));
+    let wb = nv.weight_bytes(WeightPrecision::Checkpoint);
+    assert!(wb
+        .groups
+        .iter()
+        .any(|g| g.group == TensorGroup::Attention && g.dtype == DType::Bf16));
+    // fp8 block with modules_to_not_convert listing only norms/gates: attention stays fp8.
+    let glm = load("zai-org/GLM-5-FP8");
+    assert_eq!(glm.checkpoint.dense, DType::Fp8);
+    assert_eq!(glm.checkpoint.attention, None);
+    assert_eq!(glm.checkpoint.fp8_block, Some((128, 128)));
+    // AWQ / GPTQ / compressed-tensors W4A16: weight-only int4.
+    let base = catalog::config_json("Qwen/Qwen3-8B").unwrap();
+    let with_q = |q: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(base).unwrap();
+        v["quantization_config"] = serde_json::from_str(q).unwrap();
+        ModelConfig::from_hf_json("q", &v.to_string())
+    };
+    let awq =
+        with_q(r#"{"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": true}"#)
+            .unwrap();
+    assert_eq!(awq.checkpoint.dense, DType::Int4);
+    let gptq8 = with_q(r#"{"quant_method": "gptq", "bits": 8, "group_size": 128}"#).unwrap();
+    assert_eq!(gptq8.checkpoint.dense, DType::Int8);
+    let ct = with_q(r#"{"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 128}, "input_activations": null, "targets": ["Linear"]}}, "ignore": ["lm_head"]}"#).unwrap();
+    assert_eq!(ct.checkpoint.dense, DType::Int4);
+    // 4-bit weights are ~ a quarter of bf16 plus group scales.
+    let bf = load("Qwen/Qwen3-8B")
+        .weight_bytes(WeightPrecision::Checkpoint)
+        .total
+        .0 as f64;
+    let q4 = awq.weight_bytes(WeightPrecision::Checkpoint).total.0 as f64;
+    assert!(q4 < 0.45 * bf && q4 > 0.2 * bf, "{q4} vs {bf}");
+    // Bad bit widths name the field.
+    match with_q(r#"{"quant_method": "gptq", "bits": 3}"#) {
+        Err(ModelError::InvalidField { field, .. }) => {
+            assert_eq!(field, "quantization_config.bits")
+        }
+        other => panic!("{other:?}"),
+    }
+    match with_q(r#"{"quant_method": "awq"}"#) {
+        Err(ModelError::MissingField { field, .. }) => {
+            assert_eq!(field, "quantization_config.bits")
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -59,8 +59,22 @@ pub enum FieldKind {
     Fraction,
     /// A time in seconds: finite and >= 0.
     Seconds,
-    /// A positive, finite quantity (bandwidth in bytes/s, a multiplier).
+    /// A positive multiplier ([`crate::bounds::MULTIPLIER`]).
     Positive,
+    /// A network bandwidth in bytes/s ([`crate::bounds::NET_BYTES_S`]).
+    BytesPerSecond,
+}
+
+impl FieldKind {
+    /// The range a value of this kind must lie in (docs/scenario.md "Bounds").
+    pub fn bound(self) -> crate::bounds::Bound {
+        match self {
+            FieldKind::Fraction => crate::bounds::EFFICIENCY,
+            FieldKind::Seconds => crate::bounds::OVERHEAD_S,
+            FieldKind::Positive => crate::bounds::MULTIPLIER,
+            FieldKind::BytesPerSecond => crate::bounds::NET_BYTES_S,
+        }
+    }
 }
 
 macro_rules! efficiencies {
@@ -86,7 +100,7 @@ macro_rules! efficiencies {
                 vec![ $( (stringify!($name), FieldKind::$kind, self.$name), )* ]
             }
 
-            /// Checks every field against its kind (fractions in (0, 1], times >= 0, rates > 0).
+            /// Checks every field against its kind's range (`FieldKind::bound`).
             pub fn validate(&self) -> Result<(), PerfError> {
                 $( check(stringify!($name), FieldKind::$kind, self.$name)?; )*
                 Ok(())
@@ -104,25 +118,14 @@ macro_rules! efficiencies {
 }
 
 fn check(field: &'static str, kind: FieldKind, v: f64) -> Result<(), PerfError> {
-    let ok = v.is_finite()
-        && match kind {
-            FieldKind::Fraction => v > 0.0 && v <= 1.0,
-            FieldKind::Seconds => v >= 0.0,
-            FieldKind::Positive => v > 0.0,
-        };
-    if ok {
-        Ok(())
-    } else {
-        Err(PerfError::InvalidEfficiency {
+    kind.bound()
+        .check(v)
+        .map(|_| ())
+        .map_err(|fix| PerfError::InvalidEfficiency {
             field,
-            value: format!("{v}"),
-            fix: match kind {
-                FieldKind::Fraction => "must be a fraction of peak in (0, 1]",
-                FieldKind::Seconds => "must be a finite time in seconds, >= 0",
-                FieldKind::Positive => "must be a positive, finite number",
-            },
+            value: crate::bounds::fmt_num(v),
+            fix,
         })
-    }
 }
 
 efficiencies! {
@@ -134,6 +137,9 @@ efficiencies! {
     gemm_fp4: Fraction,
     /// Grouped (MoE) GEMM relative to a dense GEMM of the same compute class (multiplier <= 1).
     grouped_gemm_vs_dense: Fraction,
+    /// Weight-only GEMMs (Marlin-style W4A16 / W8A16 / MXFP4 / NVFP4 on GPUs without tensor cores
+    /// for the weight format: the kernel dequantises to bf16) relative to a bf16 GEMM (multiplier <= 1).
+    gemm_weight_only: Fraction,
     /// Prefill attention (FlashAttention-style, bf16): achieved fraction of the bf16 peak.
     prefill_attention: Fraction,
     /// Decode attention compute side (paged decode / FlashMLA): fraction of the bf16 peak.
@@ -157,7 +163,7 @@ efficiencies! {
     /// Fixed latency per all-to-all call (dispatch or combine), seconds.
     all2all_latency_s: Seconds,
     /// Per-GPU network bandwidth beyond the scale-up domain (one direction), bytes/s.
-    internode_bytes_s: Positive,
+    internode_bytes_s: BytesPerSecond,
     /// Extra latency per collective that crosses the scale-up domain, seconds.
     internode_latency_s: Seconds,
     /// Minimum GPU time per decoder layer (chain of small kernels: norms, rotary, routing, KV
@@ -253,7 +259,7 @@ impl Efficiencies {
             .map_err(|e| PerfError::InvalidEfficiency {
                 field: "calibration",
                 value: e.to_string(),
-                fix: "use the field names of the efficiency table (docs/step-time.md)",
+                fix: "use the field names of the efficiency table (docs/step-time.md)".into(),
             })?;
         self.with_overrides(&o)
     }
@@ -267,6 +273,7 @@ impl Efficiencies {
             gemm_fp8: 0.65,
             gemm_fp4: 0.55,
             grouped_gemm_vs_dense: 0.80,
+            gemm_weight_only: 1.0,
             prefill_attention: 0.60,
             decode_attention: 0.50,
             hbm_weights: 0.85,

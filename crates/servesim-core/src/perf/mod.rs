@@ -35,7 +35,7 @@ pub enum PerfError {
     InvalidEfficiency {
         field: &'static str,
         value: String,
-        fix: &'static str,
+        fix: String,
     },
     #[error(transparent)]
     Model(#[from] ModelError),
@@ -286,6 +286,14 @@ pub fn compute_class_on(dt: DType, gpu: &GpuSpec) -> ComputeClass {
     }
 }
 
+/// True when matmuls on weights of `dt` run weight-only on `gpu`: integer W4A16 / W8A16 formats
+/// always, and fp8 / fp4 formats on GPUs without tensor cores for them (Marlin FP8 / MXFP4 /
+/// NVFP4 kernels dequantise to bf16).
+pub fn is_weight_only_on(dt: DType, gpu: &GpuSpec) -> bool {
+    dt.is_weight_only()
+        || (dt.compute_class() != ComputeClass::Bf16 && gpu.flops(dt.compute_class()).is_none())
+}
+
 fn group_dtype(wb: &WeightBytes, g: TensorGroup, fallback: DType) -> DType {
     wb.groups
         .iter()
@@ -323,6 +331,12 @@ impl StepCostModel {
                 ComputeClass::Bf16 => eff.gemm_bf16,
                 ComputeClass::Fp8 => eff.gemm_fp8,
                 ComputeClass::Fp4 => eff.gemm_fp4,
+            };
+            // Weight-only kernels dequantise in the GEMM (docs/step-time.md, weight-only GEMMs).
+            let e = if is_weight_only_on(dt, gpu) {
+                e * eff.gemm_weight_only
+            } else {
+                e
             };
             let e = if grouped {
                 e * eff.grouped_gemm_vs_dense

@@ -70,13 +70,16 @@ impl AttnTerms {
                 ..
             } => {
                 let per_pair = 2.0 * *num_heads as f64 * (*head_dim as f64 + *v_head_dim as f64);
+                let lin = m.linear_attention_flops_per_token();
                 for l in &m.layers {
-                    let cap = match l.attn {
-                        LayerAttn::SlidingWindow { window } => window as f64,
-                        _ => inf,
+                    // A cap of 1 makes a per-token (context-independent) term.
+                    let (coef, cap) = match l.attn {
+                        LayerAttn::Linear => (lin, 1.0),
+                        LayerAttn::SlidingWindow { window } => (per_pair, window as f64),
+                        _ => (per_pair, inf),
                     };
-                    push(&mut prefill, per_pair, cap);
-                    push(&mut decode, per_pair, cap);
+                    push(&mut prefill, coef, cap);
+                    push(&mut decode, coef, cap);
                 }
             }
             AttentionSpec::Mla {
@@ -90,6 +93,25 @@ impl AttnTerms {
                 let nh = *num_heads as f64;
                 let l = m.num_layers as f64;
                 let qk = (*qk_nope_head_dim + *qk_rope_head_dim) as f64;
+                if let Some(ix) = &m.sparse_indexer {
+                    let topk = ix.topk as f64;
+                    let sel =
+                        2.0 * nh * (2.0 * *kv_lora_rank as f64 + *qk_rope_head_dim as f64) * l;
+                    let idx = 2.0 * (ix.n_heads * ix.head_dim) as f64 * ix.indexer_layers as f64;
+                    for t in [&mut prefill, &mut decode] {
+                        push(t, sel, topk);
+                        push(t, idx, inf);
+                    }
+                    let (entry, indexer) = m.dsa_kv_bytes_per_token(spec);
+                    push(&mut kv, entry, topk);
+                    push(&mut kv, indexer, inf);
+                    return AttnTerms {
+                        prefill,
+                        prefill_per_past,
+                        decode,
+                        kv,
+                    };
+                }
                 push(&mut prefill, 2.0 * nh * (qk + *v_head_dim as f64) * l, inf);
                 prefill_per_past =
                     2.0 * *kv_lora_rank as f64 * nh * (*qk_nope_head_dim + *v_head_dim) as f64 * l;
@@ -149,6 +171,8 @@ impl AttnTerms {
                     cap,
                 );
             }
+            // Gated DeltaNet state: read and written whole every step (per sequence).
+            push(&mut kv, 2.0 * spec.per_request_fixed_bytes as f64, 1.0);
         }
         AttnTerms {
             prefill,

@@ -63,8 +63,8 @@ pub struct WorkloadGen {
     open_clock_s: f64,
     open_remaining: Option<u64>,
     trace_scale: f64,
-    /// Requests whose lengths were capped to fit max_model_len.
-    pub capped: u64,
+    /// Requests issued whose prompt + output exceed max_model_len (the engine rejects them).
+    pub over_max_model_len: u64,
 }
 
 impl WorkloadGen {
@@ -91,7 +91,7 @@ impl WorkloadGen {
             open_clock_s: 0.0,
             open_remaining: None,
             trace_scale: 1.0,
-            capped: 0,
+            over_max_model_len: 0,
         };
         match spec.arrival.clone() {
             Arrival::ClosedLoop { concurrency, .. } => {
@@ -241,8 +241,12 @@ impl WorkloadGen {
                     start: 0,
                     len: suffix,
                 });
-                let (prompt, out) = self.cap(prompt, out, mml);
                 let plen: u64 = prompt.iter().map(|s| s.len).sum();
+                // As vLLM: a request whose prompt + output exceeds max_model_len is sent as is and
+                // rejected by the engine (counted), never shortened.
+                if plen.saturating_add(out) > mml {
+                    self.over_max_model_len += 1;
+                }
                 self.owners.insert(
                     id,
                     Owner {
@@ -343,35 +347,6 @@ impl WorkloadGen {
         Some(sid)
     }
 
-    /// Caps a synthetic request: the prompt to `max_model_len - 1` (cutting the end), then the
-    /// output to `max_model_len - prompt`.
-    fn cap(&mut self, mut prompt: Vec<Segment>, out: u64, mml: u64) -> (Vec<Segment>, u64) {
-        let mut plen: u64 = prompt.iter().map(|s| s.len).sum();
-        let mut capped = false;
-        if plen > mml - 1 {
-            capped = true;
-            let mut excess = plen - (mml - 1);
-            while excess > 0 {
-                let last = prompt.last_mut().expect("non-empty prompt");
-                let cut = excess.min(last.len);
-                last.len -= cut;
-                excess -= cut;
-                if last.len == 0 {
-                    prompt.pop();
-                }
-            }
-            plen = mml - 1;
-        }
-        let out2 = out.min(mml - plen);
-        if out2 < out {
-            capped = true;
-        }
-        if capped {
-            self.capped += 1;
-        }
-        (prompt, out2)
-    }
-
     /// Reports that request `id` finished (or was rejected) at `t`: closed-loop clients and
     /// sessions schedule their next request.
     pub fn on_done(&mut self, id: u64, t: Ticks) {
@@ -387,29 +362,32 @@ impl WorkloadGen {
             let added = a.tokens_per_turn.sample(&mut self.inputs);
             let mml = self.max_model_len;
             let s = self.sessions.get_mut(&sid).expect("session exists");
-            s.conv_len += owner.output_len + added;
+            s.conv_len = s
+                .conv_len
+                .saturating_add(owner.output_len)
+                .saturating_add(added);
             s.turn += 1;
             let next_prompt = a.system_prompt_tokens + s.conv_len;
             // A session also ends when its next turn could not fit max_model_len.
-            let more =
-                s.turn <= a.turns && next_prompt + a.output_tokens.nominal_mean() as u64 <= mml;
+            let more = s.turn <= a.turns
+                && next_prompt.saturating_add(a.output_tokens.nominal_mean() as u64) <= mml;
             let client = s.client.or(owner.client);
             if more {
                 // the next turn inherits the client (closed loop) or stays open-loop
                 self.sessions.get_mut(&sid).expect("session").client = client;
-                let at = Ticks(t.0 + Ticks::from_secs_f64(a.think_s).0);
+                let at = t + Ticks::from_secs_f64(a.think_s);
                 self.push(at, Pending::Turn(sid));
                 return;
             }
             self.sessions.remove(&sid);
             if let Some(c) = client {
-                let at = Ticks(t.0 + Ticks::from_secs_f64(client_think).0);
+                let at = t + Ticks::from_secs_f64(client_think);
                 self.push(at, Pending::Client(c));
             }
             return;
         }
         if let Some(c) = owner.client {
-            let at = Ticks(t.0 + Ticks::from_secs_f64(client_think).0);
+            let at = t + Ticks::from_secs_f64(client_think);
             self.push(at, Pending::Client(c));
         }
     }

@@ -82,21 +82,44 @@ pub enum LengthDist {
 }
 
 fn count(field: &str, v: f64) -> Result<u64, WorkloadError> {
-    if !v.is_finite() || v < 1.0 || v.fract() != 0.0 || v > 1e12 {
-        return Err(WorkloadError::BadCount {
+    crate::bounds::TOKENS
+        .check_whole(v)
+        .map_err(|fix| WorkloadError::Invalid {
             field: field.to_string(),
-            value: v,
-            min: 1.0,
-        });
-    }
-    Ok(v as u64)
+            problem: format!("{fix} (got {})", crate::bounds::fmt_num(v)),
+        })
 }
 
+/// A length parameter (mean, std, nominal): positive and at most [`crate::bounds::TOKENS`].
 fn positive(field: &str, v: f64) -> Result<f64, WorkloadError> {
     if !v.is_finite() || v <= 0.0 {
         return Err(WorkloadError::NotPositive {
             field: field.to_string(),
             value: v,
+        });
+    }
+    if v > crate::bounds::TOKENS.max {
+        return Err(WorkloadError::Invalid {
+            field: field.to_string(),
+            problem: format!(
+                "{} (got {})",
+                crate::bounds::TOKENS.fix(),
+                crate::bounds::fmt_num(v)
+            ),
+        });
+    }
+    Ok(v)
+}
+
+/// A ratio of a nominal length (`min_ratio`, `max_ratio`): positive, at most 1000.
+fn ratio(field: &str, v: f64) -> Result<f64, WorkloadError> {
+    if !v.is_finite() || v <= 0.0 || v > 1000.0 {
+        return Err(WorkloadError::Invalid {
+            field: field.to_string(),
+            problem: format!(
+                "must be a ratio in (0, 1000] (got {})",
+                crate::bounds::fmt_num(v)
+            ),
         });
     }
     Ok(v)
@@ -132,10 +155,11 @@ impl RawLengthDist {
                 max_ratio,
             } => {
                 let n = positive(&f("nominal"), *nominal)?;
-                let lo = positive(&f("min_ratio"), *min_ratio)?;
-                let hi = positive(&f("max_ratio"), *max_ratio)?;
+                let lo = ratio(&f("min_ratio"), *min_ratio)?;
+                let hi = ratio(&f("max_ratio"), *max_ratio)?;
                 let a = libm::round(n * lo).max(1.0) as u64;
                 let b = libm::round(n * hi).max(1.0) as u64;
+                count(&f("max_ratio"), b as f64)?;
                 ordered(field, a, b)?;
                 LengthDist::Uniform { min: a, max: b }
             }
@@ -151,6 +175,9 @@ impl RawLengthDist {
                         field: f("std"),
                         value: *std,
                     });
+                }
+                if *std > 0.0 {
+                    positive(&f("std"), *std)?;
                 }
                 let (a, b) = (count(&f("min"), *min)?, count(&f("max"), *max)?);
                 ordered(field, a, b)?;
@@ -172,7 +199,7 @@ impl RawLengthDist {
                 let a = count(&f("min"), min.unwrap_or(1.0))?;
                 let b = match max {
                     Some(x) => count(&f("max"), *x)?,
-                    None => u64::MAX,
+                    None => crate::bounds::TOKENS.max as u64,
                 };
                 ordered(field, a, b)?;
                 let sigma2 = libm::log(1.0 + (s * s) / (m * m));
@@ -188,7 +215,7 @@ impl RawLengthDist {
                 let a = count(&f("min"), min.unwrap_or(1.0))?;
                 let b = match max {
                     Some(x) => count(&f("max"), *x)?,
-                    None => u64::MAX,
+                    None => crate::bounds::TOKENS.max as u64,
                 };
                 ordered(field, a, b)?;
                 LengthDist::Exponential {
@@ -243,6 +270,18 @@ impl LengthDist {
                 clamp_round(rng.exponential(*mean), *min, *max)
             }
             LengthDist::Empirical(v) => v[rng.range_u64(0, v.len() as u64 - 1) as usize],
+        }
+    }
+
+    /// The largest length the distribution can produce.
+    pub fn max_value(&self) -> u64 {
+        match self {
+            LengthDist::Constant(n) => *n,
+            LengthDist::Uniform { max, .. }
+            | LengthDist::Normal { max, .. }
+            | LengthDist::Lognormal { max, .. }
+            | LengthDist::Exponential { max, .. } => *max,
+            LengthDist::Empirical(v) => v.iter().copied().max().unwrap_or(1),
         }
     }
 

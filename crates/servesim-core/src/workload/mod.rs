@@ -185,33 +185,29 @@ impl Level {
     }
 }
 
-fn nonneg(field: &str, v: f64) -> Result<f64, WorkloadError> {
-    if !v.is_finite() || v < 0.0 {
-        return Err(WorkloadError::Invalid {
-            field: field.into(),
-            problem: format!("must be a finite number >= 0 (got {v})"),
-        });
-    }
-    Ok(v)
+fn bounded(field: &str, v: f64, b: crate::bounds::Bound) -> Result<f64, WorkloadError> {
+    b.check(v).map_err(|fix| WorkloadError::Invalid {
+        field: field.into(),
+        problem: format!("{fix} (got {})", crate::bounds::fmt_num(v)),
+    })
 }
-fn pos(field: &str, v: f64) -> Result<f64, WorkloadError> {
-    if !v.is_finite() || v <= 0.0 {
-        return Err(WorkloadError::NotPositive {
-            field: field.into(),
-            value: v,
-        });
-    }
-    Ok(v)
+fn bounded_whole(field: &str, v: f64, b: crate::bounds::Bound) -> Result<u64, WorkloadError> {
+    b.check_whole(v).map_err(|fix| WorkloadError::Invalid {
+        field: field.into(),
+        problem: format!("{fix} (got {})", crate::bounds::fmt_num(v)),
+    })
 }
-fn whole(field: &str, v: f64, min: f64) -> Result<u64, WorkloadError> {
-    if !v.is_finite() || v < min || v.fract() != 0.0 || v > 1e12 {
-        return Err(WorkloadError::BadCount {
-            field: field.into(),
-            value: v,
-            min,
-        });
+fn think(field: &str, v: f64) -> Result<f64, WorkloadError> {
+    bounded(field, v, crate::bounds::THINK_TIME_S)
+}
+fn check_rate(field: &str, v: f64) -> Result<f64, WorkloadError> {
+    bounded(field, v, crate::bounds::REQUEST_RATE)
+}
+fn tokens(field: &str, v: f64, min: f64) -> Result<u64, WorkloadError> {
+    if min == 0.0 && v == 0.0 {
+        return Ok(0);
     }
-    Ok(v as u64)
+    bounded_whole(field, v, crate::bounds::TOKENS)
 }
 
 /// The `agentic-coding` preset: ~64K mean input, 400 output, ~90% prefix reuse (see
@@ -241,26 +237,29 @@ impl RawWorkloadSpec {
                 concurrency,
                 think_time_s,
             } => Arrival::ClosedLoop {
-                concurrency: whole("arrival.concurrency", *concurrency, 1.0)?.min(u32::MAX as u64)
-                    as u32,
-                think_s: nonneg("arrival.think_time_s", think_time_s.unwrap_or(0.0))?,
+                concurrency: bounded_whole(
+                    "arrival.concurrency",
+                    *concurrency,
+                    crate::bounds::CONCURRENCY,
+                )? as u32,
+                think_s: think("arrival.think_time_s", think_time_s.unwrap_or(0.0))?,
             },
             RawArrival::Poisson { rate } => Arrival::Poisson {
-                rate: pos("arrival.rate", *rate)?,
+                rate: check_rate("arrival.rate", *rate)?,
             },
             RawArrival::Constant { rate } => Arrival::Constant {
-                rate: pos("arrival.rate", *rate)?,
+                rate: check_rate("arrival.rate", *rate)?,
             },
             RawArrival::Gamma { rate, cv } => Arrival::Gamma {
-                rate: pos("arrival.rate", *rate)?,
-                cv: pos("arrival.cv", *cv)?,
+                rate: check_rate("arrival.rate", *rate)?,
+                cv: bounded("arrival.cv", *cv, crate::bounds::GAMMA_CV)?,
             },
             RawArrival::Burst { count } => Arrival::Burst {
-                count: whole("arrival.count", *count, 1.0)?,
+                count: bounded_whole("arrival.count", *count, crate::bounds::CONCURRENCY)?,
             },
             RawArrival::Trace { rate } => Arrival::Trace {
                 rate: match rate {
-                    Some(r) => Some(pos("arrival.rate", *r)?),
+                    Some(r) => Some(check_rate("arrival.rate", *r)?),
                     None => None,
                 },
             },
@@ -291,16 +290,19 @@ fn validate_content(c: &RawContent) -> Result<Content, WorkloadError> {
             output: output.validate("requests.output")?,
             shared_prefix: match shared_prefix {
                 Some(p) => Some((
-                    whole("requests.shared_prefix.groups", p.groups, 1.0)?.min(u32::MAX as u64)
-                        as u32,
-                    whole("requests.shared_prefix.tokens", p.tokens, 1.0)?,
+                    bounded_whole(
+                        "requests.shared_prefix.groups",
+                        p.groups,
+                        crate::bounds::SMALL_COUNT,
+                    )? as u32,
+                    tokens("requests.shared_prefix.tokens", p.tokens, 1.0)?,
                 )),
                 None => None,
             },
         },
         RawContent::Agentic(a) => {
-            let sys = whole("requests.system_prompt_tokens", a.system_prompt_tokens, 0.0)?;
-            let first = whole("requests.first_turn_tokens", a.first_turn_tokens, 1.0)?;
+            let sys = tokens("requests.system_prompt_tokens", a.system_prompt_tokens, 0.0)?;
+            let first = tokens("requests.first_turn_tokens", a.first_turn_tokens, 1.0)?;
             if first <= sys {
                 return Err(WorkloadError::Invalid {
                     field: "requests.first_turn_tokens".into(),
@@ -312,8 +314,8 @@ fn validate_content(c: &RawContent) -> Result<Content, WorkloadError> {
                 first_turn_tokens: first,
                 tokens_per_turn: a.tokens_per_turn.validate("requests.tokens_per_turn")?,
                 output_tokens: a.output_tokens.validate("requests.output_tokens")?,
-                turns: whole("requests.turns", a.turns, 1.0)?.min(u32::MAX as u64) as u32,
-                think_s: nonneg("requests.think_time_s", a.think_time_s.unwrap_or(0.0))?,
+                turns: bounded_whole("requests.turns", a.turns, crate::bounds::SMALL_COUNT)? as u32,
+                think_s: think("requests.think_time_s", a.think_time_s.unwrap_or(0.0))?,
             })
         }
         RawContent::Preset { name } => validate_content(&preset(name)?)?,
@@ -321,7 +323,7 @@ fn validate_content(c: &RawContent) -> Result<Content, WorkloadError> {
             jsonl,
             block_tokens,
         } => {
-            let bt = whole(
+            let bt = tokens(
                 "requests.block_tokens",
                 block_tokens.unwrap_or(MOONCAKE_BLOCK_TOKENS as f64),
                 1.0,
@@ -365,10 +367,20 @@ impl WorkloadSpec {
                 | Arrival::Gamma { rate, .. },
                 Level::RequestRate(r),
             ) => {
-                *rate = pos("sweep.levels", r)?;
+                *rate = check_rate("sweep.levels", r)?;
             }
             (Arrival::Trace { rate }, Level::RequestRate(r)) => {
-                *rate = Some(pos("sweep.levels", r)?);
+                if let Content::Trace(t) = &self.content {
+                    let span = t.last().map(|x| x.timestamp_ms).unwrap_or(0)
+                        - t.first().map(|x| x.timestamp_ms).unwrap_or(0);
+                    if t.len() > 1 && span == 0 {
+                        return Err(WorkloadError::Invalid {
+                            field: "sweep.request_rates".into(),
+                            problem: "every request of the trace has the same timestamp, so the trace has no rate to rescale to a level; use a burst arrival (the trace as content) or fix the timestamps".into(),
+                        });
+                    }
+                }
+                *rate = Some(check_rate("sweep.levels", r)?);
             }
             (Arrival::ClosedLoop { .. } | Arrival::Burst { .. }, Level::RequestRate(_)) => {
                 return Err(bad(
@@ -382,6 +394,49 @@ impl WorkloadSpec {
             }
         }
         Ok(s)
+    }
+
+    /// A warning when requests can exceed `max_model_len` (prompt + output): vLLM rejects those,
+    /// and so does the simulator (counted in `rejected_requests`). `None` when every request fits.
+    pub fn max_model_len_warning(&self, max_model_len: u64) -> Option<String> {
+        let over = |typical: u64, largest: u64, what: &str| -> Option<String> {
+            if typical > max_model_len {
+                Some(format!("{what} of {typical} tokens (prompt + output) exceed max_model_len {max_model_len}: vLLM rejects such requests, and so does the simulation (rejected_requests); raise max_model_len or shorten the requests"))
+            } else if largest > max_model_len {
+                Some(format!("{what} can reach {largest} tokens (prompt + output), above max_model_len {max_model_len}: those requests are rejected as vLLM rejects them (rejected_requests); raise max_model_len or clamp the lengths"))
+            } else {
+                None
+            }
+        };
+        match &self.content {
+            Content::Synthetic {
+                input,
+                output,
+                shared_prefix,
+            } => {
+                let prefix = shared_prefix.map(|(_, t)| t).unwrap_or(0);
+                let typical = prefix
+                    .saturating_add(libm::round(input.nominal_mean()) as u64)
+                    .saturating_add(libm::round(output.nominal_mean()) as u64);
+                let largest = prefix
+                    .saturating_add(input.max_value())
+                    .saturating_add(output.max_value());
+                over(typical, largest, "requests")
+            }
+            Content::Agentic(a) => {
+                let first = a
+                    .first_turn_tokens
+                    .saturating_add(libm::round(a.output_tokens.nominal_mean()) as u64);
+                over(first, first, "first turns")
+            }
+            Content::Trace(t) => {
+                let n = t
+                    .iter()
+                    .filter(|r| r.input_length.saturating_add(r.output_length) > max_model_len)
+                    .count();
+                (n > 0).then(|| format!("{n} of the trace's {} requests exceed max_model_len {max_model_len} (prompt + output): they are rejected as vLLM rejects them (rejected_requests); raise max_model_len", t.len()))
+            }
+        }
     }
 
     /// The level the spec itself describes.
@@ -419,19 +474,16 @@ mod tests {
         )
         .unwrap();
         let e = raw.validate().unwrap_err();
-        assert_eq!(
-            e,
-            WorkloadError::NotPositive {
-                field: "arrival.cv".into(),
-                value: -1.0
-            }
+        assert!(
+            matches!(&e, WorkloadError::Invalid { field, problem } if field == "arrival.cv" && problem.contains("between")),
+            "{e:?}"
         );
         let raw = RawWorkloadSpec::from_json(
             r#"{"arrival":{"type":"closed_loop","concurrency":0},"requests":{"type":"preset","name":"agentic-coding"}}"#,
         )
         .unwrap();
         assert!(
-            matches!(raw.validate(), Err(WorkloadError::BadCount { field, .. }) if field == "arrival.concurrency")
+            matches!(raw.validate(), Err(WorkloadError::Invalid { field, .. }) if field == "arrival.concurrency")
         );
         let raw = RawWorkloadSpec::from_json(
             r#"{"arrival":{"type":"burst","count":3},"requests":{"type":"preset","name":"chat"}}"#,

@@ -43,6 +43,7 @@ struct Line {
 
 /// Parses a Mooncake JSONL trace. Blank lines are skipped; anything else malformed is an error
 /// naming the line. Extra fields on a line are ignored (traces are data, not configuration).
+/// Requests come back sorted by timestamp (stable).
 pub fn parse_mooncake(jsonl: &str, block_tokens: u64) -> Result<Vec<TraceRequest>, WorkloadError> {
     let mut out = Vec::new();
     for (i, raw) in jsonl.lines().enumerate() {
@@ -67,6 +68,23 @@ pub fn parse_mooncake(jsonl: &str, block_tokens: u64) -> Result<Vec<TraceRequest
         let ts = num("timestamp", l.timestamp, 0.0)?;
         let input = num("input_length", l.input_length, 1.0)?;
         let output = num("output_length", l.output_length, 1.0)?;
+        if ts as f64 > crate::bounds::SIM_TIME_MAX_S * 1e3 {
+            return Err(WorkloadError::Trace {
+                line,
+                problem: format!(
+                    "`timestamp` {ts} ms is beyond {} s, the longest a level may cover",
+                    crate::bounds::fmt_num(crate::bounds::SIM_TIME_MAX_S)
+                ),
+            });
+        }
+        for (name, v) in [("input_length", input), ("output_length", output)] {
+            if let Err(fix) = crate::bounds::TOKENS.check_u64(v) {
+                return Err(WorkloadError::Trace {
+                    line,
+                    problem: format!("`{name}` {fix}"),
+                });
+            }
+        }
         let mut prompt = Vec::with_capacity(l.hash_ids.len() + 1);
         let mut covered = 0u64;
         for h in &l.hash_ids {
@@ -96,6 +114,14 @@ pub fn parse_mooncake(jsonl: &str, block_tokens: u64) -> Result<Vec<TraceRequest
             line,
         });
     }
+    // Replay in arrival order: a trace whose lines are not sorted by timestamp is sorted (stable,
+    // so equal timestamps keep their line order), never replayed with earlier-than-now times.
+    if out
+        .windows(2)
+        .any(|w| w[1].timestamp_ms < w[0].timestamp_ms)
+    {
+        out.sort_by_key(|r| r.timestamp_ms);
+    }
     Ok(out)
 }
 
@@ -122,5 +148,15 @@ mod tests {
         let t = "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n{\"timestamp\": 1, \"input_length\": 0, \"output_length\": 1}";
         let e = parse_mooncake(t, 512).unwrap_err();
         assert!(matches!(e, WorkloadError::Trace { line: 2, .. }), "{e}");
+    }
+
+    #[test]
+    fn unsorted_lines_are_replayed_in_timestamp_order() {
+        let t = "{\"timestamp\": 900, \"input_length\": 10, \"output_length\": 1}\n{\"timestamp\": 0, \"input_length\": 20, \"output_length\": 1}\n{\"timestamp\": 900, \"input_length\": 30, \"output_length\": 1}";
+        let r = parse_mooncake(t, 512).unwrap();
+        let ts: Vec<u64> = r.iter().map(|x| x.timestamp_ms).collect();
+        assert_eq!(ts, vec![0, 900, 900]);
+        // equal timestamps keep their line order
+        assert_eq!(r.iter().map(|x| x.line).collect::<Vec<_>>(), vec![2, 1, 3]);
     }
 }

@@ -10,6 +10,10 @@
 //! Per-source caveats are applied, not just printed: a metric the source says is not comparable
 //! for a row is excluded from the aggregate and listed with its reason.
 
+mod rows;
+
+pub use rows::{resolve_model, version_in, waits_for, ResolvedModel, MODEL_FILE_ALIASES};
+
 use crate::metric::{MetricId, Stat};
 use crate::metrics::LevelResult;
 use serde::{Deserialize, Serialize};
@@ -110,6 +114,13 @@ pub struct CalibrationPoint {
     pub num_requests: Option<f64>,
     pub max_num_seqs: Option<f64>,
     pub max_num_batched_tokens: Option<f64>,
+    /// The `engine` column (e.g. `vLLM`, `vLLM (ROCm, offline LLM engine)`); empty when absent.
+    #[serde(default)]
+    pub engine: String,
+    /// An offline `benchmark_throughput` / `LLM` engine run (no API server): the `engine` or
+    /// `request_rate` cell says `offline`.
+    #[serde(default)]
+    pub offline: bool,
 }
 
 /// Splits CSV text into records (RFC 4180: quoted fields may hold commas, `""` and newlines),
@@ -212,6 +223,15 @@ fn opt_num(line: usize, column: &str, v: &str) -> Result<Option<f64>, ValidateEr
     }
 }
 
+/// A count that the source may leave unknown (empty cell -> 0; [`waits_for`] lists such rows).
+fn count_or_unknown(line: usize, column: &str, v: &str) -> Result<u32, ValidateError> {
+    if v.trim().is_empty() {
+        Ok(0)
+    } else {
+        count_cell(line, column, v)
+    }
+}
+
 fn count_cell(line: usize, column: &str, v: &str) -> Result<u32, ValidateError> {
     match v.trim().parse::<f64>() {
         Ok(x) if x >= 1.0 && x.fract() == 0.0 && x <= u32::MAX as f64 => Ok(x as u32),
@@ -223,6 +243,42 @@ fn count_cell(line: usize, column: &str, v: &str) -> Result<u32, ValidateError> 
             "write e.g. 1, 2, 8",
         )),
     }
+}
+
+/// Joins calibration CSVs with the same header into one text (the header once, then every data
+/// row in order): a combined run (`servesim validate A.csv B.csv`). Line numbers in the combined
+/// text continue from file to file (a row on line `l` of the second file is on line
+/// `lines(first file) + l - 1`); the report prints them.
+pub fn combine_csvs(texts: &[&str]) -> Result<String, ValidateError> {
+    let mut out = String::new();
+    let mut header: Option<&str> = None;
+    for (i, t) in texts.iter().enumerate() {
+        let t = t.strip_prefix('\u{feff}').unwrap_or(t);
+        let (h, body) = t.split_once('\n').unwrap_or((t, ""));
+        let h = h.trim_end_matches('\r');
+        match header {
+            None => {
+                header = Some(h);
+                out.push_str(h);
+                out.push('\n');
+            }
+            Some(first) if first != h => {
+                return Err(ValidateError::Csv {
+                    line: 1,
+                    problem: format!("file {} has a different header than the first file", i + 1),
+                    fix:
+                        "combine only CSVs with the header of data/calibration/measured-points.csv"
+                            .into(),
+                })
+            }
+            Some(_) => {}
+        }
+        out.push_str(body);
+        if !body.is_empty() && !body.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok(out)
 }
 
 /// Parses the calibration CSV.
@@ -244,6 +300,7 @@ pub fn parse_points(text: &str) -> Result<Vec<CalibrationPoint>, ValidateError> 
     }
     let source_ref = header.iter().position(|h| h.trim() == "source_ref");
     let engine_version = header.iter().position(|h| h.trim() == "engine_version");
+    let engine_col = header.iter().position(|h| h.trim() == "engine");
     let mut out = Vec::new();
     for (line, rec) in recs.iter().skip(1) {
         let line = *line;
@@ -261,7 +318,14 @@ pub fn parse_points(text: &str) -> Result<Vec<CalibrationPoint>, ValidateError> 
         let cell = |c: &str| rec[idx[c]].as_str();
         let text = |c: &str| cell(c).trim().to_string();
         let rate = cell("request_rate").trim();
-        let request_rate = if rate.eq_ignore_ascii_case("inf") {
+        let engine = engine_col
+            .map(|i| rec[i].trim().to_string())
+            .unwrap_or_default();
+        let offline = rate.to_ascii_lowercase().contains("offline")
+            || engine.to_ascii_lowercase().contains("offline");
+        let request_rate = if rate.eq_ignore_ascii_case("inf")
+            || (offline && rate.to_ascii_lowercase().starts_with("inf"))
+        {
             None
         } else {
             match opt_num(line, "request_rate", rate)? {
@@ -293,23 +357,27 @@ pub fn parse_points(text: &str) -> Result<Vec<CalibrationPoint>, ValidateError> 
             gpu: text("gpu"),
             engine_version: match engine_version.map(|i| rec[i].trim()) {
                 None | Some("") => None,
-                Some(v) => {
-                    let parsed = crate::perf::VllmVersion::parse(v).map_err(|e| {
-                        bad(
+                Some(v) => match version_in(v) {
+                    Some(x) => Some(x),
+                    // A nightly build without a version: the newest era.
+                    None if v.to_ascii_lowercase().contains("nightly") => None,
+                    None => {
+                        let e = crate::perf::VllmVersion::parse(v)
+                            .err()
+                            .unwrap_or_else(|| "no version number".into());
+                        return Err(bad(
                             line,
                             "engine_version",
                             v,
                             &e,
-                            "write the vLLM version as MAJOR.MINOR[.PATCH], e.g. 0.15.1, or leave the cell empty",
-                        )
-                    })?;
-                    let _ = parsed;
-                    Some(v.to_string())
-                }
+                            "write the vLLM version as MAJOR.MINOR[.PATCH], e.g. 0.15.1 (text around it is allowed), or leave the cell empty",
+                        ));
+                    }
+                },
             },
             num_gpus: count_cell(line, "num_gpus", cell("num_gpus"))?,
-            tp: count_cell(line, "tp", cell("tp"))?,
-            dp: count_cell(line, "dp", cell("dp"))?,
+            tp: count_or_unknown(line, "tp", cell("tp"))?,
+            dp: count_or_unknown(line, "dp", cell("dp"))?,
             ep: count_cell(line, "ep", cell("ep"))?,
             weight_dtype: text("weight_dtype"),
             kv_dtype: text("kv_dtype"),
@@ -330,6 +398,8 @@ pub fn parse_points(text: &str) -> Result<Vec<CalibrationPoint>, ValidateError> 
                 "max_num_batched_tokens",
                 cell("max_num_batched_tokens"),
             )?,
+            engine,
+            offline,
         });
     }
     if out.is_empty() {
@@ -411,10 +481,14 @@ pub const GPU_ALIASES: &[(&str, &str)] = &[
     ("H100-SXM-80GB", "H100-SXM"),
     ("A100-SXM-80GB", "A100-80GB"),
     ("H200-SXM-141GB", "H200"),
+    // gpustack's quantisation pages do not state the form factor; the SXM part is assumed.
+    ("H100-80GB", "H100-SXM"),
 ];
 
 /// The catalog GPU name of a CSV GPU name.
 pub fn catalog_gpu(name: &str) -> &str {
+    // "A100-SXM-80GB (form factor not stated)": the part before the parenthetical.
+    let name = name.split(" (").next().unwrap_or(name).trim();
     GPU_ALIASES
         .iter()
         .find(|(a, _)| a.eq_ignore_ascii_case(name))
@@ -542,14 +616,27 @@ fn lengths_sharegpt(mean: f64, max: f64) -> Value {
 /// Maps one row to a scenario (rules in docs/accuracy.md, never tuned per point).
 pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     let mut notes = Vec::new();
-    let model_id = MODEL_ALIASES
-        .iter()
-        .find(|(a, _)| *a == p.model)
-        .map(|(_, b)| {
+    let (model_id, precision) = match MODEL_ALIASES.iter().find(|(a, _)| *a == p.model) {
+        Some((_, b)) => {
             notes.push(format!("model {} uses the {} config", p.model, b));
-            b.to_string()
-        })
-        .unwrap_or_else(|| p.model.clone());
+            (b.to_string(), weight_precision(p)?)
+        }
+        None => match resolve_model(p) {
+            Ok(r) => {
+                notes.extend(r.notes);
+                (r.catalog_id, r.precision)
+            }
+            Err(e) => {
+                return Err(bad(
+                    p.line,
+                    "model",
+                    &p.model,
+                    &e,
+                    "use a model with a shipped config, or add its config.json",
+                ))
+            }
+        },
+    };
     let mut engine = serde_json::Map::new();
     if let Some(v) = p.max_num_seqs {
         engine.insert("max_num_seqs".into(), json!(v as i64));
@@ -564,8 +651,36 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     let (arrival, sweep, summary_arrival, input, output, shared) = if let Some(rate) =
         p.request_rate.filter(|_| p.concurrency.is_none())
     {
-        // Open loop at a constant rate.
-        let (groups, prefix, question, out) =
+        if shared_prefix_from_workload(&p.workload).is_none() {
+            // Open loop without shared prefixes: Poisson (the workload says so) or constant
+            // arrivals of `num_requests` requests; the measured run lasts n / rate.
+            let n = p.num_requests.ok_or_else(|| {
+                bad(
+                    p.line,
+                    "num_requests",
+                    "",
+                    "an open-loop row needs the number of requests",
+                    "fill in num_requests",
+                )
+            })?;
+            let (input, output) = lengths_of(p, n, &mut notes)?;
+            let poisson = p.workload.to_ascii_lowercase().contains("poisson");
+            let kind = if poisson { "poisson" } else { "constant" };
+            let dur = n / rate;
+            notes.push(format!(
+                "{kind} arrivals at {rate} req/s for {n} requests: simulated {dur:.1} s, no warm-up (the benchmark counts every request)"
+            ));
+            (
+                json!({"type": kind, "rate": rate}),
+                json!({"request_rates": [rate], "duration_s": dur, "warmup_s": 0.0}),
+                format!("{kind} {rate} req/s, {n} requests"),
+                input,
+                output,
+                None,
+            )
+        } else {
+            // Open loop at a constant rate.
+            let (groups, prefix, question, out) =
             shared_prefix_from_workload(&p.workload).ok_or_else(|| {
                 bad(
                     p.line,
@@ -575,19 +690,20 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
                     "describe the prompt structure in that form",
                 )
             })?;
-        let dur = number_before(&p.notes, "s at constant rate");
-        notes.push(format!(
+            let dur = number_before(&p.notes, "s at constant rate");
+            notes.push(format!(
             "constant {rate} req/s, simulated {OPEN_LOOP_DURATION_S} s (warm-up {OPEN_LOOP_WARMUP_S} s){}",
             dur.map(|d| format!("; measured stage {d} s")).unwrap_or_default()
         ));
-        (
-            json!({"type": "constant", "rate": rate}),
-            json!({"request_rates": [rate], "duration_s": OPEN_LOOP_DURATION_S, "warmup_s": OPEN_LOOP_WARMUP_S}),
-            format!("constant {rate} req/s"),
-            lengths_constant(question),
-            lengths_constant(out),
-            Some((groups, prefix)),
-        )
+            (
+                json!({"type": "constant", "rate": rate}),
+                json!({"request_rates": [rate], "duration_s": OPEN_LOOP_DURATION_S, "warmup_s": OPEN_LOOP_WARMUP_S}),
+                format!("constant {rate} req/s"),
+                lengths_constant(question),
+                lengths_constant(out),
+                Some((groups, prefix)),
+            )
+        }
     } else {
         let n = p.num_requests.ok_or_else(|| {
             bad(
@@ -598,27 +714,7 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
                 "fill in num_requests",
             )
         })?;
-        let (input, output) = match (p.isl, p.osl) {
-            (Some(i), Some(o)) => (lengths_constant(i), lengths_constant(o)),
-            _ => {
-                let (i, o) = mean_lengths_from_notes(&p.notes).ok_or_else(|| {
-                    bad(
-                        p.line,
-                        "notes",
-                        &p.notes,
-                        "without isl/osl the notes must give `Mean lengths ...: in X, out Y`",
-                        "fill in isl/osl or the mean lengths",
-                    )
-                })?;
-                notes.push(format!(
-                    "ShareGPT lengths: lognormal, means in {i} / out {o} (from the notes), std = {SHAREGPT_CV} x mean, clamped to [{SHAREGPT_MIN_LEN}, {SHAREGPT_MAX_PROMPT}] / [{SHAREGPT_MIN_LEN}, {SHAREGPT_MAX_OUTPUT}]"
-                ));
-                (
-                    lengths_sharegpt(i, SHAREGPT_MAX_PROMPT),
-                    lengths_sharegpt(o, SHAREGPT_MAX_OUTPUT),
-                )
-            }
-        };
+        let (input, output) = lengths_of(p, n, &mut notes)?;
         match p.concurrency {
             Some(c) => (
                 json!({"type": "closed_loop", "concurrency": c}),
@@ -651,7 +747,11 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     } else {
         "completions"
     };
-    notes.push(format!("API endpoint: {endpoint}"));
+    if p.offline {
+        notes.push("offline run (no API server): simulated behind the completions endpoint, whose per-request latency is small against these runs".into());
+    } else {
+        notes.push(format!("API endpoint: {endpoint}"));
+    }
     let mut scenario = json!({
         "version": 1,
         "model": {"catalog": model_id},
@@ -660,7 +760,7 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         "dp": p.dp,
         "ep": p.ep,
         "num_gpus": p.num_gpus,
-        "weight_precision": weight_precision(p)?,
+        "weight_precision": precision,
         "kv_cache_dtype": kv_dtype(p)?,
         "engine": Value::Object(engine),
         "workload": workload,
@@ -716,6 +816,49 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         targets,
         notes,
     })
+}
+
+/// Input/output lengths of a burst, closed-loop or Poisson row: fixed `isl`/`osl`, else ShareGPT
+/// (lognormal) with the means the notes give (`Mean lengths ...: in X, out Y`, or
+/// `total in/out A/B` over `n` requests).
+fn lengths_of(
+    p: &CalibrationPoint,
+    n: f64,
+    notes: &mut Vec<String>,
+) -> Result<(Value, Value), ValidateError> {
+    if let (Some(i), Some(o)) = (p.isl, p.osl) {
+        return Ok((lengths_constant(i), lengths_constant(o)));
+    }
+    let (i, o) = mean_lengths_from_notes(&p.notes)
+        .or_else(|| totals_from_notes(&p.notes).map(|(a, b)| (a / n, b / n)))
+        .ok_or_else(|| {
+            bad(
+                p.line,
+                "notes",
+                &p.notes,
+                "without isl/osl the notes must give `Mean lengths ...: in X, out Y` or `total in/out A/B`",
+                "fill in isl/osl or the mean lengths",
+            )
+        })?;
+    notes.push(format!(
+        "ShareGPT lengths: lognormal, means in {i:.1} / out {o:.1} (from the notes), std = {SHAREGPT_CV} x mean, clamped to [{SHAREGPT_MIN_LEN}, {SHAREGPT_MAX_PROMPT}] / [{SHAREGPT_MIN_LEN}, {SHAREGPT_MAX_OUTPUT}]"
+    ));
+    Ok((
+        lengths_sharegpt(i, SHAREGPT_MAX_PROMPT),
+        lengths_sharegpt(o, SHAREGPT_MAX_OUTPUT),
+    ))
+}
+
+/// Total input / output tokens from the notes: "total in/out 215196/117108" or
+/// "total in/out tok 1600000/400000".
+pub fn totals_from_notes(notes: &str) -> Option<(f64, f64)> {
+    let i = notes.find("total in/out")? + "total in/out".len();
+    let rest = notes[i..].trim_start();
+    let rest = rest.strip_prefix("tok").unwrap_or(rest).trim_start();
+    let a = leading_number(rest)?;
+    let slash = rest.find('/')?;
+    let b = leading_number(&rest[slash + 1..])?;
+    Some((a, b))
 }
 
 /// A measured run that started although our capacity model says vLLM would refuse the recorded
@@ -778,6 +921,10 @@ pub struct PointResult {
     pub notes: Vec<String>,
     /// Set when the point could not be simulated (it is then missing from every aggregate).
     pub error: Option<String>,
+    /// Set when the row needs a capability ServeSim does not have yet ([`waits_for`]); the row is
+    /// not simulated and is missing from every aggregate.
+    #[serde(default)]
+    pub waits_for: Option<String>,
 }
 
 /// Aggregate error of one metric family over a set of points.
@@ -999,9 +1146,10 @@ impl ValidationReport {
                 }
             }
             let src = p.source.split('/').next().unwrap_or(&p.source);
-            let wl = match &p.error {
-                Some(_) => format!("{} (NOT SIMULATED, see below)", p.workload),
-                None => p.workload.clone(),
+            let wl = match (&p.error, &p.waits_for) {
+                (Some(_), _) => format!("{} (NOT SIMULATED, see below)", p.workload),
+                (_, Some(_)) => format!("{} (WAITS, see below)", p.workload),
+                _ => p.workload.clone(),
             };
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} | {} |\n",
@@ -1022,6 +1170,31 @@ impl ValidationReport {
                     "- line {}: {}\n",
                     p.line,
                     p.error.as_deref().unwrap_or("")
+                ));
+            }
+        }
+        let waiting: Vec<&PointResult> = self
+            .points
+            .iter()
+            .filter(|p| p.waits_for.is_some())
+            .collect();
+        if !waiting.is_empty() {
+            let mut by: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+            for p in &waiting {
+                by.entry(p.waits_for.as_deref().unwrap_or(""))
+                    .or_default()
+                    .push(p.line);
+            }
+            s.push_str(&format!(
+                "\nWaiting for a capability ({} rows, not simulated, missing from every aggregate):\n\n",
+                waiting.len()
+            ));
+            for (why, lines) in by {
+                let l: Vec<String> = lines.iter().map(|x| x.to_string()).collect();
+                s.push_str(&format!(
+                    "- {why} ({} rows): lines {}\n",
+                    lines.len(),
+                    l.join(", ")
                 ));
             }
         }
@@ -1101,19 +1274,33 @@ pub fn run_with(
     };
     let mut results = Vec::new();
     for p in &points {
-        let setup = setup_for(p)?;
-        let eff = fitted.full_table_for(&p.gpu, point_era(p));
         let mut r = PointResult {
             line: p.line,
             source: p.source.clone(),
             model: p.model.clone(),
             gpu: p.gpu.clone(),
             tp: p.tp,
-            workload: workload_label(p, &setup),
+            workload: p.workload.chars().take(60).collect(),
             comparisons: Vec::new(),
-            notes: setup.notes.clone(),
+            notes: Vec::new(),
             error: None,
+            waits_for: waits_for(p),
         };
+        if r.waits_for.is_some() {
+            results.push(r);
+            continue;
+        }
+        let setup = match setup_for(p) {
+            Ok(s) => s,
+            Err(e) => {
+                r.error = Some(e.to_string());
+                results.push(r);
+                continue;
+            }
+        };
+        let eff = fitted.full_table_for(&p.gpu, point_era(p));
+        r.workload = workload_label(p, &setup);
+        r.notes = setup.notes.clone();
         match sim(&setup, &eff) {
             Ok(level) => r.comparisons = compare_point(&setup, &level),
             Err(e) => r.error = Some(e),
@@ -1195,7 +1382,7 @@ fn workload_label(p: &CalibrationPoint, setup: &PointSetup) -> String {
 // Fitted efficiencies.
 
 /// The shipped fit (`data/calibration/efficiencies.json`), written by `servesim validate --fit`.
-pub const FITTED_EFFICIENCIES_JSON: &str = include_str!("../data/calibration/efficiencies.json");
+pub const FITTED_EFFICIENCIES_JSON: &str = include_str!("../../data/calibration/efficiencies.json");
 
 /// A fitted efficiency table: per GPU generation (serde name, e.g. `hopper`), the overridden
 /// fields of the step-time model's efficiency table.
@@ -1700,7 +1887,8 @@ impl FitReport {
 /// The shipped accuracy summary (`data/calibration/accuracy-summary.json`), written by
 /// `servesim validate --fit` (all figures) or `--write-summary` (in-sample figures, held-out
 /// figures kept).
-pub const ACCURACY_SUMMARY_JSON: &str = include_str!("../data/calibration/accuracy-summary.json");
+pub const ACCURACY_SUMMARY_JSON: &str =
+    include_str!("../../data/calibration/accuracy-summary.json");
 
 /// Accuracy of one metric family against the public measured runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,117 @@
+//! The SLA operating point refined by simulation: instead of interpolating between the last
+//! passing and the first failing sweep level (`sweep::operating_point`), bisect between them,
+//! running a real level simulation at every step (`sweep::run_level`). The answer is the highest
+//! simulated level that passes every gate, so it does not move with the levels chosen.
+//! docs/metrics.md "Refined operating point".
+
+use crate::engine::{EngineConfig, StepTimeModel};
+use crate::metrics::LevelResult;
+use crate::sweep::{run_level, SweepError, SweepSpec};
+use crate::workload::{Level, WorkloadSpec};
+use serde::Serialize;
+
+/// One bisection step: a simulated level and whether it passes every gate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RefineStep {
+    pub level: f64,
+    pub passes: bool,
+    pub output_tokens_per_s_per_gpu: f64,
+}
+
+/// The refined operating point.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Refinement {
+    /// The sweep levels bracketing the crossing (last passing, first failing).
+    pub lower: f64,
+    pub upper: f64,
+    /// Every simulated step, in order.
+    pub steps: Vec<RefineStep>,
+    /// The highest simulated level that passes (the bracket's lower end if no step passed).
+    pub highest_passing: f64,
+    pub highest_passing_output_tokens_per_s_per_gpu: f64,
+    /// The lowest simulated level that fails.
+    pub lowest_failing: f64,
+    /// e.g. "C = 28 passes, C = 29 fails (simulated; 5 bisection steps)".
+    pub summary: String,
+}
+
+/// Bisects between the last passing and the first failing level of `results` (sorted by level,
+/// as a sweep returns them) with at most `max_steps` simulations. Concurrency levels bisect over
+/// integers until the bracket is adjacent; rates bisect geometrically until the bracket is
+/// within 1%. `None` when there is no crossing (no gate, every level passes, or the first fails).
+pub fn refine_operating_point(
+    cfg: &EngineConfig,
+    model: &dyn StepTimeModel,
+    workload: &WorkloadSpec,
+    spec: &SweepSpec,
+    results: &[LevelResult],
+    max_steps: usize,
+) -> Result<Option<Refinement>, SweepError> {
+    if spec.sla.is_empty() {
+        return Ok(None);
+    }
+    let pass = |r: &LevelResult| spec.sla.iter().all(|g| g.passes(r));
+    let Some(i) = results.iter().position(|r| !pass(r)) else {
+        return Ok(None);
+    };
+    if i == 0 {
+        return Ok(None);
+    }
+    let (a, b) = (&results[i - 1], &results[i]);
+    let mut lo = a.level;
+    let mut hi = b.level;
+    let mut lo_tput = a.output_tokens_per_s_per_gpu;
+    let mut steps = Vec::new();
+    while steps.len() < max_steps {
+        let mid = match (lo, hi) {
+            (Level::Concurrency(x), Level::Concurrency(y)) => {
+                if y <= x + 1 {
+                    break;
+                }
+                Level::Concurrency(x + (y - x) / 2)
+            }
+            (Level::RequestRate(x), Level::RequestRate(y)) => {
+                if y <= x * 1.01 {
+                    break;
+                }
+                Level::RequestRate(libm::sqrt(x * y))
+            }
+            _ => break,
+        };
+        let (r, _) = run_level(cfg, model, workload, spec, mid)?;
+        let ok = pass(&r);
+        steps.push(RefineStep {
+            level: mid.value(),
+            passes: ok,
+            output_tokens_per_s_per_gpu: r.output_tokens_per_s_per_gpu,
+        });
+        if ok {
+            lo = mid;
+            lo_tput = r.output_tokens_per_s_per_gpu;
+        } else {
+            hi = mid;
+        }
+    }
+    let prefix = match lo {
+        Level::Concurrency(_) => "C",
+        Level::RequestRate(_) => "rate",
+    };
+    let summary = format!(
+        "{prefix} = {} passes, {prefix} = {} fails -> {:.2} tok/s/GPU (simulated; {} bisection step(s) between the sweep levels {} and {})",
+        lo.value(),
+        hi.value(),
+        lo_tput,
+        steps.len(),
+        a.level.value(),
+        b.level.value()
+    );
+    Ok(Some(Refinement {
+        lower: a.level.value(),
+        upper: b.level.value(),
+        steps,
+        highest_passing: lo.value(),
+        highest_passing_output_tokens_per_s_per_gpu: lo_tput,
+        lowest_failing: hi.value(),
+        summary,
+    }))
+}

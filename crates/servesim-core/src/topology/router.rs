@@ -1,0 +1,783 @@
+//! Routers in front of a pool's replicas: round-robin, least outstanding requests, and the llm-d
+//! endpoint picker (EPP) with weighted scorers (queue, KV-cache utilisation, prefix cache from
+//! an approximate router-side block index). Formulas and sources: `docs/topology.md`.
+//!
+//! Per-request cost: O(log n) in the number of replicas for round-robin and least-requests
+//! (ordered sets); for llm-d, O(prefix blocks x replicas holding them) for the prefix scorer plus
+//! O(log n); the O(n log n) refresh of the queue/KV snapshot runs once per refresh interval.
+
+use super::{terr, TopologyError, DEFAULT_REFRESH_INTERVAL_MS};
+use crate::engine::{IdMap, Request, Segment};
+use crate::rng::{hash2, Rng, Stream};
+use crate::units::Ticks;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Which router.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouterPolicy {
+    /// Replicas in turn.
+    #[default]
+    RoundRobin,
+    /// The replica with the fewest outstanding (routed, unfinished) requests; ties to the lowest
+    /// index.
+    LeastRequests,
+    /// llm-d's endpoint picker: the highest weighted sum of scorer values.
+    LlmD,
+}
+
+impl RouterPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            RouterPolicy::RoundRobin => "round-robin",
+            RouterPolicy::LeastRequests => "least-requests",
+            RouterPolicy::LlmD => "llm-d",
+        }
+    }
+}
+
+/// Weights of the llm-d scorers.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EppWeights {
+    /// Queue scorer: `(max - q) / (max - min)` over the replicas' waiting queues, 1 when equal.
+    pub queue: f64,
+    /// KV-cache utilisation scorer: `1 - usage`.
+    pub kv_cache: f64,
+    /// Prefix-cache scorer: the fraction of the prompt's blocks the replica holds.
+    pub prefix: f64,
+}
+
+impl EppWeights {
+    /// llm-d's built-in default profile: queue 2, kv-cache utilisation 2, prefix 3.
+    pub const DEFAULT: EppWeights = EppWeights {
+        queue: 2.0,
+        kv_cache: 2.0,
+        prefix: 3.0,
+    };
+    /// llm-d's precise-prefix-cache-aware sample configuration: prefix 2, kv-cache 1, queue 1.
+    pub const PRECISE_PREFIX: EppWeights = EppWeights {
+        queue: 1.0,
+        kv_cache: 1.0,
+        prefix: 2.0,
+    };
+
+    /// A preset by name (`default`, `precise-prefix`).
+    pub fn preset(name: &str) -> Option<EppWeights> {
+        match name.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "default" => Some(EppWeights::DEFAULT),
+            "precise-prefix" => Some(EppWeights::PRECISE_PREFIX),
+            _ => None,
+        }
+    }
+}
+
+/// A validated router.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouterSpec {
+    pub policy: RouterPolicy,
+    pub weights: EppWeights,
+    pub refresh: Ticks,
+    pub max_outstanding: Option<u32>,
+    pub prefix_block_tokens: u64,
+    pub prefix_lru_blocks: u64,
+}
+
+/// Blocks of a prompt the prefix scorer hashes at most (llm-d `maxPrefixBlocksToMatch`, 256).
+pub const MAX_PREFIX_BLOCKS: usize = 256;
+/// Tokens per block of the approximate prefix index (the llm-d figure, 16).
+pub const DEFAULT_PREFIX_BLOCK_TOKENS: u32 = 16;
+/// Blocks remembered per replica (llm-d `lruCapacityPerServer`, 31,250).
+pub const DEFAULT_PREFIX_LRU_BLOCKS: u64 = 31_250;
+
+impl Default for RouterSpec {
+    fn default() -> Self {
+        RouterSpec {
+            policy: RouterPolicy::RoundRobin,
+            weights: EppWeights::DEFAULT,
+            refresh: Ticks::from_secs_f64(DEFAULT_REFRESH_INTERVAL_MS / 1e3),
+            max_outstanding: None,
+            prefix_block_tokens: DEFAULT_PREFIX_BLOCK_TOKENS as u64,
+            prefix_lru_blocks: DEFAULT_PREFIX_LRU_BLOCKS,
+        }
+    }
+}
+
+impl RouterSpec {
+    pub fn from_raw(raw: Option<&super::RawRouter>) -> Result<RouterSpec, TopologyError> {
+        let mut s = RouterSpec::default();
+        let Some(raw) = raw else {
+            return Ok(s);
+        };
+        s.policy = raw.policy;
+        if let Some(p) = &raw.preset {
+            s.weights = EppWeights::preset(p).ok_or_else(|| {
+                terr(
+                    "router.preset",
+                    format!("\"{p}\""),
+                    "use `default` (queue 2, kv-cache 2, prefix 3) or `precise-prefix` (prefix 2, kv-cache 1, queue 1)",
+                )
+            })?;
+        }
+        if let Some(w) = raw.weights {
+            for (name, v) in [
+                ("queue", w.queue),
+                ("kv_cache", w.kv_cache),
+                ("prefix", w.prefix),
+            ] {
+                if !v.is_finite() || !(0.0..=1e6).contains(&v) {
+                    return Err(terr(
+                        &format!("router.weights.{name}"),
+                        v,
+                        "a weight is a number between 0 and 1e6",
+                    ));
+                }
+            }
+            if w.queue + w.kv_cache + w.prefix <= 0.0 {
+                return Err(terr(
+                    "router.weights",
+                    "all zero",
+                    "give at least one scorer a positive weight",
+                ));
+            }
+            s.weights = w;
+        }
+        if let Some(ms) = raw.refresh_interval_ms {
+            if !ms.is_finite() || ms <= 0.0 || ms > 3.6e6 {
+                return Err(terr(
+                    "router.refresh_interval_ms",
+                    ms,
+                    "give a refresh interval between 0 and 3,600,000 ms (llm-d default 50)",
+                ));
+            }
+            s.refresh = Ticks::from_secs_f64(ms / 1e3).max(Ticks(1));
+        }
+        if let Some(m) = raw.max_outstanding_per_replica {
+            if m == 0 {
+                return Err(terr(
+                    "router.max_outstanding_per_replica",
+                    0,
+                    "must be at least 1 (leave it out for no saturation guard)",
+                ));
+            }
+            s.max_outstanding = Some(m);
+        }
+        if let Some(b) = raw.prefix_block_tokens {
+            if b == 0 || b > 65_536 {
+                return Err(terr(
+                    "router.prefix_block_tokens",
+                    b,
+                    "must be between 1 and 65,536 tokens (llm-d default 16)",
+                ));
+            }
+            s.prefix_block_tokens = b as u64;
+        }
+        if let Some(c) = raw.prefix_lru_blocks_per_replica {
+            if c == 0 || c > 100_000_000 {
+                return Err(terr(
+                    "router.prefix_lru_blocks_per_replica",
+                    c,
+                    "must be between 1 and 100,000,000 blocks (llm-d default 31,250)",
+                ));
+            }
+            s.prefix_lru_blocks = c;
+        }
+        Ok(s)
+    }
+
+    /// One line for people, e.g. `llm-d (queue 2, kv-cache 2, prefix 3; refresh 50 ms)`.
+    pub fn describe(&self) -> String {
+        let guard = match self.max_outstanding {
+            Some(m) => format!("; at most {m} outstanding per replica"),
+            None => String::new(),
+        };
+        match self.policy {
+            RouterPolicy::LlmD => format!(
+                "llm-d (queue {}, kv-cache {}, prefix {}; refresh {} ms{guard})",
+                self.weights.queue,
+                self.weights.kv_cache,
+                self.weights.prefix,
+                self.refresh.0 as f64 / 1e6
+            ),
+            p => format!("{}{guard}", p.name()),
+        }
+    }
+}
+
+/// Parses the `--router` spelling: `round-robin`, `least-requests`, or `llm-d[:WEIGHTS]` with
+/// WEIGHTS a preset name (`default`, `precise-prefix`) or `queue=Q,kv=K,prefix=P` (any subset;
+/// the others 0). The one parser for the CLI and the page.
+pub fn parse_router(spec: &str) -> Result<super::RawRouter, String> {
+    let spec = spec.trim();
+    let (name, weights) = match spec.split_once(':') {
+        Some((n, w)) => (n.trim(), Some(w.trim())),
+        None => (spec, None),
+    };
+    let policy = match name.to_ascii_lowercase().replace('_', "-").as_str() {
+        "round-robin" | "rr" => RouterPolicy::RoundRobin,
+        "least-requests" | "least-outstanding" => RouterPolicy::LeastRequests,
+        "llm-d" | "epp" => RouterPolicy::LlmD,
+        _ => {
+            return Err(format!(
+                "unknown router `{name}`; use round-robin, least-requests or llm-d[:default|precise-prefix|queue=Q,kv=K,prefix=P]"
+            ))
+        }
+    };
+    let mut raw = super::RawRouter {
+        policy,
+        ..super::RawRouter::default()
+    };
+    if let Some(w) = weights {
+        if policy != RouterPolicy::LlmD {
+            return Err(format!(
+                "`{name}` takes no weights; weights (`:{w}`) apply to llm-d"
+            ));
+        }
+        if EppWeights::preset(w).is_some() {
+            raw.preset = Some(w.to_string());
+        } else {
+            let mut ew = EppWeights {
+                queue: 0.0,
+                kv_cache: 0.0,
+                prefix: 0.0,
+            };
+            for part in w.split(',') {
+                let Some((k, v)) = part.split_once('=') else {
+                    return Err(format!(
+                        "llm-d weights `{w}`: write a preset (default, precise-prefix) or queue=Q,kv=K,prefix=P"
+                    ));
+                };
+                let v: f64 = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("llm-d weight `{part}`: the value is not a number"))?;
+                match k.trim().to_ascii_lowercase().as_str() {
+                    "queue" => ew.queue = v,
+                    "kv" | "kv_cache" | "kv-cache" => ew.kv_cache = v,
+                    "prefix" => ew.prefix = v,
+                    other => {
+                        return Err(format!(
+                            "llm-d weight `{other}`: the scorers are queue, kv and prefix"
+                        ))
+                    }
+                }
+            }
+            raw.weights = Some(ew);
+        }
+    }
+    Ok(raw)
+}
+
+/// What the router can read about replica `r` (its waiting queue and KV use), at refresh time.
+pub trait ReplicaView {
+    /// Requests waiting in the replica's engines (vLLM `num_requests_waiting`).
+    fn waiting(&self, r: u32) -> u64;
+    /// KV cache usage in [0, 1] (vLLM `kv_cache_usage_perc`; mean over the replica's DP ranks).
+    fn kv_usage(&self, r: u32) -> f64;
+}
+
+/// Approximate prefix index: which replica was sent which prompt blocks (chained hashes of
+/// `block` tokens), LRU-bounded per replica (llm-d's prefix-cache plugin).
+struct PrefixIndex {
+    block: u64,
+    cap: u64,
+    holders: IdMap<Vec<u32>>,
+    stamps: Vec<IdMap<u64>>,
+    by_stamp: Vec<BTreeMap<u64, u64>>,
+    clock: u64,
+    hashes: Vec<u64>,
+    segs: Vec<Segment>,
+}
+
+impl PrefixIndex {
+    fn new(n: u32, block: u64, cap: u64) -> PrefixIndex {
+        PrefixIndex {
+            block,
+            cap,
+            holders: IdMap::default(),
+            stamps: (0..n).map(|_| IdMap::default()).collect(),
+            by_stamp: (0..n).map(|_| BTreeMap::new()).collect(),
+            clock: 0,
+            hashes: Vec::new(),
+            segs: Vec::new(),
+        }
+    }
+
+    /// Chained hashes of the prompt's full blocks (at most [`MAX_PREFIX_BLOCKS`]) into
+    /// `self.hashes`: two prompts share block `b`'s hash exactly when their tokens agree up to
+    /// the end of block `b`.
+    fn hash_prompt(&mut self, prompt: &[Segment]) {
+        self.hashes.clear();
+        self.segs.clear();
+        self.segs.extend_from_slice(prompt);
+        Request::normalize_segments(&mut self.segs);
+        let bs = self.block;
+        let mut h: u64 = 0x7072_6566_6978_0001;
+        let mut in_block = 0u64;
+        for s in &self.segs {
+            let mut off = 0u64;
+            while off < s.len {
+                let take = (bs - in_block).min(s.len - off);
+                h = hash2(h, hash2(s.stream, s.start + off));
+                h = hash2(h, take);
+                in_block += take;
+                off += take;
+                if in_block == bs {
+                    self.hashes.push(h);
+                    in_block = 0;
+                    if self.hashes.len() >= MAX_PREFIX_BLOCKS {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// `(replica, leading blocks held)` for every replica holding at least the first block.
+    fn matches(&self, out: &mut Vec<(u32, u32)>) {
+        out.clear();
+        let Some(first) = self.hashes.first().and_then(|h| self.holders.get(h)) else {
+            return;
+        };
+        let mut active: Vec<u32> = first.clone();
+        for (b, h) in self.hashes.iter().enumerate().skip(1) {
+            let hv = self.holders.get(h);
+            let mut keep = Vec::with_capacity(active.len());
+            for &s in &active {
+                if hv.is_some_and(|v| v.binary_search(&s).is_ok()) {
+                    keep.push(s);
+                } else {
+                    out.push((s, b as u32));
+                }
+            }
+            active = keep;
+            if active.is_empty() {
+                break;
+            }
+        }
+        let n = self.hashes.len() as u32;
+        out.extend(active.into_iter().map(|s| (s, n)));
+    }
+
+    /// Records that replica `r` now holds the hashed blocks (most recently used).
+    fn insert(&mut self, r: u32) {
+        let ri = r as usize;
+        for i in 0..self.hashes.len() {
+            let h = self.hashes[i];
+            self.clock += 1;
+            let c = self.clock;
+            if let Some(old) = self.stamps[ri].insert(h, c) {
+                self.by_stamp[ri].remove(&old);
+            } else {
+                let v = self.holders.entry(h).or_default();
+                if let Err(p) = v.binary_search(&r) {
+                    v.insert(p, r);
+                }
+            }
+            self.by_stamp[ri].insert(c, h);
+            while self.by_stamp[ri].len() as u64 > self.cap {
+                let Some((_, oldest)) = self.by_stamp[ri].pop_first() else {
+                    break;
+                };
+                self.stamps[ri].remove(&oldest);
+                if let Some(v) = self.holders.get_mut(&oldest) {
+                    if let Ok(p) = v.binary_search(&r) {
+                        v.remove(p);
+                    }
+                    if v.is_empty() {
+                        self.holders.remove(&oldest);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A router's state over `n` replicas.
+pub struct Router {
+    spec: RouterSpec,
+    n: u32,
+    outstanding: Vec<u32>,
+    cursor: u32,
+    /// Replicas below the saturation guard (maintained only with a guard).
+    open: BTreeSet<u32>,
+    /// (outstanding, replica) for least-requests.
+    by_load: BTreeSet<(u32, u32)>,
+    /// llm-d snapshot: base score (queue + KV terms) per replica and the replicas sorted by it
+    /// (descending, then index); `top` = how many share the best score.
+    base: Vec<f64>,
+    order: Vec<u32>,
+    top: usize,
+    next_refresh: Ticks,
+    prefix: Option<PrefixIndex>,
+    matched: Vec<(u32, u32)>,
+    rng: Rng,
+    /// Requests routed to each replica (whole run).
+    pub routed: Vec<u64>,
+}
+
+impl Router {
+    pub fn new(spec: &RouterSpec, n: u32, seed: u64) -> Router {
+        let n = n.max(1);
+        let guard = spec.max_outstanding.is_some();
+        let epp = spec.policy == RouterPolicy::LlmD;
+        Router {
+            spec: spec.clone(),
+            n,
+            outstanding: vec![0; n as usize],
+            cursor: 0,
+            open: if guard {
+                (0..n).collect()
+            } else {
+                BTreeSet::new()
+            },
+            by_load: if spec.policy == RouterPolicy::LeastRequests {
+                (0..n).map(|r| (0, r)).collect()
+            } else {
+                BTreeSet::new()
+            },
+            base: if epp {
+                vec![0.0; n as usize]
+            } else {
+                Vec::new()
+            },
+            order: if epp { (0..n).collect() } else { Vec::new() },
+            top: n as usize,
+            next_refresh: Ticks::ZERO,
+            prefix: (epp && spec.weights.prefix > 0.0 && n > 1)
+                .then(|| PrefixIndex::new(n, spec.prefix_block_tokens, spec.prefix_lru_blocks)),
+            matched: Vec::new(),
+            rng: Rng::stream(seed, Stream::Router),
+            routed: vec![0; n as usize],
+        }
+    }
+
+    pub fn outstanding(&self, r: u32) -> u32 {
+        self.outstanding[r as usize]
+    }
+
+    fn saturated(&self, r: u32) -> bool {
+        self.spec
+            .max_outstanding
+            .is_some_and(|m| self.outstanding[r as usize] >= m)
+    }
+
+    /// Picks a replica for `req` at `t`, or `None` when every replica is at the saturation guard
+    /// (the request waits at the router). Does not record the dispatch: call
+    /// [`Router::dispatched`].
+    pub fn pick(&mut self, req: &Request, t: Ticks, view: &dyn ReplicaView) -> Option<u32> {
+        if self.n == 1 {
+            return (!self.saturated(0)).then_some(0);
+        }
+        match self.spec.policy {
+            RouterPolicy::RoundRobin => {
+                if self.spec.max_outstanding.is_none() {
+                    let r = self.cursor % self.n;
+                    return Some(r);
+                }
+                self.open
+                    .range(self.cursor % self.n..)
+                    .next()
+                    .or_else(|| self.open.iter().next())
+                    .copied()
+            }
+            RouterPolicy::LeastRequests => {
+                let &(load, r) = self.by_load.iter().next()?;
+                match self.spec.max_outstanding {
+                    Some(m) if load >= m => None,
+                    _ => Some(r),
+                }
+            }
+            RouterPolicy::LlmD => self.pick_epp(req, t, view),
+        }
+    }
+
+    fn refresh(&mut self, t: Ticks, view: &dyn ReplicaView) {
+        let w = self.spec.weights;
+        let (mut qmax, mut qmin) = (0u64, u64::MAX);
+        for r in 0..self.n {
+            let q = view.waiting(r);
+            qmax = qmax.max(q);
+            qmin = qmin.min(q);
+        }
+        for r in 0..self.n {
+            let q = view.waiting(r);
+            let qs = if qmax == qmin {
+                1.0
+            } else {
+                (qmax - q) as f64 / (qmax - qmin) as f64
+            };
+            let kv = 1.0 - view.kv_usage(r).clamp(0.0, 1.0);
+            self.base[r as usize] = w.queue * qs + w.kv_cache * kv;
+        }
+        let base = &self.base;
+        self.order.sort_by(|&a, &b| {
+            base[b as usize]
+                .total_cmp(&base[a as usize])
+                .then(a.cmp(&b))
+        });
+        let best = self.base[self.order[0] as usize];
+        self.top = self
+            .order
+            .iter()
+            .take_while(|&&r| self.base[r as usize] == best)
+            .count();
+        let iv = self.spec.refresh.0.max(1);
+        self.next_refresh = Ticks((t.0 / iv + 1).saturating_mul(iv));
+    }
+
+    fn pick_epp(&mut self, req: &Request, t: Ticks, view: &dyn ReplicaView) -> Option<u32> {
+        if t >= self.next_refresh {
+            self.refresh(t, view);
+        }
+        // Best by queue + KV terms alone: a random one of the replicas sharing the best
+        // snapshot score (llm-d's max-score picker breaks ties at random), skipping saturated
+        // replicas in snapshot order.
+        let start = if self.top > 1 {
+            self.rng.range_u64(0, self.top as u64 - 1) as usize
+        } else {
+            0
+        };
+        let mut base_pick = None;
+        for k in 0..self.order.len() {
+            let i = if k < self.top {
+                (start + k) % self.top
+            } else {
+                k
+            };
+            let r = self.order[i];
+            if !self.saturated(r) {
+                base_pick = Some(r);
+                break;
+            }
+        }
+        let base_pick = base_pick?;
+        let mut best = (self.base[base_pick as usize], base_pick);
+        if let Some(ix) = self.prefix.as_mut() {
+            ix.hash_prompt(&req.prompt);
+            let total = ix.hashes.len();
+            if total > 0 {
+                ix.matches(&mut self.matched);
+                let wp = self.spec.weights.prefix;
+                // A replica holding part of the prompt wins ties against the queue/KV pick.
+                self.matched.sort_unstable();
+                for &(r, m) in &self.matched {
+                    if self.saturated(r) {
+                        continue;
+                    }
+                    let s = self.base[r as usize] + wp * m as f64 / total as f64;
+                    if s >= best.0 && (s > best.0 || best.1 == base_pick) {
+                        best = (s, r);
+                    }
+                }
+            }
+        }
+        Some(best.1)
+    }
+
+    /// Records that a request was sent to replica `r` (after [`Router::pick`] chose it).
+    pub fn dispatched(&mut self, r: u32) {
+        let ri = r as usize;
+        self.routed[ri] += 1;
+        let old = self.outstanding[ri];
+        self.outstanding[ri] = old + 1;
+        if self.spec.policy == RouterPolicy::LeastRequests {
+            self.by_load.remove(&(old, r));
+            self.by_load.insert((old + 1, r));
+        }
+        if self.spec.policy == RouterPolicy::RoundRobin {
+            self.cursor = (r + 1) % self.n;
+        }
+        if self.saturated(r) {
+            self.open.remove(&r);
+        }
+        if let Some(ix) = self.prefix.as_mut() {
+            ix.insert(r);
+        }
+    }
+
+    /// A request routed to `r` finished or was rejected.
+    pub fn done(&mut self, r: u32) {
+        let ri = r as usize;
+        let old = self.outstanding[ri];
+        debug_assert!(old > 0, "done without dispatch");
+        let new = old.saturating_sub(1);
+        self.outstanding[ri] = new;
+        if self.spec.policy == RouterPolicy::LeastRequests {
+            self.by_load.remove(&(old, r));
+            self.by_load.insert((new, r));
+        }
+        if self.spec.max_outstanding.is_some() && !self.saturated(r) {
+            self.open.insert(r);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct View(Vec<u64>, Vec<f64>);
+    impl ReplicaView for View {
+        fn waiting(&self, r: u32) -> u64 {
+            self.0[r as usize]
+        }
+        fn kv_usage(&self, r: u32) -> f64 {
+            self.1[r as usize]
+        }
+    }
+
+    fn req(id: u64, stream: u64, len: u64) -> Request {
+        Request {
+            id,
+            arrival: Ticks::ZERO,
+            prompt: vec![Segment {
+                stream,
+                start: 0,
+                len,
+            }],
+            output_stream: id,
+            output_start: 0,
+            output_len: 1,
+        }
+    }
+
+    #[test]
+    fn round_robin_cycles_and_least_requests_balances() {
+        let v = View(vec![0; 3], vec![0.0; 3]);
+        let mut rr = Router::new(&RouterSpec::default(), 3, 1);
+        let picks: Vec<u32> = (0..6)
+            .map(|i| {
+                let r = rr.pick(&req(i, i, 32), Ticks::ZERO, &v).unwrap();
+                rr.dispatched(r);
+                r
+            })
+            .collect();
+        assert_eq!(picks, vec![0, 1, 2, 0, 1, 2]);
+        let spec = RouterSpec {
+            policy: RouterPolicy::LeastRequests,
+            ..RouterSpec::default()
+        };
+        let mut lr = Router::new(&spec, 3, 1);
+        for i in 0..3 {
+            let r = lr.pick(&req(i, i, 32), Ticks::ZERO, &v).unwrap();
+            lr.dispatched(r);
+        }
+        lr.done(1);
+        assert_eq!(lr.pick(&req(9, 9, 32), Ticks::ZERO, &v), Some(1));
+    }
+
+    #[test]
+    fn saturation_guard_holds_requests() {
+        let v = View(vec![0; 2], vec![0.0; 2]);
+        for policy in [
+            RouterPolicy::RoundRobin,
+            RouterPolicy::LeastRequests,
+            RouterPolicy::LlmD,
+        ] {
+            let spec = RouterSpec {
+                policy,
+                max_outstanding: Some(1),
+                ..RouterSpec::default()
+            };
+            let mut r = Router::new(&spec, 2, 3);
+            let a = r.pick(&req(0, 0, 32), Ticks::ZERO, &v).unwrap();
+            r.dispatched(a);
+            let b = r.pick(&req(1, 1, 32), Ticks::ZERO, &v).unwrap();
+            assert_ne!(
+                a, b,
+                "{policy:?}: the guard sends the second request elsewhere"
+            );
+            r.dispatched(b);
+            assert_eq!(r.pick(&req(2, 2, 32), Ticks::ZERO, &v), None, "{policy:?}");
+            r.done(b);
+            assert_eq!(
+                r.pick(&req(2, 2, 32), Ticks::ZERO, &v),
+                Some(b),
+                "{policy:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn epp_scores_queue_kv_and_prefix() {
+        let spec = RouterSpec {
+            policy: RouterPolicy::LlmD,
+            ..RouterSpec::default()
+        };
+        // queue: replica 1 has the shortest queue; KV equal -> replica 1.
+        let v = View(vec![4, 0, 2], vec![0.5; 3]);
+        let mut r = Router::new(&spec, 3, 5);
+        assert_eq!(r.pick(&req(0, 7, 64), Ticks::ZERO, &v), Some(1));
+        r.dispatched(1);
+        // Same prompt again within the refresh interval: replica 1 holds its 4 blocks
+        // (prefix score 1 x 3) and still has the best snapshot queue score.
+        assert_eq!(r.pick(&req(1, 7, 64), Ticks(1), &v), Some(1));
+        // After a refresh where replica 2's queue is shortest and KV freest, a new prompt goes
+        // there, but the cached prompt stays with replica 1 (2 x 0.5 + 2 x 0.5 + 3 = 5 against
+        // 2 x 1 + 2 x 0.9 = 3.8).
+        let v2 = View(vec![4, 2, 0], vec![0.5, 0.5, 0.1]);
+        let later = Ticks::from_secs_f64(1.0);
+        assert_eq!(r.pick(&req(2, 8, 64), later, &v2), Some(2));
+        assert_eq!(r.pick(&req(3, 7, 64), later, &v2), Some(1));
+    }
+
+    #[test]
+    fn router_flag_spellings() {
+        assert_eq!(
+            parse_router("round-robin").unwrap().policy,
+            RouterPolicy::RoundRobin
+        );
+        assert_eq!(
+            parse_router("least-requests").unwrap().policy,
+            RouterPolicy::LeastRequests
+        );
+        let p = parse_router("llm-d:precise-prefix").unwrap();
+        let spec = RouterSpec::from_raw(Some(&p)).unwrap();
+        assert_eq!(spec.weights, EppWeights::PRECISE_PREFIX);
+        let spec = RouterSpec::from_raw(Some(&parse_router("llm-d").unwrap())).unwrap();
+        assert_eq!(spec.weights, EppWeights::DEFAULT);
+        let w = parse_router("llm-d:queue=1,kv=0.5,prefix=4")
+            .unwrap()
+            .weights
+            .unwrap();
+        assert_eq!((w.queue, w.kv_cache, w.prefix), (1.0, 0.5, 4.0));
+        assert!(parse_router("random").unwrap_err().contains("round-robin"));
+        assert!(parse_router("round-robin:default").is_err());
+        assert!(parse_router("llm-d:queue=x")
+            .unwrap_err()
+            .contains("not a number"));
+    }
+
+    #[test]
+    fn prefix_index_matches_leading_blocks_and_evicts_lru() {
+        let mut ix = PrefixIndex::new(2, 16, 4);
+        ix.hash_prompt(&req(0, 1, 64).prompt);
+        assert_eq!(ix.hashes.len(), 4);
+        ix.insert(0);
+        // a prompt sharing the first 32 tokens then diverging
+        let p = vec![
+            Segment {
+                stream: 1,
+                start: 0,
+                len: 32,
+            },
+            Segment {
+                stream: 2,
+                start: 0,
+                len: 32,
+            },
+        ];
+        ix.hash_prompt(&p);
+        let mut m = Vec::new();
+        ix.matches(&mut m);
+        assert_eq!(m, vec![(0, 2)]);
+        // inserting 4 more blocks into replica 0 evicts the first prompt's blocks (capacity 4)
+        ix.hash_prompt(&req(1, 3, 64).prompt);
+        ix.insert(0);
+        ix.hash_prompt(&req(0, 1, 64).prompt);
+        ix.matches(&mut m);
+        assert!(m.is_empty());
+    }
+}

@@ -1,0 +1,264 @@
+//! What a calibration row is, beyond its numbers: which shipped model config and weight precision
+//! it runs (checkpoint variants of a catalog model: `-FP8`, `-AWQ`, `-Instruct`, unnamed AWQ /
+//! GPTQ checkpoints of a base model), the vLLM version inside a free-text `engine_version` cell,
+//! and whether the row can be simulated at all yet: rows that need a capability ServeSim does not
+//! have (MTP speculative decoding, DP+EP lockstep, an NPU, a missing config) are listed with
+//! that capability instead of being dropped or simulated wrongly. Rules: docs/accuracy.md.
+
+use super::CalibrationPoint;
+use crate::dtype::DType;
+use crate::model::catalog;
+
+/// Checkpoint names in the CSVs that use another shipped config (same architecture; the
+/// precision comes from the row's `weight_dtype`). The reason is shown with every such row.
+pub const MODEL_FILE_ALIASES: &[(&str, &str, &str)] = &[
+    (
+        "MiniMaxAI/MiniMax-M2.5",
+        "MiniMaxAI/MiniMax-M2.7",
+        "the MiniMax-M2.5 config was not found; M2.7 has the same structure (context 204,800 vs 196,608)",
+    ),
+    (
+        "meta-llama/Llama-3.1-405B-FP8",
+        "meta-llama/Meta-Llama-3.1-405B",
+        "Meta's FP8 checkpoint of the same architecture",
+    ),
+    (
+        "meta-llama/Llama-3.1-405B-Instruct-FP8",
+        "meta-llama/Meta-Llama-3.1-405B",
+        "Meta's FP8 Instruct checkpoint of the same architecture",
+    ),
+    (
+        "meta-llama/Llama-3.1-405B-Instruct",
+        "meta-llama/Meta-Llama-3.1-405B",
+        "the Instruct checkpoint of the same architecture",
+    ),
+    (
+        "amd/Llama-3.1-405B-Instruct-FP8-KV",
+        "meta-llama/Meta-Llama-3.1-405B",
+        "AMD Quark FP8 checkpoint of the same architecture",
+    ),
+];
+
+/// Variant suffixes that keep the architecture (checkpoint revisions and quantised uploads).
+const VARIANT_SUFFIXES: &[&str] = &["-FP8", "-AWQ", "-Instruct-2507", "-Instruct", "-0528"];
+
+/// A row's model as ServeSim runs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedModel {
+    pub catalog_id: String,
+    /// Weight precision of the scenario (`checkpoint`, `fp8`, `fp4`, `int4`, `int8`).
+    pub precision: &'static str,
+    pub notes: Vec<String>,
+}
+
+/// The first `MAJOR.MINOR[.PATCH]` number in a free-text version cell (`v0.19.1-cu130 ...` ->
+/// `0.19.1`, `0.7.3.dev138+g21f6` -> `0.7.3`); `None` when there is none.
+pub fn version_in(cell: &str) -> Option<String> {
+    let b = cell.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit()
+            && (i == 0 || !b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'v')
+        {
+            let mut parts: Vec<&str> = Vec::new();
+            let mut j = i;
+            let mut start = i;
+            while j <= b.len() {
+                let end = j == b.len() || !b[j].is_ascii_digit();
+                if end {
+                    if start == j {
+                        break;
+                    }
+                    parts.push(&cell[start..j]);
+                    if j < b.len() && b[j] == b'.' && parts.len() < 3 {
+                        j += 1;
+                        start = j;
+                        continue;
+                    }
+                    break;
+                }
+                j += 1;
+            }
+            if parts.len() >= 2 {
+                return Some(parts.join("."));
+            }
+            i = j.max(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
+/// The first whitespace-separated word of a cell (model cells may carry a parenthetical).
+fn first_word(s: &str) -> &str {
+    s.split_whitespace().next().unwrap_or("")
+}
+
+/// A catalog id for a CSV model name: itself, an alias, the name with `Qwen/` added, or with a
+/// variant suffix removed.
+fn catalog_id_for(name: &str) -> Option<(String, Option<String>)> {
+    if let Some((_, to, why)) = MODEL_FILE_ALIASES.iter().find(|(a, _, _)| *a == name) {
+        return Some((
+            to.to_string(),
+            Some(format!("model {name} uses the {to} config: {why}")),
+        ));
+    }
+    let mut candidates = vec![name.to_string()];
+    if !name.contains('/') && name.starts_with("Qwen") {
+        candidates.push(format!("Qwen/{name}"));
+    }
+    for c in candidates {
+        let mut cur = c.clone();
+        loop {
+            if catalog::config_json(&cur).is_some() {
+                let note = (cur != name)
+                    .then(|| format!("model {name} uses the {cur} config (same architecture)"));
+                return Some((cur, note));
+            }
+            match VARIANT_SUFFIXES.iter().find(|s| cur.ends_with(*s)) {
+                Some(s) => cur.truncate(cur.len() - s.len()),
+                None => break,
+            }
+        }
+    }
+    None
+}
+
+/// The catalog model and weight precision of a row, or why it cannot run (the text says what is
+/// missing).
+pub fn resolve_model(p: &CalibrationPoint) -> Result<ResolvedModel, String> {
+    let name = first_word(&p.model);
+    let (id, note) = catalog_id_for(name).ok_or_else(|| {
+        format!("model config not shipped: `{}` has no config in data/models (add its config.json with provenance)", p.model)
+    })?;
+    let mut notes: Vec<String> = note.into_iter().collect();
+    let cfg = catalog::load(&id).map_err(|e| e.to_string())?;
+    let w = p.weight_dtype.to_ascii_lowercase();
+    let first = first_word(&w);
+    let ck = cfg.checkpoint;
+    let precision = if w.contains("bnb") || w.contains("bitsandbytes") {
+        return Err("bitsandbytes 4-bit weights are not modelled".into());
+    } else if w.contains("native") || matches!(first, "fp16" | "bf16" | "float16" | "bfloat16") {
+        "checkpoint"
+    } else if first == "mxfp4" && ck.experts == DType::Mxfp4 {
+        "checkpoint"
+    } else if first == "nvfp4" && ck.experts == DType::Nvfp4 {
+        "checkpoint"
+    } else if first == "fp8" && ck.dense == DType::Fp8 {
+        "checkpoint"
+    } else if first == "fp8" {
+        "fp8"
+    } else if matches!(first, "fp4" | "nvfp4" | "mxfp4") {
+        "fp4"
+    } else if first == "int8" {
+        "int8"
+    } else if first == "int4" || first == "gptq" || w.contains("awq") {
+        "int4"
+    } else {
+        return Err(format!(
+            "weight_dtype `{}` is not one ServeSim models (fp16/bf16, fp8, fp4/nvfp4/mxfp4, int4 AWQ/GPTQ/W4A16, int8 GPTQ)",
+            p.weight_dtype
+        ));
+    };
+    if precision != "checkpoint" {
+        notes.push(format!(
+            "weights served as {precision} (from weight_dtype `{}`)",
+            p.weight_dtype
+        ));
+    }
+    Ok(ResolvedModel {
+        catalog_id: id,
+        precision,
+        notes,
+    })
+}
+
+/// The capability a row waits for, when ServeSim cannot simulate it faithfully yet; `None` when
+/// the row runs. Checked before the row is mapped to a scenario.
+pub fn waits_for(p: &CalibrationPoint) -> Option<String> {
+    let w = p.workload.to_ascii_lowercase();
+    if w.contains("mtp(") || p.notes.contains("SPEC DECODING: MTP ON") {
+        return Some(
+            "MTP speculative decoding (issue 10): the run used --speculative-config method mtp"
+                .into(),
+        );
+    }
+    if p.dp > 1 && p.ep > 1 {
+        return Some(
+            "DP+EP lockstep (issue 9): the run used data parallelism with expert parallelism"
+                .into(),
+        );
+    }
+    if p.tp == 0 || p.dp == 0 {
+        return Some("the parallel layout: the source does not state tp/dp for this run".into());
+    }
+    if p.gpu.to_ascii_lowercase().contains("ascend")
+        || p.engine.to_ascii_lowercase().contains("ascend")
+    {
+        return Some("Ascend NPUs (vLLM-Ascend): no NPU spec or step-time model".into());
+    }
+    if p.source.starts_with("inference-sim") && w.contains("'reasoning'") {
+        return Some(
+            "client timeouts: the overloaded 'reasoning' stages timed out up to 85% of requests, which ServeSim does not model".into(),
+        );
+    }
+    if crate::gpu::find_gpu(super::catalog_gpu(&p.gpu)).is_err() {
+        return Some(format!(
+            "GPU `{}`: not in the GPU catalog (data/gpus.json)",
+            p.gpu
+        ));
+    }
+    if let Err(e) = resolve_model(p) {
+        return Some(e);
+    }
+    if (p.isl.is_none() || p.osl.is_none())
+        && super::mean_lengths_from_notes(&p.notes).is_none()
+        && super::totals_from_notes(&p.notes).is_none()
+    {
+        return Some(
+            "the request lengths: the source gives neither isl/osl nor mean lengths".into(),
+        );
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_inside_text() {
+        assert_eq!(version_in("0.15.1").as_deref(), Some("0.15.1"));
+        assert_eq!(
+            version_in("v0.19.1-cu130 (vllm/vllm-openai)").as_deref(),
+            Some("0.19.1")
+        );
+        assert_eq!(
+            version_in("0.7.3.dev138+g21f6ca217 (rocm/vllm-dev, V0)").as_deref(),
+            Some("0.7.3")
+        );
+        assert_eq!(
+            version_in("ghcr.io/embeddedllm/vllm-rocm:cb3b2b9 (vLLM 0.6.3.dev109+gcb3b2b9b, V0")
+                .as_deref(),
+            Some("0.6.3")
+        );
+        assert_eq!(version_in("vllm/vllm-openai:nightly (~2026-02-13)"), None);
+    }
+
+    #[test]
+    fn variants_resolve_to_shipped_configs() {
+        let id = |n: &str| catalog_id_for(n).map(|x| x.0);
+        assert_eq!(id("Qwen/Qwen3-14B-AWQ").as_deref(), Some("Qwen/Qwen3-14B"));
+        assert_eq!(
+            id("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8").as_deref(),
+            Some("Qwen/Qwen3-235B-A22B")
+        );
+        assert_eq!(id("Qwen3-8B").as_deref(), Some("Qwen/Qwen3-8B"));
+        assert_eq!(
+            id("MiniMaxAI/MiniMax-M2.5").as_deref(),
+            Some("MiniMaxAI/MiniMax-M2.7")
+        );
+        assert_eq!(id("zai-org/GLM-4.6"), None);
+    }
+}

@@ -1,0 +1,856 @@
+//! The one table of `vllm serve` arguments (and the environment variables and ServeSim-only
+//! deployment flags next to them): each entry's name, aliases, arity and what it does to a
+//! [`Scenario`] — sets a field, is ignored (changes neither memory nor speed, with the reason), is
+//! accepted but not modelled (changes speed or memory in vLLM; ServeSim's numbers leave it out),
+//! or is refused. The CLI's flags, the command-line/manifest parser and the page's per-argument
+//! table all derive from [`registry`]. Documented in docs/inputs.md.
+//!
+//! To add a flag: add one [`ArgSpec`] (and, if it sets a new field, a [`Target`] arm in
+//! [`apply`] and in `command::to_vllm_command`).
+
+use crate::deploy::{All2AllBackend, CudagraphMode};
+use crate::dtype::{KvCacheDtype, WeightPrecision};
+use crate::scenario::{GpuRef, ModelRef, Scenario};
+use serde::Serialize;
+
+/// How many values an argument takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arity {
+    /// `--enforce-eager`: no value.
+    Flag,
+    /// `--max-num-seqs 256` / `--max-num-seqs=256`.
+    Value,
+}
+
+/// Where an argument comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// A `vllm serve` argument.
+    Vllm,
+    /// An environment variable vLLM reads (`NAME=VALUE` before the command).
+    Env,
+    /// A ServeSim deployment flag with no `vllm serve` equivalent (`--gpu`, `--num-gpus`, ...);
+    /// in a pasted command it is written as a `# servesim: --gpu H100` comment line.
+    ServeSim,
+}
+
+/// The scenario field an argument sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    Model,
+    Gpu,
+    NumGpus,
+    Tp,
+    Dp,
+    Ep,
+    /// `--pipeline-parallel-size`: 1 is accepted, more is refused (not modelled).
+    Pp,
+    /// `--enable-expert-parallel`: ep = tp * dp once all arguments are read.
+    EnableExpertParallel,
+    WeightPrecision,
+    /// vLLM's `--quantization`: fp8 -> fp8 weights; the checkpoint's own method -> checkpoint.
+    Quantization,
+    KvCacheDtype,
+    /// `--dtype`: 16-bit types are accepted (same bytes and speed), float32 refused.
+    Dtype,
+    MaxModelLen,
+    MaxNumSeqs,
+    MaxNumBatchedTokens,
+    GpuMemoryUtilization,
+    BlockSize,
+    EnablePrefixCaching,
+    DisablePrefixCaching,
+    EnforceEager,
+    /// `--compilation-config JSON` (and `-O.KEY=V` / `-cc.KEY=V` / `--compilation-config.KEY=V`).
+    CompilationConfig,
+    CudagraphMode,
+    KvCacheMemoryBytes,
+    LongPrefillTokenThreshold,
+    All2AllBackend,
+    EstimateCudagraphs,
+    AllowLongMaxModelLen,
+    VllmVersion,
+}
+
+/// What an argument does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum Effect {
+    Sets(Target),
+    /// Accepted; changes neither memory nor speed (the reason says why).
+    Ignored(&'static str),
+    /// Accepted; changes speed or memory in vLLM, but ServeSim does not model it yet.
+    NotModelled(&'static str),
+    /// Refused: ServeSim cannot simulate it (the reason names the fix).
+    Refused(&'static str),
+}
+
+/// One argument of the registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ArgSpec {
+    /// Long name without dashes (`tensor-parallel-size`), or the environment variable's name.
+    pub name: &'static str,
+    /// Other spellings as written (`-tp`, `--tp`).
+    pub aliases: &'static [&'static str],
+    pub arity: Arity,
+    pub origin: Origin,
+    pub effect: Effect,
+    /// The scenario field it sets (JSON path), or "" for ignored ones.
+    pub field: &'static str,
+    pub help: &'static str,
+}
+
+impl ArgSpec {
+    /// The canonical spelling (`--tensor-parallel-size`, or the variable's name).
+    pub fn flag(&self) -> String {
+        match self.origin {
+            Origin::Env => self.name.to_string(),
+            _ => format!("--{}", self.name),
+        }
+    }
+}
+
+const fn sets(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    arity: Arity,
+    t: Target,
+    field: &'static str,
+    help: &'static str,
+) -> ArgSpec {
+    ArgSpec {
+        name,
+        aliases,
+        arity,
+        origin: Origin::Vllm,
+        effect: Effect::Sets(t),
+        field,
+        help,
+    }
+}
+
+const fn other(name: &'static str, arity: Arity, effect: Effect) -> ArgSpec {
+    ArgSpec {
+        name,
+        aliases: &[],
+        arity,
+        origin: Origin::Vllm,
+        effect,
+        field: "",
+        help: "",
+    }
+}
+
+const fn servesim(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    t: Target,
+    field: &'static str,
+    help: &'static str,
+) -> ArgSpec {
+    ArgSpec {
+        name,
+        aliases,
+        arity: Arity::Value,
+        origin: Origin::ServeSim,
+        effect: Effect::Sets(t),
+        field,
+        help,
+    }
+}
+
+const fn env(name: &'static str, effect: Effect, field: &'static str) -> ArgSpec {
+    ArgSpec {
+        name,
+        aliases: &[],
+        arity: Arity::Value,
+        origin: Origin::Env,
+        effect,
+        field,
+        help: "",
+    }
+}
+
+use Arity::{Flag, Value};
+use Effect::{Ignored, NotModelled, Refused};
+
+const API: &str = "API-server behaviour (networking, logging, auth, chat templates, parsers): no effect on memory or step time";
+const LOAD: &str = "where and how weights are loaded: changes start-up time only";
+const MULTI_NODE: &str =
+    "multi-node launch plumbing (addresses, ports, ranks): the layout comes from TP/DP";
+const MM: &str = "multimodal inputs: ServeSim's workloads are text-only";
+const V0: &str = "a V0-engine setting that vLLM V1 ignores";
+const KERNEL: &str = "kernel / backend choice: changes speed, but ServeSim's step-time model has one calibrated kernel set per GPU generation";
+
+static REGISTRY: &[ArgSpec] = &[
+    // --- model and layout -----------------------------------------------------------------
+    sets("model", &[], Value, Target::Model, "model", "Hugging Face id (positional after `vllm serve`, or --model)"),
+    sets("tensor-parallel-size", &["-tp", "--tp"], Value, Target::Tp, "tp", "tensor-parallel size"),
+    sets("data-parallel-size", &["-dp", "--dp"], Value, Target::Dp, "dp", "data-parallel size (one KV cache and scheduler per rank)"),
+    sets("pipeline-parallel-size", &["-pp"], Value, Target::Pp, "", "pipeline-parallel size: 1 only (pipeline parallelism is not modelled)"),
+    sets("enable-expert-parallel", &[], Flag, Target::EnableExpertParallel, "ep", "shard MoE experts over all tp*dp GPUs (ep = tp * dp)"),
+    sets("quantization", &["-q"], Value, Target::Quantization, "weight_precision", "fp8 = online fp8 weights; the checkpoint's own method (modelopt, compressed-tensors, mxfp4, fbgemm_fp8, ...) = checkpoint"),
+    sets("kv-cache-dtype", &[], Value, Target::KvCacheDtype, "kv_cache_dtype", "auto | bfloat16 | fp8 | fp8_e4m3 | fp8_e5m2 | fp8_ds_mla"),
+    sets("dtype", &[], Value, Target::Dtype, "", "auto / bfloat16 / float16 / half: same bytes and speed in ServeSim; float32 is refused"),
+    // --- engine settings --------------------------------------------------------------------
+    sets("max-model-len", &[], Value, Target::MaxModelLen, "engine.max_model_len", "context limit; vLLM's human-readable forms (32k = 32000, 32K = 32768) are accepted"),
+    sets("max-num-seqs", &[], Value, Target::MaxNumSeqs, "engine.max_num_seqs", "running requests per engine"),
+    sets("max-num-batched-tokens", &[], Value, Target::MaxNumBatchedTokens, "engine.max_num_batched_tokens", "token budget per step (accepts 8k / 8K)"),
+    sets("gpu-memory-utilization", &[], Value, Target::GpuMemoryUtilization, "engine.gpu_memory_utilization", "fraction of GPU memory vLLM may use"),
+    sets("block-size", &[], Value, Target::BlockSize, "engine.block_size", "KV block size in tokens"),
+    sets("enable-prefix-caching", &[], Flag, Target::EnablePrefixCaching, "engine.enable_prefix_caching", "prefix caching on (vLLM V1's default)"),
+    sets("no-enable-prefix-caching", &[], Flag, Target::DisablePrefixCaching, "engine.enable_prefix_caching", "prefix caching off"),
+    sets("enforce-eager", &[], Flag, Target::EnforceEager, "engine.enforce_eager", "no CUDA graphs"),
+    sets("compilation-config", &["-O"], Value, Target::CompilationConfig, "engine.cudagraph_mode", "JSON; cudagraph_mode and cudagraph_capture_sizes are read, other keys are listed as ignored"),
+    sets("cudagraph-mode", &[], Value, Target::CudagraphMode, "engine.cudagraph_mode", "ServeSim shorthand for --compilation-config '{\"cudagraph_mode\": ...}'"),
+    sets("kv-cache-memory-bytes", &["--kv-cache-memory"], Value, Target::KvCacheMemoryBytes, "engine.kv_cache_memory_bytes", "KV cache size in bytes (replaces the profiled budget; accepts 40G / 40GiB-style suffixes)"),
+    sets("long-prefill-token-threshold", &[], Value, Target::LongPrefillTokenThreshold, "engine.long_prefill_token_threshold", "prefills longer than this are chunked to it"),
+    sets("all2all-backend", &[], Value, Target::All2AllBackend, "engine.all2all_backend", "allgather_reducescatter | deepep_high_throughput | deepep_low_latency"),
+    // --- vLLM arguments ServeSim does not model -------------------------------------------
+    other("speculative-config", Value, NotModelled("speculative decoding: changes decode speed; ServeSim's scenario has no speculative-decoding field yet, so results are for plain decoding")),
+    other("kv-transfer-config", Value, NotModelled("KV transfer / offload connectors (NIXL, LMCache, CPU offload): ServeSim's scenario has no field for them yet")),
+    other("async-scheduling", Flag, NotModelled("overlaps CPU scheduling with the GPU step: ServeSim's step time has no separate CPU scheduling term to overlap")),
+    other("no-async-scheduling", Flag, NotModelled("see --async-scheduling")),
+    other("enable-chunked-prefill", Flag, Ignored("always on in vLLM V1; ServeSim's engine chunks prefills to the token budget")),
+    other("no-enable-chunked-prefill", Flag, NotModelled("vLLM V1 without chunked prefill: ServeSim always chunks prefills")),
+    other("enable-eplb", Flag, NotModelled("expert load balancing: ServeSim assumes balanced experts")),
+    other("eplb-config", Value, NotModelled("expert load balancing: ServeSim assumes balanced experts")),
+    other("num-redundant-experts", Value, NotModelled("redundant experts (EPLB): not in ServeSim's weight sizing")),
+    other("enable-dbo", Flag, NotModelled("dual-batch overlap of EP communication: not modelled")),
+    other("attention-backend", Value, NotModelled(KERNEL)),
+    other("moe-backend", Value, NotModelled(KERNEL)),
+    other("disable-custom-all-reduce", Flag, NotModelled("NCCL instead of the custom all-reduce: ServeSim uses one all-reduce cost")),
+    other("max-num-partial-prefills", Value, NotModelled("concurrent partial prefills: ServeSim's scheduler runs vLLM V1's default")),
+    other("max-long-partial-prefills", Value, NotModelled("concurrent partial prefills: ServeSim's scheduler runs vLLM V1's default")),
+    other("scheduling-policy", Value, NotModelled("ServeSim's scheduler is FCFS (vLLM's default); `fcfs` changes nothing")),
+    other("cpu-offload-gb", Value, NotModelled("CPU weight offload: not in ServeSim's memory model")),
+    other("kv-offloading-size", Value, NotModelled("CPU KV offload: ServeSim's scenario has no field for it yet")),
+    other("kv-offloading-backend", Value, NotModelled("CPU KV offload: ServeSim's scenario has no field for it yet")),
+    other("hf-overrides", Value, NotModelled("overrides of config.json: paste the changed config.json as a custom model instead")),
+    other("cuda-graph-sizes", Value, NotModelled("use --compilation-config '{\"cudagraph_capture_sizes\": [...]}'")),
+    other("api-server-count", Value, NotModelled("front-end processes: ServeSim's front-end cost is per request (docs/accuracy.md)")),
+    other("stream-interval", Value, NotModelled("streaming batching of tokens: ServeSim streams every token")),
+    other("config", Value, Refused("a YAML file of arguments: paste its arguments (or the file's content as a manifest) instead")),
+    other("lora-modules", Value, NotModelled("LoRA adapters are not modelled")),
+    other("enable-lora", Flag, NotModelled("LoRA adapters are not modelled")),
+    other("swap-space", Value, Ignored(V0)),
+    other("num-scheduler-steps", Value, Ignored(V0)),
+    other("use-v2-block-manager", Flag, Ignored(V0)),
+    other("disable-log-requests", Flag, Ignored(API)),
+    other("enable-log-requests", Flag, Ignored(API)),
+    other("disable-log-stats", Flag, Ignored(API)),
+    other("disable-uvicorn-access-log", Flag, Ignored(API)),
+    other("uvicorn-log-level", Value, Ignored(API)),
+    other("max-log-len", Value, Ignored(API)),
+    other("host", Value, Ignored(API)),
+    other("port", Value, Ignored(API)),
+    other("api-key", Value, Ignored(API)),
+    other("served-model-name", Value, Ignored(API)),
+    other("chat-template", Value, Ignored(API)),
+    other("response-role", Value, Ignored(API)),
+    other("enable-auto-tool-choice", Flag, Ignored(API)),
+    other("tool-call-parser", Value, Ignored(API)),
+    other("reasoning-parser", Value, Ignored(API)),
+    other("enable-prompt-tokens-details", Flag, Ignored(API)),
+    other("enable-force-include-usage", Flag, Ignored(API)),
+    other("root-path", Value, Ignored(API)),
+    other("allowed-origins", Value, Ignored(API)),
+    other("generation-config", Value, Ignored("default sampling parameters: ServeSim's workloads fix the output lengths")),
+    other("override-generation-config", Value, Ignored("default sampling parameters: ServeSim's workloads fix the output lengths")),
+    other("seed", Value, Ignored("sampling seed: no effect on speed")),
+    other("trust-remote-code", Flag, Ignored(LOAD)),
+    other("tokenizer", Value, Ignored(LOAD)),
+    other("tokenizer-mode", Value, Ignored(LOAD)),
+    other("revision", Value, Ignored(LOAD)),
+    other("download-dir", Value, Ignored(LOAD)),
+    other("load-format", Value, Ignored(LOAD)),
+    other("safetensors-load-strategy", Value, Ignored(LOAD)),
+    other("distributed-executor-backend", Value, Ignored("process launcher (mp / ray): no effect on step time")),
+    other("data-parallel-size-local", Value, Ignored(MULTI_NODE)),
+    other("data-parallel-address", Value, Ignored(MULTI_NODE)),
+    other("data-parallel-rpc-port", Value, Ignored(MULTI_NODE)),
+    other("data-parallel-start-rank", Value, Ignored(MULTI_NODE)),
+    other("data-parallel-backend", Value, Ignored(MULTI_NODE)),
+    other("headless", Flag, Ignored(MULTI_NODE)),
+    other("limit-mm-per-prompt", Value, Ignored(MM)),
+    other("mm-processor-kwargs", Value, Ignored(MM)),
+    other("enable-sleep-mode", Flag, Ignored("sleep mode frees memory while idle: no effect while serving")),
+    // --- ServeSim deployment flags (no vLLM equivalent) -------------------------------------
+    servesim("gpu", &[], Target::Gpu, "gpu", "GPU: catalog id, alias, nvidia-smi / rocm-smi name or Kubernetes label"),
+    servesim("num-gpus", &[], Target::NumGpus, "num_gpus", "total GPUs (a multiple of tp*dp; replicas = num_gpus / (tp*dp))"),
+    servesim("ep", &[], Target::Ep, "ep", "expert-parallel size: 1, or tp*dp (what --enable-expert-parallel sets)"),
+    servesim("weight-precision", &[], Target::WeightPrecision, "weight_precision", "checkpoint | bf16 | fp8 | fp4 (what-if serving precision)"),
+    servesim("vllm-version", &[], Target::VllmVersion, "vllm_version", "the vLLM version served (selects the calibration line)"),
+    // --- environment variables --------------------------------------------------------------
+    env("VLLM_ALLOW_LONG_MAX_MODEL_LEN", Effect::Sets(Target::AllowLongMaxModelLen), "engine.allow_long_max_model_len"),
+    env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", Effect::Sets(Target::EstimateCudagraphs), "engine.estimate_cudagraphs_in_profile"),
+    env("VLLM_ALL2ALL_BACKEND", Effect::Sets(Target::All2AllBackend), "engine.all2all_backend"),
+    env("VLLM_USE_DEEP_GEMM", NotModelled(KERNEL), ""),
+    env("VLLM_ATTENTION_BACKEND", NotModelled(KERNEL), ""),
+    env("VLLM_USE_FLASHINFER_MOE_FP8", NotModelled(KERNEL), ""),
+    env("VLLM_USE_FLASHINFER_MOE_FP4", NotModelled(KERNEL), ""),
+    env("VLLM_ROCM_USE_AITER", NotModelled(KERNEL), ""),
+    env("VLLM_USE_V1", Ignored("vLLM V1 is the engine ServeSim models"), ""),
+    env("CUDA_VISIBLE_DEVICES", Ignored("which GPUs; their number comes from TP x DP"), ""),
+];
+
+/// Every argument ServeSim knows, in table order.
+pub fn registry() -> &'static [ArgSpec] {
+    REGISTRY
+}
+
+/// Environment variables that only say where things are (tokens, caches, logging): ignored.
+fn ignored_env_prefix(name: &str) -> bool {
+    [
+        "HF_",
+        "HUGGING_FACE",
+        "TRANSFORMERS_",
+        "NCCL_DEBUG",
+        "VLLM_LOGGING",
+        "VLLM_CONFIGURE_LOGGING",
+        "PYTHON",
+        "TORCH_HOME",
+        "XDG_",
+        "HOME",
+        "PATH",
+        "VLLM_HOST_IP",
+        "VLLM_PORT",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+}
+
+/// Finds an argument by any spelling: `--max-num-seqs`, `--max_num_seqs` (vLLM accepts
+/// underscores), `-tp`, `--tp`, or an environment variable's name.
+pub fn lookup(spelling: &str) -> Option<&'static ArgSpec> {
+    let s = spelling.trim();
+    if !s.starts_with('-') {
+        return REGISTRY
+            .iter()
+            .find(|a| a.origin == Origin::Env && a.name == s);
+    }
+    let long = s.strip_prefix("--").map(|n| n.replace('_', "-"));
+    REGISTRY.iter().find(|a| {
+        a.origin != Origin::Env && (long.as_deref() == Some(a.name) || a.aliases.contains(&s))
+    })
+}
+
+/// How one argument was taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Sets a scenario field.
+    Understood,
+    /// Changes neither memory nor speed.
+    Ignored,
+    /// Changes speed or memory in vLLM; ServeSim leaves it out.
+    NotModelled,
+    /// ServeSim cannot simulate this; the scenario is not built.
+    Refused,
+    /// Not an argument ServeSim knows; ignored (check it does not change memory or speed).
+    Unknown,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Understood => "understood",
+            Status::Ignored => "ignored",
+            Status::NotModelled => "not modelled",
+            Status::Refused => "refused",
+            Status::Unknown => "unknown",
+        }
+    }
+}
+
+/// One argument of a parsed command or manifest, with what ServeSim did with it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ArgReport {
+    /// As written (`--tensor-parallel-size`, `-tp`, `VLLM_USE_DEEP_GEMM`, `replicas`).
+    pub arg: String,
+    pub value: Option<String>,
+    pub status: Status,
+    /// The scenario field set (`tp = 4`) or the reason.
+    pub detail: String,
+}
+
+/// Parses vLLM's integer forms: `8192`, `8k` (x1000), `8K` (x1024), `1m`, `1M`, `25.6k`
+/// (vLLM's `human_readable_int`).
+pub fn parse_int(v: &str) -> Option<i64> {
+    let t = v.trim();
+    if let Ok(x) = t.parse::<i64>() {
+        return Some(x);
+    }
+    let (num, mult) = match t.chars().last()? {
+        'k' => (&t[..t.len() - 1], 1e3),
+        'm' => (&t[..t.len() - 1], 1e6),
+        'g' => (&t[..t.len() - 1], 1e9),
+        'K' => (&t[..t.len() - 1], 1024.0),
+        'M' => (&t[..t.len() - 1], 1024.0 * 1024.0),
+        'G' => (&t[..t.len() - 1], 1024.0 * 1024.0 * 1024.0),
+        _ => return None,
+    };
+    let x: f64 = num.parse().ok()?;
+    let r = x * mult;
+    (r.is_finite() && r.fract() == 0.0 && r.abs() < 9.0e18).then_some(r as i64)
+}
+
+/// Byte sizes: plain integers, or with `K/M/G/T` (+ optional `i`, `B`, `iB`) suffixes, binary.
+fn parse_bytes(v: &str) -> Option<i64> {
+    let t = v.trim();
+    if let Ok(x) = t.parse::<i64>() {
+        return Some(x);
+    }
+    let t = t.trim_end_matches(['B', 'b']).trim_end_matches('i');
+    let (num, shift) = match t.chars().last()?.to_ascii_uppercase() {
+        'K' => (&t[..t.len() - 1], 10),
+        'M' => (&t[..t.len() - 1], 20),
+        'G' => (&t[..t.len() - 1], 30),
+        'T' => (&t[..t.len() - 1], 40),
+        _ => return None,
+    };
+    let x: f64 = num.trim().parse().ok()?;
+    let r = x * (1u64 << shift) as f64;
+    (r.is_finite() && r >= 0.0 && r.fract() == 0.0 && r < 9.0e18).then_some(r as i64)
+}
+
+fn parse_bool_env(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" | "" => Some(false),
+        _ => None,
+    }
+}
+
+fn positive_u32(flag: &str, v: &str) -> Result<u32, String> {
+    match parse_int(v) {
+        Some(x) if x > 0 && x <= u32::MAX as i64 => Ok(x as u32),
+        _ => Err(format!("{flag} {v}: must be a positive integer")),
+    }
+}
+
+fn int(flag: &str, v: &str) -> Result<i64, String> {
+    parse_int(v).ok_or_else(|| {
+        format!("{flag} {v}: not an integer (vLLM also accepts 8k = 8000, 8K = 8192)")
+    })
+}
+
+/// State carried between arguments: `--enable-expert-parallel` and `--quantization` are settled
+/// once every argument is read ([`finish`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Pending {
+    pub enable_expert_parallel: bool,
+    /// `--quantization fp8` seen: fp8 weights unless the checkpoint is already fp8.
+    pub online_fp8: bool,
+}
+
+/// The vLLM-settable parts of a scenario back at their defaults (what a command that does not
+/// mention them means): model kept, layout 1/1/1, precisions and engine settings at vLLM's
+/// defaults, one replica. GPU, workload, sweep and calibration fields are kept.
+pub fn reset_vllm_fields(s: &mut Scenario) {
+    s.tp = 1;
+    s.dp = 1;
+    s.ep = 1;
+    s.num_gpus = None;
+    s.weight_precision = WeightPrecision::Checkpoint;
+    s.kv_cache_dtype = KvCacheDtype::Auto;
+    s.engine = Default::default();
+}
+
+/// Applies one argument to the scenario. `Ok(detail)` says what was set or why it was ignored;
+/// `Err` is a refusal (bad value, or something ServeSim cannot simulate), naming the fix.
+/// Returns the status the argument gets.
+pub fn apply(
+    s: &mut Scenario,
+    p: &mut Pending,
+    spec: &ArgSpec,
+    value: Option<&str>,
+) -> Result<(Status, String), String> {
+    let flag = spec.flag();
+    let t = match spec.effect {
+        Effect::Ignored(why) => return Ok((Status::Ignored, why.to_string())),
+        Effect::NotModelled(why) => return Ok((Status::NotModelled, why.to_string())),
+        Effect::Refused(why) => return Err(format!("{flag}: {why}")),
+        Effect::Sets(t) => t,
+    };
+    let need = || value.ok_or_else(|| format!("{flag} needs a value"));
+    let e = &mut s.engine;
+    let detail = match t {
+        Target::Model => {
+            let v = need()?.trim();
+            s.model = ModelRef::Catalog(v.to_string());
+            format!("model = {v}")
+        }
+        Target::Gpu => {
+            let v = need()?.trim();
+            crate::gpu::find_gpu(v).map_err(|e| format!("{flag} {v}: {e}"))?;
+            s.gpu = GpuRef::Catalog(v.to_string());
+            format!("gpu = {v}")
+        }
+        Target::NumGpus => {
+            let n = positive_u32(&flag, need()?)?;
+            s.num_gpus = Some(n);
+            format!("num_gpus = {n}")
+        }
+        Target::Tp => {
+            s.tp = positive_u32(&flag, need()?)?;
+            format!("tp = {}", s.tp)
+        }
+        Target::Dp => {
+            s.dp = positive_u32(&flag, need()?)?;
+            format!("dp = {}", s.dp)
+        }
+        Target::Ep => {
+            s.ep = positive_u32(&flag, need()?)?;
+            format!("ep = {}", s.ep)
+        }
+        Target::Pp => {
+            let n = positive_u32(&flag, need()?)?;
+            if n != 1 {
+                return Err(format!("{flag} {n}: pipeline parallelism is not modelled yet; use --tensor-parallel-size / --data-parallel-size for the same GPUs (e.g. TP {} instead of TP x PP)", n.saturating_mul(s.tp)));
+            }
+            "pipeline-parallel size 1 (no pipeline parallelism)".into()
+        }
+        Target::EnableExpertParallel => {
+            p.enable_expert_parallel = true;
+            "ep = tp * dp (set once every argument is read)".into()
+        }
+        Target::WeightPrecision => {
+            let v = need()?;
+            s.weight_precision = WeightPrecision::parse(v)
+                .ok_or_else(|| format!("{flag} {v}: use checkpoint, bf16, fp8 or fp4"))?;
+            format!("weight_precision = {}", v.trim().to_ascii_lowercase())
+        }
+        Target::Quantization => {
+            let v = need()?.trim().to_ascii_lowercase();
+            match v.as_str() {
+                "fp8" | "ptpc_fp8" => {
+                    p.online_fp8 = true;
+                    "weight_precision = fp8 (checkpoint when the checkpoint is already fp8)".into()
+                }
+                "modelopt" | "modelopt_fp4" | "compressed-tensors" | "compressed_tensors" | "mxfp4" | "fbgemm_fp8" | "quark" | "none" => {
+                    s.weight_precision = WeightPrecision::Checkpoint;
+                    format!("weight_precision = checkpoint (`{v}` reads the checkpoint's own quantization)")
+                }
+                "awq" | "awq_marlin" | "gptq" | "gptq_marlin" | "bitsandbytes" | "gguf" | "marlin" | "experts_int8" => {
+                    return Err(format!("{flag} {v}: integer weight-only quantization is not modelled; use --quantization fp8 for a nearby estimate"));
+                }
+                _ => return Err(format!("{flag} {v}: ServeSim understands fp8 and the checkpoint's own methods (modelopt, modelopt_fp4, compressed-tensors, mxfp4, fbgemm_fp8)")),
+            }
+        }
+        Target::KvCacheDtype => {
+            let v = need()?;
+            s.kv_cache_dtype = KvCacheDtype::parse(v).ok_or_else(|| {
+                format!("{flag} {v}: use one of {}", KvCacheDtype::NAMES.join(", "))
+            })?;
+            format!("kv_cache_dtype = {}", s.kv_cache_dtype.name())
+        }
+        Target::Dtype => {
+            let v = need()?.trim().to_ascii_lowercase();
+            match v.as_str() {
+                "auto" | "bfloat16" | "bf16" | "float16" | "half" | "fp16" => {
+                    return Ok((Status::Ignored, format!("dtype {v}: 16-bit activations cost the same as bf16 in ServeSim's model")));
+                }
+                _ => {
+                    return Err(format!(
+                    "{flag} {v}: ServeSim models 16-bit activations only (auto, bfloat16, float16)"
+                ))
+                }
+            }
+        }
+        Target::MaxModelLen => {
+            let v = need()?;
+            if v.trim() == "auto" || v.trim() == "-1" {
+                e.max_model_len = None;
+                "max_model_len = the model's maximum".into()
+            } else {
+                e.max_model_len = Some(int(&flag, v)?);
+                format!(
+                    "engine.max_model_len = {}",
+                    e.max_model_len.unwrap_or_default()
+                )
+            }
+        }
+        Target::MaxNumSeqs => {
+            e.max_num_seqs = Some(int(&flag, need()?)?);
+            format!(
+                "engine.max_num_seqs = {}",
+                e.max_num_seqs.unwrap_or_default()
+            )
+        }
+        Target::MaxNumBatchedTokens => {
+            e.max_num_batched_tokens = Some(int(&flag, need()?)?);
+            format!(
+                "engine.max_num_batched_tokens = {}",
+                e.max_num_batched_tokens.unwrap_or_default()
+            )
+        }
+        Target::GpuMemoryUtilization => {
+            let v = need()?;
+            let x: f64 = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("{flag} {v}: not a number"))?;
+            e.gpu_memory_utilization = Some(x);
+            format!("engine.gpu_memory_utilization = {x}")
+        }
+        Target::BlockSize => {
+            e.block_size = Some(int(&flag, need()?)?);
+            format!("engine.block_size = {}", e.block_size.unwrap_or_default())
+        }
+        Target::EnablePrefixCaching => {
+            e.enable_prefix_caching = Some(true);
+            "engine.enable_prefix_caching = true".into()
+        }
+        Target::DisablePrefixCaching => {
+            e.enable_prefix_caching = Some(false);
+            "engine.enable_prefix_caching = false".into()
+        }
+        Target::EnforceEager => {
+            e.enforce_eager = Some(true);
+            "engine.enforce_eager = true".into()
+        }
+        Target::CudagraphMode => {
+            let v = need()?;
+            e.cudagraph_mode = Some(CudagraphMode::parse(v).ok_or_else(|| {
+                format!(
+                    "{flag} {v}: use FULL_AND_PIECEWISE, FULL_DECODE_ONLY, PIECEWISE, FULL or NONE"
+                )
+            })?);
+            format!("engine.cudagraph_mode = {}", v.trim().to_ascii_uppercase())
+        }
+        Target::CompilationConfig => return compilation_config(s, &flag, need()?),
+        Target::KvCacheMemoryBytes => {
+            let v = need()?;
+            e.kv_cache_memory_bytes =
+                Some(parse_bytes(v).ok_or_else(|| format!("{flag} {v}: not a byte count"))?);
+            format!(
+                "engine.kv_cache_memory_bytes = {}",
+                e.kv_cache_memory_bytes.unwrap_or_default()
+            )
+        }
+        Target::LongPrefillTokenThreshold => {
+            e.long_prefill_token_threshold = Some(int(&flag, need()?)?);
+            format!(
+                "engine.long_prefill_token_threshold = {}",
+                e.long_prefill_token_threshold.unwrap_or_default()
+            )
+        }
+        Target::All2AllBackend => {
+            let v = need()?.trim().to_ascii_lowercase();
+            let b = match v.as_str() {
+                "allgather_reducescatter" | "naive" => All2AllBackend::AllgatherReducescatter,
+                "deepep_high_throughput" => All2AllBackend::DeepepHighThroughput,
+                "deepep_low_latency" => All2AllBackend::DeepepLowLatency,
+                _ => return Ok((Status::NotModelled, format!("all2all backend `{v}`: ServeSim models allgather_reducescatter, deepep_high_throughput and deepep_low_latency; the default is used"))),
+            };
+            e.all2all_backend = Some(b);
+            format!("engine.all2all_backend = {v}")
+        }
+        Target::EstimateCudagraphs | Target::AllowLongMaxModelLen => {
+            let v = value.unwrap_or("1");
+            let b = parse_bool_env(v).ok_or_else(|| format!("{flag}={v}: use 1 or 0"))?;
+            let (slot, name) = if t == Target::EstimateCudagraphs {
+                (
+                    &mut e.estimate_cudagraphs_in_profile,
+                    "engine.estimate_cudagraphs_in_profile",
+                )
+            } else {
+                (
+                    &mut e.allow_long_max_model_len,
+                    "engine.allow_long_max_model_len",
+                )
+            };
+            *slot = b.then_some(true);
+            format!("{name} = {b}")
+        }
+        Target::VllmVersion => {
+            let v = need()?.trim();
+            crate::perf::VllmVersion::parse(v).map_err(|e| format!("{flag} {v}: {e}"))?;
+            s.vllm_version = Some(v.to_string());
+            format!("vllm_version = {v}")
+        }
+    };
+    Ok((Status::Understood, detail))
+}
+
+/// `--compilation-config JSON` or one dotted key (`cudagraph_mode=FULL`, from `-O.cudagraph_mode=FULL`
+/// / `-cc.cudagraph_mode=FULL`); a bare optimisation level (`-O3`, `-O 3`) is ignored.
+fn compilation_config(s: &mut Scenario, flag: &str, v: &str) -> Result<(Status, String), String> {
+    let t = v.trim();
+    if t.chars().all(|c| c.is_ascii_digit()) && !t.is_empty() {
+        return Ok((
+            Status::Ignored,
+            format!("optimisation level {t}: ServeSim models CUDA graphs through cudagraph_mode, not the compile level"),
+        ));
+    }
+    let obj: serde_json::Map<String, serde_json::Value> = if t.starts_with('{') {
+        serde_json::from_str(t).map_err(|e| format!("{flag}: not a JSON object ({e})"))?
+    } else if let Some((k, val)) = t.split_once('=') {
+        let jv = serde_json::from_str(val).unwrap_or(serde_json::Value::String(val.to_string()));
+        std::iter::once((k.trim().to_string(), jv)).collect()
+    } else {
+        return Err(format!(
+            "{flag} {t}: expected a JSON object, KEY=VALUE or an optimisation level"
+        ));
+    };
+    let mut done = Vec::new();
+    let mut ignored = Vec::new();
+    for (k, val) in &obj {
+        match k.as_str() {
+            "cudagraph_mode" => {
+                let m = val.as_str().and_then(CudagraphMode::parse).ok_or_else(|| {
+                    format!("{flag}: cudagraph_mode {val}: use FULL_AND_PIECEWISE, FULL_DECODE_ONLY, PIECEWISE, FULL or NONE")
+                })?;
+                s.engine.cudagraph_mode = Some(m);
+                done.push(format!("engine.cudagraph_mode = {}", m.name()));
+            }
+            "cudagraph_capture_sizes" => {
+                let sizes: Vec<i64> = serde_json::from_value(val.clone()).map_err(|_| {
+                    format!("{flag}: cudagraph_capture_sizes must be a list of integers")
+                })?;
+                done.push(format!(
+                    "engine.cudagraph_capture_sizes = {} sizes",
+                    sizes.len()
+                ));
+                s.engine.cudagraph_capture_sizes = Some(sizes);
+            }
+            other => ignored.push(other.to_string()),
+        }
+    }
+    let mut detail = done.join(", ");
+    if !ignored.is_empty() {
+        if !detail.is_empty() {
+            detail.push_str("; ");
+        }
+        detail.push_str(&format!(
+            "ignored keys (compiler passes and options ServeSim's step-time model does not separate): {}",
+            ignored.join(", ")
+        ));
+    }
+    let status = if done.is_empty() {
+        Status::Ignored
+    } else {
+        Status::Understood
+    };
+    Ok((status, detail))
+}
+
+/// Settles what depends on all arguments: `--enable-expert-parallel` (ep = tp * dp) and
+/// `--quantization fp8` (fp8 weights, or the checkpoint's own when it is fp8 already).
+pub fn finish(s: &mut Scenario, p: &Pending) -> Vec<String> {
+    let mut notes = Vec::new();
+    if p.enable_expert_parallel {
+        s.ep = s.tp.saturating_mul(s.dp);
+        notes.push(format!("--enable-expert-parallel: ep = tp x dp = {}", s.ep));
+    }
+    if p.online_fp8 {
+        let ck_fp8 = match &s.model {
+            ModelRef::Catalog(id) => crate::model::catalog::load(id)
+                .map(|m| m.checkpoint.dense == crate::dtype::DType::Fp8)
+                .unwrap_or(false),
+            ModelRef::Custom(c) => crate::model::ModelConfig::from_hf_json(&c.name, &c.config_json)
+                .map(|m| m.checkpoint.dense == crate::dtype::DType::Fp8)
+                .unwrap_or(false),
+        };
+        if ck_fp8 {
+            s.weight_precision = WeightPrecision::Checkpoint;
+            notes.push("--quantization fp8 on an fp8 checkpoint: vLLM reads the checkpoint's own fp8 weights (weight_precision = checkpoint)".into());
+        } else {
+            s.weight_precision = WeightPrecision::Fp8;
+            notes.push("--quantization fp8: vLLM quantizes the weights to fp8 at load (weight_precision = fp8)".into());
+        }
+    }
+    notes
+}
+
+/// The report for an environment variable not in the registry.
+pub fn unknown_env(name: &str) -> (Status, String) {
+    if ignored_env_prefix(name) {
+        (
+            Status::Ignored,
+            "credentials, caches, paths or logging: no effect on memory or speed".into(),
+        )
+    } else {
+        (
+            Status::Unknown,
+            "an environment variable ServeSim does not know; ignored — check it changes neither memory nor speed".into(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_is_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        for a in registry() {
+            let mut spellings = vec![a.flag()];
+            spellings.extend(a.aliases.iter().map(|s| s.to_string()));
+            for sp in spellings {
+                assert!(seen.insert(sp.clone()), "{sp} twice");
+                assert_eq!(lookup(&sp).map(|x| x.name), Some(a.name), "{sp}");
+            }
+            if matches!(a.effect, Effect::Sets(t) if !matches!(t, Target::Pp | Target::Dtype)) {
+                assert!(!a.field.is_empty(), "{} sets no field", a.name);
+            }
+        }
+        assert_eq!(lookup("--max_num_seqs").unwrap().name, "max-num-seqs");
+        assert!(lookup("--nonsense").is_none());
+    }
+
+    #[test]
+    fn human_readable_integers() {
+        assert_eq!(parse_int("8192"), Some(8192));
+        assert_eq!(parse_int("32k"), Some(32_000));
+        assert_eq!(parse_int("32K"), Some(32_768));
+        assert_eq!(parse_int("25.6k"), Some(25_600));
+        assert_eq!(parse_int("1M"), Some(1_048_576));
+        assert_eq!(parse_int("x"), None);
+        assert_eq!(parse_bytes("40GiB"), Some(40 << 30));
+        assert_eq!(parse_bytes("1024"), Some(1024));
+    }
+
+    #[test]
+    fn the_issue_flags_apply() {
+        let mut s = Scenario::default_scenario();
+        s.model = ModelRef::Catalog("deepseek-ai/DeepSeek-R1-0528".into());
+        let mut p = Pending::default();
+        for (f, v) in [
+            ("--tensor-parallel-size", Some("4")),
+            ("-tp", Some("4")),
+            ("--data-parallel-size", Some("2")),
+            ("--enable-expert-parallel", None),
+            ("--quantization", Some("fp8")),
+            ("--kv-cache-dtype", Some("fp8")),
+            ("--max-model-len", Some("32k")),
+            ("--no-enable-prefix-caching", None),
+            (
+                "--compilation-config",
+                Some(r#"{"cudagraph_mode": "FULL_DECODE_ONLY", "pass_config": {}}"#),
+            ),
+        ] {
+            let spec = lookup(f).unwrap();
+            let (st, _) = apply(&mut s, &mut p, spec, v).unwrap();
+            assert_eq!(st, Status::Understood, "{f}");
+        }
+        finish(&mut s, &p);
+        assert_eq!((s.tp, s.dp, s.ep), (4, 2, 8));
+        assert_eq!(s.weight_precision, WeightPrecision::Checkpoint); // R1 is an fp8 checkpoint
+        assert_eq!(s.engine.max_model_len, Some(32_000));
+        assert_eq!(s.engine.enable_prefix_caching, Some(false));
+        assert_eq!(s.engine.cudagraph_mode, Some(CudagraphMode::FullDecodeOnly));
+        let pp = lookup("-pp").unwrap();
+        assert!(apply(&mut s, &mut p, pp, Some("2"))
+            .unwrap_err()
+            .contains("not modelled"));
+        assert!(apply(&mut s, &mut p, pp, Some("1")).is_ok());
+        let q = lookup("--quantization").unwrap();
+        assert!(apply(&mut s, &mut p, q, Some("awq")).is_err());
+    }
+}
