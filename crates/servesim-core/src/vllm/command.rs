@@ -574,6 +574,8 @@ pub fn to_vllm_command(s: &Scenario) -> String {
         WeightPrecision::Fp8 => ss.push("--weight-precision fp8".into()),
         WeightPrecision::Bf16 => ss.push("--weight-precision bf16".into()),
         WeightPrecision::Fp4 => ss.push("--weight-precision fp4".into()),
+        WeightPrecision::Int4 => ss.push("--weight-precision int4".into()),
+        WeightPrecision::Int8 => ss.push("--weight-precision int8".into()),
     }
     if let Some(v) = &s.vllm_version {
         ss.push(format!("--vllm-version {}", quote(v)));
