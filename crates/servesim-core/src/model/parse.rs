@@ -1009,7 +1009,7 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
             conv_kernel: req32(o, "linear_conv_kernel_dim")?,
             state_elem_bytes,
         };
-        if la.num_value_heads % la.num_key_heads != 0 {
+        if !la.num_value_heads.is_multiple_of(la.num_key_heads) {
             return Err(invalid(
                 "linear_num_value_heads",
                 &Value::from(la.num_value_heads),

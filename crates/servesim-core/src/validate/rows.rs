@@ -139,13 +139,13 @@ pub fn resolve_model(p: &CalibrationPoint) -> Result<ResolvedModel, String> {
     let ck = cfg.checkpoint;
     let precision = if w.contains("bnb") || w.contains("bitsandbytes") {
         return Err("bitsandbytes 4-bit weights are not modelled".into());
-    } else if w.contains("native") || matches!(first, "fp16" | "bf16" | "float16" | "bfloat16") {
-        "checkpoint"
-    } else if first == "mxfp4" && ck.experts == DType::Mxfp4 {
-        "checkpoint"
-    } else if first == "nvfp4" && ck.experts == DType::Nvfp4 {
-        "checkpoint"
-    } else if first == "fp8" && ck.dense == DType::Fp8 {
+    } else if w.contains("native")
+        || matches!(first, "fp16" | "bf16" | "float16" | "bfloat16")
+        || (first == "mxfp4" && ck.experts == DType::Mxfp4)
+        || (first == "nvfp4" && ck.experts == DType::Nvfp4)
+        || (first == "fp8" && ck.dense == DType::Fp8)
+    {
+        // The checkpoint's own format (incl. an already-quantised catalog config).
         "checkpoint"
     } else if first == "fp8" {
         "fp8"
