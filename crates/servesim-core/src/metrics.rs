@@ -622,7 +622,13 @@ impl Collector {
                 draft_acceptance_rate: (dtok > 0).then(|| acc as f64 / dtok as f64),
                 acceptance_rate_per_pos: per_pos
                     .iter()
-                    .map(|&x| if drafts > 0 { x as f64 / drafts as f64 } else { 0.0 })
+                    .map(|&x| {
+                        if drafts > 0 {
+                            x as f64 / drafts as f64
+                        } else {
+                            0.0
+                        }
+                    })
                     .collect(),
             }
         });

@@ -277,7 +277,12 @@ pub fn resolve(
         ));
     };
     let pmf = acceptance_pmf(acc, k)?;
-    let mean = 1.0 + pmf.iter().enumerate().map(|(j, p)| j as f64 * p).sum::<f64>();
+    let mean = 1.0
+        + pmf
+            .iter()
+            .enumerate()
+            .map(|(j, p)| j as f64 * p)
+            .sum::<f64>();
     Ok(Some(SpeculativeSettings {
         method,
         num_speculative_tokens: k,
@@ -414,7 +419,10 @@ pub fn acceptance_pmf(acc: &RawSpecAcceptance, k: u32) -> Result<Vec<f64>, Deplo
                         return Err(inv(
                             "speculative_acceptance.mean_acceptance_length",
                             m,
-                            format!("with one accepted value {lo} the mean acceptance length is {}", lo + 1.0),
+                            format!(
+                                "with one accepted value {lo} the mean acceptance length is {}",
+                                lo + 1.0
+                            ),
                         ));
                     }
                     pmf[v[0] as usize] = 1.0;

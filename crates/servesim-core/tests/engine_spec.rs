@@ -83,13 +83,21 @@ fn check(r: &LevelResult, col: &Collector, k: u32) {
         let runs: u64 = f.decode_runs.iter().map(|(a, b)| b + 1 - a).sum();
         assert_eq!(chunks, runs + f.extra_itls.len() as u64);
         let emitted: u64 = f.chunk_tokens.iter().map(|&n| n as u64).sum();
-        assert_eq!(emitted + 1, f.output_len, "first token + chunks = output: {f:?}");
+        assert_eq!(
+            emitted + 1,
+            f.output_len,
+            "first token + chunks = output: {f:?}"
+        );
         for &n in &f.chunk_tokens {
             assert!(n >= 1 && n as u32 <= k + 1, "chunk of {n} tokens");
         }
         let itls = col.request_itls(f);
         let sum: u64 = itls.iter().map(|x| x.0).sum();
-        assert_eq!(sum, f.finish.0 - f.first_token.0, "chunk gaps sum to E2E - TTFT");
+        assert_eq!(
+            sum,
+            f.finish.0 - f.first_token.0,
+            "chunk gaps sum to E2E - TTFT"
+        );
     }
 }
 
@@ -110,7 +118,10 @@ fn tight_pool_preempts_and_still_accounts_for_everything() {
     // ~ 16 requests x up to 1600 tokens / 16 = 1600 blocks needed at peak; 700 forces preemption.
     let c = cfg(700, Some(spec_of(vec![0.7, 0.5], true)));
     let (r, col) = run(&c, SYNTH, 16);
-    assert!(r.totals.preemptions > 0, "the pool is tight enough to preempt");
+    assert!(
+        r.totals.preemptions > 0,
+        "the pool is tight enough to preempt"
+    );
     check(&r, &col, 2);
 }
 
@@ -255,7 +266,12 @@ fn scenario_with_mtp_resolves_and_runs() {
         Level::Concurrency(8),
     )
     .unwrap();
-    let mal = on_r.spec_decode.as_ref().unwrap().mean_acceptance_length.unwrap();
+    let mal = on_r
+        .spec_decode
+        .as_ref()
+        .unwrap()
+        .mean_acceptance_length
+        .unwrap();
     assert!((mal - 3.51).abs() < 0.05, "{mal}");
     // MTP at 3.51 tokens per step beats one token per step at concurrency 8.
     assert!(on_r.tpot_ms_mean.unwrap() < off_r.tpot_ms_mean.unwrap());
@@ -300,7 +316,12 @@ fn bad_speculative_settings_name_the_field() {
         );
     }
     // A model without MTP layers refuses method mtp.
-    let json = DSV4.replace("deepseek-ai/DeepSeek-V4-Flash", "meta-llama/Meta-Llama-3.1-8B").replace(r#""tp":8"#, r#""tp":1"#);
+    let json = DSV4
+        .replace(
+            "deepseek-ai/DeepSeek-V4-Flash",
+            "meta-llama/Meta-Llama-3.1-8B",
+        )
+        .replace(r#""tp":8"#, r#""tp":1"#);
     let e = Scenario::from_json(&json).unwrap().resolve().unwrap_err();
     assert!(e.to_string().contains("no MTP layers"), "{e}");
 }

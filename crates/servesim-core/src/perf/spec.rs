@@ -101,14 +101,15 @@ impl SpecTerms {
                     max_num_seqs: Some(dep.engine.max_num_seqs as i64),
                     max_num_batched_tokens: Some(dep.engine.max_num_batched_tokens as i64),
                     cudagraph_mode: Some(dep.engine.cudagraph_mode),
-                    cudagraph_capture_sizes: (!dep.engine.cudagraph_capture_sizes.is_empty())
-                        .then(|| {
+                    cudagraph_capture_sizes: (!dep.engine.cudagraph_capture_sizes.is_empty()).then(
+                        || {
                             dep.engine
                                 .cudagraph_capture_sizes
                                 .iter()
                                 .map(|&s| s as i64)
                                 .collect()
-                        }),
+                        },
+                    ),
                     enforce_eager: Some(dep.engine.enforce_eager),
                     allow_long_max_model_len: Some(true),
                     ..Default::default()
@@ -261,7 +262,11 @@ impl StepCostModel {
                             + s.activations
                             + s.tp_allreduce
                             + s.ep_alltoall
-                            + if with_attn { pf_attn + dc_attn } else { dc_attn });
+                            + if with_attn {
+                                pf_attn + dc_attn
+                            } else {
+                                dc_attn
+                            });
                     let head = (rows * self.lm_head_s_per_row).max(self.spec.lm_head_weight_s);
                     (body + head).max(layer_floor)
                 };
