@@ -73,6 +73,10 @@ pub enum Target {
     EstimateCudagraphs,
     AllowLongMaxModelLen,
     VllmVersion,
+    /// `--speculative-config JSON` -> `engine.speculative_config` (docs/engine.md).
+    SpeculativeConfig,
+    /// ServeSim's stated draft acceptance -> `engine.speculative_acceptance`.
+    SpeculativeAcceptance,
 }
 
 /// What an argument does.
@@ -210,7 +214,7 @@ static REGISTRY: &[ArgSpec] = &[
     sets("long-prefill-token-threshold", &[], Value, Target::LongPrefillTokenThreshold, "engine.long_prefill_token_threshold", "prefills longer than this are chunked to it"),
     sets("all2all-backend", &[], Value, Target::All2AllBackend, "engine.all2all_backend", "allgather_reducescatter | deepep_high_throughput | deepep_low_latency"),
     // --- vLLM arguments ServeSim does not model -------------------------------------------
-    other("speculative-config", Value, NotModelled("speculative decoding: changes decode speed; ServeSim's scenario has no speculative-decoding field yet, so results are for plain decoding")),
+    sets("speculative-config", &[], Value, Target::SpeculativeConfig, "engine.speculative_config", "JSON: method, num_speculative_tokens, model, ... (docs/engine.md \"Speculative decoding\")"),
     other("kv-transfer-config", Value, NotModelled("KV transfer / offload connectors (NIXL, LMCache, CPU offload): ServeSim's scenario has no field for them yet")),
     other("async-scheduling", Flag, NotModelled("overlaps CPU scheduling with the GPU step: ServeSim's step time has no separate CPU scheduling term to overlap")),
     other("no-async-scheduling", Flag, NotModelled("see --async-scheduling")),
@@ -284,6 +288,7 @@ static REGISTRY: &[ArgSpec] = &[
     servesim("ep", &[], Target::Ep, "ep", "expert-parallel size: 1, or tp*dp (what --enable-expert-parallel sets)"),
     servesim("weight-precision", &[], Target::WeightPrecision, "weight_precision", "checkpoint | bf16 | fp8 | fp4 (what-if serving precision)"),
     servesim("vllm-version", &[], Target::VllmVersion, "vllm_version", "the vLLM version served (selects the calibration line)"),
+    servesim("speculative-acceptance", &[], Target::SpeculativeAcceptance, "engine.speculative_acceptance", "JSON: the draft acceptance the simulation draws from (vLLM measures it; ServeSim needs it stated)"),
     // --- environment variables --------------------------------------------------------------
     env("VLLM_ALLOW_LONG_MAX_MODEL_LEN", Effect::Sets(Target::AllowLongMaxModelLen), "engine.allow_long_max_model_len"),
     env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", Effect::Sets(Target::EstimateCudagraphs), "engine.estimate_cudagraphs_in_profile"),
@@ -666,6 +671,20 @@ pub fn apply(
             };
             *slot = b.then_some(true);
             format!("{name} = {b}")
+        }
+        Target::SpeculativeConfig => {
+            let v = need()?;
+            let c: crate::speculative::RawSpeculativeConfig = serde_json::from_str(v.trim())
+                .map_err(|e| format!("{flag}: {e}; ServeSim reads method, num_speculative_tokens, model, prompt_lookup_max/min and draft_tensor_parallel_size"))?;
+            e.speculative_config = Some(c);
+            "engine.speculative_config set (state the acceptance with `# servesim: --speculative-acceptance JSON`)".into()
+        }
+        Target::SpeculativeAcceptance => {
+            let v = need()?;
+            let a: crate::speculative::RawSpecAcceptance =
+                serde_json::from_str(v.trim()).map_err(|e| format!("{flag}: {e}"))?;
+            e.speculative_acceptance = Some(a);
+            "engine.speculative_acceptance set".into()
         }
         Target::VllmVersion => {
             let v = need()?.trim();

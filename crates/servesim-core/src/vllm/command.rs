@@ -572,10 +572,13 @@ pub fn to_vllm_command(s: &Scenario) -> String {
         WeightPrecision::Checkpoint => {}
         WeightPrecision::Fp8 if fp8_flag => {}
         WeightPrecision::Fp8 => ss.push("--weight-precision fp8".into()),
-        WeightPrecision::Bf16 => ss.push("--weight-precision bf16".into()),
-        WeightPrecision::Fp4 => ss.push("--weight-precision fp4".into()),
-        WeightPrecision::Int4 => ss.push("--weight-precision int4".into()),
-        WeightPrecision::Int8 => ss.push("--weight-precision int8".into()),
+        other => {
+            let name = serde_json::to_value(other)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            ss.push(format!("--weight-precision {name}"));
+        }
     }
     if let Some(v) = &s.vllm_version {
         ss.push(format!("--vllm-version {}", quote(v)));
@@ -650,6 +653,18 @@ pub fn to_vllm_command(s: &Scenario) -> String {
             crate::deploy::All2AllBackend::DeepepLowLatency => "deepep_low_latency",
         };
         a.push(format!("--all2all-backend {name}"));
+    }
+    if let Some(c) = &e.speculative_config {
+        a.push(format!(
+            "--speculative-config {}",
+            quote(&serde_json::to_string(c).unwrap_or_default())
+        ));
+    }
+    if let Some(acc) = &e.speculative_acceptance {
+        ss.push(format!(
+            "--speculative-acceptance {}",
+            quote(&serde_json::to_string(acc).unwrap_or_default())
+        ));
     }
     if let Some(c) = e.usage_context {
         if c != crate::deploy::UsageContext::OpenaiApiServer {

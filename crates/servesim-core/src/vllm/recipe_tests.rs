@@ -181,6 +181,15 @@ fn scenario_to_command_to_scenario_is_the_identity() {
     s3.weight_precision = WeightPrecision::Fp8; // fp8 checkpoint: a servesim line
     s3.ep = 1;
     cases.push(s3);
+    let mut s5 = Scenario::default_scenario();
+    s5.engine.speculative_config = serde_json::from_str(
+        r#"{"method": "eagle3", "num_speculative_tokens": 3, "model": "some/eagle3-head"}"#,
+    )
+    .ok();
+    s5.engine.speculative_acceptance =
+        serde_json::from_str(r#"{"mean_acceptance_length": 2.5}"#).ok();
+    assert!(s5.engine.speculative_acceptance.is_some());
+    cases.push(s5);
     let mut s4 = Scenario::default_scenario();
     s4.weight_precision = WeightPrecision::Fp4;
     s4.gpu = GpuRef::Catalog("B200".into());
