@@ -54,7 +54,7 @@ pub fn level_estimate(
         (Arrival::Burst { .. }, Level::Concurrency(c)) => (0.0, c as f64, "sweep.concurrency"),
         (_, Level::RequestRate(r)) => match (num_requests, duration_s) {
             (Some(n), _) => (0.0, n as f64, "sweep.num_requests"),
-            (None, Some(d)) => (0.0, r * d, "sweep.request_rates or sweep.duration_s"),
+            (None, Some(d)) => (0.0, r * d, "sweep.request_rates"),
             (None, None) => (0.0, 0.0, "sweep.request_rates"),
         },
         (_, Level::Concurrency(c)) => (c as f64, 0.0, "sweep.concurrency"),
