@@ -129,7 +129,7 @@ impl Rng {
         // Terminates for every input: a shape that is not a positive finite number, or so large
         // (k > 1e12: CV below 1e-6) that Marsaglia-Tsang's acceptance test loses all precision,
         // returns the mean (the distribution's spread is below one part in a million).
-        if !(k.is_finite() && k > 0.0 && k <= 1e12) || !theta.is_finite() {
+        if !(k.is_finite() && k > 0.0 && k <= 1e12 && theta.is_finite()) {
             return if k.is_finite() && theta.is_finite() {
                 (k * theta).max(0.0)
             } else {

@@ -208,7 +208,7 @@ fn opt_num(line: usize, column: &str, v: &str) -> Result<Option<f64>, ValidateEr
         Ok(x) if x.is_finite() && x > 0.0 => Ok(Some(x)),
         // A published `0.00` is a value rounded away by the source's display (gpustack prints
         // two decimals): no measurement to score, the same as an empty cell (docs/accuracy.md).
-        Ok(x) if x == 0.0 => Ok(None),
+        Ok(0.0) => Ok(None),
         Ok(_) => Err(bad(
             line,
             column,
