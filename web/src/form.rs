@@ -975,6 +975,7 @@ impl Form {
             tp,
             dp,
             ep,
+            enable_expert_parallel: self.base.enable_expert_parallel,
             num_gpus,
             weight_precision,
             kv_cache_dtype,

@@ -289,7 +289,7 @@ pub fn non_torch_bytes(model: &ModelConfig, par: Parallelism, backend: All2AllBa
     };
     if par.ep > 1 && model.moe.is_some() {
         b += match backend {
-            All2AllBackend::AllgatherReducescatter => 0,
+            All2AllBackend::AllgatherReducescatter | All2AllBackend::Naive => 0,
             All2AllBackend::DeepepHighThroughput => DEEPEP_HT_BYTES,
             All2AllBackend::DeepepLowLatency => {
                 // DeepEP's low-latency size hint: send+recv, double-buffered, for every expert

@@ -212,7 +212,7 @@ static REGISTRY: &[ArgSpec] = &[
     sets("cudagraph-mode", &[], Value, Target::CudagraphMode, "engine.cudagraph_mode", "ServeSim shorthand for --compilation-config '{\"cudagraph_mode\": ...}'"),
     sets("kv-cache-memory-bytes", &["--kv-cache-memory"], Value, Target::KvCacheMemoryBytes, "engine.kv_cache_memory_bytes", "KV cache size in bytes (replaces the profiled budget; accepts 40G / 40GiB-style suffixes)"),
     sets("long-prefill-token-threshold", &[], Value, Target::LongPrefillTokenThreshold, "engine.long_prefill_token_threshold", "prefills longer than this are chunked to it"),
-    sets("all2all-backend", &[], Value, Target::All2AllBackend, "engine.all2all_backend", "allgather_reducescatter | deepep_high_throughput | deepep_low_latency"),
+    sets("all2all-backend", &[], Value, Target::All2AllBackend, "engine.all2all_backend", "allgather_reducescatter | deepep_high_throughput | deepep_low_latency | naive"),
     // --- vLLM arguments ServeSim does not model -------------------------------------------
     sets("speculative-config", &[], Value, Target::SpeculativeConfig, "engine.speculative_config", "JSON: method, num_speculative_tokens, model, ... (docs/engine.md \"Speculative decoding\")"),
     other("kv-transfer-config", Value, NotModelled("KV transfer / offload connectors (NIXL, LMCache, CPU offload): ServeSim's scenario has no field for them yet")),
@@ -459,6 +459,7 @@ pub fn reset_vllm_fields(s: &mut Scenario) {
     s.tp = 1;
     s.dp = 1;
     s.ep = 1;
+    s.enable_expert_parallel = None;
     s.num_gpus = None;
     s.weight_precision = WeightPrecision::Checkpoint;
     s.kv_cache_dtype = KvCacheDtype::Auto;
@@ -646,11 +647,8 @@ pub fn apply(
         }
         Target::All2AllBackend => {
             let v = need()?.trim().to_ascii_lowercase();
-            let b = match v.as_str() {
-                "allgather_reducescatter" | "naive" => All2AllBackend::AllgatherReducescatter,
-                "deepep_high_throughput" => All2AllBackend::DeepepHighThroughput,
-                "deepep_low_latency" => All2AllBackend::DeepepLowLatency,
-                _ => return Ok((Status::NotModelled, format!("all2all backend `{v}`: ServeSim models allgather_reducescatter, deepep_high_throughput and deepep_low_latency; the default is used"))),
+            let Some(b) = All2AllBackend::parse(&v) else {
+                return Ok((Status::NotModelled, format!("all2all backend `{v}`: ServeSim models allgather_reducescatter, deepep_high_throughput, deepep_low_latency and naive; the default is used")));
             };
             e.all2all_backend = Some(b);
             format!("engine.all2all_backend = {v}")
@@ -764,7 +762,11 @@ pub fn finish(s: &mut Scenario, p: &Pending) -> Vec<String> {
     let mut notes = Vec::new();
     if p.enable_expert_parallel {
         s.ep = s.tp.saturating_mul(s.dp);
+        s.enable_expert_parallel = Some(true);
         notes.push(format!("--enable-expert-parallel: ep = tp x dp = {}", s.ep));
+    } else if s.dp > 1 {
+        // vLLM steps MoE DP ranks in lockstep with or without expert parallelism.
+        s.enable_expert_parallel = Some(false);
     }
     if p.online_fp8 {
         let ck_fp8 = match &s.model {
