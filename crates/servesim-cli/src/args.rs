@@ -2,7 +2,10 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use servesim_core::deploy::{parallelism_from, CudagraphMode, Deployment, RawEngineSettings};
+use servesim_core::deploy::{
+    apply_expert_parallel, parallelism_from, All2AllBackend, CudagraphMode, Deployment,
+    RawEngineSettings,
+};
 use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
 use servesim_core::gpu::find_gpu;
 use servesim_core::model::{catalog, ModelConfig};
@@ -21,11 +24,19 @@ pub struct DeploymentArgs {
     #[arg(long, default_value_t = 1)]
     pub tp: i64,
     /// --data-parallel-size (attention data parallelism: one KV cache per DP rank).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, visible_alias = "data-parallel-size", default_value_t = 1)]
     pub dp: i64,
     /// Expert-parallel size (1, or tp*dp as with --enable-expert-parallel).
     #[arg(long, default_value_t = 1)]
     pub ep: i64,
+    /// vLLM's --enable-expert-parallel: experts over all tp*dp GPUs (ep = tp*dp); with dp > 1 on
+    /// a MoE model the DP ranks step in lockstep (docs/topology.md "DP + EP").
+    #[arg(long)]
+    pub enable_expert_parallel: bool,
+    /// vLLM's --all2all-backend: allgather_reducescatter (default), deepep_high_throughput,
+    /// deepep_low_latency or naive.
+    #[arg(long)]
+    pub all2all_backend: Option<String>,
     /// Total GPUs (a multiple of tp*dp; default one replica).
     #[arg(long)]
     pub num_gpus: Option<i64>,
@@ -83,7 +94,30 @@ pub fn load_model(spec: &str) -> Result<ModelConfig> {
     Ok(catalog::load(spec)?)
 }
 
+/// Reads `--all2all-backend` by vLLM's names.
+pub fn parse_all2all(s: &str) -> Result<All2AllBackend> {
+    All2AllBackend::parse(s).with_context(|| {
+        format!(
+            "--all2all-backend {s}: ServeSim models {} (vLLM's names)",
+            All2AllBackend::ALL.map(|b| b.name()).join(", ")
+        )
+    })
+}
+
 impl DeploymentArgs {
+    /// `--enable-expert-parallel` as the scenario field: true when given (or `--ep` > 1), false
+    /// when only dp > 1 (vLLM steps MoE DP ranks in lockstep with or without expert
+    /// parallelism), else not stated.
+    pub fn expert_parallel(&self) -> Option<bool> {
+        if self.enable_expert_parallel || self.ep > 1 {
+            Some(true)
+        } else if self.dp > 1 {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
     /// The raw engine settings these flags describe.
     pub fn engine(&self) -> Result<RawEngineSettings> {
         let cudagraph_mode = match &self.cudagraph_mode {
@@ -92,7 +126,12 @@ impl DeploymentArgs {
                 format!("--cudagraph-mode {s}: use FULL_AND_PIECEWISE, FULL_DECODE_ONLY, PIECEWISE, FULL or NONE")
             })?),
         };
+        let all2all_backend = match &self.all2all_backend {
+            None => None,
+            Some(s) => Some(parse_all2all(s)?),
+        };
         Ok(RawEngineSettings {
+            all2all_backend,
             gpu_memory_utilization: self.gpu_memory_utilization,
             max_num_seqs: self.max_num_seqs,
             max_num_batched_tokens: self.max_num_batched_tokens,
@@ -142,14 +181,9 @@ impl DeploymentArgs {
             Some(n) if n > 0 && n <= u32::MAX as i64 => Some(n as u32),
             Some(n) => bail!("--num-gpus {n}: must be a positive integer"),
         };
-        Ok(Deployment::new(
-            model,
-            gpu,
-            par,
-            num_gpus,
-            wp,
-            kv,
-            &self.engine()?,
-        )?)
+        let enable = self.expert_parallel();
+        let (par, note) = apply_expert_parallel(&model, par, enable)?;
+        Ok(Deployment::new(model, gpu, par, num_gpus, wp, kv, &self.engine()?)?
+            .with_expert_parallel(enable, note))
     }
 }

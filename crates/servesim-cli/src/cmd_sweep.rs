@@ -295,6 +295,15 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
     if given(m, "ep") {
         s.ep = pos_u32("ep", d.ep)?;
     }
+    if given(m, "enable_expert_parallel") || (given(m, "ep") && s.ep > 1) {
+        s.enable_expert_parallel = Some(true);
+    } else if given(m, "dp") && s.dp > 1 && s.enable_expert_parallel.is_none() {
+        // vLLM steps MoE DP ranks in lockstep with or without expert parallelism.
+        s.enable_expert_parallel = Some(false);
+    }
+    if let Some(b) = &d.all2all_backend {
+        s.engine.all2all_backend = Some(crate::args::parse_all2all(b)?);
+    }
     if given(m, "num_gpus") {
         s.num_gpus = Some(pos_u32("num-gpus", d.num_gpus.unwrap_or(0))?);
     }

@@ -920,9 +920,20 @@ impl Deployment {
 
     /// The deployment with `--enable-expert-parallel` as stated (the layout must already be the
     /// one [`apply_expert_parallel`] returned), its note added.
+    /// With DP + EP stated and `deepep_high_throughput`, CUDA graphs are off, as vLLM turns them
+    /// off (`vllm/platforms/cuda.py`, `check_and_update_config`: "DeepEP high-throughput kernels
+    /// are optimized for prefill and are incompatible with CUDA Graphs").
     pub fn with_expert_parallel(mut self, enable: Option<bool>, note: Option<String>) -> Self {
         self.enable_expert_parallel = enable;
         self.notes.extend(note);
+        if self.dp_lockstep()
+            && self.engine.all2all_backend == All2AllBackend::DeepepHighThroughput
+            && self.engine.cudagraph_mode != CudagraphMode::None
+        {
+            self.engine.cudagraph_mode = CudagraphMode::None;
+            self.engine.cudagraph_capture_sizes.clear();
+            self.notes.push("all2all_backend deepep_high_throughput with dp > 1: CUDA graphs off (cudagraph_mode NONE), as vLLM turns them off for these kernels".into());
+        }
         self
     }
 

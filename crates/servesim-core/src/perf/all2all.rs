@@ -155,6 +155,11 @@ impl All2AllModel {
         self.g
     }
 
+    /// The same deployment's model under another backend (for side-by-side breakdowns).
+    pub fn with_backend(&self, backend: All2AllBackend) -> All2AllModel {
+        All2AllModel { backend, ..*self }
+    }
+
     /// Dispatch and combine of one MoE layer for a DP rank running `padded_tokens` tokens.
     pub fn layer(&self, padded_tokens: u64) -> All2AllTerms {
         let t = padded_tokens.div_ceil(self.tp as u64);
