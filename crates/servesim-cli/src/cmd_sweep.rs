@@ -459,16 +459,10 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
             t0.elapsed().as_secs_f64()
         );
     }
-    let result = runner.finish();
+    let mut result = runner.finish();
     if let Some(n) = a.refine_sla {
-        match servesim_core::sla_refine::refine_operating_point(
-            &resolved.engine,
-            &resolved.cost,
-            &resolved.workload,
-            &resolved.sweep,
-            &result.levels,
-            n.min(64),
-        )? {
+        resolved.refine(&mut result, n.min(64))?;
+        match &result.refined_operating_point {
             Some(r) => {
                 for s in &r.steps {
                     eprintln!(
