@@ -448,6 +448,8 @@ fn int(flag: &str, v: &str) -> Result<i64, String> {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Pending {
     pub enable_expert_parallel: bool,
+    /// `--data-parallel-size` or `--ep` seen: the scenario states `enable_expert_parallel`.
+    pub layout_given: bool,
     /// `--quantization fp8` seen: fp8 weights unless the checkpoint is already fp8.
     pub online_fp8: bool,
 }
@@ -506,10 +508,12 @@ pub fn apply(
             format!("tp = {}", s.tp)
         }
         Target::Dp => {
+            p.layout_given = true;
             s.dp = positive_u32(&flag, need()?)?;
             format!("dp = {}", s.dp)
         }
         Target::Ep => {
+            p.layout_given = true;
             s.ep = positive_u32(&flag, need()?)?;
             format!("ep = {}", s.ep)
         }
@@ -537,14 +541,14 @@ pub fn apply(
                     p.online_fp8 = true;
                     "weight_precision = fp8 (checkpoint when the checkpoint is already fp8)".into()
                 }
-                "modelopt" | "modelopt_fp4" | "compressed-tensors" | "compressed_tensors" | "mxfp4" | "fbgemm_fp8" | "quark" | "none" => {
+                "modelopt" | "modelopt_fp4" | "compressed-tensors" | "compressed_tensors" | "mxfp4" | "fbgemm_fp8" | "quark" | "none" | "awq" | "awq_marlin" | "gptq" | "gptq_marlin" | "marlin" => {
                     s.weight_precision = WeightPrecision::Checkpoint;
-                    format!("weight_precision = checkpoint (`{v}` reads the checkpoint's own quantization)")
+                    format!("weight_precision = checkpoint (`{v}` reads the checkpoint's own quantization from its config.json)")
                 }
-                "awq" | "awq_marlin" | "gptq" | "gptq_marlin" | "bitsandbytes" | "gguf" | "marlin" | "experts_int8" => {
-                    return Err(format!("{flag} {v}: integer weight-only quantization is not modelled; use --quantization fp8 for a nearby estimate"));
+                "bitsandbytes" | "gguf" | "experts_int8" => {
+                    return Err(format!("{flag} {v}: this quantization is not modelled; use an AWQ/GPTQ/fp8 checkpoint's config.json, or --quantization fp8 for a nearby estimate"));
                 }
-                _ => return Err(format!("{flag} {v}: ServeSim understands fp8 and the checkpoint's own methods (modelopt, modelopt_fp4, compressed-tensors, mxfp4, fbgemm_fp8)")),
+                _ => return Err(format!("{flag} {v}: ServeSim understands fp8 and the checkpoint's own methods (modelopt, modelopt_fp4, compressed-tensors, mxfp4, fbgemm_fp8, awq, gptq and their marlin kernels)")),
             }
         }
         Target::KvCacheDtype => {
@@ -764,9 +768,15 @@ pub fn finish(s: &mut Scenario, p: &Pending) -> Vec<String> {
         s.ep = s.tp.saturating_mul(s.dp);
         s.enable_expert_parallel = Some(true);
         notes.push(format!("--enable-expert-parallel: ep = tp x dp = {}", s.ep));
-    } else if s.dp > 1 {
-        // vLLM steps MoE DP ranks in lockstep with or without expert parallelism.
-        s.enable_expert_parallel = Some(false);
+    } else if p.layout_given && s.enable_expert_parallel.is_none() {
+        // A layout stated by flags states expert parallelism too: `--ep` above 1 is it, and
+        // `--data-parallel-size` above 1 without it keeps the experts tensor-parallel; either
+        // way vLLM steps MoE DP ranks in lockstep.
+        if s.ep > 1 {
+            s.enable_expert_parallel = Some(true);
+        } else if s.dp > 1 {
+            s.enable_expert_parallel = Some(false);
+        }
     }
     if p.online_fp8 {
         let ck_fp8 = match &s.model {
@@ -872,6 +882,8 @@ mod tests {
             .contains("not modelled"));
         assert!(apply(&mut s, &mut p, pp, Some("1")).is_ok());
         let q = lookup("--quantization").unwrap();
-        assert!(apply(&mut s, &mut p, q, Some("awq")).is_err());
+        assert!(apply(&mut s, &mut p, q, Some("awq")).is_ok());
+        assert_eq!(s.weight_precision, WeightPrecision::Checkpoint);
+        assert!(apply(&mut s, &mut p, q, Some("bitsandbytes")).is_err());
     }
 }
