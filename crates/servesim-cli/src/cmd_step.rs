@@ -126,10 +126,9 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
         let dummy = r.cost.breakdown_iter(std::iter::empty(), 1, 0).total();
         for i in 1..dp {
             rank_s.push(match ranks.get(i - 1) {
-                Some(&(d, c)) if d > 0 => r
-                    .cost
-                    .breakdown_iter(std::iter::empty(), d, d * c)
-                    .total(),
+                Some(&(d, c)) if d > 0 => {
+                    r.cost.breakdown_iter(std::iter::empty(), d, d * c).total()
+                }
                 _ => dummy,
             });
         }
@@ -207,7 +206,11 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
                 t.combine_s * 1e6,
                 fmt_bytes(t.combine_bytes),
                 ms(layers * (t.dispatch_s + t.combine_s)),
-                if bk == m.backend { "  <- this scenario" } else { "" }
+                if bk == m.backend {
+                    "  <- this scenario"
+                } else {
+                    ""
+                }
             );
         }
         println!(
@@ -228,7 +231,10 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
             };
             println!("  rank {i:<3} {:9.3} ms  ({what})", ms(*s));
         }
-        println!("  step      {:9.3} ms  (max over the {dp} ranks)", ms(lockstep_s));
+        println!(
+            "  step      {:9.3} ms  (max over the {dp} ranks)",
+            ms(lockstep_s)
+        );
     }
     Ok(())
 }

@@ -117,7 +117,9 @@ impl Collector {
     }
     /// Steps recorded for `engine` (0 for an engine that never stepped).
     pub fn num_steps_of(&self, engine: u32) -> u64 {
-        self.steps.get(engine as usize).map_or(0, |v| v.len() as u64)
+        self.steps
+            .get(engine as usize)
+            .map_or(0, |v| v.len() as u64)
     }
 
     /// The inter-token latencies of one finished request (ns), in order: decode-step gaps and

@@ -86,7 +86,10 @@ fn misaligned_steps(r: &ResolvedScenario, col: &Collector) -> (u64, u64) {
             })
             .collect();
         for v in &spans {
-            assert!(v.windows(2).all(|w| w[0].1 <= w[1].0), "a rank's steps overlap");
+            assert!(
+                v.windows(2).all(|w| w[0].1 <= w[1].0),
+                "a rank's steps overlap"
+            );
             total += v.len() as u64;
         }
         for x in 0..spans.len() {
@@ -121,12 +124,12 @@ fn backends_are_identical_at_dp1() {
         assert!(r.cost.all2all_model().is_none());
         let (res, col, _) = run_one(&r);
         check_invariants(&r, &res, &col);
-        outs.push((
-            serde_json::to_string(&res).unwrap(),
-            r.capacity.num_blocks,
-        ));
+        outs.push((serde_json::to_string(&res).unwrap(), r.capacity.num_blocks));
     }
-    assert!(outs.windows(2).all(|w| w[0] == w[1]), "a backend changed a DP=1 result");
+    assert!(
+        outs.windows(2).all(|w| w[0] == w[1]),
+        "a backend changed a DP=1 result"
+    );
 }
 
 #[test]
@@ -157,7 +160,10 @@ fn backends_differ_at_dp2_through_the_all2all_term() {
         assert_eq!(a.tp_allreduce, b.tp_allreduce);
         assert_ne!(a.ep_alltoall, b.ep_alltoall);
         let (la, lb) = (a.all2all.unwrap(), b.all2all.unwrap());
-        assert!(la.internode && lb.internode, "EP 16 spans two 8-GPU H200 nodes");
+        assert!(
+            la.internode && lb.internode,
+            "EP 16 spans two 8-GPU H200 nodes"
+        );
         // The step-time difference is the all-to-all difference (up to the per-step floor).
         let d_total = a.total() - b.total();
         let d_a2a = a.ep_alltoall - b.ep_alltoall;
@@ -207,7 +213,11 @@ fn deepep_high_throughput_turns_cuda_graphs_off_at_dp2() {
         ht.deployment.engine.cudagraph_mode,
         servesim_core::deploy::CudagraphMode::None
     );
-    assert!(ht.deployment.notes.iter().any(|n| n.contains("CUDA graphs off")));
+    assert!(ht
+        .deployment
+        .notes
+        .iter()
+        .any(|n| n.contains("CUDA graphs off")));
     let ll = dsv4(2, All2AllBackend::DeepepLowLatency, "")
         .resolve()
         .unwrap();
@@ -259,7 +269,10 @@ fn conflicting_ep_names_the_field_and_the_fix() {
     s.ep = 16;
     let e = s.resolve().unwrap_err();
     assert_eq!(e.field(), "ep");
-    assert!(e.to_string().contains("set enable_expert_parallel true"), "{e}");
+    assert!(
+        e.to_string().contains("set enable_expert_parallel true"),
+        "{e}"
+    );
     // A version-1 document cannot carry the version-2 field.
     let e = Scenario::from_json(
         r#"{"version": 1, "model": {"catalog": "Qwen/Qwen3-30B-A3B"}, "gpu": {"catalog": "H100-SXM"}, "enable_expert_parallel": true, "workload": {"arrival": {"type": "closed_loop", "concurrency": 1}, "requests": {"type": "synthetic", "input": {"type": "constant", "tokens": 10}, "output": {"type": "constant", "tokens": 10}}}}"#,

@@ -180,8 +180,7 @@ impl All2AllModel {
         if self.tp > 1 {
             let tpf = self.tp as f64;
             let bytes = padded_tokens as f64 * h * 2.0;
-            out.tp_allgather_s =
-                (tpf - 1.0) / tpf * bytes * self.tp_s_per_byte + self.tp_latency_s;
+            out.tp_allgather_s = (tpf - 1.0) / tpf * bytes * self.tp_s_per_byte + self.tp_latency_s;
         }
         match self.backend {
             All2AllBackend::DeepepLowLatency => {
@@ -214,11 +213,7 @@ impl All2AllModel {
                         .map(|r| (r.0 as f64, r.2 * 1e9))
                         .collect();
                     let d = (self.domain as f64).min(g);
-                    (
-                        (g - d) / g,
-                        interp_log2(&pts_d, g),
-                        interp_log2(&pts_c, g),
-                    )
+                    ((g - d) / g, interp_log2(&pts_d, g), interp_log2(&pts_c, g))
                 } else {
                     (
                         (g - 1.0) / g,
