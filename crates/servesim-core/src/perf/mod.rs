@@ -437,7 +437,7 @@ impl StepCostModel {
                     dep.engine.all2all_backend,
                     par.tp,
                     par.dp,
-                    m.hidden_size as u64,
+                    m.hidden_size,
                     moe.experts_per_tok,
                     compute_class_on(dt_experts, gpu) == ComputeClass::Fp8
                         && !is_weight_only_on(dt_experts, gpu),

@@ -226,8 +226,7 @@ mod tests {
             }
             let was_idle = g.state.in_flight_end.is_none();
             g.process_next_event(&mut obs).unwrap();
-            if was_idle && g.state.in_flight_end.is_some() {
-                let end = g.state.in_flight_end.unwrap();
+            if let (true, Some(end)) = (was_idle, g.state.in_flight_end) {
                 let own = g.state.own.clone();
                 let max = own.iter().copied().max().unwrap();
                 let want = if own.contains(&Ticks::ZERO) {
