@@ -246,37 +246,19 @@ impl RawSearch {
             .deployment()
             .map(|d| d.model.moe.is_some())
             .unwrap_or(false);
-        let eps = match &self.expert_parallel {
-            Some(v) if v.is_empty() => {
-                return Err(serr("expert_parallel", "[]", "give false, true or both"))
-            }
-            Some(v) if v.contains(&true) && !is_moe => {
-                return Err(serr(
-                    "expert_parallel",
-                    "true",
-                    "the model has no experts; drop expert_parallel",
-                ))
-            }
-            Some(v) => dedup_bools(v),
-            None if is_moe => vec![false, true],
-            None => vec![false],
-        };
+        let eps = on_off(
+            "expert_parallel",
+            &self.expert_parallel,
+            is_moe,
+            "the model has no experts; drop expert_parallel",
+        )?;
         let has_spec = self.base.engine.speculative_config.is_some();
-        let specs = match &self.speculative {
-            Some(v) if v.is_empty() => {
-                return Err(serr("speculative", "[]", "give false, true or both"))
-            }
-            Some(v) if v.contains(&true) && !has_spec => {
-                return Err(serr(
-                    "speculative",
-                    "true",
-                    "the base scenario has no engine.speculative_config (and acceptance) to turn on; add them to the base",
-                ))
-            }
-            Some(v) => dedup_bools(v),
-            None if has_spec => vec![false, true],
-            None => vec![false],
-        };
+        let specs = on_off(
+            "speculative",
+            &self.speculative,
+            has_spec,
+            "the base scenario has no engine.speculative_config (and acceptance) to turn on; add them to the base",
+        )?;
         let kvs = match &self.kv_cache_dtypes {
             Some(v) if v.is_empty() => {
                 return Err(serr("kv_cache_dtypes", "[]", "give at least one dtype"))
@@ -413,14 +395,29 @@ impl RawSearch {
     }
 }
 
-fn dedup_bools(v: &[bool]) -> Vec<bool> {
-    let mut out = Vec::new();
-    for b in v {
-        if !out.contains(b) {
-            out.push(*b);
+/// An off/on option: the values given (deduplicated; `true` only when `possible`, else the
+/// error `why_not`), or by default both when possible and off otherwise.
+fn on_off(
+    field: &str,
+    given: &Option<Vec<bool>>,
+    possible: bool,
+    why_not: &str,
+) -> Result<Vec<bool>, SearchError> {
+    match given {
+        Some(v) if v.is_empty() => Err(serr(field, "[]", "give false, true or both")),
+        Some(v) if v.contains(&true) && !possible => Err(serr(field, "true", why_not)),
+        Some(v) => {
+            let mut out = Vec::new();
+            for b in v {
+                if !out.contains(b) {
+                    out.push(*b);
+                }
+            }
+            Ok(out)
         }
+        None if possible => Ok(vec![false, true]),
+        None => Ok(vec![false]),
     }
-    out
 }
 
 /// Why a candidate was not simulated.
