@@ -606,6 +606,7 @@ impl Scenario {
             )?,
             kv,
             spec: None,
+            offload: None,
         };
         // The calibrated table (fitted fields of docs/accuracy.md over the literature defaults).
         let era = self.engine_era()?;
