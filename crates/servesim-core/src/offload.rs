@@ -118,6 +118,9 @@ pub struct KvTransferSettings {
     /// A NixlConnector is stacked (the P/D KV transfer, modelled by the topology).
     pub nixl: bool,
     pub notes: Vec<String>,
+    /// The JSON as given (reproduces the setting).
+    #[serde(skip)]
+    pub raw: RawKvTransferConfig,
 }
 
 fn invalid(field: &'static str, value: impl ToString, fix: impl Into<String>) -> DeployError {
@@ -147,6 +150,7 @@ pub fn resolve(
         offload: None,
         nixl: false,
         notes: Vec::new(),
+        raw: raw.clone(),
     };
     walk(raw, block_size, prefix_caching, 0, &mut out)?;
     Ok(out)
@@ -466,6 +470,41 @@ pub fn tier_size(s: &OffloadSettings, unit_bytes: u64, world_size: u64) -> CpuTi
         chunk_bytes_per_rank: chunk,
         host_bytes_per_rank: chunks.saturating_mul(chunk),
     }
+}
+
+/// The CPU tier in the capacity report: its size per rank and the host memory it pins.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuTierReport {
+    pub connector: String,
+    pub cpu_bytes_to_use: u64,
+    pub blocks_per_chunk: u64,
+    /// Chunks, GPU blocks and tokens the tier holds per rank (every rank holds its shard of
+    /// every chunk).
+    pub chunks: u64,
+    pub blocks: u64,
+    pub tokens: u64,
+    pub host_bytes_per_rank: u64,
+    /// Ranks of one engine (`world_size` = tp) and GPUs assumed per node.
+    pub ranks_per_engine: u32,
+    pub gpus_per_node: u32,
+    pub gpus_per_node_basis: String,
+    /// Host memory the tier pins on one node: `host_bytes_per_rank x gpus_per_node`.
+    pub host_bytes_per_node: u64,
+    pub host_link: String,
+    pub host_link_gb_s: f64,
+    pub host_link_source: String,
+}
+
+/// GPUs per node assumed for host memory: 4 per Grace compute tray (GB200/GB300 NVL72: 18 trays
+/// of 4 GPUs), otherwise 8 (HGX/DGX boards), capped by the deployment's GPUs.
+pub fn gpus_per_node(gpu_id: &str, num_gpus: u32) -> (u32, &'static str) {
+    let id = gpu_id.to_ascii_uppercase();
+    let (n, why) = if id.starts_with("GB2") || id.starts_with("GB3") {
+        (4, "assumed: 4 GPUs per Grace compute tray (NVL72 = 18 trays x 4 GPUs); the GPU catalog states no host memory, so the tier is not bounded by it")
+    } else {
+        (8, "assumed: 8 GPUs per node (HGX/DGX baseboard); the GPU catalog states no host memory, so the tier is not bounded by it")
+    };
+    (n.min(num_gpus.max(1)), why)
 }
 
 #[cfg(test)]
