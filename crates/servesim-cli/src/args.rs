@@ -66,6 +66,14 @@ pub struct DeploymentArgs {
     /// '{"accepted_values": [2, 3], "mean_acceptance_length": 3.51}'.
     #[arg(long)]
     pub speculative_acceptance: Option<String>,
+    /// vLLM's --kv-transfer-config JSON (CPU KV offload tier), e.g. '{"kv_connector":
+    /// "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config":
+    /// {"cpu_bytes_to_use": 107374182400, "blocks_per_chunk": 4}}'.
+    #[arg(long)]
+    pub kv_transfer_config: Option<String>,
+    /// Host-link GB/s per GPU and direction for the CPU tier (default: the GPU's link).
+    #[arg(long)]
+    pub host_link_gb_s: Option<f64>,
 }
 
 /// Loads a model from the catalog, or from a config.json path.
@@ -115,6 +123,11 @@ impl DeploymentArgs {
                     format!("--speculative-acceptance {j}: give e.g. '{{\"mean_acceptance_length\": 2.8}}' or '{{\"accepted_values\": [2, 3], \"mean_acceptance_length\": 3.51}}'")
                 })?),
             },
+            kv_transfer_config: match &self.kv_transfer_config {
+                None => None,
+                Some(j) => Some(servesim_core::offload::parse(j).map_err(anyhow::Error::msg)?),
+            },
+            host_link_gb_s: self.host_link_gb_s,
             ..Default::default()
         })
     }

@@ -593,7 +593,10 @@ fn compute_inner(
         requests_fit,
         log_lines,
         fits,
-        cpu_tier: None,
+        cpu_tier: crate::offload::cpu_tier_report(
+            d,
+            block_bytes.saturating_mul(crate::scenario::kv_footprint(&spec, mnbt).full_groups.max(1) as u64),
+        ),
         reason,
         vllm_error,
         deficit: Mem::of(deficit.max(0)),

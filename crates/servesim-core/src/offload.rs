@@ -484,6 +484,7 @@ pub struct CpuTierReport {
     pub blocks: u64,
     pub tokens: u64,
     pub host_bytes_per_rank: u64,
+    pub chunk_bytes_per_rank: u64,
     /// Ranks of one engine (`world_size` = tp) and GPUs assumed per node.
     pub ranks_per_engine: u32,
     pub gpus_per_node: u32,
@@ -492,6 +493,7 @@ pub struct CpuTierReport {
     pub host_bytes_per_node: u64,
     pub host_link: String,
     pub host_link_gb_s: f64,
+    pub host_link_bytes_per_s: u64,
     pub host_link_source: String,
 }
 
@@ -505,6 +507,42 @@ pub fn gpus_per_node(gpu_id: &str, num_gpus: u32) -> (u32, &'static str) {
         (8, "assumed: 8 GPUs per node (HGX/DGX baseboard); the GPU catalog states no host memory, so the tier is not bounded by it")
     };
     (n.min(num_gpus.max(1)), why)
+}
+
+/// The CPU tier of a deployment (`None` without one): `unit_bytes` = bytes per rank of one
+/// cached block (all full-attention KV groups).
+pub fn cpu_tier_report(d: &crate::deploy::Deployment, unit_bytes: u64) -> Option<CpuTierReport> {
+    let e = &d.engine;
+    let o = e.kv_transfer.as_ref()?.offload.as_ref()?;
+    let world = d.par.tp as u64;
+    let size = tier_size(o, unit_bytes, world);
+    let gpu_link = host_link_for(&d.gpu.id, d.gpu.generation);
+    let (bps, name, source) = match e.host_link_bytes_per_s {
+        Some(b) => (b, "stated (engine.host_link_gb_s)".to_string(), "the scenario".to_string()),
+        None => (gpu_link.bytes_per_s, gpu_link.name.to_string(), gpu_link.source.to_string()),
+    };
+    let (per_node, basis) = gpus_per_node(&d.gpu.id, d.num_gpus);
+    Some(CpuTierReport {
+        connector: o.connector.name().into(),
+        cpu_bytes_to_use: o.cpu_bytes_to_use,
+        blocks_per_chunk: o.blocks_per_chunk,
+        chunks: size.chunks,
+        blocks: size.chunks.saturating_mul(o.blocks_per_chunk),
+        tokens: size
+            .chunks
+            .saturating_mul(o.blocks_per_chunk)
+            .saturating_mul(e.block_size as u64),
+        host_bytes_per_rank: size.host_bytes_per_rank,
+        chunk_bytes_per_rank: size.chunk_bytes_per_rank,
+        ranks_per_engine: d.par.tp,
+        gpus_per_node: per_node,
+        gpus_per_node_basis: basis.into(),
+        host_bytes_per_node: size.host_bytes_per_rank.saturating_mul(per_node as u64),
+        host_link: name,
+        host_link_gb_s: bps as f64 / 1e9,
+        host_link_bytes_per_s: bps,
+        host_link_source: source,
+    })
 }
 
 #[cfg(test)]

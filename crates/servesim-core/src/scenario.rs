@@ -620,56 +620,25 @@ impl Scenario {
         let cost = StepCostModel::new(&deployment, &eff).map_err(ScenarioError::Perf)?;
         let workload = self.workload.validate().map_err(ScenarioError::Workload)?;
         let mut engine = engine;
-        let mut capacity = capacity;
-        if let Some(o) = e.kv_transfer.as_ref().and_then(|k| k.offload.as_ref()) {
-            // One cached block = `full_groups` GPU blocks of `block_bytes` on one rank.
-            let unit = capacity
-                .block_bytes
-                .saturating_mul(engine.kv.full_groups.max(1) as u64);
-            let world = deployment.par.tp as u64;
-            let size = crate::offload::tier_size(o, unit, world);
-            let gpu_link =
-                crate::offload::host_link_for(&deployment.gpu.id, deployment.gpu.generation);
-            let (link_bps, link_name, link_source) = match e.host_link_bytes_per_s {
-                Some(b) => (b, "stated (engine.host_link_gb_s)".to_string(), "the scenario".to_string()),
-                None => (gpu_link.bytes_per_s, gpu_link.name.to_string(), gpu_link.source.to_string()),
-            };
-            let (per_node, basis) =
-                crate::offload::gpus_per_node(&deployment.gpu.id, deployment.num_gpus);
-            capacity.cpu_tier = Some(crate::offload::CpuTierReport {
-                connector: o.connector.name().into(),
-                cpu_bytes_to_use: o.cpu_bytes_to_use,
-                blocks_per_chunk: o.blocks_per_chunk,
-                chunks: size.chunks,
-                blocks: size.chunks.saturating_mul(o.blocks_per_chunk),
-                tokens: size
-                    .chunks
-                    .saturating_mul(o.blocks_per_chunk)
-                    .saturating_mul(e.block_size as u64),
-                host_bytes_per_rank: size.host_bytes_per_rank,
-                ranks_per_engine: deployment.par.tp,
-                gpus_per_node: per_node,
-                gpus_per_node_basis: basis.into(),
-                host_bytes_per_node: size.host_bytes_per_rank.saturating_mul(per_node as u64),
-                host_link: link_name,
-                host_link_gb_s: link_bps as f64 / 1e9,
-                host_link_source: link_source,
-            });
-            if size.chunks == 0 {
+        if let (Some(o), Some(tier)) = (
+            e.kv_transfer.as_ref().and_then(|k| k.offload.as_ref()),
+            capacity.cpu_tier.clone(),
+        ) {
+            if tier.chunks == 0 {
                 return Err(invalid(
                     "engine.kv_transfer_config.kv_connector_extra_config.cpu_bytes_to_use",
                     o.cpu_bytes_to_use,
                     format!(
-                        "holds no chunk: one chunk is {} bytes per rank x {world} ranks; give more bytes",
-                        size.chunk_bytes_per_rank
+                        "holds no chunk: one chunk is {} bytes per rank x {} ranks; give more bytes",
+                        tier.chunk_bytes_per_rank, tier.ranks_per_engine
                     ),
                 ));
             }
             engine.offload = Some(crate::engine::OffloadConfig {
                 blocks_per_chunk: o.blocks_per_chunk as u32,
-                num_chunks: size.chunks,
-                chunk_bytes: size.chunk_bytes_per_rank,
-                link_bytes_per_s: link_bps,
+                num_chunks: tier.chunks,
+                chunk_bytes: tier.chunk_bytes_per_rank,
+                link_bytes_per_s: tier.host_link_bytes_per_s,
                 store_threshold: o.store_threshold as u32,
                 max_tracker_size: o.max_tracker_size,
             });
