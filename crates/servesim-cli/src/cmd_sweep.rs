@@ -674,7 +674,14 @@ fn print_table(
         println!("CPU KV offload tier (bytes per rank over the host link):");
         println!(
             "{:>10} {:>12} {:>8} {:>7} {:>12} {:>12} {:>11} {:>9}",
-            "level", "CPU hit tok", "CPU hit", "loads", "loaded GB", "stored GB", "wait ms", "link GB/s"
+            "level",
+            "CPU hit tok",
+            "CPU hit",
+            "loads",
+            "loaded GB",
+            "stored GB",
+            "wait ms",
+            "link GB/s"
         );
         for l in &res.levels {
             let Some(c) = &l.cpu_offload else { continue };

@@ -595,7 +595,11 @@ fn compute_inner(
         fits,
         cpu_tier: crate::offload::cpu_tier_report(
             d,
-            block_bytes.saturating_mul(crate::scenario::kv_footprint(&spec, mnbt).full_groups.max(1) as u64),
+            block_bytes.saturating_mul(
+                crate::scenario::kv_footprint(&spec, mnbt)
+                    .full_groups
+                    .max(1) as u64,
+            ),
         ),
         reason,
         vllm_error,

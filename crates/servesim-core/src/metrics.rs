@@ -5,7 +5,7 @@
 //! records during a run; [`Collector::level_result`] computes every metric for a measurement
 //! window afterwards (pooled ITL percentiles use per-step weights, not per-token lists).
 
-use crate::engine::{OffloadStats, FinishedRequest, Observer, RejectReason, StepRecord};
+use crate::engine::{FinishedRequest, Observer, OffloadStats, RejectReason, StepRecord};
 use crate::metric::{MetricId, Stat};
 use crate::units::Ticks;
 use crate::workload::Level;

@@ -131,11 +131,20 @@ fn invalid(field: &'static str, value: impl ToString, fix: impl Into<String>) ->
     }
 }
 
-fn bounded(field: &'static str, v: Option<i64>, lo: u64, hi: u64) -> Result<Option<u64>, DeployError> {
+fn bounded(
+    field: &'static str,
+    v: Option<i64>,
+    lo: u64,
+    hi: u64,
+) -> Result<Option<u64>, DeployError> {
     match v {
         None => Ok(None),
         Some(x) if x >= lo as i64 && (x as u64) <= hi => Ok(Some(x as u64)),
-        Some(x) => Err(invalid(field, x, format!("must be an integer in {lo}..={hi}"))),
+        Some(x) => Err(invalid(
+            field,
+            x,
+            format!("must be an integer in {lo}..={hi}"),
+        )),
     }
 }
 
@@ -518,8 +527,16 @@ pub fn cpu_tier_report(d: &crate::deploy::Deployment, unit_bytes: u64) -> Option
     let size = tier_size(o, unit_bytes, world);
     let gpu_link = host_link_for(&d.gpu.id, d.gpu.generation);
     let (bps, name, source) = match e.host_link_bytes_per_s {
-        Some(b) => (b, "stated (engine.host_link_gb_s)".to_string(), "the scenario".to_string()),
-        None => (gpu_link.bytes_per_s, gpu_link.name.to_string(), gpu_link.source.to_string()),
+        Some(b) => (
+            b,
+            "stated (engine.host_link_gb_s)".to_string(),
+            "the scenario".to_string(),
+        ),
+        None => (
+            gpu_link.bytes_per_s,
+            gpu_link.name.to_string(),
+            gpu_link.source.to_string(),
+        ),
     };
     let (per_node, basis) = gpus_per_node(&d.gpu.id, d.num_gpus);
     Some(CpuTierReport {
@@ -584,7 +601,10 @@ mod tests {
 
     #[test]
     fn errors_name_the_field() {
-        let e = p(r#"{"kv_connector":"OffloadingConnector","kv_connector_extra_config":{"cpu_bytes":1}}"#).unwrap_err();
+        let e = p(
+            r#"{"kv_connector":"OffloadingConnector","kv_connector_extra_config":{"cpu_bytes":1}}"#,
+        )
+        .unwrap_err();
         assert!(e.contains("cpu_bytes"), "{e}");
         let e = p(r#"{"kv_connector":"OffloadingConnector"}"#).unwrap_err();
         assert!(e.contains("cpu_bytes_to_use"), "{e}");

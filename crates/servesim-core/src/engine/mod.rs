@@ -17,8 +17,8 @@ mod offload;
 mod sched;
 
 pub(crate) use kv::IdMap;
-pub use sched::Engine;
 pub use offload::{OffloadConfig, OffloadStats};
+pub use sched::Engine;
 pub use spec::{SpecDecode, SpecStep};
 
 mod spec;
@@ -208,7 +208,9 @@ impl EngineConfig {
         if let Some(o) = &self.offload {
             o.validate()?;
             if !self.enable_prefix_caching || self.kv.full_groups == 0 {
-                return Err(ConfigError::Zero("offload needs prefix caching (enable_prefix_caching)"));
+                return Err(ConfigError::Zero(
+                    "offload needs prefix caching (enable_prefix_caching)",
+                ));
             }
         }
         Ok(())

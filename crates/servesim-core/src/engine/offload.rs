@@ -263,7 +263,14 @@ impl CpuTier {
     /// Consecutive chunks from `start` (at most `max`) that are stored and finished at `t`
     /// (vLLM `get_num_new_matched_tokens` + `lookup`); `None` when one of them is being loaded
     /// by another request (vLLM delays the request).
-    pub(crate) fn lookup(&mut self, spans: &[Span], start: u64, max: u64, total: u64, t: Ticks) -> Option<u64> {
+    pub(crate) fn lookup(
+        &mut self,
+        spans: &[Span],
+        start: u64,
+        max: u64,
+        total: u64,
+        t: Ticks,
+    ) -> Option<u64> {
         self.touch_all(spans, total);
         let c = self.blocks_per_chunk();
         let mut hits = 0;

@@ -9,10 +9,10 @@ use super::{
 use crate::units::Ticks;
 use std::cmp::Reverse;
 
-#[path = "sched_spec.rs"]
-mod sched_spec;
 #[path = "sched_offload.rs"]
 mod sched_offload;
+#[path = "sched_spec.rs"]
+mod sched_spec;
 use super::offload::CpuTier;
 use sched_offload::CpuLookup;
 use sched_spec::SpecPlan;
