@@ -110,6 +110,16 @@ impl Collector {
         }
         peak
     }
+    /// The CPU offload tier's totals over the whole run (`None` without a tier).
+    pub fn offload_totals(&self) -> Option<OffloadStats> {
+        (!self.offload.is_empty()).then(|| {
+            let mut d = OffloadStats::default();
+            for (_, x) in &self.offload {
+                d.add(x);
+            }
+            d
+        })
+    }
     pub fn num_steps(&self) -> u64 {
         self.steps.iter().map(|v| v.len() as u64).sum()
     }
