@@ -526,6 +526,14 @@ impl Scenario {
     }
 
     pub fn resolve(&self) -> Result<ResolvedScenario, ScenarioError> {
+        let deployment = self.deployment()?;
+        let capacity = capacity::compute(&deployment, None).map_err(ScenarioError::Capacity)?;
+        self.resolve_from(deployment, capacity)
+    }
+
+    /// The deployment this scenario states (model, GPU, layout, precisions, engine settings),
+    /// validated: the first step of [`Scenario::resolve`], and all `servesim capacity` needs.
+    pub fn deployment(&self) -> Result<Deployment, ScenarioError> {
         if !(OLDEST_SCENARIO_VERSION..=SCENARIO_VERSION).contains(&self.version) {
             return Err(ScenarioError::Version {
                 found: self.version.to_string(),
@@ -570,7 +578,7 @@ impl Scenario {
             ),
             (g, _) => g,
         };
-        let deployment = Deployment::new(
+        Deployment::new(
             model,
             gpu,
             par,
@@ -579,8 +587,14 @@ impl Scenario {
             self.kv_cache_dtype,
             &self.engine,
         )
-        .map_err(ScenarioError::Deploy)?;
-        let capacity = capacity::compute(&deployment, None).map_err(ScenarioError::Capacity)?;
+        .map_err(ScenarioError::Deploy)
+    }
+
+    fn resolve_from(
+        &self,
+        deployment: Deployment,
+        capacity: CapacityReport,
+    ) -> Result<ResolvedScenario, ScenarioError> {
         let e = &deployment.engine;
         let spec = deployment
             .model
@@ -909,6 +923,21 @@ impl ResolvedScenario {
     }
 
     /// Runs every level.
+    /// Refines `result`'s SLA operating point by simulation (`sla_refine`, at most `max_steps`
+    /// extra level runs of the whole plan) and stores it in `result.refined_operating_point`
+    /// (left `None` when there is no crossing to refine).
+    pub fn refine(&self, result: &mut SweepResult, max_steps: usize) -> Result<(), ScenarioError> {
+        result.refined_operating_point = crate::sla_refine::refine_operating_point(
+            &self.plan(),
+            &self.workload,
+            &self.sweep,
+            &result.levels,
+            max_steps,
+        )
+        .map_err(ScenarioError::Sweep)?;
+        Ok(())
+    }
+
     pub fn run(&self) -> Result<SweepResult, ScenarioError> {
         let mut r = self.runner()?;
         while let Some(step) = r.step() {
@@ -981,6 +1010,9 @@ pub struct SweepReport<'a> {
     /// Per-replica results per level (plans with more than one replica; omitted otherwise).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub topology: &'a [crate::topology::TopologyLevel],
+    /// The operating point refined by simulation (`--refine-sla`; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refined_operating_point: Option<&'a crate::sla_refine::Refinement>,
 }
 
 impl<'a> SweepReport<'a> {
@@ -994,6 +1026,7 @@ impl<'a> SweepReport<'a> {
             cancelled: result.cancelled,
             warnings: r.warnings(),
             topology: &result.topology,
+            refined_operating_point: result.refined_operating_point.as_ref(),
         }
     }
 

@@ -77,6 +77,9 @@ pub enum Target {
     SpeculativeConfig,
     /// ServeSim's stated draft acceptance -> `engine.speculative_acceptance`.
     SpeculativeAcceptance,
+    /// `--kv-transfer-config JSON` -> `engine.kv_transfer_config` (docs/engine.md "CPU KV
+    /// offload tier").
+    KvTransferConfig,
 }
 
 /// What an argument does.
@@ -215,7 +218,7 @@ static REGISTRY: &[ArgSpec] = &[
     sets("all2all-backend", &[], Value, Target::All2AllBackend, "engine.all2all_backend", "allgather_reducescatter | deepep_high_throughput | deepep_low_latency"),
     // --- vLLM arguments ServeSim does not model -------------------------------------------
     sets("speculative-config", &[], Value, Target::SpeculativeConfig, "engine.speculative_config", "JSON: method, num_speculative_tokens, model, ... (docs/engine.md \"Speculative decoding\")"),
-    other("kv-transfer-config", Value, NotModelled("KV transfer / offload connectors (NIXL, LMCache, CPU offload): ServeSim's scenario has no field for them yet")),
+    sets("kv-transfer-config", &[], Value, Target::KvTransferConfig, "engine.kv_transfer_config", "JSON: OffloadingConnector / SimpleCPUOffloadConnector (CPU KV tier), NixlConnector, MultiConnector (docs/engine.md \"CPU KV offload tier\")"),
     other("async-scheduling", Flag, NotModelled("overlaps CPU scheduling with the GPU step: ServeSim's step time has no separate CPU scheduling term to overlap")),
     other("no-async-scheduling", Flag, NotModelled("see --async-scheduling")),
     other("enable-chunked-prefill", Flag, Ignored("always on in vLLM V1; ServeSim's engine chunks prefills to the token budget")),
@@ -536,14 +539,14 @@ pub fn apply(
                     p.online_fp8 = true;
                     "weight_precision = fp8 (checkpoint when the checkpoint is already fp8)".into()
                 }
-                "modelopt" | "modelopt_fp4" | "compressed-tensors" | "compressed_tensors" | "mxfp4" | "fbgemm_fp8" | "quark" | "none" => {
+                "modelopt" | "modelopt_fp4" | "compressed-tensors" | "compressed_tensors" | "mxfp4" | "fbgemm_fp8" | "quark" | "none" | "awq" | "awq_marlin" | "gptq" | "gptq_marlin" | "marlin" => {
                     s.weight_precision = WeightPrecision::Checkpoint;
-                    format!("weight_precision = checkpoint (`{v}` reads the checkpoint's own quantization)")
+                    format!("weight_precision = checkpoint (`{v}` reads the checkpoint's own quantization from its config.json)")
                 }
-                "awq" | "awq_marlin" | "gptq" | "gptq_marlin" | "bitsandbytes" | "gguf" | "marlin" | "experts_int8" => {
-                    return Err(format!("{flag} {v}: integer weight-only quantization is not modelled; use --quantization fp8 for a nearby estimate"));
+                "bitsandbytes" | "gguf" | "experts_int8" => {
+                    return Err(format!("{flag} {v}: this quantization is not modelled; use an AWQ/GPTQ/fp8 checkpoint's config.json, or --quantization fp8 for a nearby estimate"));
                 }
-                _ => return Err(format!("{flag} {v}: ServeSim understands fp8 and the checkpoint's own methods (modelopt, modelopt_fp4, compressed-tensors, mxfp4, fbgemm_fp8)")),
+                _ => return Err(format!("{flag} {v}: ServeSim understands fp8 and the checkpoint's own methods (modelopt, modelopt_fp4, compressed-tensors, mxfp4, fbgemm_fp8, awq, gptq and their marlin kernels)")),
             }
         }
         Target::KvCacheDtype => {
@@ -678,6 +681,12 @@ pub fn apply(
                 .map_err(|e| format!("{flag}: {e}; ServeSim reads method, num_speculative_tokens, model, prompt_lookup_max/min and draft_tensor_parallel_size"))?;
             e.speculative_config = Some(c);
             "engine.speculative_config set (state the acceptance with `# servesim: --speculative-acceptance JSON`)".into()
+        }
+        Target::KvTransferConfig => {
+            let v = need()?;
+            e.kv_transfer_config =
+                Some(crate::offload::parse(v.trim()).map_err(|m| format!("{flag}: {m}"))?);
+            "engine.kv_transfer_config set".into()
         }
         Target::SpeculativeAcceptance => {
             let v = need()?;
@@ -870,6 +879,8 @@ mod tests {
             .contains("not modelled"));
         assert!(apply(&mut s, &mut p, pp, Some("1")).is_ok());
         let q = lookup("--quantization").unwrap();
-        assert!(apply(&mut s, &mut p, q, Some("awq")).is_err());
+        assert!(apply(&mut s, &mut p, q, Some("awq")).is_ok());
+        assert_eq!(s.weight_precision, WeightPrecision::Checkpoint);
+        assert!(apply(&mut s, &mut p, q, Some("bitsandbytes")).is_err());
     }
 }
