@@ -511,6 +511,7 @@ impl LevelResult {
             MetricId::Preemptions => Some(self.preemptions as f64),
             MetricId::MeanRunningBatch => Some(self.mean_running_batch),
             MetricId::RejectedRequests => Some(self.rejected_requests as f64),
+            MetricId::CpuHitRate => self.cpu_offload.as_ref().and_then(|c| c.cpu_hit_rate),
         }
     }
 }

@@ -403,7 +403,7 @@ fn walk(
 /// Parses the JSON text of `--kv-transfer-config` (unknown keys are errors naming the key).
 pub fn parse(json: &str) -> Result<RawKvTransferConfig, String> {
     serde_json::from_str(json).map_err(|e| {
-        format!("--kv-transfer-config: {e}; give vLLM's JSON, e.g. '{{\"kv_connector\": \"OffloadingConnector\", \"kv_role\": \"kv_both\", \"kv_connector_extra_config\": {{\"cpu_bytes_to_use\": 107374182400, \"blocks_per_chunk\": 4}}}}'")
+        format!("{e}; give vLLM's JSON, e.g. '{{\"kv_connector\": \"OffloadingConnector\", \"kv_role\": \"kv_both\", \"kv_connector_extra_config\": {{\"cpu_bytes_to_use\": 107374182400, \"blocks_per_chunk\": 4}}}}'")
     })
 }
 

@@ -3,9 +3,14 @@
 //! golden of the report's TP8 DeepSeek-V4-Flash arm with MTP and a CPU tier with
 //! `blocks_per_chunk` 4 (`tests/golden/scenarios/dsv4flash_tp8_h200_mtp_cpu_offload.json`).
 
+use servesim_core::engine::{
+    Engine, EngineConfig, KvFootprint, LinearStepTime, NullObserver, OffloadConfig, Request,
+    Segment,
+};
 use servesim_core::metrics::{Collector, LevelResult};
 use servesim_core::scenario::{ResolvedScenario, Scenario, SweepReport};
 use servesim_core::sweep::run_level;
+use servesim_core::units::Ticks;
 use std::path::PathBuf;
 
 fn golden_dir() -> PathBuf {
@@ -65,7 +70,11 @@ fn golden_dsv4flash_tp8_h200_mtp_cpu_offload() {
         tier.chunks,
         107_374_182_400 / (cfg.chunk_bytes * r.deployment.par.tp as u64)
     );
-    assert_eq!(cfg.chunk_bytes % 4, 0);
+    // A chunk is 4 GPU blocks of every full-attention group on one rank.
+    assert_eq!(
+        cfg.chunk_bytes,
+        4 * r.capacity.block_bytes * r.engine.kv.full_groups as u64
+    );
     let result = r.run().unwrap();
     let mut hits = 0;
     for ((lr, col), got) in levels(&r).iter().zip(&result.levels) {
@@ -161,4 +170,95 @@ fn bad_kv_transfer_config_names_the_field() {
         Ok(()) => panic!("accepted blocks_per_chunk 0"),
     };
     assert!(e.contains("blocks_per_chunk"), "{e}");
+}
+
+fn engine_cfg(blocks: u64, bpc: u32, chunks: u64) -> EngineConfig {
+    EngineConfig {
+        max_num_seqs: 16,
+        max_num_batched_tokens: 512,
+        block_size: 16,
+        num_gpu_blocks: blocks,
+        max_model_len: 4096,
+        enable_prefix_caching: true,
+        long_prefill_token_threshold: 0,
+        kv: KvFootprint::uniform(),
+        spec: None,
+        offload: Some(OffloadConfig {
+            blocks_per_chunk: bpc,
+            num_chunks: chunks,
+            chunk_bytes: 1_000_000 * bpc as u64,
+            link_bytes_per_s: 50_000_000_000,
+            store_threshold: 0,
+            max_tracker_size: 64_000,
+        }),
+    }
+}
+
+const MODEL: LinearStepTime = LinearStepTime {
+    per_step_ns: 1.0e6,
+    per_token_ns: 10_000.0,
+    per_ctx_token_ns: 1.0,
+};
+
+fn req(id: u64, stream: u64, prompt: u64, out: u64, t: Ticks) -> Request {
+    Request {
+        id,
+        arrival: t,
+        prompt: vec![Segment {
+            stream,
+            start: 0,
+            len: prompt,
+        }],
+        output_stream: 1000 + id,
+        output_start: 0,
+        output_len: out,
+    }
+}
+
+/// Stores move whole chunks: 165 prompt tokens + 1 output = 10 full blocks of 16 -> with
+/// `blocks_per_chunk` 4, two chunks (blocks 0-7; blocks 8-9 stay on the GPU only), with 1 ten.
+#[test]
+fn stores_happen_in_chunks_of_blocks_per_chunk() {
+    for (bpc, want) in [(4u32, 2u64), (1, 10), (3, 3)] {
+        let cfg = engine_cfg(1000, bpc, 100);
+        let mut e = Engine::new(0, cfg, &MODEL).unwrap();
+        let mut obs = NullObserver;
+        e.submit(req(1, 7, 165, 1, Ticks::ZERO), Ticks::ZERO, &mut obs)
+            .unwrap();
+        e.advance_to(Ticks(u64::MAX / 2), &mut obs).unwrap();
+        let (st, held) = e.offload_stats().unwrap();
+        assert_eq!(st.stored_chunks, want, "blocks_per_chunk {bpc}");
+        assert_eq!(held, want);
+        assert_eq!(st.stored_bytes, want * 1_000_000 * bpc as u64);
+    }
+}
+
+/// A prompt evicted from a small GPU pool comes back from the CPU tier: the repeat waits for its
+/// load (> 0 ns), is never scheduled before it, computes only what the tier lacked, and the
+/// tier never exceeds its chunks.
+#[test]
+fn a_reload_costs_time_and_the_request_waits_for_it() {
+    // 40 GPU blocks; prompt A (30 blocks), then B (30 blocks) evicts A, then A again.
+    let cfg = engine_cfg(40, 2, 40);
+    let mut e = Engine::new(0, cfg, &MODEL).unwrap();
+    let mut col = Collector::new();
+    let mut t = Ticks::ZERO;
+    for (id, stream) in [(1u64, 7u64), (2, 8), (3, 7)] {
+        e.submit(req(id, stream, 30 * 16 + 3, 2, t), t, &mut col)
+            .unwrap();
+        e.advance_to(Ticks(u64::MAX / 2), &mut col).unwrap();
+        t = col.finished().last().unwrap().finish;
+    }
+    let (st, held) = e.offload_stats().unwrap();
+    assert!(held <= 40);
+    assert_eq!(st.loads, 1, "{st:?}");
+
+    assert!(st.hit_tokens > 0, "{st:?}");
+    assert!(st.load_wait_ns >= 1);
+    // The link time of the load: bytes / rate, at least.
+    let link_ns = st.loaded_bytes * 1_000_000_000 / 50_000_000_000;
+    assert!(st.load_wait_ns >= link_ns, "{st:?}");
+    let a2 = &col.finished()[2];
+    assert!(a2.first_scheduled.0 >= a2.arrival.0 + link_ns);
+    assert_eq!(col.finished().len(), 3);
 }

@@ -70,12 +70,14 @@ impl Engine<'_> {
             return CpuLookup::Miss;
         }
         let start = computed / ct;
-        let total = (l.prompt_len + l.output_len) / ct;
-        let Some(hits) = tier.lookup(&l.spans, start, full_chunks - start, total, t) else {
+        // vLLM touches the chunks of the request's tokens so far (`request.block_hashes`).
+        let Some(hits) = tier.lookup(&l.spans, start, full_chunks - start, full_chunks, t) else {
             return CpuLookup::Skip;
         };
         let end_tokens = (start + hits) * ct;
-        if hits == 0 || end_tokens < computed + ct {
+        // vLLM recomputes the last token when everything hit: a load must bring at least one
+        // token the GPU does not have.
+        if hits == 0 || end_tokens < computed + ct || end_tokens.min(eff - 1) <= computed {
             tier.delta.lookup_tokens += eff.saturating_sub(computed);
             return CpuLookup::Miss;
         }
@@ -86,7 +88,6 @@ impl Engine<'_> {
         let tier = self.offload.as_mut().expect("tier");
         let l = self.slots[s as usize].as_mut().expect("live slot");
         tier.delta.lookup_tokens += eff - computed;
-        // vLLM recomputes the last token when everything hit.
         let loaded_to = end_tokens.min(eff - 1);
         tier.delta.hit_tokens += loaded_to - computed;
         let ready = tier.load(&l.spans, start, hits, t);

@@ -80,6 +80,8 @@ pub enum Target {
     /// `--kv-transfer-config JSON` -> `engine.kv_transfer_config` (docs/engine.md "CPU KV
     /// offload tier").
     KvTransferConfig,
+    /// ServeSim's host-link rate for the CPU tier -> `engine.host_link_gb_s`.
+    HostLinkGbS,
 }
 
 /// What an argument does.
@@ -291,6 +293,7 @@ static REGISTRY: &[ArgSpec] = &[
     servesim("ep", &[], Target::Ep, "ep", "expert-parallel size: 1, or tp*dp (what --enable-expert-parallel sets)"),
     servesim("weight-precision", &[], Target::WeightPrecision, "weight_precision", "checkpoint | bf16 | fp8 | fp4 (what-if serving precision)"),
     servesim("vllm-version", &[], Target::VllmVersion, "vllm_version", "the vLLM version served (selects the calibration line)"),
+    servesim("host-link-gb-s", &[], Target::HostLinkGbS, "engine.host_link_gb_s", "GB/s per GPU and direction of the CPU KV tier's host link (default: the GPU's link, docs/step-time.md \"Host link\")"),
     servesim("speculative-acceptance", &[], Target::SpeculativeAcceptance, "engine.speculative_acceptance", "JSON: the draft acceptance the simulation draws from (vLLM measures it; ServeSim needs it stated)"),
     // --- environment variables --------------------------------------------------------------
     env("VLLM_ALLOW_LONG_MAX_MODEL_LEN", Effect::Sets(Target::AllowLongMaxModelLen), "engine.allow_long_max_model_len"),
@@ -681,6 +684,15 @@ pub fn apply(
                 .map_err(|e| format!("{flag}: {e}; ServeSim reads method, num_speculative_tokens, model, prompt_lookup_max/min and draft_tensor_parallel_size"))?;
             e.speculative_config = Some(c);
             "engine.speculative_config set (state the acceptance with `# servesim: --speculative-acceptance JSON`)".into()
+        }
+        Target::HostLinkGbS => {
+            let v = need()?;
+            let x: f64 = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("{flag} {v}: not a number of GB/s"))?;
+            e.host_link_gb_s = Some(x);
+            format!("engine.host_link_gb_s = {x}")
         }
         Target::KvTransferConfig => {
             let v = need()?;

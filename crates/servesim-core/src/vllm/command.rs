@@ -675,6 +675,9 @@ pub fn to_vllm_command(s: &Scenario) -> String {
             quote(&serde_json::to_string(c).unwrap_or_default())
         ));
     }
+    if let Some(g) = e.host_link_gb_s {
+        ss.push(format!("--host-link-gb-s {g}"));
+    }
     if let Some(acc) = &e.speculative_acceptance {
         ss.push(format!(
             "--speculative-acceptance {}",
