@@ -570,6 +570,35 @@ fn print_table(
         );
     }
     println!("(TTFT and ITL in ms; window per level: warm-up excluded)");
+    if res.levels.iter().any(|l| l.cpu_offload.is_some()) {
+        println!();
+        println!("CPU KV offload tier (bytes per rank over the host link):");
+        println!(
+            "{:>10} {:>12} {:>8} {:>7} {:>12} {:>12} {:>11} {:>9}",
+            "level",
+            "CPU hit tok",
+            "CPU hit",
+            "loads",
+            "loaded GB",
+            "stored GB",
+            "wait ms",
+            "link GB/s"
+        );
+        for l in &res.levels {
+            let Some(c) = &l.cpu_offload else { continue };
+            println!(
+                "{:>10} {:>12} {:>8} {:>7} {:>12.3} {:>12.3} {:>11} {:>9.2}",
+                level_label(l),
+                c.cpu_hit_tokens,
+                opt(c.cpu_hit_rate, 3),
+                c.loads,
+                c.loaded_bytes_per_rank as f64 / 1e9,
+                c.stored_bytes_per_rank as f64 / 1e9,
+                opt(c.load_wait_ms_mean, 2),
+                c.host_link_gb_s_mean,
+            );
+        }
+    }
     if let Some(op) = &res.operating_point {
         println!("SLA operating point: {}", op.summary);
     }

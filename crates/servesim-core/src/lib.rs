@@ -15,6 +15,7 @@ pub mod gpu;
 pub mod metric;
 pub mod metrics;
 pub mod model;
+pub mod offload;
 pub mod parallel;
 pub mod perf;
 pub mod rng;
