@@ -342,3 +342,36 @@ fn the_runs_repeat_bit_for_bit() {
     let (b, _, _) = run_one(&r);
     assert_eq!(a, b);
 }
+
+#[test]
+fn lockstep_with_a_cpu_kv_tier_waits_for_loads_without_spinning() {
+    // A small GPU KV pool and the agentic preset's long shared prefixes: blocks go to the CPU
+    // tier and come back, so ranks can have only loads in flight while the group waits.
+    let json = r#"{
+  "version": 2,
+  "model": {"catalog": "deepseek-ai/DeepSeek-V4-Flash"},
+  "gpu": {"catalog": "H200"},
+  "tp": 8, "dp": 2, "enable_expert_parallel": true,
+  "kv_cache_dtype": "fp8_ds_mla",
+  "engine": {
+    "kv_cache_memory_bytes": 3000000000, "max_model_len": 262144,
+    "all2all_backend": "deepep_low_latency",
+    "kv_transfer_config": {"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+      "kv_connector_extra_config": {"cpu_bytes_to_use": 107374182400, "blocks_per_chunk": 4}}
+  },
+  "workload": {
+    "arrival": {"type": "closed_loop", "concurrency": 1},
+    "requests": {"type": "preset", "name": "agentic-coding"},
+    "seed": 3
+  },
+  "sweep": {"concurrency": [16], "duration_s": 60, "warmup_s": 10}
+}"#;
+    let r = Scenario::from_json(json).unwrap().resolve().unwrap();
+    assert!(r.plan().pools[0].lockstep);
+    let (res, col, _) = run_one(&r);
+    check_invariants(&r, &res, &col);
+    assert!(res.totals.completed > 0);
+    let (bad, total) = misaligned_steps(&r, &col);
+    assert!(total > 0);
+    assert_eq!(bad, 0);
+}

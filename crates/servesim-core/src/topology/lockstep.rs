@@ -35,6 +35,9 @@ pub struct GroupState {
     own: Vec<Ticks>,
     /// Group steps started.
     steps: u64,
+    /// When no rank could schedule anything (only CPU KV loads in flight, `engine/offload`),
+    /// the earliest time one of them can.
+    wake: Option<Ticks>,
 }
 
 impl GroupState {
@@ -56,6 +59,7 @@ impl GroupState {
             dummy: Ticks(dummy.0.max(1)),
             own: vec![Ticks::ZERO; dp as usize],
             steps: 0,
+            wake: None,
         }
     }
 
@@ -98,6 +102,8 @@ impl<'a, 'm> LockstepGroup<'a, 'm> {
         if self.state.in_flight_end.is_none() && t > self.state.now {
             self.state.now = t;
         }
+        // New work may be schedulable at once (as `Engine::submit` clears its own wake-up).
+        self.state.wake = None;
         self.ranks[rank].submit(req, t, obs)
     }
 
@@ -111,10 +117,11 @@ impl<'a, 'm> LockstepGroup<'a, 'm> {
         if let Some(end) = self.state.in_flight_end {
             return Some(end);
         }
-        self.ranks
-            .iter()
-            .any(Self::has_work)
-            .then_some(self.state.now)
+        let now = self
+            .state
+            .wake
+            .map_or(self.state.now, |w| w.max(self.state.now));
+        self.ranks.iter().any(Self::has_work).then_some(now)
     }
 
     /// Completes the group step in flight (every rank's step ends at its end), or starts the
@@ -129,7 +136,11 @@ impl<'a, 'm> LockstepGroup<'a, 'm> {
             self.state.now = end;
             return Ok(());
         }
-        let now = self.state.now;
+        let now = match self.state.wake.take() {
+            Some(w) => w.max(self.state.now),
+            None => self.state.now,
+        };
+        self.state.now = now;
         let mut longest: Option<Ticks> = None;
         let mut dummies = false;
         for (i, e) in self.ranks.iter_mut().enumerate() {
@@ -150,6 +161,23 @@ impl<'a, 'm> LockstepGroup<'a, 'm> {
             }
         }
         let Some(mut d) = longest else {
+            // No rank scheduled anything (with work: only KV loads in flight): the group waits
+            // for the earliest rank that can.
+            if let Some(e) = self.ranks.iter().find(|e| Self::has_work(e)) {
+                self.state.wake = self
+                    .ranks
+                    .iter()
+                    .filter_map(|e| e.next_event_time())
+                    .filter(|&t| t > now)
+                    .min();
+                if self.state.wake.is_none() {
+                    return Err(SimError::Stalled {
+                        engine: e.index(),
+                        t_ns: now.0,
+                        waiting: e.num_waiting() as u32,
+                    });
+                }
+            }
             return Ok(());
         };
         if dummies {
@@ -181,6 +209,7 @@ mod tests {
             long_prefill_token_threshold: 0,
             kv: KvFootprint::uniform(),
             spec: None,
+            offload: None,
         }
     }
 
