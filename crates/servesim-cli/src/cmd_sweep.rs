@@ -96,6 +96,9 @@ pub struct SweepArgs {
     /// first failing level with at most N extra level simulations (docs/metrics.md).
     #[arg(long, value_name = "N")]
     pub refine_sla: Option<usize>,
+    /// The GPU used when none is stated (`servesim search`: the first of --gpus).
+    #[arg(skip)]
+    pub default_gpu: Option<String>,
 }
 
 /// Parses a length distribution flag around `mean`.
@@ -247,7 +250,9 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
         s.vllm_version = Some(v.clone());
     }
     let gpu_stated = crate::args::apply_deployment(&mut s, &a.deployment, m)?;
-    if a.scenario.is_none() && !gpu_stated {
+    if let (None, false, Some(g)) = (&a.scenario, gpu_stated, &a.default_gpu) {
+        s.gpu = servesim_core::scenario::GpuRef::Catalog(g.clone());
+    } else if a.scenario.is_none() && !gpu_stated {
         bail!("give --gpu (a catalog id or the name nvidia-smi prints, e.g. --gpu \"NVIDIA H100 80GB HBM3\"; see `servesim gpus`)");
     }
 

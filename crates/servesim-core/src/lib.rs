@@ -20,6 +20,7 @@ pub mod parallel;
 pub mod perf;
 pub mod rng;
 pub mod scenario;
+pub mod search;
 pub mod share;
 pub mod sla_refine;
 pub mod speculative;
