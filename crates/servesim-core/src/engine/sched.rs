@@ -675,11 +675,14 @@ impl<'m> Engine<'m> {
 
     fn start_step(&mut self, obs: &mut dyn Observer) -> Result<(), SimError> {
         let k = self.step;
-        let t = self.now;
         if self.offload.is_some() {
-            self.wake = None;
+            // An engine with only loads in flight resumes at the first load's end.
+            if let Some(w) = self.wake.take() {
+                self.now = self.now.max(w);
+            }
             self.defer_stores = true;
         }
+        let t = self.now;
         let bs = self.bs;
         let thr = self.cfg.long_prefill_token_threshold as u64;
         let mut budget = self.cfg.max_num_batched_tokens as u64 - self.n_dec;

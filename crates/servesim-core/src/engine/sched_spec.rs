@@ -31,11 +31,13 @@ impl<'m> Engine<'m> {
             )
         };
         let step = self.step;
-        let t = self.now;
         if self.offload.is_some() {
-            self.wake = None;
+            if let Some(w) = self.wake.take() {
+                self.now = self.now.max(w);
+            }
             self.defer_stores = true;
         }
+        let t = self.now;
         let bs = self.bs;
         let mml = self.cfg.max_model_len;
         let thr = self.cfg.long_prefill_token_threshold as u64;
