@@ -151,12 +151,15 @@ impl<'m> Engine<'m> {
                     (hit_blocks, evict_hits) = self.pool.lookup(&l.spans, hit_blocks - 1);
                 }
                 let hit = hit_blocks * bs;
+                let (remote, reserved) = (l.remote, l.reserved);
                 let mut chunk = (eff - hit).min(budget);
                 if thr > 0 {
                     chunk = chunk.min(thr);
                 }
-                let need_new = self.fp((hit + chunk + look).min(mml)) - group * hit_blocks;
-                if need_new + group * evict_hits > self.pool.available() {
+                // A transferred prompt: only its last token is computed (`remote.rs`).
+                let (ctx0, chunk) = if remote { (eff - 1, 1) } else { (hit, chunk) };
+                let need_new = self.fp((ctx0 + chunk + look).min(mml)) - group * hit_blocks;
+                if need_new.saturating_sub(reserved) + group * evict_hits > self.pool.available() {
                     break;
                 }
                 self.waiting.pop_front();
@@ -166,10 +169,10 @@ impl<'m> Engine<'m> {
                     self.pool.take(&l.spans, hit_blocks, &mut l.held_ranges);
                     l.ref_blocks = hit_blocks;
                 }
-                let ok = self.pool.alloc(need_new);
+                let ok = Self::alloc_over_reserved(&mut self.pool, l, need_new);
                 debug_assert!(ok);
                 l.held = need_new + group * hit_blocks;
-                l.computed = hit + chunk;
+                l.computed = ctx0 + chunk;
                 l.reg_blocks = hit_blocks;
                 l.phase = Phase::Prefilling;
                 let upto = l.computed / bs;
@@ -183,7 +186,7 @@ impl<'m> Engine<'m> {
                 self.push_running(s);
                 self.chunks.push(PrefillChunk {
                     new_tokens: chunk,
-                    context_before: hit,
+                    context_before: ctx0,
                 });
                 self.spec_plans.push(SpecPlan {
                     slot: s,
