@@ -12,7 +12,7 @@
 
 mod disagg;
 mod heap;
-mod pools;
+pub mod pools;
 pub mod router;
 mod sim;
 pub mod transfer;

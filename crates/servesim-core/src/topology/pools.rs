@@ -115,3 +115,79 @@ pub fn pool_scenario(s: &Scenario, pool: &RawPool, role: PoolRole, router: Optio
     });
     p
 }
+
+/// The transfer model between the resolved pools: bytes per token from the decode pool's KV
+/// spec (its TP, dtype, block size), the NVLink domain when both pools run the same GPU type,
+/// the per-GPU rates and the latency (defaults and sources: `transfer.rs`).
+pub fn transfer_model(
+    raw: Option<&RawKvTransfer>,
+    pre: &crate::deploy::Deployment,
+    dec: &crate::deploy::Deployment,
+    prefill_replicas: u32,
+) -> Result<super::KvTransferModel, crate::scenario::ScenarioError> {
+    use super::transfer::{DEFAULT_RDMA_GBPS_PER_GPU, DEFAULT_TRANSFER_LATENCY_MS};
+    use crate::scenario::ScenarioError;
+    let bad = |field: &str, v: f64, fix: &str| ScenarioError::Invalid {
+        field: format!("topology.kv_transfer.{field}"),
+        value: crate::bounds::fmt_num(v),
+        fix: fix.into(),
+    };
+    let raw = raw.cloned().unwrap_or_default();
+    let gbps = raw.rdma_gbps_per_gpu.unwrap_or(DEFAULT_RDMA_GBPS_PER_GPU);
+    if !(gbps.is_finite() && gbps > 0.0 && gbps <= 1e9) {
+        return Err(bad(
+            "rdma_gbps_per_gpu",
+            gbps,
+            "give the per-GPU RDMA rate in Gb/s, above 0 and at most 1e9 (e.g. 400 for one ConnectX-7 per GPU)",
+        ));
+    }
+    let same_gpu = pre.gpu.name == dec.gpu.name;
+    let nv_default = pre.gpu.scaleup_unidir_bytes_s.min(dec.gpu.scaleup_unidir_bytes_s) / 1e9;
+    let nv = raw.nvlink_gb_s.unwrap_or(nv_default);
+    if !(nv.is_finite() && nv > 0.0 && nv <= 1e9) {
+        return Err(bad(
+            "nvlink_gb_s",
+            nv,
+            "give the per-GPU NVLink rate in GB/s, above 0 and at most 1e9 (absent: the GPU's unidirectional scale-up bandwidth)",
+        ));
+    }
+    let lat = raw.latency_ms.unwrap_or(DEFAULT_TRANSFER_LATENCY_MS);
+    if !(lat.is_finite() && (0.0..=60_000.0).contains(&lat)) {
+        return Err(bad(
+            "latency_ms",
+            lat,
+            "give the per-transfer latency in ms, from 0 to 60000",
+        ));
+    }
+    let path = raw.path.unwrap_or_default();
+    if path == KvPath::Nvlink && !same_gpu {
+        return Err(ScenarioError::Invalid {
+            field: "topology.kv_transfer.path".into(),
+            value: "nvlink".into(),
+            fix: format!(
+                "the pools run different GPUs ({} and {}), which share no NVLink domain; use \"rdma\" or \"auto\"",
+                pre.gpu.name, dec.gpu.name
+            ),
+        });
+    }
+    let spec = dec
+        .model
+        .kv_cache_spec(dec.kv_cache_dtype, dec.par.tp, dec.engine.block_size)
+        .map_err(ScenarioError::Model)?;
+    Ok(super::KvTransferModel {
+        prefill_tp: pre.par.tp.max(1),
+        decode_tp: dec.par.tp.max(1),
+        recv_bytes_per_token: spec.bytes_per_token(),
+        recv_fixed_bytes: spec.per_request_fixed_bytes,
+        path,
+        nvlink_domain: if same_gpu {
+            pre.gpu.scaleup_domain.min(dec.gpu.scaleup_domain)
+        } else {
+            0
+        },
+        prefill_gpus: prefill_replicas as u64 * pre.par.tp.max(1) as u64 * pre.par.dp.max(1) as u64,
+        nvlink_bytes_s: nv * 1e9,
+        rdma_bytes_s: gbps / 8.0 * 1e9,
+        latency: crate::units::Ticks::from_secs_f64(lat / 1e3),
+    })
+}
