@@ -531,6 +531,14 @@ impl Scenario {
     }
 
     pub fn resolve(&self) -> Result<ResolvedScenario, ScenarioError> {
+        let deployment = self.deployment()?;
+        let capacity = capacity::compute(&deployment, None).map_err(ScenarioError::Capacity)?;
+        self.resolve_from(deployment, capacity)
+    }
+
+    /// The deployment this scenario states (model, GPU, layout, precisions, engine settings),
+    /// validated: the first step of [`Scenario::resolve`], and all `servesim capacity` needs.
+    pub fn deployment(&self) -> Result<Deployment, ScenarioError> {
         if !(OLDEST_SCENARIO_VERSION..=SCENARIO_VERSION).contains(&self.version) {
             return Err(ScenarioError::Version {
                 found: self.version.to_string(),
@@ -580,7 +588,7 @@ impl Scenario {
             ),
             (g, _) => g,
         };
-        let deployment = Deployment::new(
+        Deployment::new(
             model,
             gpu,
             par,
@@ -589,8 +597,14 @@ impl Scenario {
             self.kv_cache_dtype,
             &self.engine,
         )
-        .map_err(ScenarioError::Deploy)?;
-        let capacity = capacity::compute(&deployment, None).map_err(ScenarioError::Capacity)?;
+        .map_err(ScenarioError::Deploy)
+    }
+
+    fn resolve_from(
+        &self,
+        deployment: Deployment,
+        capacity: CapacityReport,
+    ) -> Result<ResolvedScenario, ScenarioError> {
         let e = &deployment.engine;
         let spec = deployment
             .model

@@ -22,6 +22,14 @@ pub enum Requant {
     Fp8Channel,
     /// NVIDIA ModelOpt NVFP4 (`nvidia/...-FP4`, `...-NVFP4`): every linear layer sized as NVFP4.
     Nvfp4,
+    /// AWQ 4-bit, group size 128 (Qwen's `-AWQ` releases: `quant_method: awq`, `bits: 4`,
+    /// `group_size: 128`; AutoAWQ's default).
+    Awq4,
+    /// GPTQ with `bits` 4 or 8, group size 128 (Qwen's `-GPTQ-Int4` / `-GPTQ-Int8`).
+    Gptq(u8),
+    /// compressed-tensors W4A16 (RedHatAI `-quantized.w4a16`: int4 weights, group size 128,
+    /// 16-bit activations), sized like AWQ 4-bit.
+    W4a16,
 }
 
 impl Requant {
@@ -35,6 +43,12 @@ impl Requant {
             Requant::Nvfp4 => {
                 serde_json::json!({"quant_method": "modelopt", "quant_algo": "NVFP4"})
             }
+            Requant::Awq4 | Requant::W4a16 => {
+                serde_json::json!({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": true})
+            }
+            Requant::Gptq(bits) => {
+                serde_json::json!({"quant_method": "gptq", "bits": bits, "group_size": 128})
+            }
         }
     }
     fn describe(self) -> &'static str {
@@ -42,6 +56,10 @@ impl Requant {
             Requant::Fp8Block128 => "fp8 weights with 128x128 block scales",
             Requant::Fp8Channel => "fp8 weights (per-channel/per-tensor scales)",
             Requant::Nvfp4 => "NVFP4 weights on every linear layer (ModelOpt; the layers ModelOpt leaves in bf16 are not modelled)",
+            Requant::Awq4 => "AWQ int4 weights, group size 128 (16-bit activations)",
+            Requant::Gptq(8) => "GPTQ int8 weights, group size 128 (16-bit activations)",
+            Requant::Gptq(_) => "GPTQ int4 weights, group size 128 (16-bit activations)",
+            Requant::W4a16 => "W4A16 int4 weights, group size 128 (compressed-tensors; 16-bit activations)",
         }
     }
 }
@@ -232,7 +250,10 @@ const REPUBLISHERS: [&str; 5] = ["nvidia", "redhatai", "neuralmagic", "unsloth",
 
 /// Quantization suffixes of re-quantized releases, longest first (case-insensitive). `None`:
 /// publisher-dependent (Qwen's own `-FP8` releases are 128x128 block-quantized, others per-channel).
-const QUANT_SUFFIXES: [(&str, Option<Requant>); 7] = [
+const QUANT_SUFFIXES: [(&str, Option<Requant>); 13] = [
+    ("-quantized.w4a16", Some(Requant::W4a16)),
+    ("-gptq-int4", Some(Requant::Gptq(4))),
+    ("-gptq-int8", Some(Requant::Gptq(8))),
     ("-fp8-dynamic", Some(Requant::Fp8Channel)),
     ("-fp8-static", Some(Requant::Fp8Channel)),
     ("-fp8-block", Some(Requant::Fp8Block128)),
@@ -240,12 +261,15 @@ const QUANT_SUFFIXES: [(&str, Option<Requant>); 7] = [
     ("-nvfp4", Some(Requant::Nvfp4)),
     ("-fp8", None),
     ("-fp4", Some(Requant::Nvfp4)),
+    ("-w4a16", Some(Requant::W4a16)),
+    ("-gptq", Some(Requant::Gptq(4))),
+    ("-awq", Some(Requant::Awq4)),
 ];
 
-/// Markers of weight-only integer formats ServeSim does not model (matched anywhere in the name).
-const UNMODELLED: [&str; 9] = [
-    "awq", "gptq", "w4a16", "w8a8", "w4a8", "int4", "int8", "gguf", "bnb-4bit",
-];
+/// Markers of weight formats ServeSim does not model (matched anywhere in the name): integer
+/// activations (W8A8, W4A8), GGUF and bitsandbytes. AWQ / GPTQ / W4A16 releases are resolved
+/// by their suffix (`QUANT_SUFFIXES`); other spellings of them are refused here.
+const UNMODELLED: [&str; 4] = ["w8a8", "w4a8", "gguf", "bnb-4bit"];
 
 /// How a requested id maps onto a shipped config. Shown by the CLI and the page.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -394,7 +418,7 @@ pub fn resolve(id: &str) -> Result<(ModelConfig, ModelResolution), ModelError> {
                 return Err(ModelError::Unsupported {
                     model: want.clone(),
                     what: format!("the `{}` weight format", fmt.to_ascii_uppercase()),
-                    fix: "ServeSim models bf16, fp8, MXFP4 and NVFP4 weights, not integer weight-only formats (AWQ, GPTQ, INT4/INT8, W4A16/W8A8, GGUF); give the unquantized id with --weight-precision fp8 or fp4 for a nearby estimate, or paste the config.json".into(),
+                    fix: "ServeSim models bf16, fp8, MXFP4, NVFP4 and weight-only int4/int8 (AWQ, GPTQ, W4A16) weights, not integer activations (W8A8, W4A8), GGUF or bitsandbytes; give the unquantized id with --weight-precision fp8 for a nearby estimate, or paste the config.json".into(),
                 });
             }
             let mut hit = None;
@@ -773,9 +797,40 @@ mod tests {
     }
 
     #[test]
-    fn integer_formats_are_refused_with_the_reason() {
-        match resolve("Qwen/Qwen3-32B-AWQ") {
-            Err(ModelError::Unsupported { what, .. }) => assert!(what.contains("AWQ"), "{what}"),
+    fn weight_only_integer_releases_resolve_with_their_own_quantization() {
+        use crate::dtype::DType;
+        for (id, dt, base) in [
+            ("Qwen/Qwen3-32B-AWQ", DType::Int4, "Qwen/Qwen3-32B"),
+            ("Qwen/Qwen3-8B-GPTQ-Int8", DType::Int8, "Qwen/Qwen3-8B"),
+            ("Qwen/Qwen3-8B-GPTQ-Int4", DType::Int4, "Qwen/Qwen3-8B"),
+            (
+                "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16",
+                DType::Int4,
+                "meta-llama/Meta-Llama-3.1-8B",
+            ),
+        ] {
+            let (m, r) = res(id);
+            assert!(!r.exact, "{id}");
+            assert_eq!(m.checkpoint.dense, dt, "{id}: {r:?}");
+            let b = catalog::load(base).unwrap();
+            assert_eq!(m.layers, b.layers, "{id}");
+            let w = |m: &ModelConfig| {
+                m.weight_bytes(crate::dtype::WeightPrecision::Checkpoint)
+                    .total
+                    .get()
+            };
+            assert!(w(&m) < w(&b) * 7 / 10, "{id}: {} vs {}", w(&m), w(&b));
+            assert!(
+                r.differences.iter().any(|d| d.contains("int")),
+                "{id}: {r:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn integer_activation_formats_are_refused_with_the_reason() {
+        match resolve("RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8") {
+            Err(ModelError::Unsupported { what, .. }) => assert!(what.contains("W8A8"), "{what}"),
             other => panic!("{other:?}"),
         }
     }

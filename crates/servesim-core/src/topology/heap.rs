@@ -39,6 +39,7 @@ impl IndexedHeap {
     }
 
     /// Sets (or with `None` removes) the key of index `i`.
+    #[inline]
     pub fn set(&mut self, i: u32, t: Option<Ticks>) {
         let p = self.pos[i as usize];
         match (p, t) {

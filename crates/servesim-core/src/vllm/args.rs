@@ -536,14 +536,14 @@ pub fn apply(
                     p.online_fp8 = true;
                     "weight_precision = fp8 (checkpoint when the checkpoint is already fp8)".into()
                 }
-                "modelopt" | "modelopt_fp4" | "compressed-tensors" | "compressed_tensors" | "mxfp4" | "fbgemm_fp8" | "quark" | "none" => {
+                "modelopt" | "modelopt_fp4" | "compressed-tensors" | "compressed_tensors" | "mxfp4" | "fbgemm_fp8" | "quark" | "none" | "awq" | "awq_marlin" | "gptq" | "gptq_marlin" | "marlin" => {
                     s.weight_precision = WeightPrecision::Checkpoint;
-                    format!("weight_precision = checkpoint (`{v}` reads the checkpoint's own quantization)")
+                    format!("weight_precision = checkpoint (`{v}` reads the checkpoint's own quantization from its config.json)")
                 }
-                "awq" | "awq_marlin" | "gptq" | "gptq_marlin" | "bitsandbytes" | "gguf" | "marlin" | "experts_int8" => {
-                    return Err(format!("{flag} {v}: integer weight-only quantization is not modelled; use --quantization fp8 for a nearby estimate"));
+                "bitsandbytes" | "gguf" | "experts_int8" => {
+                    return Err(format!("{flag} {v}: this quantization is not modelled; use an AWQ/GPTQ/fp8 checkpoint's config.json, or --quantization fp8 for a nearby estimate"));
                 }
-                _ => return Err(format!("{flag} {v}: ServeSim understands fp8 and the checkpoint's own methods (modelopt, modelopt_fp4, compressed-tensors, mxfp4, fbgemm_fp8)")),
+                _ => return Err(format!("{flag} {v}: ServeSim understands fp8 and the checkpoint's own methods (modelopt, modelopt_fp4, compressed-tensors, mxfp4, fbgemm_fp8, awq, gptq and their marlin kernels)")),
             }
         }
         Target::KvCacheDtype => {
@@ -870,6 +870,8 @@ mod tests {
             .contains("not modelled"));
         assert!(apply(&mut s, &mut p, pp, Some("1")).is_ok());
         let q = lookup("--quantization").unwrap();
-        assert!(apply(&mut s, &mut p, q, Some("awq")).is_err());
+        assert!(apply(&mut s, &mut p, q, Some("awq")).is_ok());
+        assert_eq!(s.weight_precision, WeightPrecision::Checkpoint);
+        assert!(apply(&mut s, &mut p, q, Some("bitsandbytes")).is_err());
     }
 }

@@ -358,7 +358,7 @@ pub fn parse_command(text: &str, base: &Scenario) -> Result<Pasted, String> {
             _ => None,
         }));
     }
-    let mut out = apply_all(base, &env, &f.args, &extra, true)?;
+    let mut out = apply_all(base, &env, &f.args, &extra, true, true)?;
     let mut args = f.docker;
     args.append(&mut out.args);
     out.args = args;
@@ -368,15 +368,24 @@ pub fn parse_command(text: &str, base: &Scenario) -> Result<Pasted, String> {
     Ok(out)
 }
 
+/// Command-line flags onto a scenario, by any spelling of the registry (vLLM's and ServeSim's:
+/// `-tp 4`, `--tensor-parallel-size=4`, `--max_num_seqs 64`, `--enable-expert-parallel`), each
+/// reported; nothing is reset and the scenario's model stands (the CLI's `capacity`, `sweep`
+/// and `compare` apply the flags clap does not define this way).
+pub fn apply_flags(base: &Scenario, flags: &[String]) -> Result<Pasted, String> {
+    apply_all(base, &[], &[], flags, false, false)
+}
+
 /// Applies environment variables, `vllm serve` arguments and ServeSim flags onto `base`
-/// (vLLM-settable fields reset first when `reset`), reporting each. Shared by commands and
-/// manifests.
+/// (vLLM-settable fields reset first when `reset`), reporting each; with `require_model` a
+/// command without a model is refused. Shared by commands, manifests and CLI flags.
 pub(crate) fn apply_all(
     base: &Scenario,
     env: &[(String, String)],
     vllm_args: &[String],
     servesim_args: &[String],
     reset: bool,
+    require_model: bool,
 ) -> Result<Pasted, String> {
     let mut s = base.clone();
     if reset {
@@ -491,7 +500,7 @@ pub(crate) fn apply_all(
         }
     }
     let mut notes = args::finish(&mut s, &p);
-    if !model_given {
+    if require_model && !model_given {
         reports.push(ArgReport {
             arg: "MODEL".into(),
             value: None,
