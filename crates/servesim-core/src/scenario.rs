@@ -531,6 +531,11 @@ impl Scenario {
     }
 
     pub fn resolve(&self) -> Result<ResolvedScenario, ScenarioError> {
+        if let Some(t) = &self.topology {
+            if t.prefill.is_some() || t.decode.is_some() || t.kv_transfer.is_some() {
+                return self.resolve_disagg(t);
+            }
+        }
         let deployment = self.deployment()?;
         let capacity = capacity::compute(&deployment, None).map_err(ScenarioError::Capacity)?;
         self.resolve_from(deployment, capacity)
@@ -543,11 +548,6 @@ impl Scenario {
             return Err(ScenarioError::Version {
                 found: self.version.to_string(),
             });
-        }
-        if let Some(t) = &self.topology {
-            if t.prefill.is_some() || t.decode.is_some() || t.kv_transfer.is_some() {
-                return self.resolve_disagg(t);
-            }
         }
         let model = match &self.model {
             ModelRef::Catalog(id) => catalog::load(id).map_err(ScenarioError::Model)?,

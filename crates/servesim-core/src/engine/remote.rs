@@ -37,6 +37,38 @@ impl Engine<'_> {
         self.fp(tokens)
     }
 
+    /// Blocks to reserve for a transferred prompt of `req`: what its admission can need at most
+    /// (the whole prompt, plus speculative lookahead slots), so a reserved request is always
+    /// admissible; blocks its prefix cache already holds at admission are returned then.
+    pub fn blocks_to_reserve(&self, req: &Request) -> u64 {
+        let look = self
+            .cfg
+            .spec
+            .as_ref()
+            .map_or(0, |sp| sp.num_lookahead_tokens as u64);
+        self.fp((req.prompt_len() + look).min(self.cfg.max_model_len))
+    }
+
+    /// When nothing can run (the waiting head needs blocks the reservations of later transferred
+    /// requests hold, and nothing is running to free any): the newest such request gives its
+    /// reservation back and recomputes its prompt locally (vLLM's recompute fallback when a KV
+    /// load cannot complete, `kv_load_failure_policy`). Returns whether one was found.
+    pub(super) fn drop_newest_reservation(&mut self) -> bool {
+        let found = self.waiting.iter().rev().copied().find(|&s| {
+            self.slots[s as usize]
+                .as_ref()
+                .is_some_and(|l| l.remote && l.reserved > 0)
+        });
+        let Some(s) = found else {
+            return false;
+        };
+        let l = self.slots[s as usize].as_mut().expect("live slot");
+        let r = std::mem::take(&mut l.reserved);
+        l.remote = false;
+        self.pool.release_private(r);
+        true
+    }
+
     /// Why [`Engine::submit`] would refuse `req`, if it would (no side effects).
     pub fn refusal(&self, req: &Request) -> Option<RejectReason> {
         self.refusal_of(req.prompt_len(), req.output_len)

@@ -205,6 +205,9 @@ impl<'m> Engine<'m> {
             if self.waiting.is_empty() && self.n_running == 0 {
                 return Ok(());
             }
+            if self.drop_newest_reservation() {
+                return self.start_step_spec(obs);
+            }
             return Err(SimError::Stalled {
                 engine: self.index,
                 t_ns: t.0,

@@ -464,9 +464,7 @@ impl<'m, 'p> Pd<'m, 'p> {
             let e = &self.engines[d];
             let plen = p.req.prompt_len();
             let hit = e.cached_prefix_tokens(&p.req);
-            let bs = e.config().block_size as u64;
-            let groups = e.config().kv.full_groups as u64;
-            let need = e.blocks_for_tokens(plen) - groups * (hit / bs.max(1));
+            let need = e.blocks_to_reserve(&p.req);
             if !self.engines[d].reserve_blocks(need) {
                 break;
             }
