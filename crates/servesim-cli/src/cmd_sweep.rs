@@ -725,7 +725,17 @@ fn print_pools(res: &servesim_core::sweep::SweepResult) {
     println!("Per pool (over the window):");
     println!(
         "{:>10} {:>8} {:>5} {:>10} {:>6} {:>12} {:>10} {:>12} {:>7} {:>7} {:>6}",
-        "level", "pool", "GPUs", "completed", "busy", "prefill tok/s", "out tok/s", "out tok/s/GPU", "KV use", "KV peak", "hit"
+        "level",
+        "pool",
+        "GPUs",
+        "completed",
+        "busy",
+        "prefill tok/s",
+        "out tok/s",
+        "out tok/s/GPU",
+        "KV use",
+        "KV peak",
+        "hit"
     );
     for t in &res.topology {
         for p in &t.pools {
@@ -749,10 +759,22 @@ fn print_pools(res: &servesim_core::sweep::SweepResult) {
     println!("KV transfers (completed in the window; ms):");
     println!(
         "{:>10} {:>9} {:>7} {:>7} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "level", "transfers", "NVLink", "RDMA", "MB/transfer", "xfer mean", "xfer p99", "link-q p99", "blocks mean", "blocks p99", "handoff p99"
+        "level",
+        "transfers",
+        "NVLink",
+        "RDMA",
+        "MB/transfer",
+        "xfer mean",
+        "xfer p99",
+        "link-q p99",
+        "blocks mean",
+        "blocks p99",
+        "handoff p99"
     );
-    let d = |x: &Option<servesim_core::metrics::Dist>, f: fn(&servesim_core::metrics::Dist) -> f64| {
-        x.as_ref().map_or("-".to_string(), |v| format!("{:.3}", f(v)))
+    let d = |x: &Option<servesim_core::metrics::Dist>,
+             f: fn(&servesim_core::metrics::Dist) -> f64| {
+        x.as_ref()
+            .map_or("-".to_string(), |v| format!("{:.3}", f(v)))
     };
     for t in &res.topology {
         let Some(x) = &t.transfer else { continue };

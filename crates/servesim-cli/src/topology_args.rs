@@ -168,8 +168,8 @@ impl PdArgs {
         let dec = t.decode.get_or_insert_with(Default::default);
         df.apply(dec);
         if let Some(spec) = &self.decode_router {
-            let raw = parse_router(spec)
-                .map_err(|e| anyhow::anyhow!("--decode-router {spec}: {e}"))?;
+            let raw =
+                parse_router(spec).map_err(|e| anyhow::anyhow!("--decode-router {spec}: {e}"))?;
             dec.router = Some(raw);
         }
         if self.kv_any() {

@@ -8,8 +8,7 @@
 use servesim_core::metrics::{Collector, LevelResult};
 use servesim_core::scenario::{ResolvedScenario, Scenario, SweepReport};
 use servesim_core::topology::{
-    run_disagg_level_logged, HandoffLog, KvPath, RawKvTransfer, RawPool, RawTopology,
-    TopologyLevel,
+    run_disagg_level_logged, HandoffLog, KvPath, RawKvTransfer, RawPool, RawTopology, TopologyLevel,
 };
 use servesim_core::workload::Level;
 use std::path::PathBuf;
@@ -66,17 +65,33 @@ fn check_invariants(r: &ResolvedScenario, run: &Run) {
     assert!(peak <= total, "decode KV over capacity: {peak} > {total}");
     assert_eq!(total, r.engine.num_gpu_blocks);
     for p in &topo.pools {
-        assert!(p.kv_utilization_peak <= 1.0, "{} pool KV peak {}", p.pool, p.kv_utilization_peak);
+        assert!(
+            p.kv_utilization_peak <= 1.0,
+            "{} pool KV peak {}",
+            p.pool,
+            p.kv_utilization_peak
+        );
         assert!((0.0..=1.0).contains(&p.busy_fraction));
     }
     let decode_engines = r.topology.replicas * r.deployment.par.dp;
-    let by_id: std::collections::BTreeMap<u64, &HandoffLog> = log.iter().map(|h| (h.id, h)).collect();
+    let by_id: std::collections::BTreeMap<u64, &HandoffLog> =
+        log.iter().map(|h| (h.id, h)).collect();
     for f in col.finished() {
-        assert!(f.engine < decode_engines, "finished on a non-decode engine {}", f.engine);
-        let h = by_id.get(&f.id).expect("every finished request was transferred");
+        assert!(
+            f.engine < decode_engines,
+            "finished on a non-decode engine {}",
+            f.engine
+        );
+        let h = by_id
+            .get(&f.id)
+            .expect("every finished request was transferred");
         assert_eq!(h.decode_engine, f.engine, "decoded where its KV went");
         // a decode never starts before its transfer completes
-        assert!(f.first_scheduled >= h.done, "request {} decoded before its KV arrived", f.id);
+        assert!(
+            f.first_scheduled >= h.done,
+            "request {} decoded before its KV arrived",
+            f.id
+        );
         assert!(h.prefill_done <= h.reserved_at && h.reserved_at <= h.start && h.start <= h.done);
         assert!(f.arrival <= h.prefill_done, "prefilled before it was sent");
         assert!(h.tokens <= f.prompt_len);
@@ -126,7 +141,13 @@ fn disaggregated_pair_invariants_hold() {
         assert!(x.transfers > 0 && x.total_bytes > 0.0);
         // 1024-token unique prompts move whole: 1024 tokens x the decode rank's bytes
         let per = x.bytes_per_transfer_mean.unwrap();
-        let want = r.disagg.as_ref().unwrap().transfer.breakdown(1024, KvPath::Rdma).total_bytes;
+        let want = r
+            .disagg
+            .as_ref()
+            .unwrap()
+            .transfer
+            .breakdown(1024, KvPath::Rdma)
+            .total_bytes;
         assert!(rel(per, want) < 1e-9, "{per} vs {want}");
     }
 }
@@ -148,9 +169,13 @@ fn free_transfer_pair_is_never_slower_than_its_parts() {
         let mut agg_s = Scenario::default_scenario();
         agg_s.sweep = s.sweep.clone();
         let agg = agg_s.resolve().unwrap();
-        let (a, _, _) =
-            servesim_core::sweep::run_level_plan(&agg.plan(), &agg.workload, &agg.sweep, Level::Concurrency(c))
-                .unwrap();
+        let (a, _, _) = servesim_core::sweep::run_level_plan(
+            &agg.plan(),
+            &agg.workload,
+            &agg.sweep,
+            Level::Concurrency(c),
+        )
+        .unwrap();
         let p = &pd.0;
         assert!(
             p.output_tokens_per_s >= a.output_tokens_per_s * 0.98,
@@ -159,7 +184,10 @@ fn free_transfer_pair_is_never_slower_than_its_parts() {
             a.output_tokens_per_s
         );
         let (pi, ai) = (p.itl_ms.unwrap().mean, a.itl_ms.unwrap().mean);
-        assert!(pi <= ai * 1.02, "c={c}: pair ITL {pi} ms > aggregated {ai} ms");
+        assert!(
+            pi <= ai * 1.02,
+            "c={c}: pair ITL {pi} ms > aggregated {ai} ms"
+        );
         let xt = pd.2.transfer.as_ref().unwrap().transfer_ms.unwrap();
         assert!(xt.p99 < 1e-3, "free transfers take {} ms", xt.p99);
     }
@@ -179,7 +207,11 @@ fn slower_links_cost_ttft() {
         let r = s.resolve().unwrap();
         let out = run(&r, Level::Concurrency(8));
         check_invariants(&r, &out);
-        ttft.push((gbps, out.0.ttft_ms.unwrap().mean, out.2.transfer.clone().unwrap()));
+        ttft.push((
+            gbps,
+            out.0.ttft_ms.unwrap().mean,
+            out.2.transfer.clone().unwrap(),
+        ));
     }
     // A transfer shorter than the decode worker's step often ends inside the step it would
     // wait for anyway, so 400 Gb/s costs TTFT little; it never gains more than rounding.
@@ -206,15 +238,17 @@ fn transfers_wait_for_decode_blocks() {
     let out = run(&r, Level::Concurrency(256));
     check_invariants(&r, &out);
     let x = out.2.transfer.as_ref().unwrap();
-    assert!(x.block_wait_ms.unwrap().p99 > 0.0, "no transfer waited: {x:?}");
+    assert!(
+        x.block_wait_ms.unwrap().p99 > 0.0,
+        "no transfer waited: {x:?}"
+    );
 }
 
 #[test]
 fn prefill_pool_runs_no_drafter_and_keeps_its_own_engine_settings() {
     let mut s = pd_base();
-    s.engine.speculative_config = Some(
-        serde_json::from_str(r#"{"method": "ngram", "num_speculative_tokens": 3}"#).unwrap(),
-    );
+    s.engine.speculative_config =
+        Some(serde_json::from_str(r#"{"method": "ngram", "num_speculative_tokens": 3}"#).unwrap());
     s.engine.speculative_acceptance =
         Some(serde_json::from_str(r#"{"mean_acceptance_length": 2.8}"#).unwrap());
     s.topology.as_mut().unwrap().prefill = Some(RawPool {
@@ -226,7 +260,10 @@ fn prefill_pool_runs_no_drafter_and_keeps_its_own_engine_settings() {
     });
     let r = s.resolve().unwrap();
     let pre = &r.disagg.as_ref().unwrap().prefill;
-    assert!(pre.engine.spec.is_none(), "the prefill worker runs no drafter");
+    assert!(
+        pre.engine.spec.is_none(),
+        "the prefill worker runs no drafter"
+    );
     assert!(r.engine.spec.is_some(), "the decode worker keeps it");
     assert_eq!(pre.engine.max_num_batched_tokens, 16384);
     assert_ne!(r.engine.max_num_batched_tokens, 16384);
@@ -244,7 +281,13 @@ fn schema_errors_name_the_field() {
     assert_eq!(e.field(), "topology.prefill.tp", "{e}");
     assert!(e.to_string().contains("topology.prefill.tp"), "{e}");
     let mut s = pd_base();
-    s.topology.as_mut().unwrap().decode.as_mut().unwrap().replicas = Some(0);
+    s.topology
+        .as_mut()
+        .unwrap()
+        .decode
+        .as_mut()
+        .unwrap()
+        .replicas = Some(0);
     let e = s.resolve().unwrap_err();
     assert_eq!(e.field(), "topology.decode.replicas", "{e}");
     let mut s = pd_base();
@@ -257,7 +300,13 @@ fn schema_errors_name_the_field() {
     assert_eq!(e.field(), "topology.decode.engine.max_num_seqs", "{e}");
     let mut s = pd_base();
     free_transfer(&mut s);
-    s.topology.as_mut().unwrap().kv_transfer.as_mut().unwrap().latency_ms = Some(-1.0);
+    s.topology
+        .as_mut()
+        .unwrap()
+        .kv_transfer
+        .as_mut()
+        .unwrap()
+        .latency_ms = Some(-1.0);
     let e = s.resolve().unwrap_err();
     assert_eq!(e.field(), "topology.kv_transfer.latency_ms", "{e}");
     let mut s = pd_base();
@@ -285,11 +334,16 @@ fn path_follows_the_nvlink_domain() {
         ("recipe-1p1d-dsv4-pro-16xgb200.json", KvPath::Nvlink),
         ("recipe-1p1d-dsv4-pro-16xh200.json", KvPath::Rdma),
     ] {
-        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios").join(file);
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/scenarios")
+            .join(file);
         let s = Scenario::from_json(&std::fs::read_to_string(p).unwrap()).unwrap();
         let r = s.resolve().unwrap();
         let d = r.disagg.as_ref().unwrap();
-        assert!(d.prefill.capacity.fits && r.capacity.fits, "{file} does not fit");
+        assert!(
+            d.prefill.capacity.fits && r.capacity.fits,
+            "{file} does not fit"
+        );
         assert_eq!(d.transfer.path_between(0, 0), path, "{file}");
         assert_eq!(r.sweep.gpus, 16);
     }
@@ -329,7 +383,14 @@ fn golden_recipe_1p1d_dsv4pro_h200() {
         std::fs::write(&path, &out).unwrap();
         return;
     }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("missing golden {}; run with UPDATE_GOLDEN=1", path.display()));
-    assert_eq!(out, want, "golden {name} changed; regenerate with UPDATE_GOLDEN=1 and review");
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing golden {}; run with UPDATE_GOLDEN=1",
+            path.display()
+        )
+    });
+    assert_eq!(
+        out, want,
+        "golden {name} changed; regenerate with UPDATE_GOLDEN=1 and review"
+    );
 }

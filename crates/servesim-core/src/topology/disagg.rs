@@ -311,7 +311,9 @@ impl<'m, 'p> Pd<'m, 'p> {
             nd,
             engine_heap: IndexedHeap::new(engines.len()),
             engines,
-            frontends: (0..pre.replicas).map(|_| FrontEndQueue::default()).collect(),
+            frontends: (0..pre.replicas)
+                .map(|_| FrontEndQueue::default())
+                .collect(),
             frontend_heap: IndexedHeap::new(pre.replicas as usize),
             router_p: Router::new(&plan.router, pre.replicas, seed),
             router_d: Router::new(
@@ -535,8 +537,7 @@ pub(super) fn run_disagg_level(
     progress: &mut dyn FnMut(f64),
     col: Collector,
 ) -> Result<(LevelResult, Collector, Option<TopologyLevel>), SweepError> {
-    run(plan, dis, workload, spec, level, progress, col, false)
-        .map(|(r, c, t, _)| (r, c, Some(t)))
+    run(plan, dis, workload, spec, level, progress, col, false).map(|(r, c, t, _)| (r, c, Some(t)))
 }
 
 /// Runs one level of a disaggregated plan and returns, with the level's results, every
@@ -553,7 +554,16 @@ pub fn run_disagg_level_logged(
             "the plan has no prefill/decode pools".into(),
         ));
     };
-    run(plan, dis, workload, spec, level, &mut |_| {}, Collector::new(), true)
+    run(
+        plan,
+        dis,
+        workload,
+        spec,
+        level,
+        &mut |_| {},
+        Collector::new(),
+        true,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -831,7 +841,10 @@ fn run(
         let router = if k == 0 { &sim.router_p } else { &sim.router_d };
         for r in 0..pool.replicas as usize {
             let ranks = range.start + r * dp..range.start + (r + 1) * dp;
-            let (p, c) = (sum_u(&acc.prompt, ranks.clone()), sum_u(&acc.cached, ranks.clone()));
+            let (p, c) = (
+                sum_u(&acc.prompt, ranks.clone()),
+                sum_u(&acc.cached, ranks.clone()),
+            );
             replicas.push(ReplicaResult {
                 pool: pool.name.clone(),
                 replica: r as u32,
@@ -844,7 +857,10 @@ fn run(
             });
         }
         let n = range.len().max(1) as f64;
-        let (p, c) = (sum_u(&acc.prompt, range.clone()), sum_u(&acc.cached, range.clone()));
+        let (p, c) = (
+            sum_u(&acc.prompt, range.clone()),
+            sum_u(&acc.cached, range.clone()),
+        );
         let out = sum_u(&acc.out_tokens, range.clone()) as f64 / win_s;
         let tp = if k == 0 {
             dis.transfer.prefill_tp
@@ -863,7 +879,10 @@ fn run(
             output_tokens_per_s: out,
             output_tokens_per_s_per_gpu: out / gpus.max(1) as f64,
             kv_utilization_mean: acc.kv_int[range.clone()].iter().sum::<f64>() / (win_ns * n),
-            kv_utilization_peak: acc.kv_peak[range.clone()].iter().copied().fold(0.0, f64::max),
+            kv_utilization_peak: acc.kv_peak[range.clone()]
+                .iter()
+                .copied()
+                .fold(0.0, f64::max),
             prefix_cache_hit_rate: (p > 0).then(|| c as f64 / p as f64),
         });
     }
@@ -884,13 +903,19 @@ fn run(
         bytes_per_transfer_mean: (n > 0).then(|| total_bytes / n as f64),
         tokens_per_transfer_mean: (n > 0)
             .then(|| inside.iter().map(|h| h.tokens).sum::<u64>() as f64 / n as f64),
-        transfer_ms: Dist::of_ints_scaled(inside.iter().map(|h| ms(h.start, h.done)).collect(), 1e6),
+        transfer_ms: Dist::of_ints_scaled(
+            inside.iter().map(|h| ms(h.start, h.done)).collect(),
+            1e6,
+        ),
         link_queue_ms: Dist::of_ints_scaled(
             inside.iter().map(|h| ms(h.reserved_at, h.start)).collect(),
             1e6,
         ),
         block_wait_ms: Dist::of_ints_scaled(
-            inside.iter().map(|h| ms(h.prefill_done, h.reserved_at)).collect(),
+            inside
+                .iter()
+                .map(|h| ms(h.prefill_done, h.reserved_at))
+                .collect(),
             1e6,
         ),
         handoff_ms: Dist::of_ints_scaled(

@@ -17,10 +17,10 @@ pub mod router;
 mod sim;
 pub mod transfer;
 
-pub use heap::IndexedHeap;
-pub use router::{parse_router, EppWeights, RouterPolicy, RouterSpec};
 pub use disagg::{run_disagg_level_logged, DisaggPlan, HandoffLog, PoolResult, TransferStats};
+pub use heap::IndexedHeap;
 pub use pools::{RawKvTransfer, RawPool};
+pub use router::{parse_router, EppWeights, RouterPolicy, RouterSpec};
 pub use sim::{run_plan_level, PlanPool, ReplicaResult, SimPlan, TopologyLevel};
 pub use transfer::{KvPath, KvTransferModel, TransferBreakdown};
 

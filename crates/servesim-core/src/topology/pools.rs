@@ -94,7 +94,12 @@ fn merge_engine(top: &RawEngineSettings, over: Option<&RawEngineSettings>) -> Ra
 /// merged engine settings, no `num_gpus`, an aggregated topology with the pool's replicas and
 /// router. The prefill pool runs no drafter (its requests produce one token; the recipe's NIXL
 /// handshake note, issue 10): its `speculative_config` is dropped.
-pub fn pool_scenario(s: &Scenario, pool: &RawPool, role: PoolRole, router: Option<RawRouter>) -> Scenario {
+pub fn pool_scenario(
+    s: &Scenario,
+    pool: &RawPool,
+    role: PoolRole,
+    router: Option<RawRouter>,
+) -> Scenario {
     let mut p = s.clone();
     if let Some(g) = &pool.gpu {
         p.gpu = g.clone();
@@ -142,7 +147,11 @@ pub fn transfer_model(
         ));
     }
     let same_gpu = pre.gpu.name == dec.gpu.name;
-    let nv_default = pre.gpu.scaleup_unidir_bytes_s.min(dec.gpu.scaleup_unidir_bytes_s) / 1e9;
+    let nv_default = pre
+        .gpu
+        .scaleup_unidir_bytes_s
+        .min(dec.gpu.scaleup_unidir_bytes_s)
+        / 1e9;
     let nv = raw.nvlink_gb_s.unwrap_or(nv_default);
     if !(nv.is_finite() && nv > 0.0 && nv <= 1e9) {
         return Err(bad(
