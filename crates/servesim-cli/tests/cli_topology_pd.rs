@@ -109,9 +109,12 @@ fn bad_pd_values_name_the_field() {
     let (code, _, err) = servesim(&with(&["--prefill-tp", "0"]));
     assert_ne!(code, 0);
     assert!(err.contains("topology.prefill.tp"), "{err}");
-    let (code, _, err) = servesim(&with(&["--decode-replicas", "1", "--kv-link-gbps", "-5"]));
+    let (code, _, err) = servesim(&with(&["--decode-replicas", "1", "--kv-link-gbps=-5"]));
     assert_ne!(code, 0);
-    assert!(err.contains("topology.kv_transfer.rdma_gbps_per_gpu"), "{err}");
+    assert!(
+        err.contains("topology.kv_transfer.rdma_gbps_per_gpu"),
+        "{err}"
+    );
     let (code, _, err) = servesim(&with(&["--decode-replicas", "1", "--kv-path", "pcie"]));
     assert_ne!(code, 0);
     assert!(err.contains("--kv-path"), "{err}");
