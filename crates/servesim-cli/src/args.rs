@@ -1,75 +1,57 @@
-//! Shared deployment flags (`servesim capacity`, `sweep`, `compare` flatten [`DeploymentArgs`]).
+//! Shared deployment flags (`servesim capacity`, `sweep`, `compare` flatten [`DeploymentArgs`])
+//! and how they land on a [`Scenario`].
+//!
+//! Model and GPU are clap flags; every `vllm serve` argument (and the ServeSim deployment
+//! flags beside them: `--num-gpus`, `--ep`, `--weight-precision`, ...) comes from the core's one
+//! table, `servesim_core::vllm::args::registry`, by any spelling it knows (`-tp 4`, `--tp 4`,
+//! `--tensor-parallel-size=4`, `--max_num_seqs 64`): `vllm_flags::split` takes them out of the
+//! command line before clap parses it, and [`apply_deployment`] applies them through the registry.
+//! So a flag is defined once, for the CLI, pasted commands and manifests alike.
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
-use servesim_core::deploy::{parallelism_from, CudagraphMode, Deployment, RawEngineSettings};
-use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
-use servesim_core::gpu::find_gpu;
-use servesim_core::model::{catalog, ModelConfig};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args};
+use servesim_core::scenario::{CustomModel, GpuRef, ModelRef, Scenario};
+use servesim_core::vllm::args::Status;
+use servesim_core::vllm::command::{apply_flags, parse_command};
 use std::path::Path;
 
-/// Model, GPU, parallelism, precisions and vLLM engine settings, by vLLM's flag names.
+/// Model, GPU, a pasted `vllm serve` command, and the ServeSim-only switches; the vLLM
+/// arguments themselves are in `vllm_args` (see the module doc).
 #[derive(Args, Clone, Debug)]
 pub struct DeploymentArgs {
-    /// Catalog model id (see `servesim models`) or a path to a Hugging Face config.json.
+    /// Hugging Face id (a catalog id, or a checkpoint sharing a catalog architecture; see
+    /// `servesim models`) or a path to a config.json.
     #[arg(long)]
     pub model: String,
-    /// GPU id or alias (see `servesim gpus`), case-insensitive.
+    /// GPU id, alias or the name `nvidia-smi` prints (see `servesim gpus`), case-insensitive.
     #[arg(long)]
     pub gpu: String,
-    /// --tensor-parallel-size.
-    #[arg(long, default_value_t = 1)]
-    pub tp: i64,
-    /// --data-parallel-size (attention data parallelism: one KV cache per DP rank).
-    #[arg(long, default_value_t = 1)]
-    pub dp: i64,
-    /// Expert-parallel size (1, or tp*dp as with --enable-expert-parallel).
-    #[arg(long, default_value_t = 1)]
-    pub ep: i64,
-    /// Total GPUs (a multiple of tp*dp; default one replica).
-    #[arg(long)]
-    pub num_gpus: Option<i64>,
-    /// checkpoint | bf16 | fp8 | fp4.
-    #[arg(long, default_value = "checkpoint")]
-    pub weight_precision: String,
-    /// auto | bfloat16 | fp8 | fp8_e4m3 | fp8_e5m2 | fp8_ds_mla.
-    #[arg(long, default_value = "auto")]
-    pub kv_cache_dtype: String,
-    #[arg(long)]
-    pub gpu_memory_utilization: Option<f64>,
-    #[arg(long)]
-    pub max_num_batched_tokens: Option<i64>,
-    #[arg(long)]
-    pub max_num_seqs: Option<i64>,
-    #[arg(long)]
-    pub max_model_len: Option<i64>,
-    #[arg(long)]
-    pub block_size: Option<i64>,
-    /// --kv-cache-memory in bytes (replaces the profiled KV budget).
-    #[arg(long = "kv-cache-memory")]
-    pub kv_cache_memory: Option<i64>,
+    /// A whole `vllm serve ...` command line (also `python -m vllm.entrypoints.openai.api_server
+    /// ...`, `docker run ... vllm/vllm-openai ...`, with environment variables in front), or
+    /// `@FILE` to read it from a file. Applied first; flags given beside it override it.
+    #[arg(long, value_name = "COMMAND")]
+    pub vllm_command: Option<String>,
     /// VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (default since vLLM 0.21).
     #[arg(long)]
     pub estimate_cudagraphs: bool,
-    /// FULL_AND_PIECEWISE | FULL_DECODE_ONLY | PIECEWISE | FULL | NONE.
-    #[arg(long)]
-    pub cudagraph_mode: Option<String>,
-    #[arg(long)]
-    pub enforce_eager: bool,
     /// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
     #[arg(long)]
     pub allow_long_max_model_len: bool,
-    /// vLLM's --speculative-config JSON, e.g. '{"method": "mtp", "num_speculative_tokens": 3}'.
-    #[arg(long)]
-    pub speculative_config: Option<String>,
-    /// The acceptance to simulate (JSON; docs/engine.md "Speculative decoding"), e.g.
-    /// '{"accepted_values": [2, 3], "mean_acceptance_length": 3.51}'.
-    #[arg(long)]
-    pub speculative_acceptance: Option<String>,
+    /// The vLLM arguments (and ServeSim deployment flags) of the command line, by any spelling
+    /// of the registry, in order (filled by `vllm_flags::split`, not by clap).
+    #[arg(skip)]
+    pub vllm_args: Vec<String>,
 }
 
-/// Loads a model from the catalog, or from a config.json path.
-pub fn load_model(spec: &str) -> Result<ModelConfig> {
+/// True when flag `id` was given on the command line (not a default).
+pub fn given(m: &ArgMatches, id: &str) -> bool {
+    matches!(m.value_source(id), Some(ValueSource::CommandLine))
+}
+
+/// A `--model` value: a config.json path becomes a custom model named after its directory;
+/// anything else is a (catalog or Hugging Face) id.
+pub fn model_ref(spec: &str) -> Result<ModelRef> {
     let p = Path::new(spec);
     if p.is_file() {
         let json = crate::input::read_text(p)?;
@@ -77,79 +59,93 @@ pub fn load_model(spec: &str) -> Result<ModelConfig> {
             .parent()
             .and_then(|d| d.file_name())
             .map(|s| s.to_string_lossy().to_string())
+            .filter(|s| !s.is_empty())
             .unwrap_or_else(|| spec.to_string());
-        return Ok(ModelConfig::from_hf_json(&name, &json)?);
+        return Ok(ModelRef::Custom(CustomModel {
+            name,
+            config_json: json,
+        }));
     }
-    Ok(catalog::load(spec)?)
+    Ok(ModelRef::Catalog(spec.to_string()))
 }
 
-impl DeploymentArgs {
-    /// The raw engine settings these flags describe.
-    pub fn engine(&self) -> Result<RawEngineSettings> {
-        let cudagraph_mode = match &self.cudagraph_mode {
-            None => None,
-            Some(s) => Some(CudagraphMode::parse(s).with_context(|| {
-                format!("--cudagraph-mode {s}: use FULL_AND_PIECEWISE, FULL_DECODE_ONLY, PIECEWISE, FULL or NONE")
-            })?),
+/// Applies the deployment flags onto `s`, in this order: `--vllm-command` (its vLLM fields
+/// replace the scenario's), `--model` / `--gpu`, the switches, then every vLLM argument and
+/// ServeSim deployment flag in command-line order (the last of repeated ones wins, as in vLLM).
+/// What the registry ignores or does not model is listed on stderr; a refusal is an error.
+/// Returns whether a GPU was stated (by `--gpu` or the command's `# servesim: --gpu` line).
+pub fn apply_deployment(s: &mut Scenario, d: &DeploymentArgs, m: &ArgMatches) -> Result<bool> {
+    let mut gpu_stated = false;
+    if let Some(cmd) = &d.vllm_command {
+        let text = match cmd.strip_prefix('@') {
+            Some(path) => crate::input::read_text(Path::new(path))?,
+            None => cmd.clone(),
         };
-        Ok(RawEngineSettings {
-            gpu_memory_utilization: self.gpu_memory_utilization,
-            max_num_seqs: self.max_num_seqs,
-            max_num_batched_tokens: self.max_num_batched_tokens,
-            block_size: self.block_size,
-            max_model_len: self.max_model_len,
-            cudagraph_mode,
-            kv_cache_memory_bytes: self.kv_cache_memory,
-            estimate_cudagraphs_in_profile: self.estimate_cudagraphs.then_some(true),
-            enforce_eager: self.enforce_eager.then_some(true),
-            allow_long_max_model_len: self.allow_long_max_model_len.then_some(true),
-            speculative_config: match &self.speculative_config {
-                None => None,
-                Some(j) => Some(serde_json::from_str(j).with_context(|| {
-                    format!("--speculative-config {j}: give vLLM's JSON object, e.g. '{{\"method\": \"mtp\", \"num_speculative_tokens\": 3}}'")
-                })?),
-            },
-            speculative_acceptance: match &self.speculative_acceptance {
-                None => None,
-                Some(j) => Some(serde_json::from_str(j).with_context(|| {
-                    format!("--speculative-acceptance {j}: give e.g. '{{\"mean_acceptance_length\": 2.8}}' or '{{\"accepted_values\": [2, 3], \"mean_acceptance_length\": 3.51}}'")
-                })?),
-            },
-            ..Default::default()
-        })
+        let p = parse_command(&text, s).map_err(|e| anyhow::anyhow!("--vllm-command: {e}"))?;
+        report(&p.args, &p.notes, "--vllm-command: ");
+        let refused = p.refusals();
+        if !refused.is_empty() {
+            bail!("--vllm-command: {}", refused.join("; "));
+        }
+        gpu_stated |= p
+            .args
+            .iter()
+            .any(|a| a.arg == "--gpu" && a.status == Status::Understood);
+        *s = p
+            .scenario
+            .context("--vllm-command: the command was not understood")?;
     }
+    if given(m, "model") {
+        s.model = model_ref(&d.model)?;
+    }
+    if given(m, "gpu") {
+        s.gpu = GpuRef::Catalog(d.gpu.clone());
+        gpu_stated = true;
+    }
+    if d.estimate_cudagraphs {
+        s.engine.estimate_cudagraphs_in_profile = Some(true);
+    }
+    if d.allow_long_max_model_len {
+        s.engine.allow_long_max_model_len = Some(true);
+    }
+    if !d.vllm_args.is_empty() {
+        let p = apply_flags(s, &d.vllm_args).map_err(anyhow::Error::msg)?;
+        report(&p.args, &p.notes, "");
+        let refused = p.refusals();
+        if !refused.is_empty() {
+            bail!("{}", refused.join("; "));
+        }
+        gpu_stated |= p
+            .args
+            .iter()
+            .any(|a| a.arg == "--gpu" && a.status == Status::Understood);
+        *s = p.scenario.context("the flags were not understood")?;
+    }
+    Ok(gpu_stated)
+}
 
-    /// Validates the flags into a [`Deployment`].
-    pub fn deployment(&self) -> Result<Deployment> {
-        let model = load_model(&self.model)?;
-        let gpu = find_gpu(&self.gpu)?;
-        let par = parallelism_from(Some(self.tp), Some(self.dp), Some(self.ep))?;
-        let Some(wp) = WeightPrecision::parse(&self.weight_precision) else {
-            bail!(
-                "--weight-precision {}: use checkpoint, bf16, fp8 or fp4",
-                self.weight_precision
+/// Lists on stderr the arguments that were ignored, not modelled or unknown, and the notes
+/// (stand-in configs, settled values): never silent, never an error.
+fn report(args: &[servesim_core::vllm::args::ArgReport], notes: &[String], prefix: &str) {
+    for a in args {
+        if matches!(
+            a.status,
+            Status::Ignored | Status::NotModelled | Status::Unknown
+        ) {
+            let v = a
+                .value
+                .as_deref()
+                .map(|v| format!(" {v}"))
+                .unwrap_or_default();
+            eprintln!(
+                "note: {prefix}{}{v}: {}: {}",
+                a.arg,
+                a.status.label(),
+                a.detail
             );
-        };
-        let Some(kv) = KvCacheDtype::parse(&self.kv_cache_dtype) else {
-            bail!(
-                "--kv-cache-dtype {}: use one of {}",
-                self.kv_cache_dtype,
-                KvCacheDtype::NAMES.join(", ")
-            );
-        };
-        let num_gpus = match self.num_gpus {
-            None => None,
-            Some(n) if n > 0 && n <= u32::MAX as i64 => Some(n as u32),
-            Some(n) => bail!("--num-gpus {n}: must be a positive integer"),
-        };
-        Ok(Deployment::new(
-            model,
-            gpu,
-            par,
-            num_gpus,
-            wp,
-            kv,
-            &self.engine()?,
-        )?)
+        }
+    }
+    for n in notes {
+        eprintln!("note: {prefix}{n}");
     }
 }

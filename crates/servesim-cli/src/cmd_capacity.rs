@@ -32,8 +32,17 @@ pub struct ListArgs {
     pub json: bool,
 }
 
-pub fn run_capacity(a: &CapacityArgs) -> Result<()> {
-    let d = a.deployment.deployment()?;
+/// The deployment the flags state goes through the scenario (the same path as `sweep` and the
+/// page: `Scenario::deployment`), starting from the default scenario's vLLM defaults.
+pub fn run_capacity(a: &CapacityArgs, m: &clap::ArgMatches) -> Result<()> {
+    let mut s = servesim_core::scenario::Scenario::default_scenario();
+    if a.deployment.vllm_command.is_none() && !crate::args::given(m, "model") {
+        bail!("give --model and --gpu, or --vllm-command 'vllm serve ...' and --gpu");
+    }
+    if !crate::args::apply_deployment(&mut s, &a.deployment, m)? {
+        bail!("give --gpu (a catalog id or the name nvidia-smi prints, e.g. --gpu \"NVIDIA H100 80GB HBM3\"; see `servesim gpus`)");
+    }
+    let d = s.deployment()?;
     let request = match (a.isl, a.osl) {
         (None, None) => None,
         (Some(i), Some(o)) if i >= 0 && o >= 0 && i + o > 0 => Some(RequestShape {

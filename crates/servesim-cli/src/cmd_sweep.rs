@@ -2,17 +2,12 @@
 //! resolve it, run the sweep level by level and print a table, CSV or the JSON report.
 //! The flag -> scenario mapping is documented in docs/scenario.md ("CLI").
 
-use crate::args::DeploymentArgs;
+use crate::args::{given, DeploymentArgs};
 use anyhow::{bail, Context, Result};
-use clap::parser::ValueSource;
 use clap::{ArgMatches, Args};
-use servesim_core::deploy::CudagraphMode;
-use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
 use servesim_core::metric::MetricId;
 use servesim_core::metrics::LevelResult;
-use servesim_core::scenario::{
-    CapacitySummary, CustomModel, GpuRef, ModelRef, Scenario, SweepReport,
-};
+use servesim_core::scenario::{CapacitySummary, Scenario, SweepReport};
 use servesim_core::sweep::{GateOp, RawGate};
 use servesim_core::workload::{
     RawArrival, RawContent, RawLengthDist, RawSharedPrefix, MOONCAKE_BLOCK_TOKENS,
@@ -101,17 +96,6 @@ pub struct SweepArgs {
     /// first failing level with at most N extra level simulations (docs/metrics.md).
     #[arg(long, value_name = "N")]
     pub refine_sla: Option<usize>,
-}
-
-fn given(m: &ArgMatches, id: &str) -> bool {
-    m.value_source(id) == Some(ValueSource::CommandLine)
-}
-
-fn pos_u32(flag: &str, v: i64) -> Result<u32> {
-    if v <= 0 || v > u32::MAX as i64 {
-        bail!("--{flag} {v}: must be a positive integer");
-    }
-    Ok(v as u32)
 }
 
 /// Parses a length distribution flag around `mean`.
@@ -240,24 +224,6 @@ pub fn parse_sla(s: &str) -> Result<Vec<RawGate>> {
     Ok(out)
 }
 
-fn model_ref(spec: &str) -> Result<ModelRef> {
-    let p = Path::new(spec);
-    if p.is_file() {
-        let json = crate::input::read_text(p)?;
-        let name = p
-            .parent()
-            .and_then(|d| d.file_name())
-            .map(|s| s.to_string_lossy().to_string())
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| spec.to_string());
-        return Ok(ModelRef::Custom(CustomModel {
-            name,
-            config_json: json,
-        }));
-    }
-    Ok(ModelRef::Catalog(spec.to_string()))
-}
-
 /// The scenario the flags describe: `--scenario FILE` (or the default scenario) with every flag
 /// given on the command line applied on top.
 pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
@@ -267,86 +233,22 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
             Scenario::from_json(&text).with_context(|| format!("scenario {path}"))?
         }
         None => {
-            if !given(m, "model") || !given(m, "gpu") {
-                bail!("give --model and --gpu, or --scenario FILE");
+            let cmd = a.deployment.vllm_command.is_some();
+            if !cmd && !given(m, "model") {
+                bail!("give --model and --gpu, --vllm-command 'vllm serve ...' and --gpu, or --scenario FILE");
             }
             Scenario::default_scenario()
         }
     };
-    let d = &a.deployment;
     if let Some(v) = &a.vllm_version {
         servesim_core::perf::VllmVersion::parse(v).map_err(|e| {
             anyhow::anyhow!("--vllm-version {v}: {e}; write MAJOR.MINOR[.PATCH], e.g. 0.15.1")
         })?;
         s.vllm_version = Some(v.clone());
     }
-    if given(m, "model") {
-        s.model = model_ref(&d.model)?;
-    }
-    if given(m, "gpu") {
-        s.gpu = GpuRef::Catalog(d.gpu.clone());
-    }
-    if given(m, "tp") {
-        s.tp = pos_u32("tp", d.tp)?;
-    }
-    if given(m, "dp") {
-        s.dp = pos_u32("dp", d.dp)?;
-    }
-    if given(m, "ep") {
-        s.ep = pos_u32("ep", d.ep)?;
-    }
-    if given(m, "num_gpus") {
-        s.num_gpus = Some(pos_u32("num-gpus", d.num_gpus.unwrap_or(0))?);
-    }
-    if given(m, "weight_precision") {
-        s.weight_precision = WeightPrecision::parse(&d.weight_precision).with_context(|| {
-            format!(
-                "--weight-precision {}: use checkpoint, bf16, fp8 or fp4",
-                d.weight_precision
-            )
-        })?;
-    }
-    if given(m, "kv_cache_dtype") {
-        s.kv_cache_dtype = KvCacheDtype::parse(&d.kv_cache_dtype).with_context(|| {
-            format!(
-                "--kv-cache-dtype {}: use one of {}",
-                d.kv_cache_dtype,
-                KvCacheDtype::NAMES.join(", ")
-            )
-        })?;
-    }
-    let e = &mut s.engine;
-    if given(m, "gpu_memory_utilization") {
-        e.gpu_memory_utilization = d.gpu_memory_utilization;
-    }
-    if given(m, "max_num_batched_tokens") {
-        e.max_num_batched_tokens = d.max_num_batched_tokens;
-    }
-    if given(m, "max_num_seqs") {
-        e.max_num_seqs = d.max_num_seqs;
-    }
-    if given(m, "max_model_len") {
-        e.max_model_len = d.max_model_len;
-    }
-    if given(m, "block_size") {
-        e.block_size = d.block_size;
-    }
-    if given(m, "kv_cache_memory") {
-        e.kv_cache_memory_bytes = d.kv_cache_memory;
-    }
-    if given(m, "estimate_cudagraphs") {
-        e.estimate_cudagraphs_in_profile = Some(true);
-    }
-    if given(m, "enforce_eager") {
-        e.enforce_eager = Some(true);
-    }
-    if given(m, "allow_long_max_model_len") {
-        e.allow_long_max_model_len = Some(true);
-    }
-    if let Some(c) = &d.cudagraph_mode {
-        e.cudagraph_mode = Some(CudagraphMode::parse(c).with_context(|| {
-            format!("--cudagraph-mode {c}: use FULL_AND_PIECEWISE, FULL_DECODE_ONLY, PIECEWISE, FULL or NONE")
-        })?);
+    let gpu_stated = crate::args::apply_deployment(&mut s, &a.deployment, m)?;
+    if a.scenario.is_none() && !gpu_stated {
+        bail!("give --gpu (a catalog id or the name nvidia-smi prints, e.g. --gpu \"NVIDIA H100 80GB HBM3\"; see `servesim gpus`)");
     }
 
     // Request content.
@@ -557,16 +459,10 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
             t0.elapsed().as_secs_f64()
         );
     }
-    let result = runner.finish();
+    let mut result = runner.finish();
     if let Some(n) = a.refine_sla {
-        match servesim_core::sla_refine::refine_operating_point(
-            &resolved.engine,
-            &resolved.cost,
-            &resolved.workload,
-            &resolved.sweep,
-            &result.levels,
-            n.min(64),
-        )? {
+        resolved.refine(&mut result, n.min(64))?;
+        match &result.refined_operating_point {
             Some(r) => {
                 for s in &r.steps {
                     eprintln!(

@@ -8,6 +8,7 @@ mod cmd_sweep;
 mod cmd_validate;
 mod input;
 mod topology_args;
+mod vllm_flags;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -64,18 +65,25 @@ fn restore_sigpipe() {
 }
 
 fn run() -> anyhow::Result<()> {
-    // `sweep` takes --model/--gpu from --scenario FILE when they are not given.
-    let matches = Cli::command()
-        .mut_subcommand("sweep", |s| {
+    // `sweep` / `compare` take --model/--gpu from --scenario FILE, and `capacity` / `sweep` from
+    // --vllm-command, when they are not given; vLLM's spellings come from the core's registry.
+    let mut cmd = Cli::command();
+    for sub in vllm_flags::SUBCOMMANDS {
+        cmd = cmd.mut_subcommand(sub, |s| {
             s.mut_arg("model", |a| a.required(false).default_value(""))
                 .mut_arg("gpu", |a| a.required(false).default_value(""))
-        })
-        .mut_subcommand("compare", |s| {
-            s.mut_arg("model", |a| a.required(false).default_value(""))
-                .mut_arg("gpu", |a| a.required(false).default_value(""))
-        })
-        .get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+                .after_help(vllm_flags::help())
+        });
+    }
+    let (argv, vllm_args) = vllm_flags::split(&cmd, std::env::args_os().collect());
+    let matches = cmd.get_matches_from(argv);
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    match &mut cli.command {
+        Command::Capacity(a) => a.deployment.vllm_args = vllm_args,
+        Command::Sweep(a) => a.deployment.vllm_args = vllm_args,
+        Command::Compare(a) => a.sweep.deployment.vllm_args = vllm_args,
+        _ => {}
+    }
     match cli.command {
         Command::Sweep(a) => {
             let sub = matches
@@ -89,7 +97,12 @@ fn run() -> anyhow::Result<()> {
                 .expect("compare subcommand matches");
             cmd_compare::run_compare(&a, sub)
         }
-        Command::Capacity(a) => cmd_capacity::run_capacity(&a),
+        Command::Capacity(a) => {
+            let sub = matches
+                .subcommand_matches("capacity")
+                .expect("capacity subcommand matches");
+            cmd_capacity::run_capacity(&a, sub)
+        }
         Command::Gpus(a) => cmd_capacity::run_gpus(&a),
         Command::Models(a) => cmd_capacity::run_models(&a),
         Command::Validate(a) => cmd_validate::run_validate(&a),

@@ -1030,6 +1030,21 @@ impl ResolvedScenario {
     }
 
     /// Runs every level.
+    /// Refines `result`'s SLA operating point by simulation (`sla_refine`, at most `max_steps`
+    /// extra level runs of the whole plan) and stores it in `result.refined_operating_point`
+    /// (left `None` when there is no crossing to refine).
+    pub fn refine(&self, result: &mut SweepResult, max_steps: usize) -> Result<(), ScenarioError> {
+        result.refined_operating_point = crate::sla_refine::refine_operating_point(
+            &self.plan(),
+            &self.workload,
+            &self.sweep,
+            &result.levels,
+            max_steps,
+        )
+        .map_err(ScenarioError::Sweep)?;
+        Ok(())
+    }
+
     pub fn run(&self) -> Result<SweepResult, ScenarioError> {
         let mut r = self.runner()?;
         while let Some(step) = r.step() {
@@ -1098,6 +1113,9 @@ pub struct SweepReport<'a> {
     /// Per-replica results per level (plans with more than one replica; omitted otherwise).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub topology: &'a [crate::topology::TopologyLevel],
+    /// The operating point refined by simulation (`--refine-sla`; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refined_operating_point: Option<&'a crate::sla_refine::Refinement>,
     /// Disaggregated deployments: each pool's capacity (`capacity` above is the decode pool's)
     /// and the KV transfer model.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1123,6 +1141,7 @@ impl<'a> SweepReport<'a> {
             cancelled: result.cancelled,
             warnings: r.warnings(),
             topology: &result.topology,
+            refined_operating_point: result.refined_operating_point.as_ref(),
             disaggregated: r.disagg.as_ref().map(|d| DisaggSummary {
                 prefill_capacity: CapacitySummary::of(&d.prefill.capacity),
                 decode_capacity: CapacitySummary::of(&r.capacity),
