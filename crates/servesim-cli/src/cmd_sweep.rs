@@ -511,6 +511,32 @@ fn print_table(
     r: &servesim_core::scenario::ResolvedScenario,
     res: &servesim_core::sweep::SweepResult,
 ) {
+    if let Some(dis) = &r.disagg {
+        let p = &dis.prefill;
+        let pc = servesim_core::scenario::CapacitySummary::of(&p.capacity);
+        println!(
+            "disaggregated: {} GPUs; prefill pool {} x{} (tp {}, dp {}; {} worker(s); {} blocks per engine, max_num_batched_tokens {}, no drafter), decode pool below; KV transfer {}",
+            r.sweep.gpus,
+            p.deployment.gpu.id,
+            p.deployment.num_gpus,
+            p.deployment.par.tp,
+            p.deployment.par.dp,
+            p.topology.replicas,
+            pc.num_gpu_blocks,
+            pc.max_num_batched_tokens,
+            match dis.transfer.path_between(0, 0) {
+                servesim_core::topology::KvPath::Nvlink => format!(
+                    "over NVLink ({:.0} GB/s per GPU)",
+                    dis.transfer.nvlink_bytes_s / 1e9
+                ),
+                _ => format!(
+                    "over RDMA ({:.0} Gb/s per GPU)",
+                    dis.transfer.rdma_bytes_s * 8.0 / 1e9
+                ),
+            }
+        );
+        print!("decode pool: ");
+    }
     let d = &r.deployment;
     println!(
         "{} on {} x{} (tp {}, dp {}, ep {}; {} engine(s)), KV {} ({} blocks x {} tokens per engine, {:.2} GiB)",

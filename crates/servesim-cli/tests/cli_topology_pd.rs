@@ -119,3 +119,47 @@ fn bad_pd_values_name_the_field() {
     assert_ne!(code, 0);
     assert!(err.contains("--kv-path"), "{err}");
 }
+
+/// `servesim step --transfer TOKENS` prints every term of one KV transfer (and `--pool prefill`
+/// the prefill worker's step), for the recipe's 1P1D H200 seed (RDMA between two 8-GPU nodes).
+#[test]
+fn step_transfer_prints_every_term() {
+    let f = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/scenarios/recipe-1p1d-dsv4-pro-16xh200.json"
+    );
+    let (code, out, err) = servesim(&["step", "--scenario", f, "--transfer", "6400", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["path"], "rdma");
+    assert_eq!(v["link_gb_s"], 50.0);
+    let recv = v["recv_bytes_per_decode_rank"].as_f64().unwrap();
+    let wire = v["wire_ms"].as_f64().unwrap();
+    assert!((wire - recv / 50e9 * 1e3).abs() < 1e-9, "{v}");
+    let total = v["total_ms"].as_f64().unwrap();
+    assert!((total - wire - 0.05).abs() < 1e-9, "{v}");
+    let (code, out, err) = servesim(&[
+        "step",
+        "--scenario",
+        f,
+        "--transfer",
+        "6400",
+        "--pool",
+        "prefill",
+        "--prefill",
+        "6400:57600",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for term in [
+        "received per decode rank",
+        "sent per prefill rank",
+        "wire time",
+        "latency",
+        "gemm compute",
+    ] {
+        assert!(out.contains(term), "{term}: {out}");
+    }
+    let (code, _, err) = servesim(&["step", "--scenario", f, "--pool", "middle", "--decode", "1"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--pool middle"), "{err}");
+}
