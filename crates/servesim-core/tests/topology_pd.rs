@@ -325,6 +325,10 @@ fn scenario_json_round_trips_and_is_version_2() {
     assert!(j.contains("\"version\":2"), "{j}");
     let back = Scenario::from_json(&j).unwrap();
     assert_eq!(back, s);
+    // and through a share link
+    let link = servesim_core::share::encode(&j);
+    let back = Scenario::from_json(&servesim_core::share::decode(&link).unwrap()).unwrap();
+    assert_eq!(back, s);
 }
 
 /// NVLink inside one NVLink domain (GB200 NVL72: 72 GPUs), RDMA across 8-GPU H200 nodes.
