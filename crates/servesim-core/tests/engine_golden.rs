@@ -77,6 +77,7 @@ fn cfg() -> EngineConfig {
         long_prefill_token_threshold: 0,
         kv: KvFootprint::uniform(),
         spec: None,
+        offload: None,
     }
 }
 
