@@ -406,14 +406,19 @@ fn golden_recipe_1p1d_dsv4pro_h200() {
 fn decode_worker_with_offload_stacked_on_nixl() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/scenarios/recipe-1p1d-dsv4-pro-16xh200-offload.json");
-    let s = Scenario::from_json(&std::fs::read_to_string(p).unwrap()).unwrap();
-    let mut s = s;
+    let mut s = Scenario::from_json(&std::fs::read_to_string(p).unwrap()).unwrap();
     s.sweep.duration_s = Some(120.0);
     s.sweep.warmup_s = Some(20.0);
     let r = s.resolve().unwrap();
     let pre = &r.disagg.as_ref().unwrap().prefill;
-    assert!(r.deployment.engine.kv_transfer.is_some(), "decode has the tier");
-    assert!(pre.deployment.engine.kv_transfer.is_none(), "prefill has none");
+    assert!(
+        r.deployment.engine.kv_transfer.is_some(),
+        "decode has the tier"
+    );
+    assert!(
+        pre.deployment.engine.kv_transfer.is_none(),
+        "prefill has none"
+    );
     for c in [8u32, 64] {
         let out = run(&r, Level::Concurrency(c));
         check_invariants(&r, &out);
