@@ -12,6 +12,7 @@
 
 mod disagg;
 mod heap;
+pub mod lockstep;
 pub mod pools;
 pub mod router;
 mod sim;
@@ -19,6 +20,7 @@ pub mod transfer;
 
 pub use disagg::{run_disagg_level_logged, DisaggPlan, HandoffLog, PoolResult, TransferStats};
 pub use heap::IndexedHeap;
+pub use lockstep::{GroupState, LockstepGroup};
 pub use pools::{RawKvTransfer, RawPool};
 pub use router::{parse_router, EppWeights, RouterPolicy, RouterSpec};
 pub use sim::{run_plan_level, PlanPool, ReplicaResult, SimPlan, TopologyLevel};
