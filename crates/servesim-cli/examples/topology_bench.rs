@@ -32,6 +32,7 @@ fn main() {
         s.topology = Some(RawTopology {
             replicas: Some(n),
             router: Some(parse_router(&router).expect("router")),
+            ..RawTopology::default()
         });
         let t0 = Instant::now();
         let r = s.resolve().expect("resolves");

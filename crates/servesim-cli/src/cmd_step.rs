@@ -23,6 +23,14 @@ pub struct StepArgs {
     /// repeatable.
     #[arg(long, value_name = "NEW[:PAST]")]
     pub prefill: Vec<String>,
+    /// Disaggregated scenarios: the pool whose engine step to break down (prefill | decode,
+    /// default decode).
+    #[arg(long)]
+    pub pool: Option<String>,
+    /// Disaggregated scenarios: also break down the KV transfer of this many tokens (prefill
+    /// worker 0 to decode worker 0; docs/topology.md "KV transfer"). Alone, only the transfer.
+    #[arg(long, value_name = "TOKENS")]
+    pub transfer: Option<u64>,
     /// Another DP rank's batch in the same lockstep step (DP + EP on a MoE model), as
     /// DECODE[:CTX] decode sequences at mean context CTX; repeatable, one per other rank
     /// (ranks not given run vLLM's one-token dummy batch).
@@ -31,6 +39,65 @@ pub struct StepArgs {
     /// Print the breakdown as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--transfer TOKENS`: every term of one KV transfer.
+fn print_transfer(
+    r: &servesim_core::scenario::ResolvedScenario,
+    tokens: u64,
+    json: bool,
+) -> Result<()> {
+    let Some(d) = &r.disagg else {
+        bail!("--transfer needs a disaggregated scenario (topology.prefill and topology.decode)");
+    };
+    if let Err(fix) = TOKENS.check_u64(tokens.max(1)) {
+        bail!("--transfer {tokens}: {fix}");
+    }
+    let m = &d.transfer;
+    let path = m.path_between(0, 0);
+    let b = m.breakdown(tokens, path);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&b)?);
+        return Ok(());
+    }
+    println!(
+        "KV transfer of {tokens} tokens, prefill worker 0 (TP{}) -> decode worker 0 (TP{}), path {:?}:",
+        m.prefill_tp, m.decode_tp, path
+    );
+    println!(
+        "  bytes per token per decode rank {:>14.1} B",
+        m.recv_bytes_per_token
+    );
+    println!(
+        "  per-request state per rank      {:>14} B",
+        m.recv_fixed_bytes
+    );
+    println!(
+        "  received per decode rank        {:>14.0} B  (tokens x bytes/token + state)",
+        b.recv_bytes_per_decode_rank
+    );
+    println!(
+        "  sent per prefill rank           {:>14.0} B  (decode TP x received / prefill TP)",
+        b.send_bytes_per_prefill_rank
+    );
+    println!(
+        "  total over all ranks            {:>14.0} B",
+        b.total_bytes
+    );
+    println!(
+        "  link rate per GPU               {:>14.3} GB/s",
+        b.link_gb_s
+    );
+    println!(
+        "  wire time                       {:>14.4} ms  (max(sent, received) / rate)",
+        b.wire_ms
+    );
+    println!(
+        "  latency                         {:>14.4} ms",
+        b.latency_ms
+    );
+    println!("  total                           {:>14.4} ms", b.total_ms);
+    Ok(())
 }
 
 fn parse_rank(s: &str) -> Result<(u64, u64)> {
@@ -79,7 +146,24 @@ fn parse_chunk(s: &str) -> Result<PrefillChunk> {
 pub fn run_step(a: &StepArgs) -> Result<()> {
     let text = crate::input::read_text(&a.scenario)?;
     let sc = Scenario::from_json(&text)?;
-    let r = sc.resolve()?;
+    let resolved = sc.resolve()?;
+    if let Some(n) = a.transfer {
+        print_transfer(&resolved, n, a.json)?;
+        if a.prefill.is_empty() && a.decode == 0 {
+            return Ok(());
+        }
+        if !a.json {
+            println!();
+        }
+    }
+    let r = match (a.pool.as_deref(), &resolved.disagg) {
+        (None | Some("decode"), _) => &resolved,
+        (Some("prefill"), Some(d)) => &d.prefill,
+        (Some("prefill"), None) => {
+            bail!("--pool prefill needs a disaggregated scenario (topology.prefill and topology.decode)")
+        }
+        (Some(other), _) => bail!("--pool {other}: give prefill or decode"),
+    };
     let chunks = a
         .prefill
         .iter()

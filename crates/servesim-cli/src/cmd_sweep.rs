@@ -516,6 +516,32 @@ fn print_table(
     r: &servesim_core::scenario::ResolvedScenario,
     res: &servesim_core::sweep::SweepResult,
 ) {
+    if let Some(dis) = &r.disagg {
+        let p = &dis.prefill;
+        let pc = servesim_core::scenario::CapacitySummary::of(&p.capacity);
+        println!(
+            "disaggregated: {} GPUs; prefill pool {} x{} (tp {}, dp {}; {} worker(s); {} blocks per engine, max_num_batched_tokens {}, no drafter), decode pool below; KV transfer {}",
+            r.sweep.gpus,
+            p.deployment.gpu.id,
+            p.deployment.num_gpus,
+            p.deployment.par.tp,
+            p.deployment.par.dp,
+            p.topology.replicas,
+            pc.num_gpu_blocks,
+            pc.max_num_batched_tokens,
+            match dis.transfer.path_between(0, 0) {
+                servesim_core::topology::KvPath::Nvlink => format!(
+                    "over NVLink ({:.0} GB/s per GPU)",
+                    dis.transfer.nvlink_bytes_s / 1e9
+                ),
+                _ => format!(
+                    "over RDMA ({:.0} Gb/s per GPU)",
+                    dis.transfer.rdma_bytes_s * 8.0 / 1e9
+                ),
+            }
+        );
+        print!("decode pool: ");
+    }
     let d = &r.deployment;
     println!(
         "{} on {} x{} (tp {}, dp {}, ep {}; {} engine(s)), KV {} ({} blocks x {} tokens per engine, {:.2} GiB)",
@@ -619,12 +645,18 @@ fn print_replicas(res: &servesim_core::sweep::SweepResult) {
         "{:>10} {:>8} {:>8} {:>10} {:>10} {:>8} {:>6}",
         "level", "replica", "routed", "completed", "out tok/s", "KV use", "hit"
     );
+    let pools = first.pools.len() > 1;
     for t in &res.topology {
         for r in &t.replicas {
+            let name = if pools {
+                format!("{}/{}", r.pool, r.replica)
+            } else {
+                r.replica.to_string()
+            };
             println!(
                 "{:>10} {:>8} {:>8} {:>10} {:>10.1} {:>8.3} {:>6}",
                 t.level,
-                r.replica,
+                name,
                 r.routed_requests,
                 r.completed_requests,
                 r.output_tokens_per_s,
@@ -636,6 +668,86 @@ fn print_replicas(res: &servesim_core::sweep::SweepResult) {
             "{:>10} imbalance (max / mean output tok/s): {}",
             t.level,
             opt(t.imbalance, 3)
+        );
+    }
+    if pools {
+        print_pools(res);
+    }
+}
+
+/// Per-pool and KV-transfer tables of a disaggregated deployment.
+fn print_pools(res: &servesim_core::sweep::SweepResult) {
+    println!();
+    println!("Per pool (over the window):");
+    println!(
+        "{:>10} {:>8} {:>5} {:>10} {:>6} {:>12} {:>10} {:>12} {:>7} {:>7} {:>6}",
+        "level",
+        "pool",
+        "GPUs",
+        "completed",
+        "busy",
+        "prefill tok/s",
+        "out tok/s",
+        "out tok/s/GPU",
+        "KV use",
+        "KV peak",
+        "hit"
+    );
+    for t in &res.topology {
+        for p in &t.pools {
+            println!(
+                "{:>10} {:>8} {:>5} {:>10} {:>6.3} {:>12.1} {:>10.1} {:>12.1} {:>7.3} {:>7.3} {:>6}",
+                t.level,
+                p.pool,
+                p.gpus,
+                p.completed_requests,
+                p.busy_fraction,
+                p.prefill_tokens_per_s,
+                p.output_tokens_per_s,
+                p.output_tokens_per_s_per_gpu,
+                p.kv_utilization_mean,
+                p.kv_utilization_peak,
+                opt(p.prefix_cache_hit_rate, 2)
+            );
+        }
+    }
+    println!();
+    println!("KV transfers (completed in the window; ms):");
+    println!(
+        "{:>10} {:>9} {:>7} {:>7} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "level",
+        "transfers",
+        "NVLink",
+        "RDMA",
+        "MB/transfer",
+        "xfer mean",
+        "xfer p99",
+        "link-q p99",
+        "blocks mean",
+        "blocks p99",
+        "handoff p99"
+    );
+    let d = |x: &Option<servesim_core::metrics::Dist>,
+             f: fn(&servesim_core::metrics::Dist) -> f64| {
+        x.as_ref()
+            .map_or("-".to_string(), |v| format!("{:.3}", f(v)))
+    };
+    for t in &res.topology {
+        let Some(x) = &t.transfer else { continue };
+        println!(
+            "{:>10} {:>9} {:>7} {:>7} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            t.level,
+            x.transfers,
+            x.nvlink_transfers,
+            x.rdma_transfers,
+            x.bytes_per_transfer_mean
+                .map_or("-".to_string(), |b| format!("{:.2}", b / 1e6)),
+            d(&x.transfer_ms, |v| v.mean),
+            d(&x.transfer_ms, |v| v.p99),
+            d(&x.link_queue_ms, |v| v.p99),
+            d(&x.block_wait_ms, |v| v.mean),
+            d(&x.block_wait_ms, |v| v.p99),
+            d(&x.handoff_ms, |v| v.p99),
         );
     }
 }

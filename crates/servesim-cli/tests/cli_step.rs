@@ -30,7 +30,11 @@ fn small_scenario() -> PathBuf {
         "--print-scenario",
     ]);
     assert_eq!(code, 0, "{err}");
-    let f = tmp("step-scenario.json");
+    // One file per test thread: the tests run in parallel and would otherwise race on it.
+    let f = tmp(&format!(
+        "step-scenario-{:?}.json",
+        std::thread::current().id()
+    ));
     std::fs::write(&f, out).unwrap();
     f
 }

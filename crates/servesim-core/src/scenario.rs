@@ -167,6 +167,10 @@ pub enum ScenarioError {
     Perf(PerfError),
     #[error("{0}")]
     Topology(TopologyError),
+    /// An error of one pool of a disaggregated deployment (`topology.prefill` / `.decode`),
+    /// its field spelled as the pool's path.
+    #[error("{message}")]
+    Pool { field: String, message: String },
     #[error("`{field}` = {value} is invalid: {fix}")]
     Invalid {
         field: String,
@@ -278,6 +282,7 @@ impl ScenarioError {
             },
             ScenarioError::Invalid { field, .. } => field.clone(),
             ScenarioError::Topology(e) => format!("topology.{}", e.field),
+            ScenarioError::Pool { field, .. } => field.clone(),
             ScenarioError::DoesNotFit { .. } => "deployment".into(),
         }
     }
@@ -536,6 +541,11 @@ impl Scenario {
     }
 
     pub fn resolve(&self) -> Result<ResolvedScenario, ScenarioError> {
+        if let Some(t) = &self.topology {
+            if t.prefill.is_some() || t.decode.is_some() || t.kv_transfer.is_some() {
+                return self.resolve_disagg(t);
+            }
+        }
         let deployment = self.deployment()?;
         let capacity = capacity::compute(&deployment, None).map_err(ScenarioError::Capacity)?;
         self.resolve_from(deployment, capacity)
@@ -721,7 +731,87 @@ impl Scenario {
             sweep,
             calibration,
             topology,
+            disagg: None,
         })
+    }
+}
+
+/// An error of pool `pool`'s single-pool scenario, with the pool's own fields (GPU,
+/// parallelism, engine settings, replicas) spelled under `topology.{pool}`.
+fn pool_err(pool: &str, e: ScenarioError) -> ScenarioError {
+    let inner = e.field();
+    let head = inner.split('.').next().unwrap_or("");
+    let path = match head {
+        "tp" | "dp" | "ep" | "gpu" | "engine" | "deployment" => format!("topology.{pool}.{inner}"),
+        "topology" => format!("topology.{pool}.{}", inner.trim_start_matches("topology.")),
+        _ => return e,
+    };
+    let msg = e.to_string();
+    let message = named(&path, &inner, &msg);
+    let message = if message.contains(&path) {
+        message
+    } else {
+        format!("{pool} pool: {message}")
+    };
+    ScenarioError::Pool {
+        field: path,
+        message,
+    }
+}
+
+impl Scenario {
+    /// A disaggregated deployment (`topology.prefill` + `topology.decode`): each pool resolves
+    /// as its own single-pool scenario ([`crate::topology::RawPool`]), so it gets its own
+    /// capacity report and step-time model; the KV transfer model joins them
+    /// (docs/topology.md, "Disaggregated prefill/decode").
+    fn resolve_disagg(&self, t: &RawTopology) -> Result<ResolvedScenario, ScenarioError> {
+        use crate::topology::pools::{pool_scenario, PoolRole};
+        let need = "a disaggregated topology needs both pools: give topology.prefill and topology.decode (each may be {} to take the top-level settings)";
+        let (Some(pp), Some(dp)) = (&t.prefill, &t.decode) else {
+            let missing = if t.prefill.is_none() {
+                "topology.prefill"
+            } else {
+                "topology.decode"
+            };
+            return Err(invalid(missing, "absent", need));
+        };
+        if let Some(r) = t.replicas {
+            return Err(invalid(
+                "topology.replicas",
+                r,
+                "with prefill/decode pools the replicas are per pool: set topology.prefill.replicas and topology.decode.replicas and drop topology.replicas",
+            ));
+        }
+        if let Some(g) = self.num_gpus {
+            return Err(invalid(
+                "num_gpus",
+                g,
+                "with prefill/decode pools the GPUs are the pools' (replicas x tp x dp each); drop num_gpus",
+            ));
+        }
+        let pre = pool_scenario(self, pp, PoolRole::Prefill, t.router.clone())
+            .resolve()
+            .map_err(|e| pool_err("prefill", e))?;
+        let mut dec = pool_scenario(self, dp, PoolRole::Decode, dp.router.clone())
+            .resolve()
+            .map_err(|e| pool_err("decode", e))?;
+        let transfer = crate::topology::pools::transfer_model(
+            t.kv_transfer.as_ref(),
+            &pre.deployment,
+            &dec.deployment,
+            pre.topology.replicas,
+        )?;
+        dec.sweep.gpus = pre
+            .deployment
+            .num_gpus
+            .checked_add(dec.deployment.num_gpus)
+            .ok_or_else(|| invalid("topology", "too many GPUs", "use fewer replicas"))?;
+        dec.sweep.engines = pre.deployment.engines() + dec.deployment.engines();
+        dec.disagg = Some(Box::new(ResolvedDisagg {
+            prefill: pre,
+            transfer,
+        }));
+        Ok(dec)
     }
 }
 
@@ -890,14 +980,41 @@ pub struct ResolvedScenario {
     pub cost: StepCostModel,
     pub workload: WorkloadSpec,
     pub sweep: SweepSpec,
-    /// Replicas of the deployment and the router in front of them.
+    /// Replicas of the deployment and the router in front of them (a disaggregated
+    /// deployment: of its decode pool).
     pub topology: TopologySpec,
+    /// A disaggregated deployment: the other fields describe its decode pool; this holds the
+    /// prefill pool (resolved the same way) and the KV transfer model.
+    pub disagg: Option<Box<ResolvedDisagg>>,
+}
+
+/// The prefill side of a disaggregated deployment.
+#[derive(Clone, Debug)]
+pub struct ResolvedDisagg {
+    pub prefill: ResolvedScenario,
+    pub transfer: crate::topology::KvTransferModel,
 }
 
 impl ResolvedScenario {
     /// The plan the simulation runs: one aggregated pool of `topology.replicas` replicas of
     /// `engine` x `dp` ranks, each with its own API-server front-end, behind the router.
     pub fn plan(&self) -> SimPlan<'_> {
+        if let Some(d) = &self.disagg {
+            let mut pre = d.prefill.plan();
+            let mut dec = self.single_plan();
+            pre.pools[0].name = "prefill".into();
+            dec.pools[0].name = "decode".into();
+            pre.pools.push(dec.pools.remove(0));
+            pre.disagg = Some(crate::topology::DisaggPlan {
+                decode_router: self.topology.router.clone(),
+                transfer: d.transfer.clone(),
+            });
+            return pre;
+        }
+        self.single_plan()
+    }
+
+    fn single_plan(&self) -> SimPlan<'_> {
         let mut plan = SimPlan::single(
             &self.engine,
             &self.cost,
@@ -913,6 +1030,21 @@ impl ResolvedScenario {
     /// A level-by-level runner (progress and cancellation between levels). Fails when the
     /// deployment does not fit, quoting the capacity report's reason and fixes.
     pub fn runner(&self) -> Result<SweepRunner<'_>, ScenarioError> {
+        if let Some(d) = &self.disagg {
+            if let Err(e) = d.prefill.fits() {
+                return Err(pool_err("prefill", e));
+            }
+            if let Err(e) = self.fits() {
+                return Err(pool_err("decode", e));
+            }
+        }
+        self.fits()?;
+        SweepRunner::with_plan(self.plan(), &self.workload, &self.sweep)
+            .map_err(ScenarioError::Sweep)
+    }
+
+    /// `Err(DoesNotFit)` when the deployment does not start.
+    fn fits(&self) -> Result<(), ScenarioError> {
         if !self.capacity.fits || self.engine.num_gpu_blocks == 0 {
             return Err(ScenarioError::DoesNotFit {
                 reason: self.capacity.reason.clone(),
@@ -924,8 +1056,7 @@ impl ResolvedScenario {
                     .collect(),
             });
         }
-        SweepRunner::with_plan(self.plan(), &self.workload, &self.sweep)
-            .map_err(ScenarioError::Sweep)
+        Ok(())
     }
 
     /// Warnings about the workload against the deployment, shown next to the capacity figures:
@@ -1028,6 +1159,18 @@ pub struct SweepReport<'a> {
     /// The operating point refined by simulation (`--refine-sla`; absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refined_operating_point: Option<&'a crate::sla_refine::Refinement>,
+    /// Disaggregated deployments: each pool's capacity (`capacity` above is the decode pool's)
+    /// and the KV transfer model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disaggregated: Option<DisaggSummary>,
+}
+
+/// The pools' capacity and the transfer model of a disaggregated deployment.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DisaggSummary {
+    pub prefill_capacity: CapacitySummary,
+    pub decode_capacity: CapacitySummary,
+    pub kv_transfer: crate::topology::KvTransferModel,
 }
 
 impl<'a> SweepReport<'a> {
@@ -1042,6 +1185,11 @@ impl<'a> SweepReport<'a> {
             warnings: r.warnings(),
             topology: &result.topology,
             refined_operating_point: result.refined_operating_point.as_ref(),
+            disaggregated: r.disagg.as_ref().map(|d| DisaggSummary {
+                prefill_capacity: CapacitySummary::of(&d.prefill.capacity),
+                decode_capacity: CapacitySummary::of(&r.capacity),
+                kv_transfer: d.transfer.clone(),
+            }),
         }
     }
 

@@ -61,6 +61,7 @@ fn refinement_runs_every_replica_of_the_plan() {
             s.topology = Some(servesim_core::topology::RawTopology {
                 replicas: Some(replicas),
                 router: None,
+                ..Default::default()
             });
         }
         let r = s.resolve().unwrap();

@@ -23,6 +23,7 @@ fn with_topology(mut s: Scenario, replicas: u32, policy: RouterPolicy) -> Scenar
             policy,
             ..RawRouter::default()
         }),
+        ..RawTopology::default()
     });
     s
 }
@@ -289,6 +290,7 @@ fn engine_limit_is_stated_not_silent() {
     big.topology = Some(RawTopology {
         replicas: Some(MAX_ENGINES + 1),
         router: None,
+        ..RawTopology::default()
     });
     let e = big.resolve().unwrap_err();
     assert_eq!(e.field(), "topology.replicas");

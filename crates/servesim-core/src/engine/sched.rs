@@ -9,6 +9,8 @@ use super::{
 use crate::units::Ticks;
 use std::cmp::Reverse;
 
+#[path = "remote.rs"]
+mod remote;
 #[path = "sched_offload.rs"]
 mod sched_offload;
 #[path = "sched_spec.rs"]
@@ -69,6 +71,10 @@ struct Live {
     spec_draws: u64,
     chunk_tokens: Vec<u8>,
     extra_tokens: Vec<u8>,
+    /// Disaggregated decode: the prompt's KV arrived from a prefill worker (`remote.rs`), and
+    /// the blocks reserved for it before the transfer (0 once admitted).
+    remote: bool,
+    reserved: u64,
     /// CPU offload tier: chunks offered to it so far; a load in flight (finishes at
     /// `load_ready`, issued at `load_issued`) and the GPU hit before it.
     pub(super) stored_chunks: u64,
@@ -345,7 +351,18 @@ impl<'m> Engine<'m> {
         obs.on_arrival(self.index, t, req.id);
         let p = req.prompt_len();
         let o = req.output_len;
-        let reason = if p == 0 {
+        if let Some(r) = self.refusal_of(p, o) {
+            self.rejected += 1;
+            obs.on_rejected(self.index, t, req.id, &r);
+            return Err(r);
+        }
+        self.enqueue(req, p, o);
+        Ok(())
+    }
+
+    /// Why a request of `p` prompt and `o` output tokens is refused at submission, if it is.
+    fn refusal_of(&self, p: u64, o: u64) -> Option<RejectReason> {
+        if p == 0 {
             Some(RejectReason::EmptyPrompt)
         } else if o == 0 {
             Some(RejectReason::ZeroOutput)
@@ -371,12 +388,11 @@ impl<'m> Engine<'m> {
                 needed,
                 pool: self.pool.total(),
             })
-        };
-        if let Some(r) = reason {
-            self.rejected += 1;
-            obs.on_rejected(self.index, t, req.id, &r);
-            return Err(r);
         }
+    }
+
+    /// Puts an accepted request at the back of the waiting queue.
+    fn enqueue(&mut self, req: Request, p: u64, o: u64) {
         let mut segs = req.prompt;
         segs.push(Segment {
             stream: req.output_stream,
@@ -415,6 +431,8 @@ impl<'m> Engine<'m> {
             spec_draws: 0,
             chunk_tokens: Vec::new(),
             extra_tokens: Vec::new(),
+            remote: false,
+            reserved: 0,
             stored_chunks: 0,
             load_ready: None,
             load_issued: Ticks::ZERO,
@@ -431,7 +449,6 @@ impl<'m> Engine<'m> {
             }
         };
         self.waiting.push_back(s);
-        Ok(())
     }
 
     /// Time of the engine's next internal event: the end of the step in flight, or `now` when
@@ -858,12 +875,15 @@ impl<'m> Engine<'m> {
                     (0, 0)
                 };
                 let hit = hit_blocks * bs;
+                let (remote, reserved) = (l.remote, l.reserved);
                 let mut chunk = (eff - hit).min(budget);
                 if thr > 0 {
                     chunk = chunk.min(thr);
                 }
-                let need_new = self.cfg.kv.blocks(hit + chunk, bs) - group * hit_blocks;
-                if self.offload.is_some() {
+                // A transferred prompt: only its last token is computed (`remote.rs`).
+                let (ctx0, chunk) = if remote { (eff - 1, 1) } else { (hit, chunk) };
+                let need_new = self.cfg.kv.blocks(ctx0 + chunk, bs) - group * hit_blocks;
+                if self.offload.is_some() && !remote {
                     let seqs = self.cfg.max_num_seqs as u64;
                     match self.offload_lookup(s, t, hit_blocks, evict_hits, seqs) {
                         CpuLookup::Miss => {}
@@ -874,7 +894,7 @@ impl<'m> Engine<'m> {
                         CpuLookup::NoRoom => break,
                     }
                 }
-                if need_new + group * evict_hits > self.pool.available() {
+                if need_new.saturating_sub(reserved) + group * evict_hits > self.pool.available() {
                     break;
                 }
                 if skip == 0 {
@@ -888,10 +908,10 @@ impl<'m> Engine<'m> {
                     self.pool.take(&l.spans, hit_blocks, &mut l.held_ranges);
                     l.ref_blocks = hit_blocks;
                 }
-                let ok = self.pool.alloc(need_new);
+                let ok = Self::alloc_over_reserved(&mut self.pool, l, need_new);
                 debug_assert!(ok);
                 l.held = need_new + group * hit_blocks;
-                l.computed = hit + chunk;
+                l.computed = ctx0 + chunk;
                 l.reg_blocks = hit_blocks;
                 l.phase = Phase::Prefilling;
                 let upto = l.computed / bs;
@@ -906,7 +926,7 @@ impl<'m> Engine<'m> {
                 self.prefilling.push(s);
                 self.chunks.push(PrefillChunk {
                     new_tokens: chunk,
-                    context_before: hit,
+                    context_before: ctx0,
                 });
                 if done {
                     self.completing.push(s);
@@ -927,6 +947,9 @@ impl<'m> Engine<'m> {
                 self.offload_report(t, obs);
                 self.wake = Some(w);
                 return Ok(());
+            }
+            if self.drop_newest_reservation() {
+                return self.start_step(obs);
             }
             return Err(SimError::Stalled {
                 engine: self.index,

@@ -189,12 +189,15 @@ impl<'m> Engine<'m> {
                     (hit_blocks, evict_hits) = self.pool.lookup(&l.spans, hit_blocks - 1);
                 }
                 let hit = hit_blocks * bs;
+                let (remote, reserved) = (l.remote, l.reserved);
                 let mut chunk = (eff - hit).min(budget);
                 if thr > 0 {
                     chunk = chunk.min(thr);
                 }
-                let need_new = self.fp((hit + chunk + look).min(mml)) - group * hit_blocks;
-                if self.offload.is_some() {
+                // A transferred prompt: only its last token is computed (`remote.rs`).
+                let (ctx0, chunk) = if remote { (eff - 1, 1) } else { (hit, chunk) };
+                let need_new = self.fp((ctx0 + chunk + look).min(mml)) - group * hit_blocks;
+                if self.offload.is_some() && !remote {
                     let seqs = self.cfg.max_num_seqs as u64;
                     match self.offload_lookup(s, t, hit_blocks, evict_hits, seqs) {
                         super::sched_offload::CpuLookup::Miss => {}
@@ -205,7 +208,7 @@ impl<'m> Engine<'m> {
                         super::sched_offload::CpuLookup::NoRoom => break,
                     }
                 }
-                if need_new + group * evict_hits > self.pool.available() {
+                if need_new.saturating_sub(reserved) + group * evict_hits > self.pool.available() {
                     break;
                 }
                 if skip == 0 {
@@ -219,10 +222,10 @@ impl<'m> Engine<'m> {
                     self.pool.take(&l.spans, hit_blocks, &mut l.held_ranges);
                     l.ref_blocks = hit_blocks;
                 }
-                let ok = self.pool.alloc(need_new);
+                let ok = Self::alloc_over_reserved(&mut self.pool, l, need_new);
                 debug_assert!(ok);
                 l.held = need_new + group * hit_blocks;
-                l.computed = hit + chunk;
+                l.computed = ctx0 + chunk;
                 l.reg_blocks = hit_blocks;
                 l.phase = Phase::Prefilling;
                 let upto = l.computed / bs;
@@ -236,7 +239,7 @@ impl<'m> Engine<'m> {
                 self.push_running(s);
                 self.chunks.push(PrefillChunk {
                     new_tokens: chunk,
-                    context_before: hit,
+                    context_before: ctx0,
                 });
                 self.spec_plans.push(SpecPlan {
                     slot: s,
@@ -260,6 +263,9 @@ impl<'m> Engine<'m> {
                 self.offload_report(t, obs);
                 self.wake = Some(w);
                 return Ok(());
+            }
+            if self.drop_newest_reservation() {
+                return self.start_step_spec(obs);
             }
             return Err(SimError::Stalled {
                 engine: self.index,

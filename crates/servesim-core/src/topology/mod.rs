@@ -10,15 +10,21 @@
 //! Architecture invariant: the cost of one event does not grow with the number of engines or
 //! replicas (indexed heaps for every event source, ordered sets for router state, no scans).
 
+mod disagg;
 mod heap;
 pub mod lockstep;
+pub mod pools;
 pub mod router;
 mod sim;
+pub mod transfer;
 
+pub use disagg::{run_disagg_level_logged, DisaggPlan, HandoffLog, PoolResult, TransferStats};
 pub use heap::IndexedHeap;
 pub use lockstep::{GroupState, LockstepGroup};
+pub use pools::{RawKvTransfer, RawPool};
 pub use router::{parse_router, EppWeights, RouterPolicy, RouterSpec};
 pub use sim::{run_plan_level, PlanPool, ReplicaResult, SimPlan, TopologyLevel};
+pub use transfer::{KvPath, KvTransferModel, TransferBreakdown};
 
 use serde::{Deserialize, Serialize};
 
@@ -38,9 +44,20 @@ pub struct RawTopology {
     /// Default: `num_gpus / (tp x dp)`, one replica when `num_gpus` is absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<u32>,
-    /// The router in front of the replicas (default round-robin).
+    /// The router in front of the replicas (default round-robin); with `prefill`/`decode`
+    /// pools, the router in front of the prefill pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub router: Option<RawRouter>,
+    /// Disaggregated serving: the prefill pool (with `decode`; docs/topology.md,
+    /// "Disaggregated prefill/decode").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill: Option<RawPool>,
+    /// Disaggregated serving: the decode pool (with `prefill`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode: Option<RawPool>,
+    /// Disaggregated serving: the KV transfer between the pools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_transfer: Option<RawKvTransfer>,
 }
 
 /// The router as written.

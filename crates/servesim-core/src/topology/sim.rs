@@ -50,6 +50,8 @@ pub struct PlanPool<'m> {
 pub struct SimPlan<'m> {
     pub pools: Vec<PlanPool<'m>>,
     pub router: RouterSpec,
+    /// Disaggregated serving: `pools` are `[prefill, decode]`, run by `disagg.rs`.
+    pub disagg: Option<super::DisaggPlan>,
 }
 
 impl<'m> SimPlan<'m> {
@@ -72,6 +74,7 @@ impl<'m> SimPlan<'m> {
                 lockstep: false,
             }],
             router: RouterSpec::default(),
+            disagg: None,
         }
     }
 
@@ -138,6 +141,12 @@ pub struct TopologyLevel {
     /// Load imbalance: max over replicas of output tokens/s divided by their mean (1 = even;
     /// `null` when nothing was produced).
     pub imbalance: Option<f64>,
+    /// Disaggregated plans: per-pool results (prefill, decode).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<super::PoolResult>,
+    /// Disaggregated plans: the KV transfers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<super::TransferStats>,
 }
 
 /// Per-engine window accumulators (only with more than one replica).
@@ -251,9 +260,9 @@ impl ReplicaView for Engines<'_, '_> {
 /// One replica's API server: requests in it (engine arrival time, request), FIFO with
 /// non-decreasing times, and when its serial worker is next free.
 #[derive(Default)]
-struct FrontEndQueue {
-    queue: VecDeque<(Ticks, Request)>,
-    free_at: Ticks,
+pub(super) struct FrontEndQueue {
+    pub(super) queue: VecDeque<(Ticks, Request)>,
+    pub(super) free_at: Ticks,
 }
 
 /// The running simulation of one level.
@@ -404,7 +413,7 @@ impl<'m, 'p> Simulation<'m, 'p> {
     }
 }
 
-fn budget_err(field: &str, problem: String) -> SweepError {
+pub(super) fn budget_err(field: &str, problem: String) -> SweepError {
     SweepError::Spec {
         field: field.into(),
         problem,
@@ -421,6 +430,9 @@ pub fn run_plan_level(
     progress: &mut dyn FnMut(f64),
     mut col: Collector,
 ) -> Result<(LevelResult, Collector, Option<TopologyLevel>), SweepError> {
+    if let Some(dis) = &plan.disagg {
+        return super::disagg::run_disagg_level(plan, dis, workload, spec, level, progress, col);
+    }
     col.clear();
     let w = workload.at_level(level)?;
     let limit = match spec.stop {
@@ -628,6 +640,8 @@ pub fn run_plan_level(
             router: plan.router.describe(),
             replicas,
             imbalance: (mean > 0.0).then(|| max / mean),
+            pools: Vec::new(),
+            transfer: None,
         }
     });
     drop(tap);
