@@ -17,6 +17,7 @@ use std::cell::{Cell, RefCell};
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
 
+mod command_ui;
 mod topology_ui;
 use wasm_bindgen::JsCast;
 use web_sys::{MessageEvent, Worker};
@@ -158,7 +159,11 @@ fn spawn_worker(st: State) {
         ev.prevent_default();
         if current() {
             let what = ev.message();
-            let what = if what.is_empty() { "an error".to_string() } else { what };
+            let what = if what.is_empty() {
+                "an error".to_string()
+            } else {
+                what
+            };
             worker_lost(st, &format!("stopped with {what}"));
         }
     });
@@ -239,8 +244,12 @@ fn spawn_worker(st: State) {
                 st.status.set(RunStatus::Cancelled)
             }
             FromWorker::Error { message, .. } => st.status.set(RunStatus::Failed(message)),
-            // Answers to the comparison's `Predict` (it has its own worker instance).
-            FromWorker::Ready | FromWorker::Predicted { .. } => {}
+            // Answers to the comparison's `Predict` and to the command box (each has its own
+            // worker instance).
+            FromWorker::Ready
+            | FromWorker::Predicted { .. }
+            | FromWorker::Parsed { .. }
+            | FromWorker::Commands { .. } => {}
         }
     });
     worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
@@ -275,7 +284,8 @@ fn worker_lost(st: State, what: &str) {
             }
             _ => String::new(),
         };
-        st.status.set(RunStatus::Failed(worker_lost_message(what, &at)));
+        st.status
+            .set(RunStatus::Failed(worker_lost_message(what, &at)));
     }
     spawn_worker(st);
 }
@@ -399,7 +409,9 @@ fn effective_theme(choice: &str) -> Theme {
 fn App() -> impl IntoView {
     let mut damaged0 = None;
     let form = RwSignal::new(initial_form(&mut damaged0));
-    let notice0 = damaged0.as_ref().map(|(_, e): &(String, String)| damaged_notice(e));
+    let notice0 = damaged0
+        .as_ref()
+        .map(|(_, e): &(String, String)| damaged_notice(e));
     let scenario = Memo::new(move |_| {
         form.with(|f| {
             f.to_scenario().and_then(|s| {
@@ -858,6 +870,7 @@ fn ScenarioPanel(st: State) -> impl IntoView {
     view! {
         <aside class="scenario" aria-label="Scenario">
             <h2>"Scenario"</h2>
+            <command_ui::CommandBox st=st/>
             <fieldset>
                 <legend>"Model"</legend>
                 <div class="seg" role="radiogroup" aria-label="Model source">
@@ -1395,13 +1408,16 @@ fn Charts(st: State) -> impl IntoView {
             let w = canvas.client_width().max(320) as u32;
             canvas.set_width(w);
             canvas.set_height(300);
-            if let Some(backend) = plotters_canvas::CanvasBackend::with_canvas_object(canvas.clone()) {
+            if let Some(backend) =
+                plotters_canvas::CanvasBackend::with_canvas_object(canvas.clone())
+            {
                 let root = plotters::prelude::IntoDrawingArea::into_drawing_area(backend);
                 if let Err(e) = charts::draw(&root, spec, &theme) {
                     web_sys::console::error_1(&e.into());
                 }
                 // What was drawn, for tests and styling.
-                let _ = canvas.set_attribute("data-log-y", if spec.log_y { "true" } else { "false" });
+                let _ =
+                    canvas.set_attribute("data-log-y", if spec.log_y { "true" } else { "false" });
             }
         }
     });

@@ -646,7 +646,10 @@ mod tests {
             chart_specs(&s, &rows, None, true)
         };
         assert!(specs[2].series[0].points.iter().all(|p| p.1 > 0.0));
-        assert_eq!(specs[2].series[0].points.len(), log[2].series[0].points.len() - 1);
+        assert_eq!(
+            specs[2].series[0].points.len(),
+            log[2].series[0].points.len() - 1
+        );
     }
 
     #[test]

@@ -33,6 +33,22 @@ pub enum ToWorker {
     },
     /// Stop after the current level (the page also terminates a worker that does not answer).
     Cancel { id: u32 },
+    /// Read a pasted `vllm serve ...` command against `base` (a scenario's canonical JSON: what
+    /// the command does not mention is kept); answered with `Parsed` (`command_tools`).
+    ParseCommand { id: u32, text: String, base: String },
+    /// The `vllm serve` and `vllm bench serve` commands of this scenario; answered with
+    /// `Commands`.
+    Commands { id: u32, scenario: String },
+}
+
+/// One argument of a pasted command and what ServeSim did with it (the core's `ArgReport`;
+/// `status` is its label: understood, ignored, not modelled, refused, unknown).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireArg {
+    pub arg: String,
+    pub value: Option<String>,
+    pub status: String,
+    pub detail: String,
 }
 
 /// The scorer's `PredictedSeries` on the wire: every number a decimal string in Rust's shortest
@@ -133,6 +149,22 @@ pub enum FromWorker {
     },
     /// A `Predict` finished: the arm's predicted series at every requested level.
     Predicted { id: u32, series: WireSeries },
+    /// A `ParseCommand` answer: the scenario (canonical JSON; absent when an argument was refused
+    /// or the text could not be read, then `error` or the refused arguments say why), every
+    /// argument's status, and notes.
+    Parsed {
+        id: u32,
+        scenario: Option<String>,
+        args: Vec<WireArg>,
+        notes: Vec<String>,
+        error: Option<String>,
+    },
+    /// A `Commands` answer.
+    Commands {
+        id: u32,
+        serve: String,
+        bench: String,
+    },
     /// The run failed; `message` is for the user, `field` the scenario's JSON path at fault.
     Error {
         id: u32,
@@ -168,6 +200,8 @@ impl FromWorker {
             | FromWorker::Done { id, .. }
             | FromWorker::Cancelled { id, .. }
             | FromWorker::Predicted { id, .. }
+            | FromWorker::Parsed { id, .. }
+            | FromWorker::Commands { id, .. }
             | FromWorker::Error { id, .. } => Some(*id),
         }
     }
@@ -420,7 +454,7 @@ pub fn prepare_job(
             level_kind,
             levels,
         } => Some(prepare_predict(*id, scenario, *level_kind, levels)),
-        ToWorker::Cancel { .. } => None,
+        ToWorker::Cancel { .. } | ToWorker::ParseCommand { .. } | ToWorker::Commands { .. } => None,
     }
 }
 
@@ -434,9 +468,10 @@ pub fn start_job<'r>(
         ToWorker::Predict { id, level_kind, .. } => {
             SweepRun::new_predict(*id, scenario, resolved, *level_kind)
         }
-        ToWorker::Run { id, .. } | ToWorker::Cancel { id } => {
-            SweepRun::new(*id, scenario, resolved)
-        }
+        ToWorker::Run { id, .. }
+        | ToWorker::Cancel { id }
+        | ToWorker::ParseCommand { id, .. }
+        | ToWorker::Commands { id, .. } => SweepRun::new(*id, scenario, resolved),
     }
 }
 

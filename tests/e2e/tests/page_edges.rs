@@ -95,7 +95,10 @@ async fn results_are_marked_stale_when_the_scenario_changes_and_fresh_after_a_ru
                 .find(|(f, _)| here.ends_with(f.as_str()))
                 .ok_or("the current scenario in the recent list")?;
             choose(&c, "#recent", other).await?;
-            o.push(("after picking the other recent", wait_stale(&c, true).await?));
+            o.push((
+                "after picking the other recent",
+                wait_stale(&c, true).await?,
+            ));
             let gpu = value_of(&c, "#f-gpu_id").await?;
             choose(&c, "#recent", same).await?;
             o.push(("after picking the run's own", wait_stale(&c, false).await?));
@@ -111,7 +114,7 @@ async fn results_are_marked_stale_when_the_scenario_changes_and_fresh_after_a_ru
     let (o, gpu, (lin, log, lin_attr, tput)) = obs;
     let fresh = (Some("false".to_string()), Some("false".to_string()), false);
     let marked = (Some("true".to_string()), Some("true".to_string()), true);
-    assert_eq!(o[0].1, (None, Some("false".into()), false), "{}", o[0].0);
+    assert_eq!(o[0].1, fresh, "{}", o[0].0);
     for (when, got) in &o[1..] {
         let want = if when.contains("after the first")
             || when.contains("Run again")
@@ -123,7 +126,10 @@ async fn results_are_marked_stale_when_the_scenario_changes_and_fresh_after_a_ru
         };
         assert_eq!(got, want, "{when}");
     }
-    assert_eq!(gpu, "H100-SXM", "the other recent scenario is the first run's");
+    assert_eq!(
+        gpu, "H100-SXM",
+        "the other recent scenario is the first run's"
+    );
     assert_eq!(lin_attr.as_deref(), Some("false"));
     assert_eq!(tput.as_deref(), Some("false"), "only TTFT and ITL go log");
     assert_ne!(lin, log, "the TTFT chart is redrawn on a log axis");
@@ -162,7 +168,10 @@ async fn a_worker_that_runs_out_of_memory_is_reported_and_replaced() {
         },
     )
     .await;
-    assert!(failed.starts_with("Failed: the sweep worker stopped"), "{failed}");
+    assert!(
+        failed.starts_with("Failed: the sweep worker stopped"),
+        "{failed}"
+    );
     assert!(failed.contains("level 1 of 1"), "{failed}");
     assert!(
         failed.contains("fewer or lower levels") && failed.contains("shorter"),
@@ -276,12 +285,16 @@ async fn levels_without_measured_requests_are_explained() {
         note.contains("Levels 1, 2: no request finished inside the measurement window"),
         "{note}"
     );
-    assert!(note.contains("lengthen the simulated duration or lower the warm-up"), "{note}");
+    assert!(
+        note.contains("lengthen the simulated duration or lower the warm-up"),
+        "{note}"
+    );
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r[0].ends_with('*')), "{rows:?}");
-    assert!(rows
-        .iter()
-        .all(|r| r.iter().any(|c| c == "ttft_ms_p50=")), "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.iter().any(|c| c == "ttft_ms_p50=")),
+        "{rows:?}"
+    );
     assert_eq!(
         title.as_deref(),
         Some("no request finished inside the measurement window")
@@ -295,6 +308,7 @@ async fn a_damaged_link_stays_in_the_address_bar_and_can_be_fixed_in_place() {
     s.sweep.concurrency = Some(vec![3.0, 9.0, 27.0]);
     let good = fragment_for(&s);
     let bad = "s=v1.eJzz!!not-base64";
+    let good2 = good.clone();
     let (url, text, error, notice, levels, url2, notice2) =
         with_browser("damaged", |c, base| async move {
             let r = async {
@@ -305,12 +319,16 @@ async fn a_damaged_link_stays_in_the_address_bar_and_can_be_fixed_in_place() {
                 let url = c.current_url().await?.to_string();
                 let text = value_of(&c, "#damaged-link").await?;
                 let error = wait_text(&c, "#damaged-error").await?;
-                type_into(&c, "#damaged-link", &format!("{base}#{good}")).await?;
+                type_into(&c, "#damaged-link", &format!("{base}#{good2}")).await?;
                 c.find(Locator::Css("#open-damaged")).await?.click().await?;
-                let levels = wait_until("the fixed link's levels", Duration::from_secs(10), || async {
-                    let v = value_of(&c, "#f-levels").await?;
-                    Ok((v == "3, 9, 27").then_some(v))
-                })
+                let levels = wait_until(
+                    "the fixed link's levels",
+                    Duration::from_secs(10),
+                    || async {
+                        let v = value_of(&c, "#f-levels").await?;
+                        Ok((v == "3, 9, 27").then_some(v))
+                    },
+                )
                 .await?;
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 let url2 = c.current_url().await?.to_string();
@@ -321,11 +339,167 @@ async fn a_damaged_link_stays_in_the_address_bar_and_can_be_fixed_in_place() {
             (c, r)
         })
         .await;
-    assert!(url.ends_with(&format!("#{bad}")), "kept in the address bar: {url}");
+    assert!(
+        url.ends_with(&format!("#{bad}")),
+        "kept in the address bar: {url}"
+    );
     assert_eq!(text, bad, "shown for editing");
     assert!(error.contains("not base64url"), "{error}");
     assert!(notice.contains("This link could not be opened"), "{notice}");
     assert_eq!(levels, "3, 9, 27");
     assert!(url2.ends_with(&format!("#{good}")), "{url2}");
     assert_eq!(notice2, None, "the message goes once the link opens");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_behind_the_llm_d_router_reopen_from_the_link_with_the_cli_report() {
+    // The topology fieldset (issue 9): 2 GPUs as 2 replicas of TP1 behind the llm-d EPP router.
+    let (link, report, replicas, picture) = with_browser("topology-a", |c, base| async move {
+        let r = async {
+            c.goto(&base).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            type_into(&c, "#f-gpus", "2").await?;
+            type_into(&c, "#f-replicas", "2").await?;
+            choose(&c, "#f-router", "llm-d:default").await?;
+            type_into(&c, "#f-levels", "2, 8").await?;
+            type_into(&c, "#f-duration_s", "20").await?;
+            type_into(&c, "#f-warmup_s", "2").await?;
+            let picture = wait_text(&c, "#topology-picture").await?;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let link = c.current_url().await?.to_string();
+            let (status, report, _) = run_and_report(&c, 120).await?;
+            if !status.starts_with("Done") {
+                return Err(status.into());
+            }
+            let replicas = wait_text(&c, "#replica-results").await?;
+            Ok((link, report, replicas, picture))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    let link2 = link.clone();
+    let (fields, report2) = with_browser("topology-b", |c, _| async move {
+        let r = async {
+            c.goto(&link2).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            let fields = (
+                value_of(&c, "#f-gpus").await?,
+                value_of(&c, "#f-replicas").await?,
+                value_of(&c, "#f-router").await?,
+            );
+            let (_, report, _) = run_and_report(&c, 120).await?;
+            Ok((fields, report))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert!(picture.contains("replica 1"), "{picture}");
+    assert!(replicas.contains("replica"), "{replicas}");
+    assert_eq!(
+        fields,
+        (
+            "2".to_string(),
+            "2".to_string(),
+            "llm-d:default".to_string()
+        )
+    );
+    let v: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(
+        v["scenario"]["topology"]["replicas"], 2,
+        "{}",
+        v["scenario"]
+    );
+    assert!(report == report2, "the reopened link gives the same bytes");
+    assert!(
+        report == native_report_of_link(&link),
+        "the page's report equals `servesim sweep --scenario S --json` byte for byte"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pasted_vllm_serve_command_fills_the_form_and_its_link_reopens_it() {
+    // vllm-project/recipes `DeepSeek/DeepSeek-V3.md` (snapshot 8959cf6; the core's recipe table,
+    // crates/servesim-core/src/vllm/recipe_tests.rs), on the recipe's H200s.
+    let cmd = "vllm serve deepseek-ai/DeepSeek-R1-0528 \\\n  --trust-remote-code \\\n  --tensor-parallel-size 8 \\\n  --enable-expert-parallel";
+    let (args, fields, serve, link) = with_browser("vllm-command", |c, base| async move {
+        let r = async {
+            c.goto(&base).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            choose(&c, "#f-gpu_id", "H200").await?;
+            type_into(&c, "#f-gpus", "8").await?;
+            c.find(Locator::Css("#vllm-command-box > summary")).await?.click().await?;
+            type_into(&c, "#vllm-command", cmd).await?;
+            c.find(Locator::Css("#apply-command")).await?.click().await?;
+            wait_text(&c, "#command-loaded").await?;
+            let args: Vec<(String, String)> = serde_json::from_value(
+                c.execute(
+                    "return [...document.querySelectorAll('#command-args li')].map(li => [li.dataset.arg, li.dataset.status]);",
+                    vec![],
+                )
+                .await?,
+            )?;
+            let fields = (
+                value_of(&c, "#f-model_id").await?,
+                value_of(&c, "#f-tp").await?,
+                value_of(&c, "#f-ep").await?,
+                value_of(&c, "#f-gpu_id").await?,
+            );
+            let serve = wait_until("the serve command of the new scenario", Duration::from_secs(10), || async {
+                Ok(text_of(&c, "#serve-command").await?.filter(|t| t.contains("DeepSeek-R1-0528")))
+            })
+            .await?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let link = c.current_url().await?.to_string();
+            Ok((args, fields, serve, link))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    let link2 = link.clone();
+    let reopened = with_browser("vllm-command-b", |c, _| async move {
+        let r = async {
+            c.goto(&link2).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            Ok((
+                value_of(&c, "#f-model_id").await?,
+                value_of(&c, "#f-tp").await?,
+                value_of(&c, "#f-ep").await?,
+                value_of(&c, "#f-gpu_id").await?,
+            ))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert!(
+        args.contains(&("--trust-remote-code".into(), "ignored".into())),
+        "{args:?}"
+    );
+    assert!(
+        args.contains(&("--tensor-parallel-size".into(), "understood".into())),
+        "{args:?}"
+    );
+    assert!(
+        args.contains(&("--enable-expert-parallel".into(), "understood".into())),
+        "{args:?}"
+    );
+    assert_eq!(
+        fields,
+        (
+            "deepseek-ai/DeepSeek-R1-0528".to_string(),
+            "8".to_string(),
+            "8".to_string(),
+            "H200".to_string()
+        ),
+        "the command's settings, the GPU kept from the form"
+    );
+    assert!(
+        serve.contains("vllm serve deepseek-ai/DeepSeek-R1-0528"),
+        "{serve}"
+    );
+    assert!(serve.contains("--tensor-parallel-size 8"), "{serve}");
+    assert_eq!(reopened, fields, "the link reopens the pasted scenario");
 }
