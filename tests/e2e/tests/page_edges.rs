@@ -211,7 +211,7 @@ async fn a_loading_indicator_shows_until_the_wasm_starts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_390px_screen_the_scenario_panel_covers_neither_run_nor_the_results() {
     let (width, hits, status) =
-        with_browser_args("narrow", &["--window-size=390,844"], |c, base| async move {
+        with_browser_args("narrow", &["--servesim-viewport=390x844"], |c, base| async move {
             let r = async {
                 c.goto(&base).await?;
                 wait_text(&c, "#cap-kv-tokens").await?;

@@ -137,7 +137,18 @@ pub async fn new_session(port: u16, profile: &Path) -> Client {
 }
 
 /// A session with extra Chromium arguments (a later `--window-size` wins over the default).
+/// `--servesim-viewport=WxH` is not passed to Chromium: it becomes chromedriver's mobile
+/// emulation of a W x H viewport (headless windows are at least 500 px wide).
 pub async fn new_session_with(port: u16, profile: &Path, extra: &[&str]) -> Client {
+    let viewport = extra.iter().find_map(|a| {
+        let (w, h) = a.strip_prefix("--servesim-viewport=")?.split_once('x')?;
+        Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?))
+    });
+    let extra: Vec<&str> = extra
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with("--servesim-viewport="))
+        .collect();
     let mut args: Vec<String> = [
         "--headless",
         "--no-sandbox",
@@ -157,12 +168,16 @@ pub async fn new_session_with(port: u16, profile: &Path, extra: &[&str]) -> Clie
     }
     args.extend(extra.iter().map(|a| a.to_string()));
     args.push(format!("--user-data-dir={}", profile.display()));
-    let caps = json!({
+    let mut caps = json!({
         "goog:chromeOptions": {
             "binary": "/usr/bin/chromium",
             "args": args,
         }
     });
+    if let Some((w, h)) = viewport {
+        caps["goog:chromeOptions"]["mobileEmulation"] =
+            json!({ "deviceMetrics": { "width": w, "height": h, "pixelRatio": 1.0 } });
+    }
     let caps = caps.as_object().unwrap().clone();
     ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
         .capabilities(caps)
