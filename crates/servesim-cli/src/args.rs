@@ -82,18 +82,7 @@ pub fn apply_deployment(s: &mut Scenario, d: &DeploymentArgs, m: &ArgMatches) ->
             None => cmd.clone(),
         };
         let p = parse_command(&text, s).map_err(|e| anyhow::anyhow!("--vllm-command: {e}"))?;
-        report(&p.args, &p.notes, "--vllm-command: ");
-        let refused = p.refusals();
-        if !refused.is_empty() {
-            bail!("--vllm-command: {}", refused.join("; "));
-        }
-        gpu_stated |= p
-            .args
-            .iter()
-            .any(|a| a.arg == "--gpu" && a.status == Status::Understood);
-        *s = p
-            .scenario
-            .context("--vllm-command: the command was not understood")?;
+        gpu_stated |= take(s, p, "--vllm-command: ")?;
     }
     if given(m, "model") {
         s.model = model_ref(&d.model)?;
@@ -110,18 +99,27 @@ pub fn apply_deployment(s: &mut Scenario, d: &DeploymentArgs, m: &ArgMatches) ->
     }
     if !d.vllm_args.is_empty() {
         let p = apply_flags(s, &d.vllm_args).map_err(anyhow::Error::msg)?;
-        report(&p.args, &p.notes, "");
-        let refused = p.refusals();
-        if !refused.is_empty() {
-            bail!("{}", refused.join("; "));
-        }
-        gpu_stated |= p
-            .args
-            .iter()
-            .any(|a| a.arg == "--gpu" && a.status == Status::Understood);
-        *s = p.scenario.context("the flags were not understood")?;
+        gpu_stated |= take(s, p, "")?;
     }
     Ok(gpu_stated)
+}
+
+/// Takes a parsed command's (or the flags') scenario into `s` after listing what was ignored;
+/// a refusal is an error. Returns whether it stated the GPU.
+fn take(s: &mut Scenario, p: servesim_core::vllm::command::Pasted, prefix: &str) -> Result<bool> {
+    report(&p.args, &p.notes, prefix);
+    let refused = p.refusals();
+    if !refused.is_empty() {
+        bail!("{prefix}{}", refused.join("; "));
+    }
+    let gpu = p
+        .args
+        .iter()
+        .any(|a| a.arg == "--gpu" && a.status == Status::Understood);
+    *s = p
+        .scenario
+        .with_context(|| format!("{prefix}the arguments were not understood"))?;
+    Ok(gpu)
 }
 
 /// Lists on stderr the arguments that were ignored, not modelled or unknown, and the notes

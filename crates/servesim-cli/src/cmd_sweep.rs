@@ -96,6 +96,9 @@ pub struct SweepArgs {
     /// first failing level with at most N extra level simulations (docs/metrics.md).
     #[arg(long, value_name = "N")]
     pub refine_sla: Option<usize>,
+    /// The GPU used when none is stated (`servesim search`: the first of --gpus).
+    #[arg(skip)]
+    pub default_gpu: Option<String>,
 }
 
 /// Parses a length distribution flag around `mean`.
@@ -247,7 +250,9 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
         s.vllm_version = Some(v.clone());
     }
     let gpu_stated = crate::args::apply_deployment(&mut s, &a.deployment, m)?;
-    if a.scenario.is_none() && !gpu_stated {
+    if let (None, false, Some(g)) = (&a.scenario, gpu_stated, &a.default_gpu) {
+        s.gpu = servesim_core::scenario::GpuRef::Catalog(g.clone());
+    } else if a.scenario.is_none() && !gpu_stated {
         bail!("give --gpu (a catalog id or the name nvidia-smi prints, e.g. --gpu \"NVIDIA H100 80GB HBM3\"; see `servesim gpus`)");
     }
 
@@ -459,16 +464,10 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
             t0.elapsed().as_secs_f64()
         );
     }
-    let result = runner.finish();
+    let mut result = runner.finish();
     if let Some(n) = a.refine_sla {
-        match servesim_core::sla_refine::refine_operating_point(
-            &resolved.engine,
-            &resolved.cost,
-            &resolved.workload,
-            &resolved.sweep,
-            &result.levels,
-            n.min(64),
-        )? {
+        resolved.refine(&mut result, n.min(64))?;
+        match &result.refined_operating_point {
             Some(r) => {
                 for s in &r.steps {
                     eprintln!(
@@ -571,6 +570,35 @@ fn print_table(
         );
     }
     println!("(TTFT and ITL in ms; window per level: warm-up excluded)");
+    if res.levels.iter().any(|l| l.cpu_offload.is_some()) {
+        println!();
+        println!("CPU KV offload tier (bytes per rank over the host link):");
+        println!(
+            "{:>10} {:>12} {:>8} {:>7} {:>12} {:>12} {:>11} {:>9}",
+            "level",
+            "CPU hit tok",
+            "CPU hit",
+            "loads",
+            "loaded GB",
+            "stored GB",
+            "wait ms",
+            "link GB/s"
+        );
+        for l in &res.levels {
+            let Some(c) = &l.cpu_offload else { continue };
+            println!(
+                "{:>10} {:>12} {:>8} {:>7} {:>12.3} {:>12.3} {:>11} {:>9.2}",
+                level_label(l),
+                c.cpu_hit_tokens,
+                opt(c.cpu_hit_rate, 3),
+                c.loads,
+                c.loaded_bytes_per_rank as f64 / 1e9,
+                c.stored_bytes_per_rank as f64 / 1e9,
+                opt(c.load_wait_ms_mean, 2),
+                c.host_link_gb_s_mean,
+            );
+        }
+    }
     if let Some(op) = &res.operating_point {
         println!("SLA operating point: {}", op.summary);
     }

@@ -3,6 +3,7 @@
 mod args;
 mod cmd_capacity;
 mod cmd_compare;
+mod cmd_search;
 mod cmd_step;
 mod cmd_sweep;
 mod cmd_validate;
@@ -39,6 +40,9 @@ enum Command {
     Validate(Box<cmd_validate::ValidateArgs>),
     /// The step-time model's breakdown of one engine step of a scenario (docs/step-time.md).
     Step(Box<cmd_step::StepArgs>),
+    /// Which deployment meets the SLA with the most tok/s per GPU or at the lowest cost
+    /// (docs/search.md).
+    Search(Box<cmd_search::SearchArgs>),
 }
 
 /// Prints the error chain as one line (`error: outer: inner`) and exits 1, without the
@@ -82,6 +86,10 @@ fn run() -> anyhow::Result<()> {
         Command::Capacity(a) => a.deployment.vllm_args = vllm_args,
         Command::Sweep(a) => a.deployment.vllm_args = vllm_args,
         Command::Compare(a) => a.sweep.deployment.vllm_args = vllm_args,
+        Command::Search(a) => {
+            a.sweep.deployment.vllm_args = vllm_args;
+            a.sweep.default_gpu = a.gpus.as_ref().and_then(|g| g.first().cloned());
+        }
         _ => {}
     }
     match cli.command {
@@ -107,5 +115,11 @@ fn run() -> anyhow::Result<()> {
         Command::Models(a) => cmd_capacity::run_models(&a),
         Command::Validate(a) => cmd_validate::run_validate(&a),
         Command::Step(a) => cmd_step::run_step(&a),
+        Command::Search(a) => {
+            let sub = matches
+                .subcommand_matches("search")
+                .expect("search subcommand matches");
+            cmd_search::run_search(&a, sub)
+        }
     }
 }

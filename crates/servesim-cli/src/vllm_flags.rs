@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 
 /// The subcommands whose deployment flags come from the registry.
-pub const SUBCOMMANDS: [&str; 3] = ["capacity", "sweep", "compare"];
+pub const SUBCOMMANDS: [&str; 4] = ["capacity", "sweep", "compare", "search"];
 
 /// Splits `argv` (program name first) into what clap parses and the registry's arguments (in
 /// order, values attached as the next word). Only for [`SUBCOMMANDS`]; everything after `--`

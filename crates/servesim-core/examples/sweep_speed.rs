@@ -27,6 +27,7 @@ fn main() {
         long_prefill_token_threshold: 0,
         kv: KvFootprint::uniform(),
         spec: None,
+        offload: None,
     };
     let workloads = [
         (

@@ -155,6 +155,9 @@ pub struct CapacityReport {
     /// vLLM's log lines, verbatim format.
     pub log_lines: Vec<String>,
     pub fits: bool,
+    /// The CPU KV offload tier (`--kv-transfer-config`), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_tier: Option<crate::offload::CpuTierReport>,
     /// Why it does (not) fit, in one sentence.
     pub reason: String,
     /// vLLM's start-up error text when it does not fit.
@@ -590,6 +593,14 @@ fn compute_inner(
         requests_fit,
         log_lines,
         fits,
+        cpu_tier: crate::offload::cpu_tier_report(
+            d,
+            block_bytes.saturating_mul(
+                crate::scenario::kv_footprint(&spec, mnbt)
+                    .full_groups
+                    .max(1) as u64,
+            ),
+        ),
         reason,
         vllm_error,
         deficit: Mem::of(deficit.max(0)),
@@ -674,6 +685,8 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
         all2all_backend: Some(e.all2all_backend),
         allow_long_max_model_len: Some(true),
         speculative_config: e.speculative.as_ref().map(|sp| sp.raw.clone()),
+        kv_transfer_config: e.kv_transfer.as_ref().map(|k| k.raw.clone()),
+        host_link_gb_s: e.host_link_bytes_per_s.map(|b| b as f64 / 1e9),
         speculative_acceptance: e.speculative.as_ref().map(|sp| sp.raw_acceptance.clone()),
     }
 }

@@ -114,6 +114,14 @@ pub struct RawEngineSettings {
     /// "Speculative decoding").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speculative_acceptance: Option<crate::speculative::RawSpecAcceptance>,
+    /// vLLM `--kv-transfer-config` (its JSON object): the CPU KV offload tier and stacked
+    /// connectors (`offload.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_transfer_config: Option<crate::offload::RawKvTransferConfig>,
+    /// Host-link bytes per second per GPU for the CPU tier (default: the GPU's link,
+    /// `offload::host_link_for`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_link_gb_s: Option<f64>,
 }
 
 /// Engine settings with every default resolved. Counts are positive.
@@ -138,6 +146,12 @@ pub struct EngineSettings {
     /// Speculative decoding (`None` = off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speculative: Option<crate::speculative::SpeculativeSettings>,
+    /// `--kv-transfer-config` (`None` = no connector).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_transfer: Option<crate::offload::KvTransferSettings>,
+    /// Host-link override, bytes per second per GPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_link_bytes_per_s: Option<u64>,
     /// Which defaults were filled and why (shown to the user).
     pub notes: Vec<String>,
 }
@@ -443,13 +457,37 @@ impl EngineSettings {
                 ))
             }
         };
+        let enable_prefix_caching = raw.enable_prefix_caching.unwrap_or(true);
+        let kv_transfer = match &raw.kv_transfer_config {
+            None => None,
+            Some(k) => {
+                let t = crate::offload::resolve(k, block_size, enable_prefix_caching)?;
+                notes.extend(t.notes.iter().cloned());
+                Some(t)
+            }
+        };
+        let host_link_bytes_per_s = match raw.host_link_gb_s {
+            None => None,
+            Some(g) if g.is_finite() && (0.1..=10_000.0).contains(&g) => {
+                Some(libm::round(g * 1e9) as u64)
+            }
+            Some(g) => {
+                return Err(invalid(
+                    "host_link_gb_s",
+                    g,
+                    "give the host link's GB/s per GPU and direction, 0.1..=10000 (PCIe Gen5 x16 is 63)",
+                ))
+            }
+        };
         Ok(EngineSettings {
+            kv_transfer,
+            host_link_bytes_per_s,
             gpu_memory_utilization: util,
             max_num_seqs,
             max_num_batched_tokens: mnbt,
             block_size,
             max_model_len,
-            enable_prefix_caching: raw.enable_prefix_caching.unwrap_or(true),
+            enable_prefix_caching,
             cudagraph_mode,
             cudagraph_capture_sizes,
             kv_cache_memory_bytes,

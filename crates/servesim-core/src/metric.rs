@@ -52,6 +52,8 @@ pub enum MetricId {
     Preemptions,
     MeanRunningBatch,
     RejectedRequests,
+    /// CPU KV offload tier: prompt tokens loaded from the CPU tier / prompt tokens looked up.
+    CpuHitRate,
 }
 
 impl MetricId {
@@ -79,6 +81,7 @@ impl MetricId {
             MetricId::Preemptions,
             MetricId::MeanRunningBatch,
             MetricId::RejectedRequests,
+            MetricId::CpuHitRate,
         ]);
         v
     }
@@ -105,6 +108,7 @@ impl MetricId {
             MetricId::Preemptions => "preemptions".into(),
             MetricId::MeanRunningBatch => "mean_running_batch".into(),
             MetricId::RejectedRequests => "rejected_requests".into(),
+            MetricId::CpuHitRate => "cpu_hit_rate".into(),
         }
     }
 
@@ -135,6 +139,7 @@ impl MetricId {
             MetricId::Preemptions => "preemptions".into(),
             MetricId::MeanRunningBatch => "mean running batch".into(),
             MetricId::RejectedRequests => "rejected requests".into(),
+            MetricId::CpuHitRate => "CPU-tier hit rate".into(),
         }
     }
 }

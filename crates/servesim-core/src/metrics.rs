@@ -5,7 +5,7 @@
 //! records during a run; [`Collector::level_result`] computes every metric for a measurement
 //! window afterwards (pooled ITL percentiles use per-step weights, not per-token lists).
 
-use crate::engine::{FinishedRequest, Observer, RejectReason, StepRecord};
+use crate::engine::{FinishedRequest, Observer, OffloadStats, RejectReason, StepRecord};
 use crate::metric::{MetricId, Stat};
 use crate::units::Ticks;
 use crate::workload::Level;
@@ -47,6 +47,8 @@ pub struct Collector {
     /// Speculative decoding: per step, and the flat per-position counts.
     spec_steps: Vec<SpecLite>,
     spec_pos: Vec<u64>,
+    /// CPU offload tier: what each engine's tier did, reported at step boundaries.
+    offload: Vec<(Ticks, OffloadStats)>,
     /// Latest event time seen, and whether time ever went backwards.
     last_t: Ticks,
     pub clock_went_back: bool,
@@ -70,6 +72,7 @@ impl Collector {
         self.arrivals = 0;
         self.spec_steps.clear();
         self.spec_pos.clear();
+        self.offload.clear();
         self.last_t = Ticks::ZERO;
         self.clock_went_back = false;
     }
@@ -106,6 +109,16 @@ impl Collector {
             }
         }
         peak
+    }
+    /// The CPU offload tier's totals over the whole run (`None` without a tier).
+    pub fn offload_totals(&self) -> Option<OffloadStats> {
+        (!self.offload.is_empty()).then(|| {
+            let mut d = OffloadStats::default();
+            for (_, x) in &self.offload {
+                d.add(x);
+            }
+            d
+        })
     }
     pub fn num_steps(&self) -> u64 {
         self.steps.iter().map(|v| v.len() as u64).sum()
@@ -175,6 +188,9 @@ impl Observer for Collector {
             output_tokens: s.output_tokens.min(u32::MAX as u64) as u32,
         });
     }
+    fn on_offload(&mut self, _e: u32, t: Ticks, d: &OffloadStats) {
+        self.offload.push((t, *d));
+    }
     fn on_spec_step(&mut self, _e: u32, end: Ticks, accepted: &[u64], drafted: &[u64]) {
         self.spec_steps.push(SpecLite {
             end,
@@ -183,6 +199,48 @@ impl Observer for Collector {
         });
         self.spec_pos.extend_from_slice(accepted);
         self.spec_pos.extend_from_slice(drafted);
+    }
+}
+
+/// The CPU KV offload tier over a window: prompt tokens found in the CPU tier (past the GPU
+/// prefix cache) and their share of all prompt tokens looked up at admission
+/// (`cpu_hit_rate = cpu_hit_tokens / prompt tokens looked up`, the denominator of
+/// `prefix_cache_hit_rate`), bytes moved over the host link per rank, and the time requests
+/// waited for their loads (issue to admission).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuOffloadStats {
+    pub cpu_hit_tokens: u64,
+    pub cpu_hit_rate: Option<f64>,
+    pub loads: u64,
+    pub loaded_bytes_per_rank: u64,
+    pub stored_bytes_per_rank: u64,
+    pub stored_chunks: u64,
+    pub stores_skipped: u64,
+    pub evictions: u64,
+    pub load_wait_ms_mean: Option<f64>,
+    pub load_wait_s_total: f64,
+    pub host_link_gb_s_mean: f64,
+}
+
+impl CpuOffloadStats {
+    fn of(d: &OffloadStats, _gpu_hit: u64, looked_up: u64, win_s: f64) -> CpuOffloadStats {
+        CpuOffloadStats {
+            cpu_hit_tokens: d.hit_tokens,
+            cpu_hit_rate: (looked_up > 0).then(|| d.hit_tokens as f64 / looked_up as f64),
+            loads: d.loads,
+            loaded_bytes_per_rank: d.loaded_bytes,
+            stored_bytes_per_rank: d.stored_bytes,
+            stored_chunks: d.stored_chunks,
+            stores_skipped: d.stores_skipped,
+            evictions: d.evictions,
+            load_wait_ms_mean: (d.loads > 0).then(|| d.load_wait_ns as f64 / 1e6 / d.loads as f64),
+            load_wait_s_total: d.load_wait_ns as f64 / 1e9,
+            host_link_gb_s_mean: if win_s > 0.0 {
+                (d.loaded_bytes + d.stored_bytes) as f64 / win_s / 1e9
+            } else {
+                0.0
+            },
+        }
     }
 }
 
@@ -416,6 +474,9 @@ pub struct LevelResult {
     /// Speculative decoding only: the acceptance realised in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decode: Option<SpecDecodeStats>,
+    /// CPU KV offload tier only: hits, traffic and load waits in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_offload: Option<CpuOffloadStats>,
     pub e2e_s: Option<Dist>,
     pub queueing_ms_mean: Option<f64>,
     pub kv_utilization_mean: f64,
@@ -450,6 +511,7 @@ impl LevelResult {
             MetricId::Preemptions => Some(self.preemptions as f64),
             MetricId::MeanRunningBatch => Some(self.mean_running_batch),
             MetricId::RejectedRequests => Some(self.rejected_requests as f64),
+            MetricId::CpuHitRate => self.cpu_offload.as_ref().and_then(|c| c.cpu_hit_rate),
         }
     }
 }
@@ -690,6 +752,15 @@ impl Collector {
             tpot_ms_mean: tpot,
             itl_per_token_ms: itl_per_token,
             spec_decode: spec_stats,
+            cpu_offload: (!self.offload.is_empty()).then(|| {
+                let mut d = OffloadStats::default();
+                for (t, x) in &self.offload {
+                    if in_window(*t) {
+                        d.add(x);
+                    }
+                }
+                CpuOffloadStats::of(&d, h, q, win_s)
+            }),
             e2e_s: e2e,
             queueing_ms_mean: queueing,
             kv_utilization_mean: kv_int / (win_ns as f64 * n_engines),

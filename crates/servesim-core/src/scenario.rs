@@ -620,6 +620,7 @@ impl Scenario {
             )?,
             kv,
             spec: None,
+            offload: None,
         };
         // The calibrated table (fitted fields of docs/accuracy.md over the literature defaults).
         let era = self.engine_era()?;
@@ -633,6 +634,29 @@ impl Scenario {
         let cost = StepCostModel::new(&deployment, &eff).map_err(ScenarioError::Perf)?;
         let workload = self.workload.validate().map_err(ScenarioError::Workload)?;
         let mut engine = engine;
+        if let (Some(o), Some(tier)) = (
+            e.kv_transfer.as_ref().and_then(|k| k.offload.as_ref()),
+            capacity.cpu_tier.clone(),
+        ) {
+            if tier.chunks == 0 {
+                return Err(invalid(
+                    "engine.kv_transfer_config.kv_connector_extra_config.cpu_bytes_to_use",
+                    o.cpu_bytes_to_use,
+                    format!(
+                        "holds no chunk: one chunk is {} bytes per rank x {} ranks; give more bytes",
+                        tier.chunk_bytes_per_rank, tier.ranks_per_engine
+                    ),
+                ));
+            }
+            engine.offload = Some(crate::engine::OffloadConfig {
+                blocks_per_chunk: o.blocks_per_chunk as u32,
+                num_chunks: tier.chunks,
+                chunk_bytes: tier.chunk_bytes_per_rank,
+                link_bytes_per_s: tier.host_link_bytes_per_s,
+                store_threshold: o.store_threshold as u32,
+                max_tracker_size: o.max_tracker_size,
+            });
+        }
         engine.spec = e.speculative.as_ref().map(|sp| crate::engine::SpecDecode {
             num_speculative_tokens: sp.num_speculative_tokens,
             num_lookahead_tokens: sp.method.lookahead(sp.num_speculative_tokens),
@@ -899,6 +923,21 @@ impl ResolvedScenario {
     }
 
     /// Runs every level.
+    /// Refines `result`'s SLA operating point by simulation (`sla_refine`, at most `max_steps`
+    /// extra level runs of the whole plan) and stores it in `result.refined_operating_point`
+    /// (left `None` when there is no crossing to refine).
+    pub fn refine(&self, result: &mut SweepResult, max_steps: usize) -> Result<(), ScenarioError> {
+        result.refined_operating_point = crate::sla_refine::refine_operating_point(
+            &self.plan(),
+            &self.workload,
+            &self.sweep,
+            &result.levels,
+            max_steps,
+        )
+        .map_err(ScenarioError::Sweep)?;
+        Ok(())
+    }
+
     pub fn run(&self) -> Result<SweepResult, ScenarioError> {
         let mut r = self.runner()?;
         while let Some(step) = r.step() {
@@ -927,6 +966,9 @@ pub struct CapacitySummary {
     pub max_num_batched_tokens: u64,
     pub max_model_len: u64,
     pub notes: Vec<String>,
+    /// The CPU KV offload tier (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_tier: Option<crate::offload::CpuTierReport>,
 }
 
 impl CapacitySummary {
@@ -946,6 +988,7 @@ impl CapacitySummary {
             max_num_batched_tokens: c.max_num_batched_tokens,
             max_model_len: c.max_model_len,
             notes: c.notes.clone(),
+            cpu_tier: c.cpu_tier.clone(),
         }
     }
 }
@@ -967,6 +1010,9 @@ pub struct SweepReport<'a> {
     /// Per-replica results per level (plans with more than one replica; omitted otherwise).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub topology: &'a [crate::topology::TopologyLevel],
+    /// The operating point refined by simulation (`--refine-sla`; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refined_operating_point: Option<&'a crate::sla_refine::Refinement>,
 }
 
 impl<'a> SweepReport<'a> {
@@ -980,6 +1026,7 @@ impl<'a> SweepReport<'a> {
             cancelled: result.cancelled,
             warnings: r.warnings(),
             topology: &result.topology,
+            refined_operating_point: result.refined_operating_point.as_ref(),
         }
     }
 

@@ -4,14 +4,14 @@
 //! simulated level that passes every gate, so it does not move with the levels chosen.
 //! docs/metrics.md "Refined operating point".
 
-use crate::engine::{EngineConfig, StepTimeModel};
 use crate::metrics::LevelResult;
-use crate::sweep::{run_level, SweepError, SweepSpec};
+use crate::sweep::{run_level_plan, SweepError, SweepSpec};
+use crate::topology::SimPlan;
 use crate::workload::{Level, WorkloadSpec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One bisection step: a simulated level and whether it passes every gate.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RefineStep {
     pub level: f64,
     pub passes: bool,
@@ -19,7 +19,7 @@ pub struct RefineStep {
 }
 
 /// The refined operating point.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Refinement {
     /// The sweep levels bracketing the crossing (last passing, first failing).
     pub lower: f64,
@@ -39,9 +39,9 @@ pub struct Refinement {
 /// as a sweep returns them) with at most `max_steps` simulations. Concurrency levels bisect over
 /// integers until the bracket is adjacent; rates bisect geometrically until the bracket is
 /// within 1%. `None` when there is no crossing (no gate, every level passes, or the first fails).
+/// Every step simulates the whole plan (all pools, replicas and the router), as the sweep did.
 pub fn refine_operating_point(
-    cfg: &EngineConfig,
-    model: &dyn StepTimeModel,
+    plan: &SimPlan,
     workload: &WorkloadSpec,
     spec: &SweepSpec,
     results: &[LevelResult],
@@ -78,7 +78,7 @@ pub fn refine_operating_point(
             }
             _ => break,
         };
-        let (r, _) = run_level(cfg, model, workload, spec, mid)?;
+        let (r, _, _) = run_level_plan(plan, workload, spec, mid)?;
         let ok = pass(&r);
         steps.push(RefineStep {
             level: mid.value(),

@@ -478,6 +478,9 @@ pub struct SweepResult {
     /// Per-replica results per level (plans with more than one replica; empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub topology: Vec<TopologyLevel>,
+    /// The operating point refined by simulation (`sla_refine`), when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refined_operating_point: Option<crate::sla_refine::Refinement>,
 }
 
 /// Runs a sweep one level at a time: call [`SweepRunner::step`] until it returns `None`;
@@ -585,6 +588,7 @@ impl<'m> SweepRunner<'m> {
             operating_point: op,
             cancelled,
             topology: self.topology,
+            refined_operating_point: None,
         }
     }
 }

@@ -49,6 +49,7 @@ fn run_golden(name: &str, cfg: &EngineConfig, workload: &str, sweep: &str) {
         levels,
         cancelled: false,
         topology: Vec::new(),
+        refined_operating_point: None,
     };
     let text = serde_json::to_string_pretty(&out).unwrap() + "\n";
     let path = golden_path(name);
@@ -76,6 +77,7 @@ fn cfg() -> EngineConfig {
         long_prefill_token_threshold: 0,
         kv: KvFootprint::uniform(),
         spec: None,
+        offload: None,
     }
 }
 

@@ -26,6 +26,7 @@ fn cfg(blocks: u64) -> EngineConfig {
         long_prefill_token_threshold: 0,
         kv: KvFootprint::uniform(),
         spec: None,
+        offload: None,
     }
 }
 

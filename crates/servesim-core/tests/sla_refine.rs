@@ -13,7 +13,7 @@ fn refined(levels: &[f64]) -> servesim_core::sla_refine::Refinement {
     s.sweep.warmup_s = Some(5.0);
     let r = s.resolve().unwrap();
     let res = r.run().unwrap();
-    refine_operating_point(&r.engine, &r.cost, &r.workload, &r.sweep, &res.levels, 16)
+    refine_operating_point(&r.plan(), &r.workload, &r.sweep, &res.levels, 16)
         .unwrap()
         .expect("a crossing")
 }
@@ -46,4 +46,35 @@ fn bisection_brackets_the_crossing_with_simulated_levels() {
     if b.lowest_failing == b.highest_passing + 1.0 {
         assert_eq!(a.highest_passing, b.highest_passing);
     }
+}
+
+/// The bisection simulates the whole plan: two replicas behind round-robin serve about twice the
+/// clients of one before the gate fails (a refinement of one replica would stay at one's).
+#[test]
+fn refinement_runs_every_replica_of_the_plan() {
+    let run = |replicas: u32, levels: &[f64]| {
+        let mut s = Scenario::default_scenario();
+        s.sweep.concurrency = Some(levels.to_vec());
+        s.sweep.duration_s = Some(40.0);
+        s.sweep.warmup_s = Some(5.0);
+        if replicas > 1 {
+            s.topology = Some(servesim_core::topology::RawTopology {
+                replicas: Some(replicas),
+                router: None,
+            });
+        }
+        let r = s.resolve().unwrap();
+        let mut res = r.run().unwrap();
+        r.refine(&mut res, 16).unwrap();
+        res.refined_operating_point.expect("a crossing")
+    };
+    let one = run(1, &[16.0, 64.0, 256.0]);
+    let two = run(2, &[32.0, 128.0, 512.0]);
+    let ratio = two.highest_passing / one.highest_passing;
+    assert!(
+        (1.6..=2.4).contains(&ratio),
+        "one {} two {}",
+        one.summary,
+        two.summary
+    );
 }

@@ -61,6 +61,7 @@ pub(crate) fn dim(m: MetricId) -> Dim {
         MetricId::KvUtilizationMean
         | MetricId::KvUtilizationPeak
         | MetricId::PrefixCacheHitRate
+        | MetricId::CpuHitRate
         | MetricId::MeanRunningBatch => Dim::Ratio,
     }
 }
@@ -473,6 +474,16 @@ pub(crate) fn classify_with_flavor(header: &str, flavor: Flavor) -> HeaderClass 
             unit,
         };
     }
+    // The CPU KV tier's hit rate: "CPU hit rate", "cpu_tier_hit_rate", "CPU-tier hits (%)",
+    // "KV offload hit rate", and vLLM's connector counters ("external prefix cache hit rate",
+    // `vllm:external_prefix_cache_hits / queries`).
+    let hitword = has("hit") || has("hits") || has("hitrate");
+    if hitword && (has("cpu") || has("offload") || phrase("external prefix cache")) {
+        return HeaderClass::Metric {
+            metric: MetricId::CpuHitRate,
+            unit,
+        };
+    }
     HeaderClass::Unmatched(NO_MATCH.into())
 }
 
@@ -539,6 +550,12 @@ pub fn alias_table() -> Vec<(&'static str, MetricId)> {
         ("req_s", MetricId::RequestsPerS),
         ("Interactivity", MetricId::Interactivity),
         ("TTFT P50 (MS)", MetricId::TtftMs(Stat::P50)),
+        ("cpu_hit_rate", MetricId::CpuHitRate),
+        ("CPU hit rate", MetricId::CpuHitRate),
+        ("cpu_tier_hit_rate", MetricId::CpuHitRate),
+        ("CPU-tier hits (%)", MetricId::CpuHitRate),
+        ("KV offload hit rate", MetricId::CpuHitRate),
+        ("external_prefix_cache_hit_rate", MetricId::CpuHitRate),
     ]
 }
 
@@ -555,6 +572,23 @@ mod tests {
                 other => panic!("{h}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_cpu_hit_rate_column_imports() {
+        // The report's arms with CPU-tier hits: a hit-rate column next to the usual ones.
+        let text = "concurrency,output_tok_s,CPU hit rate\n128,900,0.12\n512,1400,0.31\n";
+        let imp = import_text(text, &ImportOptions::default()).unwrap();
+        let lvl = &imp.runs[0].levels[1];
+        assert_eq!(lvl.metrics[&MetricId::CpuHitRate], 0.31);
+        // The prefix-cache hit rate stays its own metric.
+        assert!(!matches!(
+            classify_header("prefix cache hit rate"),
+            HeaderClass::Metric {
+                metric: MetricId::CpuHitRate,
+                ..
+            }
+        ));
     }
 
     #[test]

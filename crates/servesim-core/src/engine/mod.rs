@@ -13,9 +13,11 @@
 
 pub mod cluster;
 mod kv;
+mod offload;
 mod sched;
 
 pub(crate) use kv::IdMap;
+pub use offload::{OffloadConfig, OffloadStats};
 pub use sched::Engine;
 pub use spec::{SpecDecode, SpecStep};
 
@@ -168,6 +170,9 @@ pub struct EngineConfig {
     /// Speculative decoding (`None` = off: one token per decode per step).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec: Option<SpecDecode>,
+    /// The CPU KV offload tier (`None` = off; engine/offload.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload: Option<OffloadConfig>,
 }
 
 impl EngineConfig {
@@ -199,6 +204,14 @@ impl EngineConfig {
         }
         if let Some(sp) = &self.spec {
             sp.validate()?;
+        }
+        if let Some(o) = &self.offload {
+            o.validate()?;
+            if !self.enable_prefix_caching || self.kv.full_groups == 0 {
+                return Err(ConfigError::Zero(
+                    "offload needs prefix caching (enable_prefix_caching)",
+                ));
+            }
         }
         Ok(())
     }
@@ -421,6 +434,8 @@ pub trait Observer {
         _drafted_per_pos: &[u64],
     ) {
     }
+    /// CPU offload tier: what it did since its last report (reported at step starts and ends).
+    fn on_offload(&mut self, _engine: u32, _t: Ticks, _delta: &OffloadStats) {}
 }
 
 /// An observer that ignores everything.

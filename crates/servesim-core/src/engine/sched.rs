@@ -9,8 +9,12 @@ use super::{
 use crate::units::Ticks;
 use std::cmp::Reverse;
 
+#[path = "sched_offload.rs"]
+mod sched_offload;
 #[path = "sched_spec.rs"]
 mod sched_spec;
+use super::offload::CpuTier;
+use sched_offload::CpuLookup;
 use sched_spec::SpecPlan;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -65,6 +69,12 @@ struct Live {
     spec_draws: u64,
     chunk_tokens: Vec<u8>,
     extra_tokens: Vec<u8>,
+    /// CPU offload tier: chunks offered to it so far; a load in flight (finishes at
+    /// `load_ready`, issued at `load_issued`) and the GPU hit before it.
+    pub(super) stored_chunks: u64,
+    pub(super) load_ready: Option<Ticks>,
+    pub(super) load_issued: Ticks,
+    pub(super) gpu_hit: u64,
 }
 
 /// The slot of a finished request's tombstone in the running list.
@@ -134,6 +144,13 @@ pub struct Engine<'m> {
     /// accepted / drafted counts of the step being completed.
     spec_plans: Vec<SpecPlan>,
     spec_pos: Vec<u64>,
+    /// The CPU KV offload tier (`None` = off), stores deferred to the end of the step being
+    /// scheduled, and when an engine with only loads in flight wakes.
+    pub(super) offload: Option<CpuTier>,
+    pub(super) pending_stores: Vec<(u32, u64)>,
+    pub(super) defer_stores: bool,
+    pub(super) store_t: Ticks,
+    pub(super) wake: Option<Ticks>,
 }
 
 impl<'m> Engine<'m> {
@@ -192,6 +209,11 @@ impl<'m> Engine<'m> {
             preemptions: 0,
             spec_plans: Vec::new(),
             spec_pos: Vec::new(),
+            offload: cfg.offload.clone().map(CpuTier::new),
+            pending_stores: Vec::new(),
+            defer_stores: false,
+            store_t: Ticks::ZERO,
+            wake: None,
             cfg,
         };
         e.below = vec![0; e.windows.len()];
@@ -319,6 +341,7 @@ impl<'m> Engine<'m> {
         if self.in_flight.is_none() && t > self.now {
             self.now = t;
         }
+        self.wake = None;
         obs.on_arrival(self.index, t, req.id);
         let p = req.prompt_len();
         let o = req.output_len;
@@ -392,6 +415,10 @@ impl<'m> Engine<'m> {
             spec_draws: 0,
             chunk_tokens: Vec::new(),
             extra_tokens: Vec::new(),
+            stored_chunks: 0,
+            load_ready: None,
+            load_issued: Ticks::ZERO,
+            gpu_hit: 0,
         };
         let s = match self.free_slots.pop() {
             Some(s) => {
@@ -413,7 +440,7 @@ impl<'m> Engine<'m> {
         if let Some(f) = &self.in_flight {
             Some(f.end)
         } else if !self.waiting.is_empty() || self.n_running > 0 {
-            Some(self.now)
+            Some(self.wake.map_or(self.now, |w| w.max(self.now)))
         } else {
             None
         }
@@ -476,6 +503,13 @@ impl<'m> Engine<'m> {
             .pool
             .register(&l.spans, l.reg_blocks, upto, &mut l.held_ranges);
         l.reg_blocks = upto;
+        if self.offload.is_some() {
+            if self.defer_stores {
+                self.pending_stores.push((s, upto));
+            } else {
+                self.offload_store(s, upto);
+            }
+        }
     }
 
     fn free_blocks(&mut self, s: u32) {
@@ -619,6 +653,10 @@ impl<'m> Engine<'m> {
     fn start_step(&mut self, obs: &mut dyn Observer) -> Result<(), SimError> {
         let k = self.step;
         let t = self.now;
+        if self.offload.is_some() {
+            self.wake = None;
+            self.defer_stores = true;
+        }
         let bs = self.bs;
         let thr = self.cfg.long_prefill_token_threshold as u64;
         let mut budget = self.cfg.max_num_batched_tokens as u64 - self.n_dec;
@@ -746,12 +784,43 @@ impl<'m> Engine<'m> {
         }
         self.plans = plans;
 
-        // 3. Waiting requests, FCFS, unless this step preempted (as vLLM).
+        // 3. Waiting requests, FCFS, unless this step preempted (as vLLM). With a CPU tier,
+        // requests loading from it are passed over (`skip`, engine/offload.rs).
         if !preempted {
+            let mut skip = 0usize;
             while budget > 0 && self.n_running < self.cfg.max_num_seqs as usize {
-                let Some(&s) = self.waiting.front() else {
+                let Some(&s) = self.waiting.get(skip) else {
                     break;
                 };
+                if self.offload.is_some() {
+                    match self.offload_loaded(s, t) {
+                        Some(false) => {
+                            skip += 1;
+                            continue;
+                        }
+                        Some(true) => {
+                            let Some((chunk, before, done)) =
+                                self.offload_admit(s, t, budget, thr, 0, 0, obs)
+                            else {
+                                break;
+                            };
+                            self.waiting.remove(skip);
+                            self.push_running(s);
+                            self.live(s).phase = Phase::Prefilling;
+                            self.prefilling.push(s);
+                            self.chunks.push(PrefillChunk {
+                                new_tokens: chunk,
+                                context_before: before,
+                            });
+                            if done {
+                                self.completing.push(s);
+                            }
+                            budget -= chunk;
+                            continue;
+                        }
+                        None => {}
+                    }
+                }
                 let caching = self.caching;
                 let group = self.group;
                 let l = self.slots[s as usize].as_mut().expect("live slot");
@@ -768,10 +837,25 @@ impl<'m> Engine<'m> {
                     chunk = chunk.min(thr);
                 }
                 let need_new = self.cfg.kv.blocks(hit + chunk, bs) - group * hit_blocks;
+                if self.offload.is_some() {
+                    let seqs = self.cfg.max_num_seqs as u64;
+                    match self.offload_lookup(s, t, hit_blocks, evict_hits, seqs) {
+                        CpuLookup::Miss => {}
+                        CpuLookup::Skip => {
+                            skip += 1;
+                            continue;
+                        }
+                        CpuLookup::NoRoom => break,
+                    }
+                }
                 if need_new + group * evict_hits > self.pool.available() {
                     break;
                 }
-                self.waiting.pop_front();
+                if skip == 0 {
+                    self.waiting.pop_front();
+                } else {
+                    self.waiting.remove(skip);
+                }
                 let l = self.slots[s as usize].as_mut().expect("live slot");
                 debug_assert!(l.held_ranges.is_empty());
                 if hit_blocks > 0 {
@@ -812,6 +896,12 @@ impl<'m> Engine<'m> {
             if self.waiting.is_empty() && self.n_running == 0 {
                 return Ok(());
             }
+            if let Some(w) = self.offload_next_ready(t) {
+                self.offload_flush(t);
+                self.offload_report(t, obs);
+                self.wake = Some(w);
+                return Ok(());
+            }
             return Err(SimError::Stalled {
                 engine: self.index,
                 t_ns: t.0,
@@ -847,6 +937,11 @@ impl<'m> Engine<'m> {
             running: self.n_running as u32,
             waiting: self.waiting.len() as u32,
         });
+        if self.offload.is_some() {
+            let end = self.in_flight.as_ref().map_or(t, |f| f.end);
+            self.offload_flush(end);
+            self.offload_report(t, obs);
+        }
         Ok(())
     }
 
@@ -931,6 +1026,9 @@ impl<'m> Engine<'m> {
         self.completing.clear();
         self.step += 1;
         obs.on_step(&rec);
+        if self.offload.is_some() {
+            self.offload_report(t, obs);
+        }
     }
 
     /// Finishes request `s` at `t`; `last_step` is the step of its last decode token if it was

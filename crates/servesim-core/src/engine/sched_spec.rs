@@ -32,6 +32,10 @@ impl<'m> Engine<'m> {
         };
         let step = self.step;
         let t = self.now;
+        if self.offload.is_some() {
+            self.wake = None;
+            self.defer_stores = true;
+        }
         let bs = self.bs;
         let mml = self.cfg.max_model_len;
         let thr = self.cfg.long_prefill_token_threshold as u64;
@@ -132,10 +136,42 @@ impl<'m> Engine<'m> {
 
         // 2. Waiting requests, FCFS, unless this step preempted.
         if !preempted {
+            let mut skip = 0usize;
             while budget > 0 && self.n_running < self.cfg.max_num_seqs as usize {
-                let Some(&s) = self.waiting.front() else {
+                let Some(&s) = self.waiting.get(skip) else {
                     break;
                 };
+                if self.offload.is_some() {
+                    match self.offload_loaded(s, t) {
+                        Some(false) => {
+                            skip += 1;
+                            continue;
+                        }
+                        Some(true) => {
+                            let Some((chunk, before, done)) =
+                                self.offload_admit(s, t, budget, thr, look, mml, obs)
+                            else {
+                                break;
+                            };
+                            self.waiting.remove(skip);
+                            self.push_running(s);
+                            self.live(s).phase = Phase::Prefilling;
+                            self.chunks.push(PrefillChunk {
+                                new_tokens: chunk,
+                                context_before: before,
+                            });
+                            self.spec_plans.push(SpecPlan {
+                                slot: s,
+                                drafts: 0,
+                                decode: false,
+                                completes: done,
+                            });
+                            budget -= chunk;
+                            continue;
+                        }
+                        None => {}
+                    }
+                }
                 let caching = self.caching;
                 let group = self.group;
                 let l = self.slots[s as usize].as_ref().expect("live slot");
@@ -156,10 +192,25 @@ impl<'m> Engine<'m> {
                     chunk = chunk.min(thr);
                 }
                 let need_new = self.fp((hit + chunk + look).min(mml)) - group * hit_blocks;
+                if self.offload.is_some() {
+                    let seqs = self.cfg.max_num_seqs as u64;
+                    match self.offload_lookup(s, t, hit_blocks, evict_hits, seqs) {
+                        super::sched_offload::CpuLookup::Miss => {}
+                        super::sched_offload::CpuLookup::Skip => {
+                            skip += 1;
+                            continue;
+                        }
+                        super::sched_offload::CpuLookup::NoRoom => break,
+                    }
+                }
                 if need_new + group * evict_hits > self.pool.available() {
                     break;
                 }
-                self.waiting.pop_front();
+                if skip == 0 {
+                    self.waiting.pop_front();
+                } else {
+                    self.waiting.remove(skip);
+                }
                 let l = self.slots[s as usize].as_mut().expect("live slot");
                 debug_assert!(l.held_ranges.is_empty());
                 if hit_blocks > 0 {
@@ -202,6 +253,12 @@ impl<'m> Engine<'m> {
             if self.waiting.is_empty() && self.n_running == 0 {
                 return Ok(());
             }
+            if let Some(w) = self.offload_next_ready(t) {
+                self.offload_flush(t);
+                self.offload_report(t, obs);
+                self.wake = Some(w);
+                return Ok(());
+            }
             return Err(SimError::Stalled {
                 engine: self.index,
                 t_ns: t.0,
@@ -242,6 +299,11 @@ impl<'m> Engine<'m> {
             running: self.n_running as u32,
             waiting: self.waiting.len() as u32,
         });
+        if self.offload.is_some() {
+            let end = self.in_flight.as_ref().map_or(t, |f| f.end);
+            self.offload_flush(end);
+            self.offload_report(t, obs);
+        }
         Ok(())
     }
 
@@ -355,6 +417,9 @@ impl<'m> Engine<'m> {
         };
         self.step += 1;
         obs.on_step(&rec);
+        if self.offload.is_some() {
+            self.offload_report(t, obs);
+        }
         if drafts_n > 0 {
             let (acc, drafted) = self.spec_pos.split_at(k);
             obs.on_spec_step(self.index, t, acc, drafted);

@@ -214,6 +214,9 @@ impl Observer for Tap<'_> {
     fn on_spec_step(&mut self, e: u32, end: Ticks, accepted: &[u64], drafted: &[u64]) {
         self.inner.on_spec_step(e, end, accepted, drafted)
     }
+    fn on_offload(&mut self, e: u32, t: Ticks, d: &crate::engine::OffloadStats) {
+        self.inner.on_offload(e, t, d)
+    }
 }
 
 /// The engines of the plan's (single, aggregated) pool, as the router sees them.

@@ -77,6 +77,11 @@ pub enum Target {
     SpeculativeConfig,
     /// ServeSim's stated draft acceptance -> `engine.speculative_acceptance`.
     SpeculativeAcceptance,
+    /// `--kv-transfer-config JSON` -> `engine.kv_transfer_config` (docs/engine.md "CPU KV
+    /// offload tier").
+    KvTransferConfig,
+    /// ServeSim's host-link rate for the CPU tier -> `engine.host_link_gb_s`.
+    HostLinkGbS,
 }
 
 /// What an argument does.
@@ -215,7 +220,7 @@ static REGISTRY: &[ArgSpec] = &[
     sets("all2all-backend", &[], Value, Target::All2AllBackend, "engine.all2all_backend", "allgather_reducescatter | deepep_high_throughput | deepep_low_latency"),
     // --- vLLM arguments ServeSim does not model -------------------------------------------
     sets("speculative-config", &[], Value, Target::SpeculativeConfig, "engine.speculative_config", "JSON: method, num_speculative_tokens, model, ... (docs/engine.md \"Speculative decoding\")"),
-    other("kv-transfer-config", Value, NotModelled("KV transfer / offload connectors (NIXL, LMCache, CPU offload): ServeSim's scenario has no field for them yet")),
+    sets("kv-transfer-config", &[], Value, Target::KvTransferConfig, "engine.kv_transfer_config", "JSON: OffloadingConnector / SimpleCPUOffloadConnector (CPU KV tier), NixlConnector, MultiConnector (docs/engine.md \"CPU KV offload tier\")"),
     other("async-scheduling", Flag, NotModelled("overlaps CPU scheduling with the GPU step: ServeSim's step time has no separate CPU scheduling term to overlap")),
     other("no-async-scheduling", Flag, NotModelled("see --async-scheduling")),
     other("enable-chunked-prefill", Flag, Ignored("always on in vLLM V1; ServeSim's engine chunks prefills to the token budget")),
@@ -288,6 +293,7 @@ static REGISTRY: &[ArgSpec] = &[
     servesim("ep", &[], Target::Ep, "ep", "expert-parallel size: 1, or tp*dp (what --enable-expert-parallel sets)"),
     servesim("weight-precision", &[], Target::WeightPrecision, "weight_precision", "checkpoint | bf16 | fp8 | fp4 (what-if serving precision)"),
     servesim("vllm-version", &[], Target::VllmVersion, "vllm_version", "the vLLM version served (selects the calibration line)"),
+    servesim("host-link-gb-s", &[], Target::HostLinkGbS, "engine.host_link_gb_s", "GB/s per GPU and direction of the CPU KV tier's host link (default: the GPU's link, docs/step-time.md \"Host link\")"),
     servesim("speculative-acceptance", &[], Target::SpeculativeAcceptance, "engine.speculative_acceptance", "JSON: the draft acceptance the simulation draws from (vLLM measures it; ServeSim needs it stated)"),
     // --- environment variables --------------------------------------------------------------
     env("VLLM_ALLOW_LONG_MAX_MODEL_LEN", Effect::Sets(Target::AllowLongMaxModelLen), "engine.allow_long_max_model_len"),
@@ -678,6 +684,21 @@ pub fn apply(
                 .map_err(|e| format!("{flag}: {e}; ServeSim reads method, num_speculative_tokens, model, prompt_lookup_max/min and draft_tensor_parallel_size"))?;
             e.speculative_config = Some(c);
             "engine.speculative_config set (state the acceptance with `# servesim: --speculative-acceptance JSON`)".into()
+        }
+        Target::HostLinkGbS => {
+            let v = need()?;
+            let x: f64 = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("{flag} {v}: not a number of GB/s"))?;
+            e.host_link_gb_s = Some(x);
+            format!("engine.host_link_gb_s = {x}")
+        }
+        Target::KvTransferConfig => {
+            let v = need()?;
+            e.kv_transfer_config =
+                Some(crate::offload::parse(v.trim()).map_err(|m| format!("{flag}: {m}"))?);
+            "engine.kv_transfer_config set".into()
         }
         Target::SpeculativeAcceptance => {
             let v = need()?;

@@ -669,6 +669,15 @@ pub fn to_vllm_command(s: &Scenario) -> String {
             quote(&serde_json::to_string(c).unwrap_or_default())
         ));
     }
+    if let Some(c) = &e.kv_transfer_config {
+        a.push(format!(
+            "--kv-transfer-config {}",
+            quote(&serde_json::to_string(c).unwrap_or_default())
+        ));
+    }
+    if let Some(g) = e.host_link_gb_s {
+        ss.push(format!("--host-link-gb-s {g}"));
+    }
     if let Some(acc) = &e.speculative_acceptance {
         ss.push(format!(
             "--speculative-acceptance {}",

@@ -1,0 +1,815 @@
+//! Configuration search: which deployment of a model serves a workload under an SLA with the
+//! most tokens per GPU, or at the lowest cost? A [`RawSearch`] (a base scenario plus the options
+//! to try) validates into a [`SearchSpace`] of candidate scenarios; each candidate is pruned
+//! (over the GPU budget, cannot start, or hopeless by a cheap bound) or simulated as a normal
+//! sweep with its SLA operating point refined by simulation; [`assemble`] ranks the results and
+//! draws the Pareto frontier of tok/s per GPU against tok/s per user. Formulas: docs/search.md.
+//!
+//! The core runs one candidate at a time ([`evaluate`]); the CLI spreads candidates over
+//! threads and the page over Web Workers, both collecting results by candidate index, so the
+//! report is the same however many run at once.
+
+pub mod cost;
+
+use crate::dtype::KvCacheDtype;
+use crate::metric::MetricId;
+use crate::metrics::LevelResult;
+use crate::scenario::{GpuRef, ResolvedScenario, Scenario};
+use crate::sweep::{run_level_plan, GateOp};
+use crate::topology::RawTopology;
+use crate::workload::Level;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The most candidates one search enumerates (a stated limit: above it the search is refused
+/// with the count and the options to narrow).
+pub const MAX_CANDIDATES: usize = 2_000;
+/// Largest GPU budget accepted.
+pub const MAX_GPUS: u32 = 4_096;
+/// Default bisection steps for each candidate's operating point.
+pub const DEFAULT_REFINE_STEPS: usize = 6;
+
+/// A search as written (JSON; the CLI's `servesim search` flags build the same).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSearch {
+    /// Model, workload, sweep levels, SLA gates and engine settings every candidate starts
+    /// from.
+    pub base: Scenario,
+    /// GPU types to try (catalog ids or names); default: the base scenario's GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<Vec<String>>,
+    /// GPU budget: candidates needing more GPUs are pruned.
+    pub max_gpus: u32,
+    /// Tensor-parallel sizes; default 1, 2, 4, 8 up to the budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tp: Option<Vec<u32>>,
+    /// Data-parallel sizes (attention DP ranks per replica); default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dp: Option<Vec<u32>>,
+    /// Expert parallelism off/on (`--enable-expert-parallel`: ep = tp x dp); MoE models only.
+    /// Default: both for MoE models, off for dense ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expert_parallel: Option<Vec<bool>>,
+    /// Replicas behind the base scenario's router; default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<Vec<u32>>,
+    /// Speculative decoding off/on (on = the base scenario's `speculative_config` and stated
+    /// acceptance). Default: both when the base has one, off otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<Vec<bool>>,
+    /// KV cache dtypes; default the base's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache_dtypes: Option<Vec<KvCacheDtype>>,
+    /// `max_num_seqs` values; default the base's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_num_seqs: Option<Vec<u32>>,
+    /// $ per GPU-hour by GPU id, overriding the defaults (`search::cost::DEFAULT_PRICES`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub gpu_hour_usd: BTreeMap<String, f64>,
+    /// Bisection steps refining each candidate's operating point (default 6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refine_steps: Option<usize>,
+}
+
+/// A search field at fault, the value, and the fix.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("`search.{field}` = {value} is invalid: {fix}")]
+pub struct SearchError {
+    pub field: String,
+    pub value: String,
+    pub fix: String,
+}
+
+fn serr(field: &str, value: impl ToString, fix: impl Into<String>) -> SearchError {
+    SearchError {
+        field: field.into(),
+        value: value.to_string(),
+        fix: fix.into(),
+    }
+}
+
+/// One deployment to try.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Candidate {
+    pub index: usize,
+    /// e.g. `H200 TP8 DP1 EP8 x1, kv auto, spec on`.
+    pub label: String,
+    /// Catalog GPU id.
+    pub gpu: String,
+    pub tp: u32,
+    pub dp: u32,
+    pub ep: u32,
+    pub replicas: u32,
+    pub speculative: bool,
+    pub kv_cache_dtype: KvCacheDtype,
+    pub max_num_seqs: Option<u32>,
+    /// GPUs the candidate uses: tp x dp x replicas.
+    pub num_gpus: u32,
+    /// $ per GPU-hour used for it (`None`: no price known for this GPU).
+    pub usd_per_gpu_hour: Option<f64>,
+    /// The scenario it runs (opens as a normal scenario and link).
+    pub scenario: Scenario,
+}
+
+/// A validated search: its candidates in enumeration order.
+#[derive(Clone, Debug)]
+pub struct SearchSpace {
+    pub candidates: Vec<Candidate>,
+    pub max_gpus: u32,
+    pub refine_steps: usize,
+    /// The SLA gates (the base scenario's).
+    pub sla: Vec<crate::sweep::RawGate>,
+    /// Price used per GPU id and its source.
+    pub prices: BTreeMap<String, PriceUsed>,
+}
+
+/// The price a search uses for one GPU type.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PriceUsed {
+    pub usd_per_gpu_hour: Option<f64>,
+    /// `given` or the default's source; or why there is none.
+    pub source: String,
+}
+
+impl RawSearch {
+    pub fn from_json(text: &str) -> Result<RawSearch, SearchError> {
+        serde_json::from_str(text.trim_start_matches('\u{feff}'))
+            .map_err(|e| serr("", "(the JSON)", e.to_string()))
+    }
+
+    /// Validates every option and enumerates the candidates (GPU, TP, DP, EP, speculation, KV
+    /// dtype, `max_num_seqs`, replicas; in that nesting order).
+    pub fn validate(&self) -> Result<SearchSpace, SearchError> {
+        if self.max_gpus == 0 || self.max_gpus > MAX_GPUS {
+            return Err(serr(
+                "max_gpus",
+                self.max_gpus,
+                format!("give a GPU budget between 1 and {MAX_GPUS}"),
+            ));
+        }
+        let base_gpu = match &self.base.gpu {
+            GpuRef::Catalog(id) => id.clone(),
+            GpuRef::Custom(g) => g.name.clone(),
+        };
+        let gpu_names = self.gpus.clone().unwrap_or_else(|| vec![base_gpu]);
+        if gpu_names.is_empty() || gpu_names.len() > 16 {
+            return Err(serr(
+                "gpus",
+                gpu_names.len(),
+                "give between 1 and 16 GPU types",
+            ));
+        }
+        let mut gpus = Vec::new();
+        for g in &gpu_names {
+            let spec = match (&self.base.gpu, g) {
+                (GpuRef::Custom(c), name) if c.name == *name => c.name.clone(),
+                _ => {
+                    crate::gpu::find_gpu(g)
+                        .map_err(|e| serr("gpus", g, e.to_string()))?
+                        .id
+                }
+            };
+            if !gpus.contains(&spec) {
+                gpus.push(spec);
+            }
+        }
+        for (k, v) in &self.gpu_hour_usd {
+            if !(v.is_finite() && *v >= 0.0 && *v <= 1_000.0) {
+                return Err(serr(
+                    &format!("gpu_hour_usd.{k}"),
+                    v,
+                    "give $ per GPU-hour between 0 and 1000",
+                ));
+            }
+        }
+        let mut prices = BTreeMap::new();
+        for g in &gpus {
+            let given = self
+                .gpu_hour_usd
+                .iter()
+                .find(|(k, _)| {
+                    k.eq_ignore_ascii_case(g) || crate::gpu::find_gpu(k).is_ok_and(|s| s.id == *g)
+                })
+                .map(|(_, v)| *v);
+            let p = match (given, cost::default_price(g)) {
+                (Some(v), _) => PriceUsed {
+                    usd_per_gpu_hour: Some(v),
+                    source: "given".into(),
+                },
+                (None, Some(d)) => PriceUsed {
+                    usd_per_gpu_hour: Some(d.usd_per_gpu_hour),
+                    source: d.source.into(),
+                },
+                (None, None) => PriceUsed {
+                    usd_per_gpu_hour: None,
+                    source: format!("no default price for {g}: give gpu_hour_usd.{g} (CLI --gpu-hour-usd {g}=PRICE) for costs"),
+                },
+            };
+            prices.insert(g.clone(), p);
+        }
+        let list = |field: &str, v: &Option<Vec<u32>>, default: Vec<u32>, max: u32| {
+            let v = v.clone().unwrap_or(default);
+            if v.is_empty() {
+                return Err(serr(field, "[]", "give at least one value"));
+            }
+            for x in &v {
+                if *x == 0 || *x > max {
+                    return Err(serr(
+                        field,
+                        x,
+                        format!("each value must be between 1 and {max}"),
+                    ));
+                }
+            }
+            let mut v = v;
+            v.sort_unstable();
+            v.dedup();
+            Ok(v)
+        };
+        let default_tp: Vec<u32> = [1, 2, 4, 8]
+            .into_iter()
+            .filter(|t| *t <= self.max_gpus)
+            .collect();
+        let tps = list("tp", &self.tp, default_tp, 64)?;
+        let dps = list("dp", &self.dp, vec![1], 256)?;
+        let replicas = list("replicas", &self.replicas, vec![1], MAX_GPUS)?;
+        let mnss = match &self.max_num_seqs {
+            None => vec![None],
+            Some(v) => list("max_num_seqs", &Some(v.clone()), vec![], 65_536)?
+                .into_iter()
+                .map(Some)
+                .collect(),
+        };
+        let is_moe = self
+            .base
+            .deployment()
+            .map(|d| d.model.moe.is_some())
+            .unwrap_or(false);
+        let eps = on_off(
+            "expert_parallel",
+            &self.expert_parallel,
+            is_moe,
+            "the model has no experts; drop expert_parallel",
+        )?;
+        let has_spec = self.base.engine.speculative_config.is_some();
+        let specs = on_off(
+            "speculative",
+            &self.speculative,
+            has_spec,
+            "the base scenario has no engine.speculative_config (and acceptance) to turn on; add them to the base",
+        )?;
+        let kvs = match &self.kv_cache_dtypes {
+            Some(v) if v.is_empty() => {
+                return Err(serr("kv_cache_dtypes", "[]", "give at least one dtype"))
+            }
+            Some(v) => {
+                let mut out: Vec<KvCacheDtype> = Vec::new();
+                for k in v {
+                    if !out.contains(k) {
+                        out.push(*k);
+                    }
+                }
+                out
+            }
+            None => vec![self.base.kv_cache_dtype],
+        };
+        let n = gpus.len()
+            * tps.len()
+            * dps.len()
+            * eps.len()
+            * specs.len()
+            * kvs.len()
+            * mnss.len()
+            * replicas.len();
+        if n > MAX_CANDIDATES {
+            return Err(serr(
+                "",
+                format!("{n} candidates"),
+                format!("at most {MAX_CANDIDATES} candidates per search; give fewer values for gpus, tp, dp, expert_parallel, speculative, kv_cache_dtypes, max_num_seqs or replicas"),
+            ));
+        }
+        let refine_steps = self.refine_steps.unwrap_or(DEFAULT_REFINE_STEPS);
+        if refine_steps > 32 {
+            return Err(serr(
+                "refine_steps",
+                refine_steps,
+                "give 0 to 32 bisection steps",
+            ));
+        }
+        let mut candidates = Vec::with_capacity(n);
+        for g in &gpus {
+            for &tp in &tps {
+                for &dp in &dps {
+                    for &ep_on in &eps {
+                        for &spec in &specs {
+                            for &kv in &kvs {
+                                for &mns in &mnss {
+                                    for &r in &replicas {
+                                        candidates.push(self.candidate(
+                                            candidates.len(),
+                                            g,
+                                            tp,
+                                            dp,
+                                            ep_on,
+                                            spec,
+                                            kv,
+                                            mns,
+                                            r,
+                                            prices[g].usd_per_gpu_hour,
+                                        ));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(SearchSpace {
+            candidates,
+            max_gpus: self.max_gpus,
+            refine_steps,
+            sla: self.base.sweep.sla.clone(),
+            prices,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn candidate(
+        &self,
+        index: usize,
+        gpu: &str,
+        tp: u32,
+        dp: u32,
+        ep_on: bool,
+        spec: bool,
+        kv: KvCacheDtype,
+        mns: Option<u32>,
+        replicas: u32,
+        price: Option<f64>,
+    ) -> Candidate {
+        let mut s = self.base.clone();
+        if !matches!(&s.gpu, GpuRef::Custom(c) if c.name == gpu) {
+            s.gpu = GpuRef::Catalog(gpu.to_string());
+        }
+        s.tp = tp;
+        s.dp = dp;
+        s.ep = if ep_on { tp.saturating_mul(dp) } else { 1 };
+        s.num_gpus = None;
+        s.kv_cache_dtype = kv;
+        if !spec {
+            s.engine.speculative_config = None;
+            s.engine.speculative_acceptance = None;
+        }
+        if let Some(m) = mns {
+            s.engine.max_num_seqs = Some(m as i64);
+        }
+        let mut topo = s.topology.clone().unwrap_or_default();
+        topo.replicas = (replicas > 1).then_some(replicas);
+        s.topology = (topo != RawTopology::default()).then_some(topo);
+        let num_gpus = tp.saturating_mul(dp).saturating_mul(replicas);
+        let label = format!(
+            "{gpu} TP{tp} DP{dp} EP{} x{replicas}, kv {}, spec {}{}",
+            s.ep,
+            kv.name(),
+            if spec { "on" } else { "off" },
+            mns.map(|m| format!(", max_num_seqs {m}"))
+                .unwrap_or_default()
+        );
+        Candidate {
+            index,
+            label,
+            gpu: gpu.to_string(),
+            tp,
+            dp,
+            ep: s.ep,
+            replicas,
+            speculative: spec,
+            kv_cache_dtype: kv,
+            max_num_seqs: mns,
+            num_gpus,
+            usd_per_gpu_hour: price,
+            scenario: s,
+        }
+    }
+}
+
+/// An off/on option: the values given (deduplicated; `true` only when `possible`, else the
+/// error `why_not`), or by default both when possible and off otherwise.
+fn on_off(
+    field: &str,
+    given: &Option<Vec<bool>>,
+    possible: bool,
+    why_not: &str,
+) -> Result<Vec<bool>, SearchError> {
+    match given {
+        Some(v) if v.is_empty() => Err(serr(field, "[]", "give false, true or both")),
+        Some(v) if v.contains(&true) && !possible => Err(serr(field, "true", why_not)),
+        Some(v) => {
+            let mut out = Vec::new();
+            for b in v {
+                if !out.contains(b) {
+                    out.push(*b);
+                }
+            }
+            Ok(out)
+        }
+        None if possible => Ok(vec![false, true]),
+        None => Ok(vec![false]),
+    }
+}
+
+/// Why a candidate was not simulated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum PruneStage {
+    /// Needs more GPUs than the budget.
+    Budget,
+    /// The scenario is invalid for this layout, or vLLM would not start (capacity model).
+    Capacity,
+    /// A cheap bound shows no level can pass the SLA.
+    Bound,
+}
+
+/// What happened to one candidate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    Pruned {
+        stage: PruneStage,
+        reason: String,
+    },
+    /// Simulated, but the run failed (budget, caps): the message says which setting to change.
+    Failed {
+        error: String,
+    },
+    Evaluated {
+        levels: Vec<LevelPoint>,
+        operating_point: Option<OperatingPoint>,
+    },
+}
+
+/// One simulated level of a candidate (a point on the frontier chart).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LevelPoint {
+    pub level: f64,
+    pub passes_sla: bool,
+    pub output_tokens_per_s_per_gpu: f64,
+    pub e2e_tokens_per_s_per_user: Option<f64>,
+    pub ttft_ms_p50: Option<f64>,
+    pub usd_per_m_output_tokens: Option<f64>,
+    pub usd_per_m_input_tokens: Option<f64>,
+}
+
+/// A candidate at its SLA operating point.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OperatingPoint {
+    /// The highest simulated level that passes every gate.
+    pub level: f64,
+    /// `refined`: found by bisection between the sweep levels (each step simulated);
+    /// `sweep_level`: the highest sweep level, with no crossing to refine (every level passes:
+    /// the true point is at least this).
+    pub basis: String,
+    pub output_tokens_per_s: f64,
+    pub output_tokens_per_s_per_gpu: f64,
+    pub e2e_tokens_per_s_per_user: Option<f64>,
+    pub ttft_ms_p50: Option<f64>,
+    pub usd_per_m_output_tokens: Option<f64>,
+    pub usd_per_m_input_tokens: Option<f64>,
+    /// Clients (or req/s) the whole GPU budget serves: level x floor(max_gpus / num_gpus)
+    /// replicas of this candidate (N replicas behind round-robin serve N times one: tested in
+    /// tests/topology.rs).
+    pub level_in_budget: f64,
+}
+
+/// One candidate's result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CandidateResult {
+    #[serde(flatten)]
+    pub candidate: Candidate,
+    pub outcome: Outcome,
+}
+
+impl CandidateResult {
+    pub fn operating_point(&self) -> Option<&OperatingPoint> {
+        match &self.outcome {
+            Outcome::Evaluated {
+                operating_point, ..
+            } => operating_point.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// The cheap bound on what any level can give one user: a decode step of one sequence at
+/// context 1 is the fastest step that emits tokens (the step-time model grows with batch and
+/// context), and it emits at most 1 + k tokens (k = drafts with speculative decoding), so
+/// `e2e_tokens_per_s_per_user <= (1 + k) / t_min` and likewise output tok/s per user.
+pub fn tokens_per_s_per_user_bound(r: &ResolvedScenario) -> f64 {
+    let t = r.cost.breakdown_iter(std::iter::empty(), 1, 1).total();
+    let k = r
+        .engine
+        .spec
+        .as_ref()
+        .map_or(0, |s| s.num_speculative_tokens);
+    if t > 0.0 {
+        (1 + k) as f64 / t
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Evaluates one candidate: budget, capacity, the cheap bound (when `prune`), then the sweep
+/// and the refined operating point.
+pub fn evaluate(space: &SearchSpace, c: &Candidate, prune: bool) -> CandidateResult {
+    let outcome = evaluate_outcome(space, c, prune);
+    CandidateResult {
+        candidate: c.clone(),
+        outcome,
+    }
+}
+
+fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome {
+    if c.num_gpus > space.max_gpus {
+        return Outcome::Pruned {
+            stage: PruneStage::Budget,
+            reason: format!(
+                "needs {} GPUs (tp {} x dp {} x {} replicas), over the budget of {}",
+                c.num_gpus, c.tp, c.dp, c.replicas, space.max_gpus
+            ),
+        };
+    }
+    let r = match c.scenario.resolve() {
+        Ok(r) => r,
+        Err(e) => {
+            return Outcome::Pruned {
+                stage: PruneStage::Capacity,
+                reason: e.to_string(),
+            }
+        }
+    };
+    if !r.capacity.fits {
+        return Outcome::Pruned {
+            stage: PruneStage::Capacity,
+            reason: format!("does not start: {}", r.capacity.reason),
+        };
+    }
+    if prune {
+        let bound = tokens_per_s_per_user_bound(&r);
+        for g in &r.sweep.sla {
+            let per_user = g.metric == MetricId::from_name("e2e_tokens_per_s_per_user").unwrap()
+                || g.metric == MetricId::from_name("output_tokens_per_s_per_user").unwrap();
+            let hopeless = per_user
+                && match g.op {
+                    GateOp::Ge => bound < g.value,
+                    GateOp::Gt => bound <= g.value,
+                    _ => false,
+                };
+            if hopeless {
+                return Outcome::Pruned {
+                    stage: PruneStage::Bound,
+                    reason: format!(
+                        "even alone a request gets at most {bound:.1} tok/s (fastest step {:.2} ms), below the gate {} {}",
+                        1e3 * r.cost.breakdown_iter(std::iter::empty(), 1, 1).total(),
+                        g.metric.name(),
+                        g.value
+                    ),
+                };
+            }
+        }
+    }
+    let mut result = match r.run() {
+        Ok(x) => x,
+        Err(e) => {
+            return Outcome::Failed {
+                error: e.to_string(),
+            }
+        }
+    };
+    if let Err(e) = r.refine(&mut result, space.refine_steps) {
+        return Outcome::Failed {
+            error: e.to_string(),
+        };
+    }
+    let gpus = r.capacity.num_gpus;
+    let price = c.usd_per_gpu_hour;
+    let usd = |tps: f64| price.and_then(|p| cost::usd_per_million_tokens(gpus, p, tps));
+    let pass = |l: &LevelResult| r.sweep.sla.iter().all(|g| g.passes(l));
+    let levels: Vec<LevelPoint> = result
+        .levels
+        .iter()
+        .map(|l| LevelPoint {
+            level: l.level.value(),
+            passes_sla: pass(l),
+            output_tokens_per_s_per_gpu: l.output_tokens_per_s_per_gpu,
+            e2e_tokens_per_s_per_user: l.e2e_tokens_per_s_per_user,
+            ttft_ms_p50: l.ttft_ms.map(|d| d.p50),
+            usd_per_m_output_tokens: usd(l.output_tokens_per_s),
+            usd_per_m_input_tokens: usd(l.input_tokens_per_s),
+        })
+        .collect();
+    // The operating point: the refined highest passing level (re-simulated for its metrics
+    // when it is not a sweep level), else the highest passing sweep level when all pass.
+    let op_level: Option<(LevelResult, &str)> = match &result.refined_operating_point {
+        Some(rf) => {
+            let sweep_hit = result
+                .levels
+                .iter()
+                .find(|l| l.level.value() == rf.highest_passing && pass(l));
+            match sweep_hit {
+                Some(l) => Some((l.clone(), "refined")),
+                None => {
+                    let lvl = match result.levels.first().map(|l| l.level) {
+                        Some(Level::Concurrency(_)) => {
+                            Level::Concurrency(rf.highest_passing as u32)
+                        }
+                        _ => Level::RequestRate(rf.highest_passing),
+                    };
+                    match run_level_plan(&r.plan(), &r.workload, &r.sweep, lvl) {
+                        Ok((l, _, _)) if pass(&l) => Some((l, "refined")),
+                        Ok(_) => None,
+                        Err(e) => {
+                            return Outcome::Failed {
+                                error: e.to_string(),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        None => {
+            let all_pass = !result.levels.is_empty() && result.levels.iter().all(pass);
+            if all_pass {
+                result.levels.last().map(|l| (l.clone(), "sweep_level"))
+            } else {
+                // the first level already fails (or a later one passes without a crossing
+                // after it): the highest passing sweep level, if any
+                result
+                    .levels
+                    .iter()
+                    .rev()
+                    .find(|l| pass(l))
+                    .map(|l| (l.clone(), "sweep_level"))
+            }
+        }
+    };
+    let fit = (space.max_gpus / c.num_gpus.max(1)) as f64;
+    let operating_point = op_level.map(|(l, basis)| OperatingPoint {
+        level: l.level.value(),
+        basis: basis.to_string(),
+        output_tokens_per_s: l.output_tokens_per_s,
+        output_tokens_per_s_per_gpu: l.output_tokens_per_s_per_gpu,
+        e2e_tokens_per_s_per_user: l.e2e_tokens_per_s_per_user,
+        ttft_ms_p50: l.ttft_ms.map(|d| d.p50),
+        usd_per_m_output_tokens: usd(l.output_tokens_per_s),
+        usd_per_m_input_tokens: usd(l.input_tokens_per_s),
+        level_in_budget: l.level.value() * fit,
+    });
+    Outcome::Evaluated {
+        levels,
+        operating_point,
+    }
+}
+
+/// A point of the Pareto frontier: not beaten on both tok/s per user and tok/s per GPU by any
+/// other simulated level of any candidate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FrontierPoint {
+    pub candidate: usize,
+    pub level: f64,
+    pub e2e_tokens_per_s_per_user: f64,
+    pub output_tokens_per_s_per_gpu: f64,
+}
+
+/// Counts of pruned candidates by stage, and of failures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PruneSummary {
+    pub budget: usize,
+    pub capacity: usize,
+    pub bound: usize,
+    pub failed: usize,
+    pub evaluated: usize,
+}
+
+/// The search's answer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SearchReport {
+    pub sla: Vec<crate::sweep::RawGate>,
+    pub max_gpus: u32,
+    pub prices: BTreeMap<String, PriceUsed>,
+    pub summary: PruneSummary,
+    /// Candidates with an operating point, best first by output tok/s per GPU at it (ties: the
+    /// lower index).
+    pub ranking_by_throughput: Vec<usize>,
+    /// Candidates with an operating point and a price, cheapest first by $ per million output
+    /// tokens at it.
+    pub ranking_by_cost: Vec<usize>,
+    pub frontier: Vec<FrontierPoint>,
+    pub candidates: Vec<CandidateResult>,
+}
+
+impl SearchReport {
+    pub fn best_throughput(&self) -> Option<&CandidateResult> {
+        self.ranking_by_throughput
+            .first()
+            .map(|i| &self.candidates[*i])
+    }
+    pub fn best_cost(&self) -> Option<&CandidateResult> {
+        self.ranking_by_cost.first().map(|i| &self.candidates[*i])
+    }
+}
+
+/// Ranks the results (given in candidate order) and draws the frontier.
+pub fn assemble(space: &SearchSpace, mut results: Vec<CandidateResult>) -> SearchReport {
+    results.sort_by_key(|r| r.candidate.index);
+    let mut summary = PruneSummary::default();
+    for r in &results {
+        match &r.outcome {
+            Outcome::Pruned { stage, .. } => match stage {
+                PruneStage::Budget => summary.budget += 1,
+                PruneStage::Capacity => summary.capacity += 1,
+                PruneStage::Bound => summary.bound += 1,
+            },
+            Outcome::Failed { .. } => summary.failed += 1,
+            Outcome::Evaluated { .. } => summary.evaluated += 1,
+        }
+    }
+    let mut by_tput: Vec<(usize, f64)> = results
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            r.operating_point()
+                .map(|o| (i, o.output_tokens_per_s_per_gpu))
+        })
+        .collect();
+    by_tput.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut by_cost: Vec<(usize, f64)> = results
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            r.operating_point()
+                .and_then(|o| o.usd_per_m_output_tokens)
+                .map(|c| (i, c))
+        })
+        .collect();
+    by_cost.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+    // Frontier: every simulated level with both coordinates; sorted by tok/s per user
+    // descending (ties: tok/s per GPU descending, then index), a point is on the frontier when
+    // its tok/s per GPU beats every point before it.
+    let mut pts: Vec<FrontierPoint> = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        if let Outcome::Evaluated { levels, .. } = &r.outcome {
+            for l in levels {
+                if let Some(u) = l.e2e_tokens_per_s_per_user {
+                    if u.is_finite() && l.output_tokens_per_s_per_gpu.is_finite() {
+                        pts.push(FrontierPoint {
+                            candidate: i,
+                            level: l.level,
+                            e2e_tokens_per_s_per_user: u,
+                            output_tokens_per_s_per_gpu: l.output_tokens_per_s_per_gpu,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    pts.sort_by(|a, b| {
+        b.e2e_tokens_per_s_per_user
+            .total_cmp(&a.e2e_tokens_per_s_per_user)
+            .then(
+                b.output_tokens_per_s_per_gpu
+                    .total_cmp(&a.output_tokens_per_s_per_gpu),
+            )
+            .then(a.candidate.cmp(&b.candidate))
+    });
+    let mut frontier = Vec::new();
+    let mut best = f64::NEG_INFINITY;
+    for p in pts {
+        if p.output_tokens_per_s_per_gpu > best {
+            best = p.output_tokens_per_s_per_gpu;
+            frontier.push(p);
+        }
+    }
+    SearchReport {
+        sla: space.sla.clone(),
+        max_gpus: space.max_gpus,
+        prices: space.prices.clone(),
+        summary,
+        ranking_by_throughput: by_tput.into_iter().map(|x| x.0).collect(),
+        ranking_by_cost: by_cost.into_iter().map(|x| x.0).collect(),
+        frontier,
+        candidates: results,
+    }
+}
+
+/// The whole search, one candidate after another (the page's worker and tests; the CLI runs
+/// candidates on threads and calls [`assemble`]).
+pub fn run(space: &SearchSpace, prune: bool) -> SearchReport {
+    let results = space
+        .candidates
+        .iter()
+        .map(|c| evaluate(space, c, prune))
+        .collect();
+    assemble(space, results)
+}

@@ -1,0 +1,228 @@
+//! Configuration search (issue 14): the best candidate is never beaten by any candidate it
+//! evaluated; pruning never drops a candidate that would have passed (against the unpruned
+//! search on a small space); costs follow the formula; each candidate reruns as a normal
+//! scenario with the same numbers; the frontier is undominated; bad options are refused naming
+//! the field.
+
+use servesim_core::scenario::Scenario;
+use servesim_core::search::{self, Outcome, PruneStage, RawSearch};
+use servesim_core::sweep::{GateOp, RawGate};
+
+fn base(gate_tok_s_user: f64) -> Scenario {
+    let mut s = Scenario::default_scenario();
+    s.sweep.concurrency = Some(vec![1.0, 8.0, 32.0, 128.0]);
+    s.sweep.duration_s = Some(20.0);
+    s.sweep.warmup_s = Some(2.0);
+    s.sweep.sla = vec![
+        RawGate {
+            metric: "e2e_tokens_per_s_per_user".into(),
+            op: GateOp::Ge,
+            value: gate_tok_s_user,
+        },
+        RawGate {
+            metric: "ttft_ms_p50".into(),
+            op: GateOp::Lt,
+            value: 5000.0,
+        },
+    ];
+    s
+}
+
+fn small(gate: f64) -> RawSearch {
+    RawSearch {
+        base: base(gate),
+        gpus: Some(vec!["H100-SXM".into(), "A100-80GB".into()]),
+        max_gpus: 2,
+        tp: Some(vec![1, 2, 4]),
+        dp: None,
+        expert_parallel: None,
+        replicas: None,
+        speculative: None,
+        kv_cache_dtypes: None,
+        max_num_seqs: None,
+        gpu_hour_usd: [("A100-80GB".to_string(), 1.79)].into_iter().collect(),
+        refine_steps: Some(3),
+    }
+}
+
+#[test]
+fn pruning_never_drops_a_candidate_that_would_pass_and_the_best_is_never_beaten() {
+    // A demanding per-user gate: the slowest layouts cannot reach it even alone.
+    let raw = small(130.0);
+    let space = raw.validate().unwrap();
+    assert_eq!(space.candidates.len(), 6);
+    let pruned = search::run(&space, true);
+    let full = search::run(&space, false);
+    assert_eq!(pruned.summary.budget, 2, "{:?}", pruned.summary); // TP4 on a 2-GPU budget
+    assert!(pruned.summary.bound >= 1, "{:?}", pruned.summary);
+    for (p, f) in pruned.candidates.iter().zip(&full.candidates) {
+        match &p.outcome {
+            Outcome::Pruned {
+                stage: PruneStage::Bound,
+                ..
+            } => assert!(
+                f.operating_point().is_none(),
+                "{}: pruned by the bound but passes unpruned",
+                p.candidate.label
+            ),
+            _ => assert_eq!(p, f, "{}", p.candidate.label),
+        }
+    }
+    assert_eq!(pruned.ranking_by_throughput, full.ranking_by_throughput);
+    // the best is never beaten by an evaluated candidate
+    let best = pruned.best_throughput().expect("a candidate passes");
+    let b = best.operating_point().unwrap().output_tokens_per_s_per_gpu;
+    for c in &pruned.candidates {
+        if let Some(o) = c.operating_point() {
+            assert!(o.output_tokens_per_s_per_gpu <= b, "{}", c.candidate.label);
+        }
+    }
+    let cheapest = pruned.best_cost().unwrap();
+    let cc = cheapest
+        .operating_point()
+        .unwrap()
+        .usd_per_m_output_tokens
+        .unwrap();
+    for c in &pruned.candidates {
+        if let Some(x) = c.operating_point().and_then(|o| o.usd_per_m_output_tokens) {
+            assert!(x >= cc, "{}", c.candidate.label);
+        }
+    }
+}
+
+#[test]
+fn costs_follow_the_formula_and_candidates_rerun_as_scenarios() {
+    let raw = small(30.0);
+    let space = raw.validate().unwrap();
+    let rep = search::run(&space, true);
+    let mut checked = 0;
+    for c in &rep.candidates {
+        let Outcome::Evaluated {
+            levels,
+            operating_point,
+        } = &c.outcome
+        else {
+            continue;
+        };
+        let price = c.candidate.usd_per_gpu_hour.unwrap();
+        assert_eq!(
+            price,
+            if c.candidate.gpu == "A100-80GB" {
+                1.79
+            } else {
+                2.69
+            }
+        );
+        if let Some(o) = operating_point {
+            let want = c.candidate.num_gpus as f64 * price / (o.output_tokens_per_s * 3600.0) * 1e6;
+            let got = o.usd_per_m_output_tokens.unwrap();
+            assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+            assert_eq!(
+                o.level_in_budget,
+                o.level * (2 / c.candidate.num_gpus) as f64
+            );
+        }
+        // the candidate's own scenario, run as a normal sweep, gives the same levels
+        let r = c.candidate.scenario.resolve().unwrap();
+        let res = r.run().unwrap();
+        assert_eq!(res.levels.len(), levels.len());
+        for (a, b) in res.levels.iter().zip(levels) {
+            assert_eq!(a.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_gpu);
+            assert_eq!(a.e2e_tokens_per_s_per_user, b.e2e_tokens_per_s_per_user);
+        }
+        checked += 1;
+    }
+    assert!(checked >= 3, "{checked}");
+    // the frontier: no simulated level beats a frontier point on both axes
+    assert!(!rep.frontier.is_empty());
+    for f in &rep.frontier {
+        for c in &rep.candidates {
+            if let Outcome::Evaluated { levels, .. } = &c.outcome {
+                for l in levels {
+                    if let Some(u) = l.e2e_tokens_per_s_per_user {
+                        assert!(
+                            !(u > f.e2e_tokens_per_s_per_user
+                                && l.output_tokens_per_s_per_gpu > f.output_tokens_per_s_per_gpu),
+                            "{f:?} dominated by {} level {}",
+                            c.candidate.label,
+                            l.level
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_options_are_refused_naming_the_field() {
+    let mut r = small(50.0);
+    r.expert_parallel = Some(vec![true]);
+    let e = r.validate().unwrap_err();
+    assert_eq!(e.field, "expert_parallel", "{e}");
+    let mut r = small(50.0);
+    r.speculative = Some(vec![true]);
+    assert_eq!(r.validate().unwrap_err().field, "speculative");
+    let mut r = small(50.0);
+    r.max_gpus = 0;
+    assert_eq!(r.validate().unwrap_err().field, "max_gpus");
+    let mut r = small(50.0);
+    r.tp = Some((1..=64).collect());
+    r.max_num_seqs = Some((1..=40).collect());
+    let e = r.validate().unwrap_err();
+    assert!(e.to_string().contains("candidates"), "{e}");
+    let mut r = small(50.0);
+    r.gpus = Some(vec!["H9000".into()]);
+    assert_eq!(r.validate().unwrap_err().field, "gpus");
+    let mut r = small(50.0);
+    r.gpu_hour_usd.insert("H100-SXM".into(), -1.0);
+    assert!(r.validate().unwrap_err().field.starts_with("gpu_hour_usd"));
+}
+
+#[test]
+fn a_moe_model_tries_expert_parallelism_and_a_spec_base_tries_both() {
+    let mut sb = base(30.0);
+    sb.engine.speculative_config =
+        Some(serde_json::from_str(r#"{"method": "ngram", "num_speculative_tokens": 3}"#).unwrap());
+    sb.engine.speculative_acceptance =
+        Some(serde_json::from_str(r#"{"mean_acceptance_length": 2.0}"#).unwrap());
+    let mut raw = small(30.0);
+    raw.base = sb;
+    raw.gpus = None;
+    raw.tp = Some(vec![1]);
+    let space = raw.validate().unwrap();
+    let specs: Vec<bool> = space.candidates.iter().map(|c| c.speculative).collect();
+    assert_eq!(specs, [false, true]);
+    assert!(space.candidates[0]
+        .scenario
+        .engine
+        .speculative_config
+        .is_none());
+    assert!(space.candidates[1]
+        .scenario
+        .resolve()
+        .unwrap()
+        .engine
+        .spec
+        .is_some());
+
+    let mut b = base(30.0);
+    b.model = servesim_core::scenario::ModelRef::Catalog("Qwen/Qwen3-30B-A3B".into());
+    let raw = RawSearch {
+        base: b,
+        gpus: None,
+        max_gpus: 2,
+        tp: Some(vec![2]),
+        dp: None,
+        expert_parallel: None,
+        replicas: None,
+        speculative: None,
+        kv_cache_dtypes: None,
+        max_num_seqs: None,
+        gpu_hour_usd: Default::default(),
+        refine_steps: None,
+    };
+    let space = raw.validate().unwrap();
+    let eps: Vec<u32> = space.candidates.iter().map(|c| c.ep).collect();
+    assert_eq!(eps, [1, 2]);
+}
