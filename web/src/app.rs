@@ -48,7 +48,12 @@ thread_local! {
 #[derive(Clone, Debug, PartialEq)]
 enum RunStatus {
     Idle,
-    Running { done: usize, levels: usize },
+    Running {
+        done: usize,
+        levels: usize,
+    },
+    /// Every level ran; the SLA operating point is being refined (at most this many runs).
+    Refining(usize),
     Cancelling,
     Done,
     Cancelled,
@@ -65,6 +70,10 @@ struct State {
     status: RwSignal<RunStatus>,
     rows: RwSignal<Vec<LevelResult>>,
     op: RwSignal<Option<OperatingPoint>>,
+    /// The operating point refined by simulation (or why the refinement failed).
+    refined: RwSignal<Option<Result<servesim_core::sla_refine::Refinement, String>>>,
+    /// Set while the worker refines (its step budget).
+    refining: RwSignal<Option<usize>>,
     /// The levels of the current run (sorted, as the worker runs them).
     levels: RwSignal<Vec<Level>>,
     /// The core's `SweepReport` JSON and the CSV of the last finished (or cancelled) run.
@@ -227,12 +236,22 @@ fn spawn_worker(st: State) {
                 st.level_frac.set(1.0);
                 st.rows.update(|r| r.push(*result))
             }
+            FromWorker::Refining { max_steps, .. } => {
+                st.refining.set(Some(max_steps));
+                if st.status.get_untracked() != RunStatus::Cancelling {
+                    st.status.set(RunStatus::Refining(max_steps));
+                }
+            }
             FromWorker::Done {
                 operating_point,
+                refined,
+                refine_error,
                 report,
                 csv,
                 ..
             } => {
+                st.refining.set(None);
+                st.refined.set(refined.map(Ok).or(refine_error.map(Err)));
                 st.op.set(operating_point);
                 st.report.set(Some((report, csv)));
                 st.status.set(RunStatus::Done);
@@ -270,7 +289,10 @@ fn worker_lost(st: State, what: &str) {
     PENDING.with(|p| *p.borrow_mut() = None);
     READY.with(|r| r.set(false));
     let status = st.status.get_untracked();
-    if matches!(status, RunStatus::Running { .. } | RunStatus::Cancelling) {
+    if matches!(
+        status,
+        RunStatus::Running { .. } | RunStatus::Refining(_) | RunStatus::Cancelling
+    ) {
         // Late messages of the dead run (none should come) are ignored from here on.
         st.run_id.update(|id| *id += 1);
         let at = match status {
@@ -307,6 +329,8 @@ fn start_run(st: State) {
     st.run_id.set(id);
     st.rows.set(Vec::new());
     st.op.set(None);
+    st.refined.set(None);
+    st.refining.set(None);
     st.report.set(None);
     st.levels.set(Vec::new());
     st.elapsed_ms.set(None);
@@ -451,6 +475,8 @@ fn App() -> impl IntoView {
         status: RwSignal::new(RunStatus::Idle),
         rows: RwSignal::new(Vec::new()),
         op: RwSignal::new(None),
+        refined: RwSignal::new(None),
+        refining: RwSignal::new(None),
         levels: RwSignal::new(Vec::new()),
         report: RwSignal::new(None),
         results_for,
@@ -469,9 +495,14 @@ fn App() -> impl IntoView {
     // A running sweep whose worker has gone silent is reported and the worker replaced.
     set_interval(
         move || {
-            let running = matches!(st.status.get_untracked(), RunStatus::Running { .. });
+            // Refining runs up to `k` levels without progress messages: allow each the time.
+            let limit = match st.status.get_untracked() {
+                RunStatus::Running { .. } => Some(STALL_MS),
+                RunStatus::Refining(k) => Some(STALL_MS * (k as f64 + 1.0)),
+                _ => None,
+            };
             let silent = browser::now_ms() - LAST_HEARD.with(|l| l.get());
-            if running && silent > STALL_MS {
+            if limit.is_some_and(|l| silent > l) {
                 worker_lost(
                     st,
                     &format!("sent no progress for {:.0} s", STALL_MS / 1000.0),
@@ -585,7 +616,7 @@ fn StaleBanner(st: State) -> impl IntoView {
     let running = move || {
         matches!(
             st.status.get(),
-            RunStatus::Running { .. } | RunStatus::Cancelling
+            RunStatus::Running { .. } | RunStatus::Refining(_) | RunStatus::Cancelling
         )
     };
     view! {
@@ -1198,7 +1229,7 @@ fn RunPanel(st: State) -> impl IntoView {
     let running = move || {
         matches!(
             st.status.get(),
-            RunStatus::Running { .. } | RunStatus::Cancelling
+            RunStatus::Running { .. } | RunStatus::Refining(_) | RunStatus::Cancelling
         )
     };
     let sweep_frac = move || match st.status.get() {
@@ -1206,7 +1237,7 @@ fn RunPanel(st: State) -> impl IntoView {
             sweep_fraction(done, levels) + st.level_frac.get() / levels as f64
         }
         RunStatus::Running { done, levels } => sweep_fraction(done, levels),
-        RunStatus::Done => 1.0,
+        RunStatus::Done | RunStatus::Refining(_) => 1.0,
         _ => 0.0,
     };
     let level_frac = move || match st.status.get() {
@@ -1228,6 +1259,9 @@ fn RunPanel(st: State) -> impl IntoView {
                 done + 1,
                 l.unwrap_or_default()
             )
+        }
+        RunStatus::Refining(k) => {
+            format!("Refining the SLA operating point by simulation (at most {k} more levels)…")
         }
         RunStatus::Cancelling => "Cancelling…".into(),
         RunStatus::Done => match st.elapsed_ms.get() {
@@ -1277,9 +1311,20 @@ fn RunPanel(st: State) -> impl IntoView {
                 let crossing = o.crossing.as_ref().map(|c| format!(
                     "The gates are crossed between {} and {} (interpolated in log(level)).",
                     lv(c.lower), lv(c.upper)));
+                let refined = st.refined.get().map(|r| match r {
+                    Ok(r) => view! {
+                        <p id="op-refined"><strong>{format!("Refined by simulation ({} extra run{}): ", r.steps.len(), if r.steps.len() == 1 { "" } else { "s" })}</strong>
+                            {format!("{} = {}{} passes every gate, {} = {}{} fails → {} output tok/s per GPU.",
+                                what.0, lv(r.highest_passing), what.1, what.0, lv(r.lowest_failing), what.1,
+                                fmt_num(r.highest_passing_output_tokens_per_s_per_gpu))}</p>
+                    }.into_any(),
+                    Err(e) => view! { <p id="op-refined" class="error-text">{format!("Could not refine by simulation: {e}")}</p> }.into_any(),
+                });
+                let headline = if o.crossing.is_some() { format!("{headline} (interpolated)") } else { headline };
                 view! {
                     <div id="operating-point" class="op" class:stale=move || st.stale.get() title=format!("servesim: {}", o.summary)>
                         <p><strong>"SLA operating point: "</strong><span id="op-summary">{headline}</span></p>
+                        {refined}
                         <p class="muted">{passing.unwrap_or_else(|| "No level passes every gate.".into())}" "{crossing}</p>
                     </div>
                 }

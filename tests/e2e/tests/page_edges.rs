@@ -503,3 +503,52 @@ async fn a_pasted_vllm_serve_command_fills_the_form_and_its_link_reopens_it() {
     assert!(serve.contains("--tensor-parallel-size 8"), "{serve}");
     assert_eq!(reopened, fields, "the link reopens the pasted scenario");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sla_operating_point_is_refined_by_simulation_between_the_levels() {
+    use servesim_web::core_api::{fragment_for, Scenario};
+    // A gate halfway between the per-user speeds simulated at C = 4 and C = 64 (natively), so
+    // the crossing lies between the two levels and bisection has room.
+    let mut s = Scenario::default_scenario();
+    s.sweep.concurrency = Some(vec![4.0, 64.0]);
+    s.sweep.duration_s = Some(20.0);
+    s.sweep.warmup_s = Some(2.0);
+    let plain = s.resolve().unwrap().run().unwrap();
+    let speed = |i: usize| plain.levels[i].e2e_tokens_per_s_per_user.unwrap();
+    let gate = (speed(0) + speed(1)) / 2.0;
+    s.sweep.sla =
+        servesim_web::form::parse_sla(&format!("e2e_tokens_per_s_per_user>={gate}")).unwrap();
+    let frag = fragment_for(&s);
+    let (refined, summary, report, link) = with_browser("refine", |c, base| async move {
+        let r = async {
+            c.goto(&format!("{base}#{frag}")).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            let link = c.current_url().await?.to_string();
+            let (_, report, _) = run_and_report(&c, 120).await?;
+            let refined = wait_text(&c, "#op-refined").await?;
+            let summary = wait_text(&c, "#op-summary").await?;
+            Ok((refined, summary, report, link))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert!(refined.starts_with("Refined by simulation ("), "{refined}");
+    assert!(refined.contains("extra run"), "{refined}");
+    assert!(summary.ends_with("(interpolated)"), "{summary}");
+    let v: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let r = &v["refined_operating_point"];
+    let (lo, hi) = (
+        r["highest_passing"].as_f64().unwrap(),
+        r["lowest_failing"].as_f64().unwrap(),
+    );
+    assert!((4.0..64.0).contains(&lo) && hi <= 64.0 && lo < hi, "{r}");
+    assert!(
+        refined.contains(&format!("C = {} passes", lo as u64)),
+        "{refined} vs {r}"
+    );
+    assert!(
+        report == native_report_of_link(&link),
+        "the page's report equals `servesim sweep --json --refine-sla 8`"
+    );
+}

@@ -209,6 +209,7 @@ fn ensure_worker(cs: CompareState) -> Result<(), String> {
             | FromWorker::Level { .. }
             | FromWorker::Parsed { .. }
             | FromWorker::Commands { .. }
+            | FromWorker::Refining { .. }
             | FromWorker::Done { .. } => {}
         }
     });

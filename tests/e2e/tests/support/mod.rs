@@ -330,7 +330,7 @@ pub async fn run_and_report(c: &Client, secs: u64) -> Res<(String, String, f64)>
     Ok((status, report, ms.parse().unwrap_or(f64::NAN)))
 }
 
-/// What `servesim sweep --scenario S --json` prints for the scenario in a page link: the
+/// What `servesim sweep --scenario S --json --refine-sla 8` prints for the scenario in a page link: the
 /// scenario JSON decoded from the link, then the core's resolve -> run -> SweepReport (the
 /// CLI's code path, natively).
 pub fn native_report_of_link(link: &str) -> String {
@@ -340,7 +340,10 @@ pub fn native_report_of_link(link: &str) -> String {
     let json = servesim_core::share::decode(code).expect("the link decodes");
     let s = Scenario::from_json(&json).expect("the link carries a scenario");
     let r = s.resolve().expect("it resolves");
-    let result = r.run().expect("it runs");
+    let mut result = r.run().expect("it runs");
+    // The page refines the SLA operating point: `--refine-sla 8`.
+    r.refine(&mut result, servesim_web::protocol::REFINE_STEPS)
+        .expect("it refines");
     SweepReport::new(&s, &r, &result).to_json_pretty()
 }
 
