@@ -181,7 +181,7 @@ pub(super) fn CommandBox(st: State) -> impl IntoView {
         });
     };
     view! {
-        <details class="advanced" id="vllm-command-box">
+        <details class="tool-box" id="vllm-command-box">
             <summary>"vLLM command: paste one, or copy this scenario's"</summary>
             <div class="field">
                 <label for="vllm-command">"Paste a vllm serve command (also python -m vllm.entrypoints.openai.api_server, docker run … vllm/vllm-openai, environment variables in front)"</label>
