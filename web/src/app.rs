@@ -17,6 +17,7 @@ use std::cell::{Cell, RefCell};
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
 
+mod command_ui;
 mod topology_ui;
 use wasm_bindgen::JsCast;
 use web_sys::{MessageEvent, Worker};
@@ -27,6 +28,10 @@ const THEME_KEY: &str = "servesim.theme";
 const HISTORY_PUSH_MS: f64 = 1500.0;
 /// How long a cancelled worker may take to acknowledge before it is terminated.
 const CANCEL_GRACE_MS: u64 = 400;
+/// A running sweep whose worker sends nothing (no level, no `LevelProgress`) for this long is
+/// taken for dead: the worker sends progress every `sweep::PROGRESS_EVERY_EVENTS` simulated
+/// events, far more often than this (docs/web.md "A worker that dies").
+const STALL_MS: f64 = 30_000.0;
 
 thread_local! {
     static WORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
@@ -34,12 +39,21 @@ thread_local! {
     /// The worker has said `ready` (messages posted before that are lost, so they wait).
     static READY: Cell<bool> = const { Cell::new(false) };
     static LAST_PUSH: Cell<f64> = const { Cell::new(f64::NEG_INFINITY) };
+    /// When the current worker last sent anything (or the run started), for the stall check.
+    static LAST_HEARD: Cell<f64> = const { Cell::new(0.0) };
+    /// Which worker is current: events of a terminated one are ignored.
+    static WORKER_GEN: Cell<u32> = const { Cell::new(0) };
 }
 
 #[derive(Clone, Debug, PartialEq)]
 enum RunStatus {
     Idle,
-    Running { done: usize, levels: usize },
+    Running {
+        done: usize,
+        levels: usize,
+    },
+    /// Every level ran; the SLA operating point is being refined (at most this many runs).
+    Refining(usize),
     Cancelling,
     Done,
     Cancelled,
@@ -56,12 +70,23 @@ struct State {
     status: RwSignal<RunStatus>,
     rows: RwSignal<Vec<LevelResult>>,
     op: RwSignal<Option<OperatingPoint>>,
+    /// The operating point refined by simulation (or why the refinement failed).
+    refined: RwSignal<Option<Result<servesim_core::sla_refine::Refinement, String>>>,
+    /// Set while the worker refines (its step budget).
+    refining: RwSignal<Option<usize>>,
     /// The levels of the current run (sorted, as the worker runs them).
     levels: RwSignal<Vec<Level>>,
     /// The core's `SweepReport` JSON and the CSV of the last finished (or cancelled) run.
     report: RwSignal<Option<(String, String)>>,
     results_for: RwSignal<Option<Scenario>>,
+    /// The results on screen are for another scenario than the form's (or the form is invalid).
+    stale: Memo<bool>,
     notice: RwSignal<Option<String>>,
+    /// A link that could not be opened: its fragment (kept in the address bar and offered for
+    /// editing until the form changes) and the decoder's message.
+    damaged: RwSignal<Option<(String, String)>>,
+    /// The TTFT and ITL charts use a logarithmic y axis.
+    log_latency: RwSignal<bool>,
     theme: RwSignal<String>,
     recent: RwSignal<Vec<Recent>>,
     started_ms: RwSignal<f64>,
@@ -75,6 +100,13 @@ struct State {
 pub fn start() {
     console_error_panic_hook::set_once();
     leptos::mount::mount_to_body(App);
+    // The loading indicator of index.html has done its job.
+    if let Some(el) = browser::window()
+        .document()
+        .and_then(|d| d.get_element_by_id("loading"))
+    {
+        el.remove();
+    }
 }
 
 fn load_recent() -> Vec<Recent> {
@@ -83,17 +115,23 @@ fn load_recent() -> Vec<Recent> {
         .unwrap_or_default()
 }
 
-/// The scenario in the URL, or the default with a message when the link is damaged.
-fn initial_form(notice: &mut Option<String>) -> Form {
-    match core_api::scenario_from_fragment(
-        &crate::compare_ui::link::scenario_part(&browser::hash()),
-    ) {
+/// The message shown for a link that could not be opened.
+fn damaged_notice(e: &str) -> String {
+    format!(
+        "This link could not be opened: {e}. Showing the default scenario until the link is fixed \
+         (edit it below) or the form is changed."
+    )
+}
+
+/// The scenario in the URL, or the default when the link is damaged (then `damaged` holds the
+/// fragment and the decoder's message).
+fn initial_form(damaged: &mut Option<(String, String)>) -> Form {
+    let hash = browser::hash();
+    match core_api::scenario_from_fragment(&crate::compare_ui::link::scenario_part(&hash)) {
         Ok(Some(s)) => Form::from_scenario(&s),
         Ok(None) => Form::from_scenario(&Scenario::default_scenario()),
         Err(e) => {
-            *notice = Some(format!(
-                "This link could not be opened: {e}. Showing the default scenario instead."
-            ));
+            *damaged = Some((hash, e.to_string()));
             Form::from_scenario(&Scenario::default_scenario())
         }
     }
@@ -121,7 +159,37 @@ fn spawn_worker(st: State) {
             return;
         }
     };
+    let gen = WORKER_GEN.with(|g| {
+        g.set(g.get().wrapping_add(1));
+        g.get()
+    });
+    let current = move || WORKER_GEN.with(|g| g.get()) == gen;
+    let onerror = Closure::<dyn Fn(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+        ev.prevent_default();
+        if current() {
+            let what = ev.message();
+            let what = if what.is_empty() {
+                "an error".to_string()
+            } else {
+                what
+            };
+            worker_lost(st, &format!("stopped with {what}"));
+        }
+    });
+    worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
+    onerror.forget();
+    let onmessageerror = Closure::<dyn Fn(MessageEvent)>::new(move |_: MessageEvent| {
+        if current() {
+            worker_lost(st, "sent a message that could not be read");
+        }
+    });
+    worker.set_onmessageerror(Some(onmessageerror.as_ref().unchecked_ref()));
+    onmessageerror.forget();
     let onmessage = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {
+        if !current() {
+            return;
+        }
+        LAST_HEARD.with(|l| l.set(browser::now_ms()));
         let Some(text) = ev.data().as_string() else {
             return;
         };
@@ -168,12 +236,22 @@ fn spawn_worker(st: State) {
                 st.level_frac.set(1.0);
                 st.rows.update(|r| r.push(*result))
             }
+            FromWorker::Refining { max_steps, .. } => {
+                st.refining.set(Some(max_steps));
+                if st.status.get_untracked() != RunStatus::Cancelling {
+                    st.status.set(RunStatus::Refining(max_steps));
+                }
+            }
             FromWorker::Done {
                 operating_point,
+                refined,
+                refine_error,
                 report,
                 csv,
                 ..
             } => {
+                st.refining.set(None);
+                st.refined.set(refined.map(Ok).or(refine_error.map(Err)));
                 st.op.set(operating_point);
                 st.report.set(Some((report, csv)));
                 st.status.set(RunStatus::Done);
@@ -185,14 +263,62 @@ fn spawn_worker(st: State) {
                 st.status.set(RunStatus::Cancelled)
             }
             FromWorker::Error { message, .. } => st.status.set(RunStatus::Failed(message)),
-            // Answers to the comparison's `Predict` (it has its own worker instance).
-            FromWorker::Ready | FromWorker::Predicted { .. } => {}
+            // Answers to the comparison's `Predict` and to the command box (each has its own
+            // worker instance).
+            FromWorker::Ready
+            | FromWorker::Predicted { .. }
+            | FromWorker::Parsed { .. }
+            | FromWorker::Commands { .. } => {}
         }
     });
     worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     onmessage.forget();
     READY.with(|r| r.set(false));
     WORKER.with(|w| *w.borrow_mut() = Some(worker));
+}
+
+/// The worker died (an uncaught error such as a wasm trap when it runs out of memory, an
+/// unreadable message, or no progress for [`STALL_MS`]): a running sweep fails with what to
+/// change, the worker is terminated and a fresh one started so the next Run works.
+fn worker_lost(st: State, what: &str) {
+    WORKER.with(|w| {
+        if let Some(w) = w.borrow_mut().take() {
+            w.terminate();
+        }
+    });
+    PENDING.with(|p| *p.borrow_mut() = None);
+    READY.with(|r| r.set(false));
+    let status = st.status.get_untracked();
+    if matches!(
+        status,
+        RunStatus::Running { .. } | RunStatus::Refining(_) | RunStatus::Cancelling
+    ) {
+        // Late messages of the dead run (none should come) are ignored from here on.
+        st.run_id.update(|id| *id += 1);
+        let at = match status {
+            RunStatus::Running { done, levels } if levels > 0 => {
+                let l = st.levels.with(|l| l.get(done).map(table::fmt_level));
+                format!(
+                    " during level {} of {levels}{}",
+                    done + 1,
+                    l.map(|l| format!(" ({l})")).unwrap_or_default()
+                )
+            }
+            _ => String::new(),
+        };
+        st.status
+            .set(RunStatus::Failed(worker_lost_message(what, &at)));
+    }
+    spawn_worker(st);
+}
+
+/// The run status after the worker died: what happened and what to change.
+fn worker_lost_message(what: &str, at: &str) -> String {
+    format!(
+        "the sweep worker {what}{at}. This usually means the run needed more memory than the \
+         browser gives a worker: use fewer or lower levels, fewer requests per level or a shorter \
+         simulated duration, then Run again (a fresh worker has been started)."
+    )
 }
 
 fn start_run(st: State) {
@@ -203,12 +329,15 @@ fn start_run(st: State) {
     st.run_id.set(id);
     st.rows.set(Vec::new());
     st.op.set(None);
+    st.refined.set(None);
+    st.refining.set(None);
     st.report.set(None);
     st.levels.set(Vec::new());
     st.elapsed_ms.set(None);
     st.started_ms.set(browser::now_ms());
     st.results_for.set(Some(s.clone()));
     st.status.set(RunStatus::Running { done: 0, levels: 0 });
+    LAST_HEARD.with(|l| l.set(browser::now_ms()));
     // Only scenarios a link can carry go to the recent list (it stores their links).
     if let core_api::ShareLink::Fits(fragment) = core_api::share_link(&s) {
         st.recent.update(|l| {
@@ -261,16 +390,34 @@ fn load_fragment(st: State, frag: &str) {
                 st.form.set(f);
             }
             st.notice.set(None);
+            st.damaged.set(None);
         }
         Ok(None) => {}
         Err(e) => {
-            st.notice.set(Some(format!(
-                "This link could not be opened: {e}. Showing the default scenario instead."
-            )));
+            st.notice.set(Some(damaged_notice(&e.to_string())));
+            st.damaged.set(Some((frag.to_string(), e.to_string())));
             st.form
                 .set(Form::from_scenario(&Scenario::default_scenario()));
         }
     }
+}
+
+/// The fragment of a link as pasted: a whole URL (`…#s=v1.…`), `#s=…` or `s=…`.
+fn fragment_of_pasted(text: &str) -> String {
+    let t = text.trim();
+    match t.split_once('#') {
+        Some((_, f)) => f.to_string(),
+        None => t.to_string(),
+    }
+}
+
+/// True while a damaged link is shown and the form is still the default it fell back to: the
+/// address bar keeps the damaged link so the user can fix it.
+fn holding_damaged_link(st: State) -> bool {
+    st.damaged.with_untracked(|d| d.is_some())
+        && st
+            .form
+            .with_untracked(|f| *f == Form::from_scenario(&Scenario::default_scenario()))
 }
 
 fn effective_theme(choice: &str) -> Theme {
@@ -284,8 +431,11 @@ fn effective_theme(choice: &str) -> Theme {
 
 #[component]
 fn App() -> impl IntoView {
-    let mut notice0 = None;
-    let form = RwSignal::new(initial_form(&mut notice0));
+    let mut damaged0 = None;
+    let form = RwSignal::new(initial_form(&mut damaged0));
+    let notice0 = damaged0
+        .as_ref()
+        .map(|(_, e): &(String, String)| damaged_notice(e));
     let scenario = Memo::new(move |_| {
         form.with(|f| {
             f.to_scenario().and_then(|s| {
@@ -307,6 +457,13 @@ fn App() -> impl IntoView {
                 .unwrap_or_default()
         })
     });
+    let results_for = RwSignal::new(None::<Scenario>);
+    let stale = Memo::new(move |_| {
+        results_for.with(|r| {
+            r.as_ref()
+                .is_some_and(|r| scenario.with(|s| s.as_ref().ok() != Some(r)))
+        })
+    });
     let theme0 = browser::storage_get(THEME_KEY).unwrap_or_else(|| "auto".into());
     browser::apply_theme(&theme0);
     let st = State {
@@ -318,10 +475,15 @@ fn App() -> impl IntoView {
         status: RwSignal::new(RunStatus::Idle),
         rows: RwSignal::new(Vec::new()),
         op: RwSignal::new(None),
+        refined: RwSignal::new(None),
+        refining: RwSignal::new(None),
         levels: RwSignal::new(Vec::new()),
         report: RwSignal::new(None),
-        results_for: RwSignal::new(None),
-        notice: RwSignal::new(notice0.clone()),
+        results_for,
+        stale,
+        notice: RwSignal::new(notice0),
+        damaged: RwSignal::new(damaged0),
+        log_latency: RwSignal::new(false),
         theme: RwSignal::new(theme0),
         recent: RwSignal::new(load_recent()),
         started_ms: RwSignal::new(0.0),
@@ -330,10 +492,32 @@ fn App() -> impl IntoView {
         compare: crate::compare_ui::CompareState::new(),
     };
     spawn_worker(st);
+    // A running sweep whose worker has gone silent is reported and the worker replaced.
+    set_interval(
+        move || {
+            // Refining runs up to `k` levels without progress messages: allow each the time.
+            let limit = match st.status.get_untracked() {
+                RunStatus::Running { .. } => Some(STALL_MS),
+                RunStatus::Refining(k) => Some(STALL_MS * (k as f64 + 1.0)),
+                _ => None,
+            };
+            let silent = browser::now_ms() - LAST_HEARD.with(|l| l.get());
+            if limit.is_some_and(|l| silent > l) {
+                worker_lost(
+                    st,
+                    &format!("sent no progress for {:.0} s", STALL_MS / 1000.0),
+                );
+            }
+        },
+        Duration::from_secs(1),
+    );
 
-    // The URL fragment follows the scenario; a damaged link is replaced by the default's.
+    // The URL fragment follows the scenario; a damaged link stays until the form changes.
     Effect::new(move |prev: Option<()>| {
         if let Ok(s) = scenario.get() {
+            if holding_damaged_link(st) {
+                return;
+            }
             // A scenario the link cannot carry (a large trace) leaves no fragment: a link that
             // cannot be reopened is never made (the Copy link card offers the file instead).
             let frag = match core_api::share_link(&s) {
@@ -373,14 +557,16 @@ fn App() -> impl IntoView {
         <Show when=move || st.notice.get().is_some()>
             <div class="banner error" id="notice" role="alert">
                 <span>{move || st.notice.get().unwrap_or_default()}</span>
-                <button class="link-btn" on:click=move |_| st.notice.set(None) aria-label="Dismiss">"Dismiss"</button>
+                <button class="link-btn" on:click=move |_| { st.notice.set(None); st.damaged.set(None); } aria-label="Dismiss">"Dismiss"</button>
             </div>
         </Show>
+        <DamagedLink st=st/>
         <main class="layout">
             <ScenarioPanel st=st/>
             <section class="results-col">
                 <CapacityCard st=st/>
                 <RunPanel st=st/>
+                <StaleBanner st=st/>
                 <ResultsTable st=st/>
                 <Charts st=st/>
                 <crate::compare_ui::ComparePanel compare=st.compare
@@ -390,6 +576,58 @@ fn App() -> impl IntoView {
         <footer class="foot">
             "Numbers trace to formulas in the project's docs/. Runs entirely in your browser; nothing is uploaded."
         </footer>
+    }
+}
+
+/// A link that could not be opened, for editing: its text and the decoder's message; "Open"
+/// tries the edited text (a whole URL or just its fragment).
+#[component]
+fn DamagedLink(st: State) -> impl IntoView {
+    let text = RwSignal::new(String::new());
+    Effect::new(move |_| {
+        if let Some((f, _)) = st.damaged.get() {
+            text.set(f);
+        }
+    });
+    let open = move |_| {
+        let frag = fragment_of_pasted(&text.get_untracked());
+        load_fragment(st, &frag);
+        if st.damaged.with_untracked(|d| d.is_none()) {
+            browser::set_hash(&frag, true);
+        }
+    };
+    view! {
+        <Show when=move || st.damaged.with(|d| d.is_some())>
+            <div class="banner damaged" id="damaged-box">
+                <label for="damaged-link">"The link as opened (fix it and press Open):"</label>
+                <textarea id="damaged-link" rows="2" spellcheck="false"
+                    prop:value=move || text.get()
+                    on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+                <div class="field-error" id="damaged-error" role="alert">{move || st.damaged.with(|d| d.as_ref().map(|d| d.1.clone()))}</div>
+                <button class="btn small" id="open-damaged" on:click=open>"Open"</button>
+            </div>
+        </Show>
+    }
+}
+
+/// Shown when the results on screen belong to another scenario than the form's.
+#[component]
+fn StaleBanner(st: State) -> impl IntoView {
+    let running = move || {
+        matches!(
+            st.status.get(),
+            RunStatus::Running { .. } | RunStatus::Refining(_) | RunStatus::Cancelling
+        )
+    };
+    view! {
+        <Show when=move || st.stale.get()>
+            <div class="banner warn stale-banner" id="stale-banner" role="status">
+                <span>"The results below are for the previous scenario: the form has changed since they ran."</span>
+                <button class="btn small primary" id="rerun-btn"
+                    disabled=move || running() || st.scenario.with(|s| s.is_err())
+                    on:click=move |_| start_run(st)>"Run again"</button>
+            </div>
+        </Show>
     }
 }
 
@@ -663,6 +901,7 @@ fn ScenarioPanel(st: State) -> impl IntoView {
     view! {
         <aside class="scenario" aria-label="Scenario">
             <h2>"Scenario"</h2>
+            <command_ui::CommandBox st=st/>
             <fieldset>
                 <legend>"Model"</legend>
                 <div class="seg" role="radiogroup" aria-label="Model source">
@@ -1004,7 +1243,7 @@ fn RunPanel(st: State) -> impl IntoView {
     let running = move || {
         matches!(
             st.status.get(),
-            RunStatus::Running { .. } | RunStatus::Cancelling
+            RunStatus::Running { .. } | RunStatus::Refining(_) | RunStatus::Cancelling
         )
     };
     let sweep_frac = move || match st.status.get() {
@@ -1012,7 +1251,7 @@ fn RunPanel(st: State) -> impl IntoView {
             sweep_fraction(done, levels) + st.level_frac.get() / levels as f64
         }
         RunStatus::Running { done, levels } => sweep_fraction(done, levels),
-        RunStatus::Done => 1.0,
+        RunStatus::Done | RunStatus::Refining(_) => 1.0,
         _ => 0.0,
     };
     let level_frac = move || match st.status.get() {
@@ -1034,6 +1273,9 @@ fn RunPanel(st: State) -> impl IntoView {
                 done + 1,
                 l.unwrap_or_default()
             )
+        }
+        RunStatus::Refining(k) => {
+            format!("Refining the SLA operating point by simulation (at most {k} more levels)…")
         }
         RunStatus::Cancelling => "Cancelling…".into(),
         RunStatus::Done => match st.elapsed_ms.get() {
@@ -1083,9 +1325,20 @@ fn RunPanel(st: State) -> impl IntoView {
                 let crossing = o.crossing.as_ref().map(|c| format!(
                     "The gates are crossed between {} and {} (interpolated in log(level)).",
                     lv(c.lower), lv(c.upper)));
+                let refined = st.refined.get().map(|r| match r {
+                    Ok(r) => view! {
+                        <p id="op-refined"><strong>{format!("Refined by simulation ({} extra run{}): ", r.steps.len(), if r.steps.len() == 1 { "" } else { "s" })}</strong>
+                            {format!("{} = {}{} passes every gate, {} = {}{} fails → {} output tok/s per GPU.",
+                                what.0, lv(r.highest_passing), what.1, what.0, lv(r.lowest_failing), what.1,
+                                fmt_num(r.highest_passing_output_tokens_per_s_per_gpu))}</p>
+                    }.into_any(),
+                    Err(e) => view! { <p id="op-refined" class="error-text">{format!("Could not refine by simulation: {e}")}</p> }.into_any(),
+                });
+                let headline = if o.crossing.is_some() { format!("{headline} (interpolated)") } else { headline };
                 view! {
-                    <div id="operating-point" class="op" title=format!("servesim: {}", o.summary)>
+                    <div id="operating-point" class="op" class:stale=move || st.stale.get() title=format!("servesim: {}", o.summary)>
                         <p><strong>"SLA operating point: "</strong><span id="op-summary">{headline}</span></p>
+                        {refined}
                         <p class="muted">{passing.unwrap_or_else(|| "No level passes every gate.".into())}" "{crossing}</p>
                     </div>
                 }
@@ -1119,8 +1372,22 @@ fn ResultsTable(st: State) -> impl IntoView {
             .unwrap_or("level")
             .to_string()
     };
+    let unmeasured = move || {
+        let levels: Vec<String> = st.rows.with(|r| {
+            r.iter()
+                .filter(|r| r.measured_requests == 0)
+                .map(|r| table::fmt_level(&r.level))
+                .collect()
+        });
+        let by_requests = st
+            .results_for
+            .with(|s| s.as_ref().is_some_and(|s| s.sweep.num_requests.is_some()));
+        (!levels.is_empty()).then(|| unmeasured_note(&levels, by_requests))
+    };
     view! {
-        <section class="card" aria-labelledby="res-title">
+        <section class="card" id="results-card" aria-labelledby="res-title"
+            class:stale=move || st.stale.get()
+            data-stale=move || if st.stale.get() { "true" } else { "false" }>
             <div class="card-head">
                 <h2 id="res-title">"Results"</h2>
                 <div class="btn-row">
@@ -1139,11 +1406,13 @@ fn ResultsTable(st: State) -> impl IntoView {
                             let op_l = st.op.with(|o| o.as_ref().and_then(|o| o.highest_passing));
                             st.rows.get().into_iter().map(|r| {
                                 let is_op = Some(r.level.value()) == op_l;
+                                let unmeasured = r.measured_requests == 0;
                                 let cells = cols2.iter().map(|m| {
                                     let v = r.get(*m);
-                                    view! { <td class="num" data-metric=m.name() data-value=v.map(|v| format!("{v}")).unwrap_or_default()>{v.map(|v| table::fmt_metric(*m, v)).unwrap_or_else(|| "—".into())}</td> }
+                                    let title = (v.is_none() && unmeasured).then_some(UNMEASURED_TITLE);
+                                    view! { <td class="num" data-metric=m.name() title=title data-value=v.map(|v| format!("{v}")).unwrap_or_default()>{v.map(|v| table::fmt_metric(*m, v)).unwrap_or_else(|| "—".into())}</td> }
                                 }).collect_view();
-                                view! { <tr class:op-row=is_op><th scope="row" class="num">{table::fmt_level(&r.level)}</th>{cells}</tr> }
+                                view! { <tr class:op-row=is_op class:unmeasured=unmeasured data-unmeasured=unmeasured.then_some("true")><th scope="row" class="num">{table::fmt_level(&r.level)}{unmeasured.then_some(" *")}</th>{cells}</tr> }
                             }).collect_view()
                         }}
                     </tbody>
@@ -1151,6 +1420,7 @@ fn ResultsTable(st: State) -> impl IntoView {
                 <Show when=move || st.rows.with(|r| r.is_empty())>
                     <p class="muted empty">"Run a sweep to fill the table."</p>
                 </Show>
+                {move || unmeasured().map(|t| view! { <p class="hint warn-text" id="unmeasured-note">{t}</p> })}
                 <Show when=move || st.op.with(|o| o.as_ref().and_then(|o| o.highest_passing).is_some())>
                     <p class="hint">"Highlighted: the highest level passing every SLA gate."</p>
                 </Show>
@@ -1161,6 +1431,24 @@ fn ResultsTable(st: State) -> impl IntoView {
     }
 }
 
+/// The tooltip of a dash in a level without measured requests.
+const UNMEASURED_TITLE: &str = "no request finished inside the measurement window";
+
+/// The note under the table for levels where no request was measured.
+fn unmeasured_note(levels: &[String], by_requests: bool) -> String {
+    let fix = if by_requests {
+        "raise the requests per level or lower the warm-up"
+    } else {
+        "lengthen the simulated duration or lower the warm-up"
+    };
+    format!(
+        "* {} {}: no request finished inside the measurement window (after the warm-up, before the \
+         end of the level), so its latencies and per-user speeds are blank: {fix}.",
+        if levels.len() == 1 { "Level" } else { "Levels" },
+        levels.join(", ")
+    )
+}
+
 #[component]
 fn Charts(st: State) -> impl IntoView {
     let keys = ["throughput", "per_user", "ttft", "itl", "pareto"];
@@ -1169,20 +1457,26 @@ fn Charts(st: State) -> impl IntoView {
         let rows = st.rows.get();
         let op = st.op.get();
         let theme = effective_theme(&st.theme.get());
+        let log = st.log_latency.get();
         let Some(s) = st.results_for.get() else {
             return;
         };
-        let specs = charts::chart_specs(&s, &rows, op.as_ref());
+        let specs = charts::chart_specs(&s, &rows, op.as_ref(), log);
         for (spec, r) in specs.iter().zip(refs.iter()) {
             let Some(canvas) = r.get() else { continue };
             let w = canvas.client_width().max(320) as u32;
             canvas.set_width(w);
             canvas.set_height(300);
-            if let Some(backend) = plotters_canvas::CanvasBackend::with_canvas_object(canvas) {
+            if let Some(backend) =
+                plotters_canvas::CanvasBackend::with_canvas_object(canvas.clone())
+            {
                 let root = plotters::prelude::IntoDrawingArea::into_drawing_area(backend);
                 if let Err(e) = charts::draw(&root, spec, &theme) {
                     web_sys::console::error_1(&e.into());
                 }
+                // What was drawn, for tests and styling.
+                let _ =
+                    canvas.set_attribute("data-log-y", if spec.log_y { "true" } else { "false" });
             }
         }
     });
@@ -1196,7 +1490,12 @@ fn Charts(st: State) -> impl IntoView {
             return;
         };
         let rows = st.rows.get_untracked();
-        let specs = charts::chart_specs(&s, &rows, st.op.get_untracked().as_ref());
+        let specs = charts::chart_specs(
+            &s,
+            &rows,
+            st.op.get_untracked().as_ref(),
+            st.log_latency.get_untracked(),
+        );
         let mut svg = String::new();
         {
             let root = plotters::prelude::IntoDrawingArea::into_drawing_area(
@@ -1215,8 +1514,18 @@ fn Charts(st: State) -> impl IntoView {
         browser::download_text(&svg, &format!("servesim-{}.svg", keys[i]), "image/svg+xml");
     };
     view! {
-        <section class="card" aria-labelledby="charts-title">
-            <h2 id="charts-title">"Charts"</h2>
+        <section class="card" id="charts-card" aria-labelledby="charts-title"
+            class:stale=move || st.stale.get()
+            data-stale=move || if st.stale.get() { "true" } else { "false" }>
+            <div class="card-head">
+                <h2 id="charts-title">"Charts"</h2>
+                <label class="inline check" for="log-latency">
+                    <input type="checkbox" id="log-latency"
+                        prop:checked=move || st.log_latency.get()
+                        on:change=move |ev| st.log_latency.set(event_target_checked(&ev))/>
+                    " Log scale for TTFT and ITL"
+                </label>
+            </div>
             <Show when=move || st.rows.with(|r| r.is_empty())>
                 <p class="muted">"Charts appear as levels complete."</p>
             </Show>

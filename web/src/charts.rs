@@ -30,6 +30,9 @@ pub struct ChartSpec {
     pub x_label: String,
     pub y_label: String,
     pub log_x: bool,
+    /// A logarithmic y axis (the latency charts, when the user asks for it); points at or
+    /// below zero are left out, as a log axis cannot place them.
+    pub log_y: bool,
     pub series: Vec<Series>,
     pub ref_lines: Vec<RefLine>,
     /// A point to ring (the SLA operating point).
@@ -125,11 +128,13 @@ fn gate_lines(gates: &[Gate], metrics: &[MetricId], vertical: bool) -> Vec<RefLi
 
 /// The five charts of a sweep. SLA gates are drawn where their metric is plotted; the
 /// operating point's crossing is a vertical line on the level charts and the highest passing
-/// level is ringed on the throughput-per-GPU chart.
+/// level is ringed on the throughput-per-GPU chart. `log_latency` puts the TTFT and ITL charts
+/// on a logarithmic y axis (latencies span decades across a sweep).
 pub fn chart_specs(
     scenario: &Scenario,
     rows: &[LevelResult],
     op: Option<&OperatingPoint>,
+    log_latency: bool,
 ) -> Vec<ChartSpec> {
     use MetricOrLevel::Level as L;
     let gates: Vec<Gate> = scenario.sweep.validate().map(|s| s.sla).unwrap_or_default();
@@ -166,13 +171,14 @@ pub fn chart_specs(
             .find(|r| r.level.value() == h)
             .and_then(|r| Some((r.get(pareto_x)?, r.output_tokens_per_s_per_gpu)))
     });
-    vec![
+    let mut specs = vec![
         ChartSpec {
             key: "throughput",
             title: "Output throughput (all GPUs)".into(),
             x_label: xl.clone(),
             y_label: "output tok/s".into(),
             log_x: true,
+            log_y: false,
             series: vec![series_of(
                 rows,
                 "output tok/s",
@@ -191,6 +197,7 @@ pub fn chart_specs(
             x_label: xl.clone(),
             y_label: "tok/s per user".into(),
             log_x: true,
+            log_y: false,
             series: vec![
                 series_of(rows, "output tok/s per user", L, per_user[0]),
                 series_of(rows, "E2E tok/s per user", L, per_user[1]),
@@ -204,6 +211,7 @@ pub fn chart_specs(
             x_label: xl.clone(),
             y_label: "TTFT (ms)".into(),
             log_x: true,
+            log_y: log_latency,
             series: vec![
                 series_of(rows, "p50", L, ttft[0]),
                 series_of(rows, "p90", L, ttft[1]),
@@ -217,6 +225,7 @@ pub fn chart_specs(
             x_label: xl,
             y_label: "ITL (ms)".into(),
             log_x: true,
+            log_y: log_latency,
             series: vec![
                 series_of(rows, "p50", L, itl[0]),
                 series_of(rows, "p90", L, itl[1]),
@@ -230,6 +239,7 @@ pub fn chart_specs(
             x_label: pareto_x.label(),
             y_label: MetricId::OutputTokensPerSPerGpu.label(),
             log_x: false,
+            log_y: false,
             series: vec![series_of(
                 rows,
                 "levels",
@@ -239,7 +249,14 @@ pub fn chart_specs(
             ref_lines: gate_lines(&gates, &[pareto_x], true),
             highlight: highest,
         },
-    ]
+    ];
+    for spec in specs.iter_mut().filter(|s| s.log_y) {
+        for series in &mut spec.series {
+            series.points.retain(|p| p.1 > 0.0);
+        }
+        spec.ref_lines.retain(|r| r.vertical || r.value > 0.0);
+    }
+    specs
 }
 
 fn padded(lo: f64, hi: f64, log: bool) -> (f64, f64) {
@@ -284,6 +301,9 @@ pub fn ranges(spec: &ChartSpec) -> ((f64, f64), (f64, f64)) {
     let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let x = padded(min(&xs), max(&xs), spec.log_x);
+    if spec.log_y {
+        return (x, padded(min(&ys), max(&ys), true));
+    }
     // Every charted metric is non-negative: the y axis starts at 0 so heights compare honestly.
     let (_, y1) = padded(min(&ys), max(&ys), false);
     (x, (0.0, y1))
@@ -322,7 +342,13 @@ fn legend_corner(spec: &ChartSpec, x: (f64, f64), y: (f64, f64)) -> SeriesLabelP
             (v - x.0) / (x.1 - x.0)
         }
     };
-    let ty = |v: f64| (v - y.0) / (y.1 - y.0);
+    let ty = |v: f64| {
+        if spec.log_y {
+            (libm::log(v.max(1e-12)) - libm::log(y.0)) / (libm::log(y.1) - libm::log(y.0))
+        } else {
+            (v - y.0) / (y.1 - y.0)
+        }
+    };
     let corners = [
         (SeriesLabelPosition::UpperLeft, 0.0, 1.0),
         (SeriesLabelPosition::UpperRight, 1.0, 1.0),
@@ -382,50 +408,49 @@ pub fn draw<DB: DrawingBackend>(
         .margin(10)
         .x_label_area_size(38)
         .y_label_area_size(58);
-    if spec.log_x {
-        let mut chart = builder
-            .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc(spec.x_label.as_str())
-            .y_desc(spec.y_label.as_str())
-            .label_style(label_style.clone())
-            .axis_desc_style(label_style.clone())
-            .light_line_style(theme.grid.mix(0.5))
-            .bold_line_style(theme.grid)
-            .x_max_light_lines(0)
-            .y_max_light_lines(1)
-            .axis_style(text.mix(0.6))
-            .x_label_formatter(&|v| log_tick(*v))
-            .y_label_formatter(&|v| crate::table::fmt_tick(*v))
-            .draw()
-            .map_err(err)?;
-        draw_series_and_refs(&mut chart, spec, theme, (x0, x1), (y0, y1)).map_err(err)?;
-    } else {
-        let mut chart = builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc(spec.x_label.as_str())
-            .y_desc(spec.y_label.as_str())
-            .label_style(label_style.clone())
-            .axis_desc_style(label_style.clone())
-            .light_line_style(theme.grid.mix(0.5))
-            .bold_line_style(theme.grid)
-            .max_light_lines(1)
-            .axis_style(text.mix(0.6))
-            .x_label_formatter(&|v| crate::table::fmt_tick(*v))
-            .y_label_formatter(&|v| crate::table::fmt_tick(*v))
-            .draw()
-            .map_err(err)?;
-        draw_series_and_refs(&mut chart, spec, theme, (x0, x1), (y0, y1)).map_err(err)?;
+    let tick = |log: bool, v: f64| {
+        if log {
+            log_tick(v)
+        } else {
+            crate::table::fmt_tick(v)
+        }
+    };
+    let x_fmt = |v: &f64| tick(spec.log_x, *v);
+    let y_fmt = |v: &f64| tick(spec.log_y, *v);
+    // One body for the four axis combinations (a log range and a linear one are different types).
+    macro_rules! plot {
+        ($x:expr, $y:expr) => {{
+            let mut chart = builder.build_cartesian_2d($x, $y).map_err(err)?;
+            chart
+                .configure_mesh()
+                .x_desc(spec.x_label.as_str())
+                .y_desc(spec.y_label.as_str())
+                .label_style(label_style.clone())
+                .axis_desc_style(label_style.clone())
+                .light_line_style(theme.grid.mix(0.5))
+                .bold_line_style(theme.grid)
+                .x_max_light_lines(if spec.log_x { 0 } else { 1 })
+                .y_max_light_lines(1)
+                .axis_style(text.mix(0.6))
+                .x_label_formatter(&x_fmt)
+                .y_label_formatter(&y_fmt)
+                .draw()
+                .map_err(err)?;
+            draw_series_and_refs(&mut chart, spec, theme, (x0, x1), (y0, y1)).map_err(err)?;
+        }};
+    }
+    match (spec.log_x, spec.log_y) {
+        (true, true) => plot!((x0..x1).log_scale(), (y0..y1).log_scale()),
+        (true, false) => plot!((x0..x1).log_scale(), y0..y1),
+        (false, true) => plot!(x0..x1, (y0..y1).log_scale()),
+        (false, false) => plot!(x0..x1, y0..y1),
     }
     root.present().map_err(err)?;
     Ok(())
 }
 
-fn draw_series_and_refs<'a, DB, X>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+fn draw_series_and_refs<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     spec: &ChartSpec,
     theme: &Theme,
     (x0, x1): (f64, f64),
@@ -434,6 +459,7 @@ fn draw_series_and_refs<'a, DB, X>(
 where
     DB: DrawingBackend + 'a,
     X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
 {
     let label_style = ("sans-serif", 12).into_font().color(&theme.text);
     for (i, s) in spec.series.iter().enumerate() {
@@ -496,6 +522,7 @@ mod tests {
             x_label: String::new(),
             y_label: String::new(),
             log_x,
+            log_y: false,
             series: series
                 .into_iter()
                 .enumerate()
@@ -549,7 +576,7 @@ mod tests {
     #[test]
     fn specs_take_their_points_from_the_level_results() {
         let (s, r) = run();
-        let specs = chart_specs(&s, &r.levels, r.operating_point.as_ref());
+        let specs = chart_specs(&s, &r.levels, r.operating_point.as_ref(), false);
         let keys: Vec<&str> = specs.iter().map(|c| c.key).collect();
         assert_eq!(keys, ["throughput", "per_user", "ttft", "itl", "pareto"]);
         let ttft = &specs[2];
@@ -586,6 +613,46 @@ mod tests {
     }
 
     #[test]
+    fn log_latency_puts_ttft_and_itl_on_a_log_y_axis_from_the_same_points() {
+        let (s, r) = run();
+        let lin = chart_specs(&s, &r.levels, r.operating_point.as_ref(), false);
+        let log = chart_specs(&s, &r.levels, r.operating_point.as_ref(), true);
+        let flags: Vec<bool> = log.iter().map(|c| c.log_y).collect();
+        assert_eq!(flags, [false, false, true, true, false]);
+        assert!(lin.iter().all(|c| !c.log_y));
+        for i in [2, 3] {
+            // Latencies are positive: the log chart plots exactly the linear chart's points.
+            assert_eq!(log[i].series, lin[i].series, "{}", log[i].key);
+            let ((_, _), (y0, y1)) = ranges(&log[i]);
+            let lo = log[i]
+                .series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.1))
+                .fold(f64::INFINITY, f64::min);
+            assert!(y0 > 0.0 && y0 < lo && y1 > lo, "{}: {y0}..{y1}", log[i].key);
+            assert_eq!(ranges(&lin[i]).1 .0, 0.0);
+            let mut svg = String::new();
+            {
+                let root = SVGBackend::with_string(&mut svg, (640, 360)).into_drawing_area();
+                draw(&root, &log[i], &Theme::LIGHT).unwrap();
+            }
+            let points: usize = log[i].series.iter().map(|s| s.points.len()).sum();
+            assert_eq!(svg.matches("<circle").count(), points);
+        }
+        // A zero cannot sit on a log axis: it is left out, not drawn at the bottom edge.
+        let specs = {
+            let mut rows = r.levels.clone();
+            rows[0].ttft_ms.as_mut().unwrap().p50 = 0.0;
+            chart_specs(&s, &rows, None, true)
+        };
+        assert!(specs[2].series[0].points.iter().all(|p| p.1 > 0.0));
+        assert_eq!(
+            specs[2].series[0].points.len(),
+            log[2].series[0].points.len() - 1
+        );
+    }
+
+    #[test]
     fn log_axis_labels_only_1_2_5_steps() {
         let labelled: Vec<String> = [1.0, 2.0, 3.0, 5.0, 7.0, 9.0, 10.0, 20.0, 40.0, 500.0]
             .iter()
@@ -597,7 +664,7 @@ mod tests {
     #[test]
     fn ranges_cover_points_and_reference_lines() {
         let (s, r) = run();
-        let specs = chart_specs(&s, &r.levels, None);
+        let specs = chart_specs(&s, &r.levels, None, false);
         let ((x0, x1), (y0, y1)) = ranges(&specs[2]);
         let top = specs[2]
             .series
@@ -620,6 +687,7 @@ mod tests {
             x_label: "x".into(),
             y_label: "y".into(),
             log_x: true,
+            log_y: false,
             series: vec![Series {
                 label: "a".into(),
                 points: vec![(8.0, 5.0)],
@@ -640,7 +708,7 @@ mod tests {
     #[test]
     fn every_chart_renders_to_svg_with_its_title_and_points() {
         let (s, r) = run();
-        for spec in chart_specs(&s, &r.levels, r.operating_point.as_ref()) {
+        for spec in chart_specs(&s, &r.levels, r.operating_point.as_ref(), false) {
             for theme in [Theme::LIGHT, Theme::DARK] {
                 let mut svg = String::new();
                 {

@@ -5,6 +5,7 @@
 //! modules below are compiled for wasm32 only.
 
 pub mod charts;
+pub mod command_tools;
 pub mod compare_charts;
 pub mod compare_ui;
 pub mod core_api;

@@ -13,6 +13,7 @@ use crate::core_api::{
 use serde::{Deserialize, Serialize};
 use servesim_core::compare::{LevelKind, PredictedSeries};
 use servesim_core::metric::MetricId;
+use servesim_core::sla_refine::Refinement;
 use servesim_core::sweep::SweepRunner;
 use std::collections::BTreeMap;
 
@@ -33,6 +34,22 @@ pub enum ToWorker {
     },
     /// Stop after the current level (the page also terminates a worker that does not answer).
     Cancel { id: u32 },
+    /// Read a pasted `vllm serve ...` command against `base` (a scenario's canonical JSON: what
+    /// the command does not mention is kept); answered with `Parsed` (`command_tools`).
+    ParseCommand { id: u32, text: String, base: String },
+    /// The `vllm serve` and `vllm bench serve` commands of this scenario; answered with
+    /// `Commands`.
+    Commands { id: u32, scenario: String },
+}
+
+/// One argument of a pasted command and what ServeSim did with it (the core's `ArgReport`;
+/// `status` is its label: understood, ignored, not modelled, refused, unknown).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireArg {
+    pub arg: String,
+    pub value: Option<String>,
+    pub status: String,
+    pub detail: String,
 }
 
 /// The scorer's `PredictedSeries` on the wire: every number a decimal string in Rust's shortest
@@ -122,9 +139,19 @@ pub enum FromWorker {
     Done {
         id: u32,
         operating_point: Option<OperatingPoint>,
+        /// The operating point refined by simulation (`ResolvedScenario::refine` with
+        /// [`REFINE_STEPS`]; absent without an SLA crossing). Also in `report`.
+        #[serde(default)]
+        refined: Option<Refinement>,
+        /// Why the refinement could not run (the sweep's results stand).
+        #[serde(default)]
+        refine_error: Option<String>,
         report: String,
         csv: String,
     },
+    /// Every level finished; the SLA operating point is being refined by up to `max_steps`
+    /// extra level simulations (sent before they start; the page allows them the time).
+    Refining { id: u32, max_steps: usize },
     /// The run stopped after a Cancel; the report holds the levels that ran (`cancelled: true`).
     Cancelled {
         id: u32,
@@ -133,6 +160,22 @@ pub enum FromWorker {
     },
     /// A `Predict` finished: the arm's predicted series at every requested level.
     Predicted { id: u32, series: WireSeries },
+    /// A `ParseCommand` answer: the scenario (canonical JSON; absent when an argument was refused
+    /// or the text could not be read, then `error` or the refused arguments say why), every
+    /// argument's status, and notes.
+    Parsed {
+        id: u32,
+        scenario: Option<String>,
+        args: Vec<WireArg>,
+        notes: Vec<String>,
+        error: Option<String>,
+    },
+    /// A `Commands` answer.
+    Commands {
+        id: u32,
+        serve: String,
+        bench: String,
+    },
     /// The run failed; `message` is for the user, `field` the scenario's JSON path at fault.
     Error {
         id: u32,
@@ -168,10 +211,18 @@ impl FromWorker {
             | FromWorker::Done { id, .. }
             | FromWorker::Cancelled { id, .. }
             | FromWorker::Predicted { id, .. }
+            | FromWorker::Parsed { id, .. }
+            | FromWorker::Refining { id, .. }
+            | FromWorker::Commands { id, .. }
             | FromWorker::Error { id, .. } => Some(*id),
         }
     }
 }
+
+/// At most this many extra level simulations refine the SLA operating point after a sweep in the
+/// page (bisection between the sweep levels around the crossing, `sla_refine`): the page's report
+/// is what `servesim sweep --scenario S --json --refine-sla 8` prints.
+pub const REFINE_STEPS: usize = 8;
 
 /// Overall sweep progress in 0..=1 after `done` of `levels` levels.
 pub fn sweep_fraction(done: usize, levels: usize) -> f64 {
@@ -362,10 +413,25 @@ impl<'r> SweepRun<'r> {
             });
             return false;
         }
+        let mut result = result;
+        let mut refine_error = None;
+        // As `servesim sweep --refine-sla 8`: refined whenever there are gates (the core finds
+        // the bracket, or leaves it absent).
+        if !self.resolved.sweep.sla.is_empty() {
+            send(FromWorker::Refining {
+                id,
+                max_steps: REFINE_STEPS,
+            });
+            if let Err(e) = self.resolved.refine(&mut result, REFINE_STEPS) {
+                refine_error = Some(e.to_string());
+            }
+        }
         let (report, csv) = self.report(&result);
         send(FromWorker::Done {
             id,
-            operating_point: result.operating_point,
+            operating_point: result.operating_point.clone(),
+            refined: result.refined_operating_point.clone(),
+            refine_error,
             report,
             csv,
         });
@@ -420,7 +486,7 @@ pub fn prepare_job(
             level_kind,
             levels,
         } => Some(prepare_predict(*id, scenario, *level_kind, levels)),
-        ToWorker::Cancel { .. } => None,
+        ToWorker::Cancel { .. } | ToWorker::ParseCommand { .. } | ToWorker::Commands { .. } => None,
     }
 }
 
@@ -434,9 +500,10 @@ pub fn start_job<'r>(
         ToWorker::Predict { id, level_kind, .. } => {
             SweepRun::new_predict(*id, scenario, resolved, *level_kind)
         }
-        ToWorker::Run { id, .. } | ToWorker::Cancel { id } => {
-            SweepRun::new(*id, scenario, resolved)
-        }
+        ToWorker::Run { id, .. }
+        | ToWorker::Cancel { id }
+        | ToWorker::ParseCommand { id, .. }
+        | ToWorker::Commands { id, .. } => SweepRun::new(*id, scenario, resolved),
     }
 }
 
@@ -535,11 +602,12 @@ mod tests {
         // The report is the core's SweepReport of the same scenario: what the CLI prints.
         let s = Scenario::from_json(&json).unwrap();
         let r = s.resolve().unwrap();
-        let native = r.run().unwrap();
+        let mut native = r.run().unwrap();
+        r.refine(&mut native, REFINE_STEPS).unwrap();
         assert_eq!(
             report,
             &SweepReport::new(&s, &r, &native).to_json_pretty(),
-            "worker report == servesim sweep --json"
+            "worker report == servesim sweep --json --refine-sla 8"
         );
         assert_eq!(csv.lines().count(), 4);
         // Levels sent one by one are the report's levels.
@@ -551,6 +619,53 @@ mod tests {
             })
             .collect();
         assert_eq!(sent, native.levels);
+    }
+
+    #[test]
+    fn a_crossing_is_refined_by_simulation_after_the_levels() {
+        // The SLA crossing between C = 4 and C = 64: a per-user speed halfway between the two.
+        let mut s = small_scenario();
+        s.sweep.concurrency = Some(vec![4.0, 64.0]);
+        let plain = s.resolve().unwrap().run().unwrap();
+        let speed = |i: usize| plain.levels[i].e2e_tokens_per_s_per_user.unwrap();
+        let gate = (speed(0) + speed(1)) / 2.0;
+        s.sweep.sla =
+            crate::form::parse_sla(&format!("e2e_tokens_per_s_per_user>={gate}")).unwrap();
+        let mut got = Vec::new();
+        run_sweep(5, &s.to_json(), &mut |m| got.push(m), &mut || false);
+        let refining = got
+            .iter()
+            .position(|m| {
+                matches!(
+                    m,
+                    FromWorker::Refining {
+                        max_steps: REFINE_STEPS,
+                        ..
+                    }
+                )
+            })
+            .expect("a Refining message");
+        assert!(matches!(
+            got[refining - 1],
+            FromWorker::Level { index: 1, .. }
+        ));
+        let Some(FromWorker::Done {
+            refined: Some(refined),
+            refine_error: None,
+            report,
+            ..
+        }) = got.last()
+        else {
+            panic!("Done with a refinement: {:?}", got.last());
+        };
+        assert_eq!((refined.lower, refined.upper), (4.0, 64.0));
+        assert!(!refined.steps.is_empty() && refined.steps.len() <= REFINE_STEPS);
+        assert!(refined.highest_passing >= 4.0 && refined.lowest_failing <= 64.0);
+        let v: serde_json::Value = serde_json::from_str(report).unwrap();
+        assert_eq!(
+            v["refined_operating_point"]["highest_passing"].as_f64(),
+            Some(refined.highest_passing)
+        );
     }
 
     #[test]

@@ -67,12 +67,17 @@ pub fn start() {
             Ok(msg @ (ToWorker::Run { .. } | ToWorker::Predict { .. })) => {
                 let id = match &msg {
                     ToWorker::Run { id, .. } | ToWorker::Predict { id, .. } => *id,
-                    ToWorker::Cancel { id } => *id,
+                    _ => 0,
                 };
                 wasm_bindgen_futures::spawn_local(run(scope2.clone(), id, msg, cancelled.clone()));
             }
             Ok(ToWorker::Cancel { id }) => {
                 cancelled.borrow_mut().insert(id);
+            }
+            Ok(msg @ (ToWorker::ParseCommand { .. } | ToWorker::Commands { .. })) => {
+                if let Some(answer) = crate::command_tools::answer(&msg) {
+                    post(&scope2, &answer);
+                }
             }
             Err(message) => post(
                 &scope2,

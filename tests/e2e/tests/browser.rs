@@ -115,55 +115,6 @@ async fn changing_kv_dtype_tp_gpu_and_model_changes_the_capacity_card() {
     );
 }
 
-async fn table_rows(c: &Client) -> Res<Vec<Vec<String>>> {
-    let v = c
-        .execute(
-            "return [...document.querySelectorAll('#results-table tbody tr')].map(tr =>
-                [tr.querySelector('th').textContent,
-                 ...[...tr.querySelectorAll('td')].map(td => td.dataset.metric + '=' + td.dataset.value)]);",
-            vec![],
-        )
-        .await?;
-    Ok(serde_json::from_value(v)?)
-}
-
-async fn wait_status(c: &Client, prefix: &'static str, secs: u64) -> Res<String> {
-    wait_until(prefix, Duration::from_secs(secs), || async {
-        Ok(text_of(c, "#run-status")
-            .await?
-            .filter(|t| t.starts_with(prefix) || t.starts_with("Failed")))
-    })
-    .await
-}
-
-/// Clicks Run, waits for Done and returns (status, the page's SweepReport JSON, elapsed ms).
-async fn run_and_report(c: &Client, secs: u64) -> Res<(String, String, f64)> {
-    c.find(Locator::Css("#run-btn")).await?.click().await?;
-    let status = wait_status(c, "Done", secs).await?;
-    let v = c
-        .execute(
-            "const s = document.querySelector('#run-status');
-             return [document.querySelector('#report-json').textContent, s.dataset.elapsedMs || ''];",
-            vec![],
-        )
-        .await?;
-    let (report, ms): (String, String) = serde_json::from_value(v)?;
-    Ok((status, report, ms.parse().unwrap_or(f64::NAN)))
-}
-
-/// What `servesim sweep --scenario S --json` prints for the scenario in a page link: the
-/// scenario JSON decoded from the link, then the core's resolve -> run -> SweepReport (the
-/// CLI's code path, natively).
-fn native_report_of_link(link: &str) -> String {
-    use servesim_core::scenario::{Scenario, SweepReport};
-    let code = link.split("#s=").nth(1).expect("a link with #s=");
-    let json = servesim_core::share::decode(code).expect("the link decodes");
-    let s = Scenario::from_json(&json).expect("the link carries a scenario");
-    let r = s.resolve().expect("it resolves");
-    let result = r.run().expect("it runs");
-    SweepReport::new(&s, &r, &result).to_json_pretty()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sweep_in_the_page_equals_the_native_cli_report_byte_for_byte() {
     let (status, rows, chart_px, progress, png, report, link) =

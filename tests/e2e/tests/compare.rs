@@ -168,7 +168,22 @@ async fn pasted_csv_is_scored_charted_exported_and_reopens_from_its_link() {
         }
     })
     .await;
-    assert_eq!(md2.1, "", "the fresh browser had nothing pasted");
+    // The paste box shows the data restored from the link, as a table the importer reads back
+    // to the same levels and values as the pasted CSV.
+    use servesim_core::compare::{import_text, ImportOptions};
+    let values = |text: &str| {
+        import_text(text, &ImportOptions::default())
+            .unwrap_or_else(|e| panic!("{e}: {text}"))
+            .runs
+            .into_iter()
+            .map(|r| {
+                let levels: Vec<_> = r.levels.into_iter().map(|l| (l.level, l.metrics)).collect();
+                (r.arm, r.level_kind, levels)
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(md2.1.starts_with("arm,concurrency,"), "{}", md2.1);
+    assert_eq!(values(&md2.1), values(MEASURED_CSV));
     assert_eq!(md2.0, md);
 }
 

@@ -327,6 +327,76 @@ pub fn read_bundle(text: &str) -> Result<Bundle, String> {
     Ok(b)
 }
 
+/// Measured runs as a CSV table the importer reads back to the same runs (one row per arm and
+/// level: `arm`, the level column, every metric by its `MetricId::name()` in Rust's shortest
+/// round-trip form, and `excluded` when a level carries a reason). The paste box shows this for
+/// data opened from a link or a file, so the user sees (and can edit) what was restored.
+pub fn runs_as_csv(runs: &[MeasuredRun]) -> String {
+    let level_col = |k: LevelKind| match k {
+        LevelKind::Concurrency => "concurrency",
+        LevelKind::RequestRate => "request_rate",
+        LevelKind::Burst => "burst",
+    };
+    let quote = |t: &str| {
+        if t.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", t.replace('"', "\"\""))
+        } else {
+            t.to_string()
+        }
+    };
+    let mut out = String::new();
+    // Runs of different level kinds need their own header: one table per kind.
+    let mut kinds: Vec<LevelKind> = Vec::new();
+    for r in runs {
+        if !kinds.contains(&r.level_kind) {
+            kinds.push(r.level_kind);
+        }
+    }
+    for kind in kinds {
+        let of_kind: Vec<&MeasuredRun> = runs.iter().filter(|r| r.level_kind == kind).collect();
+        let mut metrics: Vec<MetricId> = Vec::new();
+        for r in &of_kind {
+            for l in &r.levels {
+                for m in l.metrics.keys() {
+                    if !metrics.contains(m) {
+                        metrics.push(*m);
+                    }
+                }
+            }
+        }
+        metrics.sort();
+        let any_excluded = of_kind
+            .iter()
+            .any(|r| r.levels.iter().any(|l| l.excluded.is_some()));
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let mut head = vec!["arm".to_string(), level_col(kind).to_string()];
+        head.extend(metrics.iter().map(|m| m.name().to_string()));
+        if any_excluded {
+            head.push("excluded".into());
+        }
+        out.push_str(&head.join(","));
+        out.push('\n');
+        for r in &of_kind {
+            for l in &r.levels {
+                let mut row = vec![quote(&r.arm), format!("{}", l.level)];
+                row.extend(
+                    metrics
+                        .iter()
+                        .map(|m| l.metrics.get(m).map(|v| format!("{v}")).unwrap_or_default()),
+                );
+                if any_excluded {
+                    row.push(quote(l.excluded.as_deref().unwrap_or("")));
+                }
+                out.push_str(&row.join(","));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,6 +437,22 @@ mod tests {
         assert_eq!(r, expected);
         assert_eq!(a["B"].scenario.as_deref(), Some(tp2.to_json().as_str()));
         assert_eq!(a["A"].scenario, None);
+    }
+
+    #[test]
+    fn restored_runs_shown_as_csv_import_back_to_the_same_runs() {
+        let runs = runs();
+        let csv = runs_as_csv(&runs);
+        assert!(csv.starts_with("arm,concurrency,"), "{csv}");
+        let back = import_text(&csv, &ImportOptions::default()).unwrap();
+        assert!(back.unmatched.is_empty(), "{:?}", back.unmatched);
+        let mut expected = runs;
+        for e in &mut expected {
+            e.source_format = SourceFormat::Csv;
+            // The KV tokens vLLM logged are not a table column (the link carries them per arm).
+            e.kv_cache_tokens_logged = None;
+        }
+        assert_eq!(back.runs, expected, "{csv}");
     }
 
     #[test]

@@ -61,6 +61,9 @@ impl CompareState {
                     for (k, a) in arms {
                         input.arms.insert(k, a);
                     }
+                    // The paste box shows what was restored (the importer reads it back).
+                    input.pasted = link::runs_as_csv(&runs);
+                    input.files.clear();
                     loaded = Some(runs);
                     auto = true;
                 }
@@ -204,6 +207,9 @@ fn ensure_worker(cs: CompareState) -> Result<(), String> {
             FromWorker::Started { .. }
             | FromWorker::LevelProgress { .. }
             | FromWorker::Level { .. }
+            | FromWorker::Parsed { .. }
+            | FromWorker::Commands { .. }
+            | FromWorker::Refining { .. }
             | FromWorker::Done { .. } => {}
         }
     });
@@ -510,7 +516,11 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
                 .and_then(|b| link::runs_of(&b.measured).map(|(r, a)| (b.scenario, r, a)))
             {
                 Ok((scenario, runs, arms)) => {
-                    cs.input.update(|i| i.arms.extend(arms));
+                    cs.input.update(|i| {
+                        i.arms.extend(arms);
+                        i.pasted = link::runs_as_csv(&runs);
+                        i.files.clear();
+                    });
                     cs.loaded.set(Some(runs));
                     cs.notice.set(None);
                     cs.auto_run.set(true);

@@ -133,17 +133,51 @@ pub fn start_chromedriver() -> (Driver, u16) {
 }
 
 pub async fn new_session(port: u16, profile: &Path) -> Client {
-    let caps = json!({
+    new_session_with(port, profile, &[]).await
+}
+
+/// A session with extra Chromium arguments (a later `--window-size` wins over the default).
+/// `--servesim-viewport=WxH` is not passed to Chromium: it becomes chromedriver's mobile
+/// emulation of a W x H viewport (headless windows are at least 500 px wide).
+pub async fn new_session_with(port: u16, profile: &Path, extra: &[&str]) -> Client {
+    let viewport = extra.iter().find_map(|a| {
+        let (w, h) = a.strip_prefix("--servesim-viewport=")?.split_once('x')?;
+        Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?))
+    });
+    let extra: Vec<&str> = extra
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with("--servesim-viewport="))
+        .collect();
+    let mut args: Vec<String> = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    if !extra.iter().any(|a| a.starts_with("--window-size=")) {
+        args.push("--window-size=1440,1000".into());
+    }
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args.push(format!("--user-data-dir={}", profile.display()));
+    let mut caps = json!({
         "goog:chromeOptions": {
             "binary": "/usr/bin/chromium",
-            "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1440,1000",
-                format!("--user-data-dir={}", profile.display()),
-            ]
+            "args": args,
         }
     });
+    if let Some((w, h)) = viewport {
+        caps["goog:chromeOptions"]["mobileEmulation"] =
+            json!({ "deviceMetrics": { "width": w, "height": h, "pixelRatio": 1.0 } });
+    }
     let caps = caps.as_object().unwrap().clone();
     ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
         .capabilities(caps)
@@ -170,13 +204,22 @@ where
     F: FnOnce(Client, String) -> Fut,
     Fut: std::future::Future<Output = (Client, Res<T>)>,
 {
+    with_browser_args(tag, &[], body).await
+}
+
+/// [`with_browser`] with extra Chromium arguments (window size, V8 flags).
+pub async fn with_browser_args<T, F, Fut>(tag: &str, extra: &[&str], body: F) -> T
+where
+    F: FnOnce(Client, String) -> Fut,
+    Fut: std::future::Future<Output = (Client, Res<T>)>,
+{
     // One browser at a time (the machine has 2 cores), even without --test-threads=1.
     static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _guard = SERIAL.lock().await;
     let base = server().to_string();
     let (driver, port) = start_chromedriver();
     let profile = fresh_profile(tag);
-    let client = new_session(port, &profile).await;
+    let client = new_session_with(port, &profile, extra).await;
     let (client, result) = body(client, base).await;
     let _ = client.close().await;
     drop(driver);
@@ -247,4 +290,80 @@ pub async fn choose(c: &Client, css: &str, value: &str) -> Res<()> {
         .select_by_value(value)
         .await?;
     Ok(())
+}
+
+/// The rows of the results table: the level, then `metric=value` of every cell.
+pub async fn table_rows(c: &Client) -> Res<Vec<Vec<String>>> {
+    let v = c
+        .execute(
+            "return [...document.querySelectorAll('#results-table tbody tr')].map(tr =>
+                [tr.querySelector('th').textContent,
+                 ...[...tr.querySelectorAll('td')].map(td => td.dataset.metric + '=' + td.dataset.value)]);",
+            vec![],
+        )
+        .await?;
+    Ok(serde_json::from_value(v)?)
+}
+
+/// Waits for the run status to start with `prefix` (or with "Failed").
+pub async fn wait_status(c: &Client, prefix: &'static str, secs: u64) -> Res<String> {
+    wait_until(prefix, Duration::from_secs(secs), || async {
+        Ok(text_of(c, "#run-status")
+            .await?
+            .filter(|t| t.starts_with(prefix) || t.starts_with("Failed")))
+    })
+    .await
+}
+
+/// Clicks Run, waits for Done and returns (status, the page's SweepReport JSON, elapsed ms).
+pub async fn run_and_report(c: &Client, secs: u64) -> Res<(String, String, f64)> {
+    c.find(Locator::Css("#run-btn")).await?.click().await?;
+    let status = wait_status(c, "Done", secs).await?;
+    let v = c
+        .execute(
+            "const s = document.querySelector('#run-status');
+             return [document.querySelector('#report-json').textContent, s.dataset.elapsedMs || ''];",
+            vec![],
+        )
+        .await?;
+    let (report, ms): (String, String) = serde_json::from_value(v)?;
+    Ok((status, report, ms.parse().unwrap_or(f64::NAN)))
+}
+
+/// What `servesim sweep --scenario S --json --refine-sla 8` prints for the scenario in a page link: the
+/// scenario JSON decoded from the link, then the core's resolve -> run -> SweepReport (the
+/// CLI's code path, natively).
+pub fn native_report_of_link(link: &str) -> String {
+    use servesim_core::scenario::{Scenario, SweepReport};
+    let code = link.split("#s=").nth(1).expect("a link with #s=");
+    let code = code.split('&').next().unwrap_or(code);
+    let json = servesim_core::share::decode(code).expect("the link decodes");
+    let s = Scenario::from_json(&json).expect("the link carries a scenario");
+    let r = s.resolve().expect("it resolves");
+    let mut result = r.run().expect("it runs");
+    // The page refines the SLA operating point: `--refine-sla 8`.
+    r.refine(&mut result, servesim_web::protocol::REFINE_STEPS)
+        .expect("it refines");
+    SweepReport::new(&s, &r, &result).to_json_pretty()
+}
+
+/// An attribute of the first element matching `css` (None when absent or unset).
+pub async fn attr_of(c: &Client, css: &str, name: &str) -> Res<Option<String>> {
+    let v = c
+        .execute(
+            "const e = document.querySelector(arguments[0]); return e ? e.getAttribute(arguments[1]) : null;",
+            vec![json!(css), json!(name)],
+        )
+        .await?;
+    Ok(v.as_str().map(str::to_string))
+}
+
+/// Waits until the attribute `name` of `css` equals `want`.
+pub async fn wait_attr(c: &Client, css: &str, name: &str, want: &str) -> Res<()> {
+    wait_until(
+        &format!("{css}[{name}={want}]"),
+        Duration::from_secs(10),
+        || async { Ok((attr_of(c, css, name).await?.as_deref() == Some(want)).then_some(())) },
+    )
+    .await
 }

@@ -1,0 +1,227 @@
+//! The "vLLM command" box (wasm32 only): paste a `vllm serve ...` command (also
+//! `python -m vllm.entrypoints.openai.api_server ...`, `docker run ... vllm/vllm-openai ...`,
+//! environment variables in front), Apply fills the form and lists what happened to every
+//! argument; the current scenario as the `vllm serve` and `vllm bench serve` commands that would
+//! measure it, with copy buttons. The reading and writing of commands is the core's
+//! (`servesim_core::vllm::command`), run in a worker of its own (`command_tools`), so the page's
+//! wasm does not carry the command reader and a running sweep does not delay it.
+
+use super::State;
+use crate::browser;
+use crate::core_api::Scenario;
+use crate::form::Form;
+use crate::protocol::{FromWorker, ToWorker, WireArg};
+use leptos::prelude::*;
+use std::cell::{Cell, RefCell};
+use std::time::Duration;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{MessageEvent, Worker};
+
+thread_local! {
+    static TOOLS: RefCell<Option<Worker>> = const { RefCell::new(None) };
+    static TOOLS_READY: Cell<bool> = const { Cell::new(false) };
+    /// Requests posted before the worker said `ready` (sent in order once it does).
+    static TOOLS_PENDING: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    static NEXT_ID: Cell<u32> = const { Cell::new(0) };
+}
+
+fn next_id() -> u32 {
+    NEXT_ID.with(|n| {
+        n.set(n.get().wrapping_add(1));
+        n.get()
+    })
+}
+
+fn post(msg: &ToWorker) {
+    let text = msg.to_json();
+    let sent = TOOLS_READY.with(|r| r.get())
+        && TOOLS.with(|w| {
+            w.borrow()
+                .as_ref()
+                .is_some_and(|w| w.post_message(&JsValue::from_str(&text)).is_ok())
+        });
+    if !sent {
+        TOOLS_PENDING.with(|p| p.borrow_mut().push(text));
+    }
+}
+
+/// What the last Apply gave.
+#[derive(Clone, Debug, PartialEq)]
+struct Applied {
+    args: Vec<WireArg>,
+    notes: Vec<String>,
+    error: Option<String>,
+    /// The scenario was built and loaded into the form.
+    loaded: bool,
+}
+
+#[component]
+pub(super) fn CommandBox(st: State) -> impl IntoView {
+    let text = RwSignal::new(String::new());
+    let applied = RwSignal::new(None::<Applied>);
+    let serve = RwSignal::new(String::new());
+    let bench = RwSignal::new(String::new());
+    let parse_id = RwSignal::new(0u32);
+    let cmd_id = RwSignal::new(0u32);
+    let copied = RwSignal::new(String::new());
+
+    match browser::spawn_worker() {
+        Ok(worker) => {
+            let onmessage = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {
+                let Some(t) = ev.data().as_string() else {
+                    return;
+                };
+                match FromWorker::from_json(&t) {
+                    Ok(FromWorker::Ready) => {
+                        TOOLS_READY.with(|r| r.set(true));
+                        let pending = TOOLS_PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+                        TOOLS.with(|w| {
+                            if let Some(w) = w.borrow().as_ref() {
+                                for m in pending {
+                                    let _ = w.post_message(&JsValue::from_str(&m));
+                                }
+                            }
+                        });
+                    }
+                    Ok(FromWorker::Parsed {
+                        id,
+                        scenario,
+                        args,
+                        notes,
+                        error,
+                    }) if id == parse_id.get_untracked() => {
+                        let mut error = error;
+                        let mut loaded = false;
+                        if let Some(json) = scenario {
+                            match Scenario::from_json(&json) {
+                                Ok(s) => {
+                                    st.form.set(Form::from_scenario(&s));
+                                    loaded = true;
+                                }
+                                Err(e) => error = Some(e.to_string()),
+                            }
+                        }
+                        applied.set(Some(Applied {
+                            args,
+                            notes,
+                            error,
+                            loaded,
+                        }));
+                    }
+                    Ok(FromWorker::Commands {
+                        id,
+                        serve: s,
+                        bench: b,
+                    }) if id == cmd_id.get_untracked() => {
+                        serve.set(s);
+                        bench.set(b);
+                    }
+                    Ok(FromWorker::Error { id, message, .. }) if id == cmd_id.get_untracked() => {
+                        serve.set(format!("(no command: {message})"));
+                        bench.set(String::new());
+                    }
+                    _ => {}
+                }
+            });
+            worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+            onmessage.forget();
+            TOOLS.with(|w| *w.borrow_mut() = Some(worker));
+        }
+        Err(e) => applied.set(Some(Applied {
+            args: Vec::new(),
+            notes: Vec::new(),
+            error: Some(e),
+            loaded: false,
+        })),
+    }
+
+    // The commands follow the scenario.
+    Effect::new(move |_| {
+        if let Ok(s) = st.scenario.get() {
+            let id = next_id();
+            cmd_id.set(id);
+            post(&ToWorker::Commands {
+                id,
+                scenario: s.to_json(),
+            });
+        }
+    });
+
+    let apply = move |_| {
+        let id = next_id();
+        parse_id.set(id);
+        let base = st
+            .scenario
+            .get_untracked()
+            .unwrap_or_else(|_| Scenario::default_scenario());
+        post(&ToWorker::ParseCommand {
+            id,
+            text: text.get_untracked(),
+            base: base.to_json(),
+        });
+    };
+    let copy = move |what: &'static str| {
+        let t = if what == "serve" {
+            serve.get_untracked()
+        } else {
+            bench.get_untracked()
+        };
+        wasm_bindgen_futures::spawn_local(async move {
+            let ok = browser::copy_text(&t).await;
+            copied.set(if ok {
+                "Copied".into()
+            } else {
+                "Copy failed: select the text and copy it".into()
+            });
+            set_timeout(
+                move || copied.set(String::new()),
+                Duration::from_millis(2500),
+            );
+        });
+    };
+    view! {
+        <details class="tool-box" id="vllm-command-box">
+            <summary>"vLLM command: paste one, or copy this scenario's"</summary>
+            <div class="field">
+                <label for="vllm-command">"Paste a vllm serve command (also python -m vllm.entrypoints.openai.api_server, docker run … vllm/vllm-openai, environment variables in front)"</label>
+                <textarea id="vllm-command" rows="4" spellcheck="false"
+                    placeholder="vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2 --max-num-seqs 128"
+                    prop:value=move || text.get()
+                    on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+            </div>
+            <div class="btn-row">
+                <button class="btn small" id="apply-command" on:click=apply>"Apply"</button>
+            </div>
+            {move || applied.get().map(|a| view! {
+                <div id="command-result">
+                    {a.error.clone().map(|e| view! { <p class="error-text" id="command-error" role="alert">{e}</p> })}
+                    {a.loaded.then(|| view! { <p class="hint" id="command-loaded">"Loaded into the form; settings the command does not mention are kept."</p> })}
+                    <ul class="command-args" id="command-args">
+                        {a.args.into_iter().map(|x| {
+                            let status = x.status.clone();
+                            view! {
+                                <li data-status=status.clone() data-arg=x.arg.clone()>
+                                    <code>{match &x.value { Some(v) => format!("{} {v}", x.arg), None => x.arg.clone() }}</code>
+                                    " "<span class=format!("arg-status s-{}", status.replace(' ', "-"))>{status.clone()}</span>
+                                    {(!x.detail.is_empty()).then(|| format!(": {}", x.detail))}
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                    <ul class="notes">
+                        {a.notes.into_iter().map(|n| view! { <li class="muted">{n}</li> }).collect_view()}
+                    </ul>
+                </div>
+            })}
+            <p class="hint">"This scenario as the commands that would measure it:"</p>
+            <pre class="command" id="serve-command">{move || serve.get()}</pre>
+            <pre class="command" id="bench-command">{move || bench.get()}</pre>
+            <div class="btn-row">
+                <button class="btn small" id="copy-serve" disabled=move || serve.with(|s| s.is_empty()) on:click=move |_| copy("serve")>"Copy vllm serve command"</button>
+                <button class="btn small" id="copy-bench" disabled=move || bench.with(|s| s.is_empty()) on:click=move |_| copy("bench")>"Copy vllm bench serve command"</button>
+                <span class="copied" role="status" aria-live="polite">{move || copied.get()}</span>
+            </div>
+        </details>
+    }
+}
