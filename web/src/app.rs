@@ -725,6 +725,20 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                     {field(st, "ep", "EP", "", |f| &f.ep, |f, v| f.ep = v)}
                 </div>
                 <div class="grid2">
+                    {select(st, "enable_expert_parallel", "--enable-expert-parallel (DP lockstep)",
+                        vec![
+                            (String::new(), "not stated (independent DP ranks)".into()),
+                            ("true".into(), "on (ep = tp x dp)".into()),
+                            ("false".into(), "off (experts tensor-parallel)".into()),
+                        ],
+                        |f| f.enable_expert_parallel.clone(), |f, v| f.enable_expert_parallel = v)}
+                    {select(st, "all2all_backend", "--all2all-backend",
+                        std::iter::once((String::new(), "vLLM default (allgather_reducescatter)".to_string()))
+                            .chain(core_api::all2all_backends().into_iter().map(|b| (b.to_string(), b.to_string())))
+                            .collect(),
+                        |f| f.all2all_backend.clone(), |f, v| f.all2all_backend = v)}
+                </div>
+                <div class="grid2">
                     {select(st, "weight_precision", "Weights", opts(WEIGHT_PRECISIONS),
                         |f| f.weight_precision.clone(), |f, v| f.weight_precision = v)}
                     {select(st, "kv_cache_dtype", "KV cache dtype",

@@ -47,6 +47,14 @@ pub fn models() -> Vec<ModelEntry> {
         .collect()
 }
 
+/// vLLM's `--all2all-backend` names the core models (docs/step-time.md "5a").
+pub fn all2all_backends() -> Vec<&'static str> {
+    servesim_core::deploy::All2AllBackend::ALL
+        .iter()
+        .map(|b| b.name())
+        .collect()
+}
+
 pub fn gpus() -> Vec<GpuEntry> {
     gpu::catalog()
         .iter()
@@ -105,6 +113,8 @@ pub fn form_key(s: &Scenario, path: &str) -> &'static str {
         "tp" => "tp",
         "dp" => "dp",
         "ep" => "ep",
+        "enable_expert_parallel" => "enable_expert_parallel",
+        "engine.all2all_backend" => "all2all_backend",
         "weight_precision" => "weight_precision",
         "kv_cache_dtype" => "kv_cache_dtype",
         "vllm_version" => "vllm_version",

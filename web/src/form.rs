@@ -366,6 +366,10 @@ pub struct Form {
     pub tp: String,
     pub dp: String,
     pub ep: String,
+    /// `enable_expert_parallel`: "" (not stated), "true" or "false" (docs/topology.md "DP + EP").
+    pub enable_expert_parallel: String,
+    /// `engine.all2all_backend` by vLLM's name ("" = vLLM's default).
+    pub all2all_backend: String,
     pub weight_precision: String,
     pub kv_cache_dtype: String,
     /// The vLLM version served ("" = the newest calibrated release line); selects the
@@ -537,6 +541,11 @@ impl Form {
             tp: s.tp.to_string(),
             dp: s.dp.to_string(),
             ep: s.ep.to_string(),
+            enable_expert_parallel: opt_b(s.enable_expert_parallel),
+            all2all_backend: en
+                .all2all_backend
+                .map(|b| b.name().to_string())
+                .unwrap_or_default(),
             weight_precision: match s.weight_precision {
                 WeightPrecision::Checkpoint => "checkpoint",
                 WeightPrecision::Bf16 => "bf16",
@@ -929,6 +938,19 @@ impl Form {
             cudagraph_mode,
             enable_prefix_caching: opt_bool(&self.enable_prefix_caching),
             enforce_eager: opt_bool(&self.enforce_eager),
+            all2all_backend: match self.all2all_backend.trim() {
+                "" => None,
+                name => {
+                    let b = servesim_core::deploy::All2AllBackend::parse(name);
+                    if b.is_none() {
+                        e.insert(
+                            "all2all_backend",
+                            "use allgather_reducescatter, deepep_high_throughput, deepep_low_latency or naive".into(),
+                        );
+                    }
+                    b
+                }
+            },
             ..self.base.engine.clone()
         };
         let workload = self.workload(&mut e);
@@ -975,6 +997,7 @@ impl Form {
             tp,
             dp,
             ep,
+            enable_expert_parallel: opt_bool(&self.enable_expert_parallel),
             num_gpus,
             weight_precision,
             kv_cache_dtype,
@@ -1237,7 +1260,9 @@ mod tests {
             tp: 4,
             dp: 2,
             ep: 8,
+            enable_expert_parallel: Some(true),
             engine: RawEngineSettings {
+                all2all_backend: Some(servesim_core::deploy::All2AllBackend::DeepepLowLatency),
                 gpu_memory_utilization: Some(0.85),
                 max_num_seqs: Some(128),
                 block_size: Some(32),

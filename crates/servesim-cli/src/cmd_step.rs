@@ -23,9 +23,33 @@ pub struct StepArgs {
     /// repeatable.
     #[arg(long, value_name = "NEW[:PAST]")]
     pub prefill: Vec<String>,
+    /// Another DP rank's batch in the same lockstep step (DP + EP on a MoE model), as
+    /// DECODE[:CTX] decode sequences at mean context CTX; repeatable, one per other rank
+    /// (ranks not given run vLLM's one-token dummy batch).
+    #[arg(long, value_name = "DECODE[:CTX]")]
+    pub rank: Vec<String>,
     /// Print the breakdown as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+fn parse_rank(s: &str) -> Result<(u64, u64)> {
+    let (d, c) = s.split_once(':').unwrap_or((s, "0"));
+    let d: u64 = d
+        .trim()
+        .parse()
+        .with_context(|| format!("--rank `{s}`: DECODE must be a whole number of sequences"))?;
+    let c: u64 = c
+        .trim()
+        .parse()
+        .with_context(|| format!("--rank `{s}`: CTX must be a whole number of tokens"))?;
+    if let Err(fix) = MAX_NUM_SEQS.check_u64(d.max(1)) {
+        bail!("--rank `{s}`: DECODE {fix}");
+    }
+    if let Err(fix) = TOKENS.check_u64(c.max(1)) {
+        bail!("--rank `{s}`: CTX {fix}");
+    }
+    Ok((d, c))
 }
 
 fn parse_chunk(s: &str) -> Result<PrefillChunk> {
@@ -79,8 +103,46 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
     let b = r
         .cost
         .breakdown_iter(chunks.iter().copied(), a.decode, a.decode * a.ctx);
+    // Lockstep (DP + EP on a MoE model): the other ranks' steps and the group's.
+    let dp = r.deployment.par.dp as usize;
+    let lockstep = r.deployment.dp_lockstep();
+    if !a.rank.is_empty() && !lockstep {
+        bail!("--rank describes other DP ranks of a lockstep step: the scenario needs a MoE model with dp > 1 and enable_expert_parallel stated");
+    }
+    if a.rank.len() + 1 > dp.max(1) {
+        bail!(
+            "--rank given {} times: the replica has {dp} DP ranks, so at most {} other ranks",
+            a.rank.len(),
+            dp.saturating_sub(1)
+        );
+    }
+    let ranks = a
+        .rank
+        .iter()
+        .map(|s| parse_rank(s))
+        .collect::<Result<Vec<_>>>()?;
+    let mut rank_s = vec![b.total()];
+    if lockstep {
+        let dummy = r.cost.breakdown_iter(std::iter::empty(), 1, 0).total();
+        for i in 1..dp {
+            rank_s.push(match ranks.get(i - 1) {
+                Some(&(d, c)) if d > 0 => {
+                    r.cost.breakdown_iter(std::iter::empty(), d, d * c).total()
+                }
+                _ => dummy,
+            });
+        }
+    }
+    let lockstep_s = rank_s.iter().copied().fold(0.0, f64::max);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&b)?);
+        let mut v = serde_json::to_value(b)?;
+        if lockstep {
+            v["lockstep"] = serde_json::json!({
+                "rank_step_s": rank_s,
+                "step_s": lockstep_s,
+            });
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
     let ms = |s: f64| s * 1e3;
@@ -122,5 +184,65 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
     ] {
         println!("  {name:<15}{:9.3} ms", ms(v));
     }
+    if let (Some(l), Some(m)) = (&b.all2all, r.cost.all2all_model()) {
+        let layers = r.cost.num_moe_layers();
+        println!(
+            "all-to-all per MoE layer (EP {}, {} tokens per GPU, {}; x {layers} MoE layers per step):",
+            m.ep_size(),
+            l.tokens_per_gpu,
+            if l.internode { "across nodes" } else { "inside the NVLink domain" }
+        );
+        println!(
+            "  {:<24}{:>10}{:>12}{:>10}{:>12}{:>12}",
+            "backend", "dispatch", "bytes", "combine", "bytes", "per step"
+        );
+        for bk in servesim_core::deploy::All2AllBackend::ALL {
+            let t = m.with_backend(bk).layer(b.work.padded_tokens);
+            println!(
+                "  {:<24}{:>7.1} us{:>12}{:>7.1} us{:>12}{:>9.3} ms{}",
+                bk.name(),
+                t.dispatch_s * 1e6,
+                fmt_bytes(t.dispatch_bytes),
+                t.combine_s * 1e6,
+                fmt_bytes(t.combine_bytes),
+                ms(layers * (t.dispatch_s + t.combine_s)),
+                if bk == m.backend {
+                    "  <- this scenario"
+                } else {
+                    ""
+                }
+            );
+        }
+        println!(
+            "  TP all-gather after the sequence-parallel MoE: {:.1} us per layer",
+            l.tp_allgather_s * 1e6
+        );
+    }
+    if lockstep {
+        println!("lockstep (vLLM DP + EP: the slowest rank sets the step; idle ranks run a one-token dummy batch):");
+        for (i, s) in rank_s.iter().enumerate() {
+            let what = if i == 0 {
+                "this step".to_string()
+            } else {
+                match ranks.get(i - 1) {
+                    Some(&(d, c)) if d > 0 => format!("{d} decode seqs at context {c}"),
+                    _ => "dummy batch".to_string(),
+                }
+            };
+            println!("  rank {i:<3} {:9.3} ms  ({what})", ms(*s));
+        }
+        println!(
+            "  step      {:9.3} ms  (max over the {dp} ranks)",
+            ms(lockstep_s)
+        );
+    }
     Ok(())
+}
+
+fn fmt_bytes(b: f64) -> String {
+    if b >= 1e6 {
+        format!("{:.2} MB", b / 1e6)
+    } else {
+        format!("{:.1} kB", b / 1e3)
+    }
 }

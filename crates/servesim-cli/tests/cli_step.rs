@@ -172,3 +172,85 @@ fn vllm_version_flag_selects_the_release_lines_calibration() {
         "{err}"
     );
 }
+
+fn seed(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/scenarios")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn step_of_a_dp_ep_scenario_shows_every_backend_and_the_lockstep_max() {
+    let f = seed("agg-2r-dsv4-flash-h200-tp8-dp2-ll.json");
+    let args = [
+        "step",
+        "--scenario",
+        &f,
+        "--decode",
+        "64",
+        "--ctx",
+        "8000",
+        "--rank",
+        "128:4000",
+    ];
+    let (code, out, err) = servesim(&args);
+    assert_eq!(code, 0, "{err}");
+    for b in [
+        "allgather_reducescatter",
+        "deepep_high_throughput",
+        "deepep_low_latency",
+        "naive",
+    ] {
+        assert!(out.contains(b), "{out}");
+    }
+    assert!(
+        out.contains("EP 16, 8 tokens per GPU, across nodes"),
+        "{out}"
+    );
+    assert!(out.contains("<- this scenario"), "{out}");
+    // The lockstep step is the larger of the two ranks' own steps.
+    let rank_ms = |i: usize| -> f64 {
+        let l = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("rank {i} ")))
+            .unwrap_or_else(|| panic!("{out}"));
+        l.split_whitespace().nth(2).unwrap().parse().unwrap()
+    };
+    let step: f64 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("step ") && l.contains("max over"))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(step, rank_ms(0).max(rank_ms(1)));
+    assert!(
+        rank_ms(1) > rank_ms(0),
+        "128 sequences take longer than 64: {out}"
+    );
+    // JSON carries the same.
+    let mut j = args.to_vec();
+    j.push("--json");
+    let (code, out, err) = servesim(&j);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["all2all"]["dispatch_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["lockstep"]["rank_step_s"].as_array().unwrap().len(), 2);
+    // --rank on a deployment without lockstep is refused with the reason.
+    let dense = small_scenario();
+    let (code, _, err) = servesim(&[
+        "step",
+        "--scenario",
+        dense.to_str().unwrap(),
+        "--decode",
+        "8",
+        "--rank",
+        "8",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("enable_expert_parallel"), "{err}");
+}

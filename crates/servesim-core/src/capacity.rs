@@ -292,7 +292,7 @@ pub fn non_torch_bytes(model: &ModelConfig, par: Parallelism, backend: All2AllBa
     };
     if par.ep > 1 && model.moe.is_some() {
         b += match backend {
-            All2AllBackend::AllgatherReducescatter => 0,
+            All2AllBackend::AllgatherReducescatter | All2AllBackend::Naive => 0,
             All2AllBackend::DeepepHighThroughput => DEEPEP_HT_BYTES,
             All2AllBackend::DeepepLowLatency => {
                 // DeepEP's low-latency size hint: send+recv, double-buffered, for every expert
@@ -392,7 +392,14 @@ fn compute_inner(
     let weights = model.weight_bytes_per_gpu(d.weight_precision, d.par)?.get();
     let spec = model.kv_cache_spec(d.kv_cache_dtype, d.par.tp, e.block_size)?;
     let activation = activation_bytes(model, d.par, e.max_num_batched_tokens, e.max_num_seqs);
-    let non_torch = non_torch_bytes(model, d.par, e.all2all_backend);
+    // With DP + EP stated, vLLM builds its all2all manager (and DeepEP's buffers) only when
+    // `dp > 1` (`ParallelConfig.use_all2all`); scenarios without the field keep the buffers.
+    let backend = if d.enable_expert_parallel.is_some() && d.par.dp <= 1 {
+        All2AllBackend::AllgatherReducescatter
+    } else {
+        e.all2all_backend
+    };
+    let non_torch = non_torch_bytes(model, d.par, backend);
     let cudagraph = cudagraph_bytes(d);
     let cg_in = e.estimate_cudagraphs_in_profile && cudagraph > 0;
     let non_kv = weights + activation + non_torch + if cg_in { cudagraph } else { 0 };

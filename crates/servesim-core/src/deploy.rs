@@ -83,6 +83,34 @@ pub enum All2AllBackend {
     DeepepHighThroughput,
     /// DeepEP low-latency kernels: an RDMA buffer sized by DeepEP's size hint.
     DeepepLowLatency,
+    /// vLLM's `naive` backend: broadcast-based all-gather for dispatch, all-reduce for combine.
+    Naive,
+}
+
+impl All2AllBackend {
+    /// Every backend ServeSim models, by vLLM's `--all2all-backend` name.
+    pub const ALL: [All2AllBackend; 4] = [
+        All2AllBackend::AllgatherReducescatter,
+        All2AllBackend::DeepepHighThroughput,
+        All2AllBackend::DeepepLowLatency,
+        All2AllBackend::Naive,
+    ];
+
+    /// vLLM's name (`--all2all-backend`, `vllm/config/parallel.py` `All2AllBackend`).
+    pub fn name(self) -> &'static str {
+        match self {
+            All2AllBackend::AllgatherReducescatter => "allgather_reducescatter",
+            All2AllBackend::DeepepHighThroughput => "deepep_high_throughput",
+            All2AllBackend::DeepepLowLatency => "deepep_low_latency",
+            All2AllBackend::Naive => "naive",
+        }
+    }
+
+    /// Reads vLLM's name (case-insensitive); `None` for a name ServeSim does not model.
+    pub fn parse(s: &str) -> Option<All2AllBackend> {
+        let s = s.trim().to_ascii_lowercase();
+        All2AllBackend::ALL.into_iter().find(|b| b.name() == s)
+    }
 }
 
 /// Engine settings as a user writes them. `None` = vLLM's default.
@@ -547,6 +575,51 @@ pub struct Deployment {
     pub engine: EngineSettings,
     /// Notes on defaults and on combinations vLLM runs with caveats.
     pub notes: Vec<String>,
+    /// vLLM's `--enable-expert-parallel` as the scenario states it; `None` for a scenario that
+    /// predates the field (its `ep` is taken as written and its DP ranks step independently,
+    /// docs/topology.md "DP + EP"). Set by [`Deployment::with_expert_parallel`].
+    pub enable_expert_parallel: Option<bool>,
+}
+
+/// Applies vLLM's `--enable-expert-parallel` (`enable`; `None` = not stated) to a layout:
+/// `true` shards the experts over all `tp x dp` GPUs (ep = tp x dp), `false` keeps them
+/// tensor-parallel (ep 1). On a dense model vLLM ignores the flag; so does this, with a note.
+pub fn apply_expert_parallel(
+    model: &ModelConfig,
+    par: Parallelism,
+    enable: Option<bool>,
+) -> Result<(Parallelism, Option<String>), DeployError> {
+    let g = par.tp.saturating_mul(par.dp);
+    match enable {
+        None => Ok((par, None)),
+        Some(_) if model.moe.is_none() => Ok((
+            par,
+            Some(format!(
+                "enable_expert_parallel has no effect: {} is dense (no experts), and vLLM ignores the flag for it too",
+                model.name
+            )),
+        )),
+        Some(true) => {
+            if par.ep != 1 && par.ep != g {
+                return Err(invalid(
+                    "ep",
+                    par.ep,
+                    format!("with enable_expert_parallel true the experts are sharded over tp x dp = {g} GPUs; drop ep or set it to {g}"),
+                ));
+            }
+            Ok((Parallelism { ep: g, ..par }, None))
+        }
+        Some(false) => {
+            if par.ep > 1 {
+                return Err(invalid(
+                    "ep",
+                    par.ep,
+                    "enable_expert_parallel is false, so the experts are tensor-parallel (ep 1); drop ep or set enable_expert_parallel true",
+                ));
+            }
+            Ok((par, None))
+        }
+    }
 }
 
 /// A deployment as a user writes it (model and GPU by name).
@@ -879,7 +952,34 @@ impl Deployment {
             kv_cache_dtype,
             engine,
             notes,
+            enable_expert_parallel: None,
         })
+    }
+
+    /// The deployment with `--enable-expert-parallel` as stated (the layout must already be the
+    /// one [`apply_expert_parallel`] returned), its note added.
+    /// With DP + EP stated and `deepep_high_throughput`, CUDA graphs are off, as vLLM turns them
+    /// off (`vllm/platforms/cuda.py`, `check_and_update_config`: "DeepEP high-throughput kernels
+    /// are optimized for prefill and are incompatible with CUDA Graphs").
+    pub fn with_expert_parallel(mut self, enable: Option<bool>, note: Option<String>) -> Self {
+        self.enable_expert_parallel = enable;
+        self.notes.extend(note);
+        if self.dp_lockstep()
+            && self.engine.all2all_backend == All2AllBackend::DeepepHighThroughput
+            && self.engine.cudagraph_mode != CudagraphMode::None
+        {
+            self.engine.cudagraph_mode = CudagraphMode::None;
+            self.engine.cudagraph_capture_sizes.clear();
+            self.notes.push("all2all_backend deepep_high_throughput with dp > 1: CUDA graphs off (cudagraph_mode NONE), as vLLM turns them off for these kernels".into());
+        }
+        self
+    }
+
+    /// Whether the DP ranks of a replica step in lockstep (vLLM's `DPEngineCoreProc`: a MoE
+    /// model with `dp > 1`; dense DP ranks are independent engines). Only for scenarios that
+    /// state `enable_expert_parallel` (older ones keep independent ranks, docs/topology.md).
+    pub fn dp_lockstep(&self) -> bool {
+        self.enable_expert_parallel.is_some() && self.model.moe.is_some() && self.par.dp > 1
     }
 
     /// Number of replicas (`num_gpus / (tp * dp)`).

@@ -123,6 +123,17 @@ impl Collector {
     pub fn num_steps(&self) -> u64 {
         self.steps.iter().map(|v| v.len() as u64).sum()
     }
+    /// Start and end of step `index` of `engine`.
+    pub fn step_span(&self, engine: u32, index: u64) -> (Ticks, Ticks) {
+        let s = &self.steps[engine as usize][index as usize];
+        (s.start, s.end)
+    }
+    /// Steps recorded for `engine` (0 for an engine that never stepped).
+    pub fn num_steps_of(&self, engine: u32) -> u64 {
+        self.steps
+            .get(engine as usize)
+            .map_or(0, |v| v.len() as u64)
+    }
 
     /// The inter-token latencies of one finished request (ns), in order: decode-step gaps and
     /// the gaps of tokens produced by recompute prefills. Used by tests and exporters; the level

@@ -92,6 +92,13 @@ pub struct Scenario {
     pub dp: u32,
     #[serde(default = "one")]
     pub ep: u32,
+    /// Version 2: vLLM's `--enable-expert-parallel` (`true`: experts sharded over all
+    /// `tp x dp` GPUs, `ep = tp x dp`; `false`: experts tensor-parallel). Stating it (either
+    /// value) also models vLLM's DP lockstep for MoE models with `dp > 1` and prices the
+    /// all-to-all per `engine.all2all_backend` (docs/topology.md "DP + EP"). Absent: `ep` as
+    /// written and independent DP ranks (how scenarios before the field ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_expert_parallel: Option<bool>,
     /// Total GPUs (a multiple of `tp * dp`); default one replica.
     #[serde(default)]
     pub num_gpus: Option<u32>,
@@ -224,10 +231,11 @@ fn fixes_text(f: &[String]) -> String {
 }
 
 /// Top-level deployment fields (everything else in `DeployError` is an engine setting).
-const DEPLOY_TOP: [&str; 8] = [
+const DEPLOY_TOP: [&str; 9] = [
     "tp",
     "dp",
     "ep",
+    "enable_expert_parallel",
     "num_gpus",
     "weight_precision",
     "kv_cache_dtype",
@@ -363,6 +371,7 @@ impl Scenario {
             tp: 1,
             dp: 1,
             ep: 1,
+            enable_expert_parallel: None,
             num_gpus: None,
             weight_precision: WeightPrecision::Checkpoint,
             kv_cache_dtype: KvCacheDtype::Auto,
@@ -423,13 +432,14 @@ impl Scenario {
                 })
             }
         }
-        const KNOWN: [&str; 16] = [
+        const KNOWN: [&str; 17] = [
             "version",
             "model",
             "gpu",
             "tp",
             "dp",
             "ep",
+            "enable_expert_parallel",
             "num_gpus",
             "weight_precision",
             "kv_cache_dtype",
@@ -450,11 +460,10 @@ impl Scenario {
             }
         }
         let version = obj.get("version").and_then(Value::as_u64).unwrap_or(1) as u32;
-        if version < 2 && obj.contains_key("topology") {
-            return Err(json_err(
-                "topology",
-                "is a version-2 field; set \"version\": 2",
-            ));
+        for k in ["topology", "enable_expert_parallel"] {
+            if version < 2 && obj.contains_key(k) {
+                return Err(json_err(k, "is a version-2 field; set \"version\": 2"));
+            }
         }
         let req = |k: &str| json_err(k, "missing (required)");
         Ok(Scenario {
@@ -466,6 +475,7 @@ impl Scenario {
             tp: field_from(obj, "tp")?.unwrap_or(1),
             dp: field_from(obj, "dp")?.unwrap_or(1),
             ep: field_from(obj, "ep")?.unwrap_or(1),
+            enable_expert_parallel: field_from(obj, "enable_expert_parallel")?,
             num_gpus: field_from(obj, "num_gpus")?,
             weight_precision: field_from(obj, "weight_precision")?.unwrap_or_default(),
             kv_cache_dtype: field_from(obj, "kv_cache_dtype")?.unwrap_or_default(),
@@ -481,7 +491,7 @@ impl Scenario {
 
     /// The version this scenario is written as: 2 when it uses a version-2 field, else 1.
     pub fn written_version(&self) -> u32 {
-        if self.topology.is_some() {
+        if self.topology.is_some() || self.enable_expert_parallel.is_some() {
             2
         } else {
             1
@@ -562,6 +572,9 @@ impl Scenario {
             dp: self.dp,
             ep: self.ep,
         };
+        let (par, ep_note) =
+            crate::deploy::apply_expert_parallel(&model, par, self.enable_expert_parallel)
+                .map_err(ScenarioError::Deploy)?;
         // `topology.replicas` without `num_gpus`: the GPUs of that many replicas.
         let replicas = self.topology.as_ref().and_then(|t| t.replicas);
         let num_gpus = match (self.num_gpus, replicas) {
@@ -588,6 +601,7 @@ impl Scenario {
             &self.engine,
         )
         .map_err(ScenarioError::Deploy)
+        .map(|d| d.with_expert_parallel(self.enable_expert_parallel, ep_note))
     }
 
     fn resolve_from(
@@ -891,6 +905,7 @@ impl ResolvedScenario {
             self.sweep.frontend,
         );
         plan.pools[0].replicas = self.topology.replicas;
+        plan.pools[0].lockstep = self.deployment.dp_lockstep();
         plan.router = self.topology.router.clone();
         plan
     }

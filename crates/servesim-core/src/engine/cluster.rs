@@ -6,8 +6,8 @@
 //! the rank with the lowest `4 * waiting + running` gets the request, ties to the lowest rank.
 //! vLLM computes this score from slightly stale stats published by a coordinator; we use the
 //! exact current counts. The scan is over the DP ranks of one replica only.
-//! Approximation: DP ranks step independently (vLLM keeps MoE DP ranks in lock-step with dummy
-//! batches; docs/topology.md).
+//! Stepping: independent ranks, or lockstep for MoE DP + EP (`topology/lockstep.rs`,
+//! docs/topology.md "DP + EP").
 
 use super::Engine;
 

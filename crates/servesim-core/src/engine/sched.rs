@@ -446,6 +446,29 @@ impl<'m> Engine<'m> {
         }
     }
 
+    /// End of the step in flight; `None` when idle.
+    pub fn step_end(&self) -> Option<Ticks> {
+        self.in_flight.as_ref().map(|f| f.end)
+    }
+
+    /// Lockstep driving (`topology/lockstep.rs`): moves an idle engine's clock forward to `t`,
+    /// so its next step starts there (no effect with a step in flight or `t` not later).
+    pub fn idle_until(&mut self, t: Ticks) {
+        if self.in_flight.is_none() && t > self.now {
+            self.now = t;
+        }
+    }
+
+    /// Lockstep driving: the step in flight ends at `end` instead (the slowest DP rank's end);
+    /// no effect when idle or when `end` is not later than its own end.
+    pub fn extend_step_to(&mut self, end: Ticks) {
+        if let Some(f) = &mut self.in_flight {
+            if end > f.end {
+                f.end = end;
+            }
+        }
+    }
+
     /// Processes the event at [`Engine::next_event_time`]: completes the step in flight, or
     /// schedules and starts the next step.
     pub fn process_next_event(&mut self, obs: &mut dyn Observer) -> Result<(), SimError> {

@@ -8,6 +8,7 @@
 //! overheads. Every efficiency and overhead is a named field of [`Efficiencies`].
 //! Formulas, approximations and sources: docs/step-time.md.
 
+pub mod all2all;
 mod eff;
 mod spec;
 mod terms;
@@ -140,6 +141,11 @@ pub struct StepBreakdown {
     /// Unbounded times of each side before the roofline max (diagnostics, not summed).
     pub raw: RawTimes,
     pub work: StepWorkPerGpu,
+    /// DP + EP (`enable_expert_parallel` stated, `dp > 1`): one MoE layer's dispatch/combine
+    /// under the deployment's all-to-all backend (`ep_alltoall` = MoE layers x dispatch +
+    /// combine; the TP all-gather after the sequence-parallel MoE is in `tp_allreduce`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all2all: Option<all2all::All2AllTerms>,
 }
 
 /// Compute and memory times of each roofline component before taking the max, seconds.
@@ -217,6 +223,9 @@ pub struct StepCostModel {
     a2a_link_s_per_byte: f64,
     a2a_latency: f64,
     all2all_backend: All2AllBackend,
+    /// The per-backend model of DP + EP deployments (`perf/all2all.rs`); `None` keeps the
+    /// model of scenarios that do not state `enable_expert_parallel`.
+    a2a: Option<all2all::All2AllModel>,
     /// Execution.
     cudagraph_mode: CudagraphMode,
     capture_sizes: Vec<u64>,
@@ -422,6 +431,28 @@ impl StepCostModel {
         };
         let (tp_bw, tp_extra) = link(par.tp);
         let (moe_bw, moe_extra) = link(par.tp * par.dp);
+        let a2a = match &m.moe {
+            Some(moe) if dep.enable_expert_parallel.is_some() && par.dp > 1 => {
+                Some(all2all::All2AllModel::new(
+                    dep.engine.all2all_backend,
+                    par.tp,
+                    par.dp,
+                    m.hidden_size,
+                    moe.experts_per_tok,
+                    compute_class_on(dt_experts, gpu) == ComputeClass::Fp8
+                        && !is_weight_only_on(dt_experts, gpu),
+                    all2all::All2AllLinks {
+                        scaleup_domain: gpu.scaleup_domain,
+                        ep_ring_s_per_byte: 1.0 / (moe_bw * eff.allreduce_bus_eff),
+                        ep_ring_latency_s: eff.allreduce_latency_s + moe_extra,
+                        tp_ring_s_per_byte: 1.0 / (tp_bw * eff.allreduce_bus_eff),
+                        tp_latency_s: eff.allreduce_latency_s + tp_extra,
+                        ht_latency_s: eff.all2all_latency_s,
+                    },
+                ))
+            }
+            _ => None,
+        };
 
         let mut m = StepCostModel {
             eff: *eff,
@@ -456,6 +487,7 @@ impl StepCostModel {
             a2a_link_s_per_byte: 1.0 / (moe_bw * eff.all2all_eff),
             a2a_latency: eff.all2all_latency_s + moe_extra,
             all2all_backend: dep.engine.all2all_backend,
+            a2a,
             cudagraph_mode: dep.engine.cudagraph_mode,
             capture_sizes: dep.engine.cudagraph_capture_sizes.clone(),
             pad_table: Vec::new(),
@@ -585,6 +617,17 @@ impl StepCostModel {
     /// The efficiency table in use.
     pub fn efficiencies(&self) -> &Efficiencies {
         &self.eff
+    }
+
+    /// The DP + EP all-to-all model (`None` without DP + EP, or for scenarios that do not
+    /// state `enable_expert_parallel`).
+    pub fn all2all_model(&self) -> Option<&all2all::All2AllModel> {
+        self.a2a.as_ref()
+    }
+
+    /// MoE layers of the model (for the per-step all-to-all totals).
+    pub fn num_moe_layers(&self) -> f64 {
+        self.num_moe_layers
     }
 
     /// Step time of `w`, rounded to whole nanoseconds. Zero for an empty step.
@@ -776,12 +819,17 @@ impl StepCostModel {
         // group, experts TP- or EP-sharded inside it), else it goes through the DP/EP dispatch.
         let mut tp_ar = ar(2.0 * self.num_dense_layers + self.num_moe_layers);
         let mut moe = 0.0;
-        if self.num_moe_layers > 0.0 {
+        if let (Some(a2a), true) = (&self.a2a, self.num_moe_layers > 0.0) {
+            // DP + EP: the backend's dispatch + combine per MoE layer (`perf/all2all.rs`).
+            let l = a2a.layer(t as u64);
+            moe = self.num_moe_layers * (l.dispatch_s + l.combine_s);
+            tp_ar += self.num_moe_layers * l.tp_allgather_s;
+        } else if self.num_moe_layers > 0.0 {
             if self.dp <= 1.0 {
                 tp_ar += ar(self.num_moe_layers);
             } else {
                 match self.all2all_backend {
-                    All2AllBackend::AllgatherReducescatter => {
+                    All2AllBackend::AllgatherReducescatter | All2AllBackend::Naive => {
                         // All-gather the hidden states of every DP rank, reduce-scatter back,
                         // plus the TP all-reduce of the expert partials when tp > 1.
                         let total = msg * self.dp;
@@ -924,6 +972,9 @@ impl StepCostModel {
         let (tp_ar, moe) = self.comm(t);
         b.tp_allreduce = tp_ar;
         b.ep_alltoall = moe;
+        if self.num_moe_layers > 0.0 {
+            b.all2all = self.a2a.map(|a| a.layer(padded));
+        }
 
         // Overheads. The GPU time has a floor of `layer_gpu_floor_s` per layer, and the CPU launch
         // time of kernels outside graphs is hidden behind GPU work when the GPU is slower: only

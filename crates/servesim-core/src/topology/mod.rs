@@ -11,10 +11,12 @@
 //! replicas (indexed heaps for every event source, ordered sets for router state, no scans).
 
 mod heap;
+pub mod lockstep;
 pub mod router;
 mod sim;
 
 pub use heap::IndexedHeap;
+pub use lockstep::{GroupState, LockstepGroup};
 pub use router::{parse_router, EppWeights, RouterPolicy, RouterSpec};
 pub use sim::{run_plan_level, PlanPool, ReplicaResult, SimPlan, TopologyLevel};
 

@@ -13,6 +13,7 @@
 //! balancer picks the rank (lowest `4 x waiting + running`, ties to the lowest rank;
 //! `engine::cluster::dp_route`).
 
+use super::lockstep::{GroupState, LockstepGroup};
 use super::router::{ReplicaView, Router, RouterSpec};
 use super::{IndexedHeap, MAX_ENGINES};
 use crate::engine::cluster::dp_route;
@@ -40,6 +41,8 @@ pub struct PlanPool<'m> {
     pub dp: u32,
     /// Each replica's API server.
     pub frontend: FrontEnd,
+    /// The DP ranks of a replica step in lockstep (vLLM DP + EP for MoE; `lockstep.rs`).
+    pub lockstep: bool,
 }
 
 /// What a simulation runs: its pools and the router in front of them.
@@ -66,6 +69,7 @@ impl<'m> SimPlan<'m> {
                 replicas: 1,
                 dp: engines.max(1),
                 frontend,
+                lockstep: false,
             }],
             router: RouterSpec::default(),
         }
@@ -262,6 +266,9 @@ struct Simulation<'m, 'p> {
     router: Router,
     /// Requests held at the router by the saturation guard: (request, client send time).
     held: VecDeque<(Request, Ticks)>,
+    /// Per replica, its DP ranks' lockstep state (empty when ranks step independently); the
+    /// engine heap then holds one entry per replica, at its first rank's index.
+    groups: Vec<GroupState>,
 }
 
 impl<'m, 'p> Simulation<'m, 'p> {
@@ -283,6 +290,13 @@ impl<'m, 'p> Simulation<'m, 'p> {
             frontend_heap: IndexedHeap::new(pool.replicas as usize),
             router: Router::new(&plan.router, pool.replicas, seed),
             held: VecDeque::new(),
+            groups: if pool.lockstep && pool.dp > 1 {
+                (0..pool.replicas)
+                    .map(|_| GroupState::new(pool.dp, pool.model))
+                    .collect()
+            } else {
+                Vec::new()
+            },
         })
     }
 
@@ -295,9 +309,33 @@ impl<'m, 'p> Simulation<'m, 'p> {
         let dp = self.pool.dp as usize;
         let lo = r as usize * dp;
         let i = lo + dp_route(&self.engines[lo..lo + dp]);
+        if let Some(st) = self.groups.get_mut(r as usize) {
+            let mut g = LockstepGroup::new(st, &mut self.engines[lo..lo + dp]);
+            let _ = g.submit(i - lo, req, t, tap);
+            self.engine_heap.set(lo as u32, g.next_event_time());
+            return;
+        }
         let _ = self.engines[i].submit(req, t, tap);
         self.engine_heap
             .set(i as u32, self.engines[i].next_event_time());
+    }
+
+    /// Processes the next event of engine `eng` (with lockstep: of its replica's group, keyed
+    /// at the group's first rank).
+    fn process_engine(&mut self, eng: u32, tap: &mut Tap) -> Result<(), SimError> {
+        let i = eng as usize;
+        if !self.groups.is_empty() {
+            let dp = self.pool.dp as usize;
+            let r = i / dp;
+            let lo = r * dp;
+            let mut g = LockstepGroup::new(&mut self.groups[r], &mut self.engines[lo..lo + dp]);
+            g.process_next_event(tap)?;
+            self.engine_heap.set(lo as u32, g.next_event_time());
+            return Ok(());
+        }
+        self.engines[i].process_next_event(tap)?;
+        self.engine_heap.set(eng, self.engines[i].next_event_time());
+        Ok(())
     }
 
     /// Sends a request (sent by its client at `sent`) to replica `r` at `now`.
@@ -529,9 +567,7 @@ pub fn run_plan_level(
             }
             sim.route(req, t, t, &mut tap);
         } else {
-            let i = eng as usize;
-            sim.engines[i].process_next_event(&mut tap)?;
-            sim.engine_heap.set(eng, sim.engines[i].next_event_time());
+            sim.process_engine(eng, &mut tap)?;
         }
         if !tap.done.is_empty() {
             for k in 0..tap.done.len() {

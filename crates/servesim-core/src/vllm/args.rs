@@ -217,7 +217,7 @@ static REGISTRY: &[ArgSpec] = &[
     sets("cudagraph-mode", &[], Value, Target::CudagraphMode, "engine.cudagraph_mode", "ServeSim shorthand for --compilation-config '{\"cudagraph_mode\": ...}'"),
     sets("kv-cache-memory-bytes", &["--kv-cache-memory"], Value, Target::KvCacheMemoryBytes, "engine.kv_cache_memory_bytes", "KV cache size in bytes (replaces the profiled budget; accepts 40G / 40GiB-style suffixes)"),
     sets("long-prefill-token-threshold", &[], Value, Target::LongPrefillTokenThreshold, "engine.long_prefill_token_threshold", "prefills longer than this are chunked to it"),
-    sets("all2all-backend", &[], Value, Target::All2AllBackend, "engine.all2all_backend", "allgather_reducescatter | deepep_high_throughput | deepep_low_latency"),
+    sets("all2all-backend", &[], Value, Target::All2AllBackend, "engine.all2all_backend", "allgather_reducescatter | deepep_high_throughput | deepep_low_latency | naive"),
     // --- vLLM arguments ServeSim does not model -------------------------------------------
     sets("speculative-config", &[], Value, Target::SpeculativeConfig, "engine.speculative_config", "JSON: method, num_speculative_tokens, model, ... (docs/engine.md \"Speculative decoding\")"),
     sets("kv-transfer-config", &[], Value, Target::KvTransferConfig, "engine.kv_transfer_config", "JSON: OffloadingConnector / SimpleCPUOffloadConnector (CPU KV tier), NixlConnector, MultiConnector (docs/engine.md \"CPU KV offload tier\")"),
@@ -454,6 +454,8 @@ fn int(flag: &str, v: &str) -> Result<i64, String> {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Pending {
     pub enable_expert_parallel: bool,
+    /// `--data-parallel-size` or `--ep` seen: the scenario states `enable_expert_parallel`.
+    pub layout_given: bool,
     /// `--quantization fp8` seen: fp8 weights unless the checkpoint is already fp8.
     pub online_fp8: bool,
 }
@@ -465,6 +467,7 @@ pub fn reset_vllm_fields(s: &mut Scenario) {
     s.tp = 1;
     s.dp = 1;
     s.ep = 1;
+    s.enable_expert_parallel = None;
     s.num_gpus = None;
     s.weight_precision = WeightPrecision::Checkpoint;
     s.kv_cache_dtype = KvCacheDtype::Auto;
@@ -511,10 +514,12 @@ pub fn apply(
             format!("tp = {}", s.tp)
         }
         Target::Dp => {
+            p.layout_given = true;
             s.dp = positive_u32(&flag, need()?)?;
             format!("dp = {}", s.dp)
         }
         Target::Ep => {
+            p.layout_given = true;
             s.ep = positive_u32(&flag, need()?)?;
             format!("ep = {}", s.ep)
         }
@@ -652,11 +657,8 @@ pub fn apply(
         }
         Target::All2AllBackend => {
             let v = need()?.trim().to_ascii_lowercase();
-            let b = match v.as_str() {
-                "allgather_reducescatter" | "naive" => All2AllBackend::AllgatherReducescatter,
-                "deepep_high_throughput" => All2AllBackend::DeepepHighThroughput,
-                "deepep_low_latency" => All2AllBackend::DeepepLowLatency,
-                _ => return Ok((Status::NotModelled, format!("all2all backend `{v}`: ServeSim models allgather_reducescatter, deepep_high_throughput and deepep_low_latency; the default is used"))),
+            let Some(b) = All2AllBackend::parse(&v) else {
+                return Ok((Status::NotModelled, format!("all2all backend `{v}`: ServeSim models allgather_reducescatter, deepep_high_throughput, deepep_low_latency and naive; the default is used")));
             };
             e.all2all_backend = Some(b);
             format!("engine.all2all_backend = {v}")
@@ -785,7 +787,17 @@ pub fn finish(s: &mut Scenario, p: &Pending) -> Vec<String> {
     let mut notes = Vec::new();
     if p.enable_expert_parallel {
         s.ep = s.tp.saturating_mul(s.dp);
+        s.enable_expert_parallel = Some(true);
         notes.push(format!("--enable-expert-parallel: ep = tp x dp = {}", s.ep));
+    } else if p.layout_given && s.enable_expert_parallel.is_none() {
+        // A layout stated by flags states expert parallelism too: `--ep` above 1 is it, and
+        // `--data-parallel-size` above 1 without it keeps the experts tensor-parallel; either
+        // way vLLM steps MoE DP ranks in lockstep.
+        if s.ep > 1 {
+            s.enable_expert_parallel = Some(true);
+        } else if s.dp > 1 {
+            s.enable_expert_parallel = Some(false);
+        }
     }
     if p.online_fp8 {
         let ck_fp8 = match &s.model {

@@ -656,11 +656,7 @@ pub fn to_vllm_command(s: &Scenario) -> String {
         e.long_prefill_token_threshold,
     );
     if let Some(b) = e.all2all_backend {
-        let name = match b {
-            crate::deploy::All2AllBackend::AllgatherReducescatter => "allgather_reducescatter",
-            crate::deploy::All2AllBackend::DeepepHighThroughput => "deepep_high_throughput",
-            crate::deploy::All2AllBackend::DeepepLowLatency => "deepep_low_latency",
-        };
+        let name = b.name();
         a.push(format!("--all2all-backend {name}"));
     }
     if let Some(c) = &e.speculative_config {

@@ -155,6 +155,9 @@ fn scenario_to_command_to_scenario_is_the_identity() {
     s.tp = 4;
     s.dp = 2;
     s.ep = 8;
+    // A command always states expert parallelism (`--enable-expert-parallel` or not, with
+    // `--data-parallel-size`), so a scenario it round-trips states it too.
+    s.enable_expert_parallel = Some(true);
     s.num_gpus = Some(16);
     s.kv_cache_dtype = KvCacheDtype::Fp8;
     s.vllm_version = Some("0.11.0".into());
@@ -180,6 +183,7 @@ fn scenario_to_command_to_scenario_is_the_identity() {
     let mut s3 = s.clone();
     s3.weight_precision = WeightPrecision::Fp8; // fp8 checkpoint: a servesim line
     s3.ep = 1;
+    s3.enable_expert_parallel = Some(false);
     cases.push(s3);
     let mut s5 = Scenario::default_scenario();
     s5.engine.speculative_config = serde_json::from_str(
