@@ -544,11 +544,7 @@ impl<'m> Engine<'m> {
             .register(&l.spans, l.reg_blocks, upto, &mut l.held_ranges);
         l.reg_blocks = upto;
         if self.offload.is_some() {
-            if self.defer_stores {
-                self.pending_stores.push((s, upto));
-            } else {
-                self.offload_store(s, upto);
-            }
+            self.offload_registered(s, upto);
         }
     }
 

@@ -18,6 +18,17 @@ pub(crate) enum CpuLookup {
 }
 
 impl Engine<'_> {
+    /// Blocks `.. upto` of request `s` entered the prefix cache: store now, or at the end of the
+    /// step being scheduled. Out of line, so the prefix cache's hot path stays small.
+    #[inline(never)]
+    pub(super) fn offload_registered(&mut self, s: u32, upto: u64) {
+        if self.defer_stores {
+            self.pending_stores.push((s, upto));
+        } else {
+            self.offload_store(s, upto);
+        }
+    }
+
     /// Offers the request's chunks that `upto` full blocks complete to the tier (called where
     /// blocks enter the prefix cache).
     pub(super) fn offload_store(&mut self, s: u32, upto: u64) {
