@@ -399,6 +399,17 @@ pub fn draw<DB: DrawingBackend>(
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("chart `{}`: {e:?}", spec.key);
     root.fill(&theme.background).map_err(err)?;
     let ((x0, x1), (y0, y1)) = ranges(spec);
+    // A log y axis is drawn as a linear axis over log10(y), its ticks labelled with the values
+    // they stand for (1, 2 and 5 times a power of ten): plotters' log and linear ranges are
+    // different types, and each combination compiles the whole chart again into the page.
+    let log_y = spec.log_y;
+    let owned;
+    let (spec, (y0, y1)) = if log_y {
+        owned = log10_y(spec);
+        (&owned, (libm::log10(y0), libm::log10(y1)))
+    } else {
+        (spec, (y0, y1))
+    };
     let text = theme.text;
     let title_style = ("sans-serif", 15).into_font().color(&text);
     let label_style = ("sans-serif", 12).into_font().color(&text);
@@ -416,8 +427,14 @@ pub fn draw<DB: DrawingBackend>(
         }
     };
     let x_fmt = |v: &f64| tick(spec.log_x, *v);
-    let y_fmt = |v: &f64| tick(spec.log_y, *v);
-    // One body for the four axis combinations (a log range and a linear one are different types).
+    let y_fmt = |v: &f64| {
+        if log_y {
+            log_tick(libm::pow(10.0, *v))
+        } else {
+            tick(false, *v)
+        }
+    };
+    // One body for both x axes (a log range and a linear one are different types).
     macro_rules! plot {
         ($x:expr, $y:expr) => {{
             let mut chart = builder.build_cartesian_2d($x, $y).map_err(err)?;
@@ -439,14 +456,33 @@ pub fn draw<DB: DrawingBackend>(
             draw_series_and_refs(&mut chart, spec, theme, (x0, x1), (y0, y1)).map_err(err)?;
         }};
     }
-    match (spec.log_x, spec.log_y) {
-        (true, true) => plot!((x0..x1).log_scale(), (y0..y1).log_scale()),
-        (true, false) => plot!((x0..x1).log_scale(), y0..y1),
-        (false, true) => plot!(x0..x1, (y0..y1).log_scale()),
-        (false, false) => plot!(x0..x1, y0..y1),
+    if spec.log_x {
+        plot!((x0..x1).log_scale(), y0..y1)
+    } else {
+        plot!(x0..x1, y0..y1)
     }
     root.present().map_err(err)?;
     Ok(())
+}
+
+/// The spec with every y value (points, horizontal reference lines, the highlight) as log10(y)
+/// on a linear axis (`log_y` off); values at or below zero were left out by `chart_specs`.
+fn log10_y(spec: &ChartSpec) -> ChartSpec {
+    let l = |v: f64| libm::log10(v.max(1e-12));
+    let mut t = spec.clone();
+    t.log_y = false;
+    for s in &mut t.series {
+        for p in &mut s.points {
+            p.1 = l(p.1);
+        }
+    }
+    for r in &mut t.ref_lines {
+        if !r.vertical {
+            r.value = l(r.value);
+        }
+    }
+    t.highlight = t.highlight.map(|(x, y)| (x, l(y)));
+    t
 }
 
 fn draw_series_and_refs<'a, DB, X, Y>(

@@ -107,9 +107,11 @@ impl WireSeries {
     }
 }
 
-/// Worker -> page.
+/// Worker -> page. Externally tagged (`{"done": {...}}`): an internally tagged enum makes serde
+/// buffer every message through its `Content` type, which compiles each payload's
+/// deserializer a second time into the page (about 30 KB of wasm).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum FromWorker {
     /// The worker's wasm is loaded and its message handler installed; sent once at start-up.
     Ready,
