@@ -21,7 +21,9 @@
 //! and finishes from the decode pool; rejections and preemptions from both.
 
 use super::router::{ReplicaView, Router, RouterSpec};
-use super::sim::{budget_err, FrontEndQueue, PlanPool, ReplicaResult, SimPlan, TopologyLevel};
+use super::sim::{
+    budget_err, FrontEndQueue, LevelGuard, PlanPool, ReplicaResult, SimPlan, TopologyLevel,
+};
 use super::transfer::{KvPath, KvTransferModel};
 use super::IndexedHeap;
 use crate::engine::cluster::dp_route;
@@ -29,7 +31,7 @@ use crate::engine::{
     Engine, FinishedRequest, IdMap, Observer, RejectReason, Request, SimError, StepRecord,
 };
 use crate::metrics::{Collector, Dist, LevelResult, RunTotals};
-use crate::sweep::{Stop, SweepError, SweepSpec, PROGRESS_EVERY_EVENTS};
+use crate::sweep::{Stop, SweepError, SweepSpec};
 use crate::units::Ticks;
 use crate::workload::{Level, WorkloadGen, WorkloadSpec};
 use serde::{Deserialize, Serialize};
@@ -579,37 +581,12 @@ fn run(
 ) -> Result<(LevelResult, Collector, TopologyLevel, Vec<HandoffLog>), SweepError> {
     col.clear();
     let w = workload.at_level(level)?;
-    let limit = match spec.stop {
-        Stop::Requests(n) => Some(n),
-        Stop::Duration { .. } => None,
-    };
-    let (estimate, setting) = crate::budget::level_estimate(
-        &w,
-        level,
-        match spec.stop {
-            Stop::Duration { duration, .. } => Some(duration.as_secs_f64()),
-            Stop::Requests(_) => None,
-        },
-        limit,
-    );
-    if estimate > spec.memory_budget {
-        return Err(budget_err(
-            setting,
-            crate::budget::over_budget_message(estimate, spec.memory_budget, setting, true),
-        ));
-    }
-    let clients = match w.arrival {
-        crate::workload::Arrival::ClosedLoop { concurrency, .. } => concurrency as u64,
-        _ => 0,
-    };
-    let horizon = Ticks::from_secs_f64(crate::bounds::SIM_TIME_MAX_S);
+    let mut guard = LevelGuard::new(&w, level, spec)?;
+    let limit = guard.limit;
     let max_model_len = plan.pools[1].cfg.max_model_len;
     let mut gen = WorkloadGen::new(&w, max_model_len, limit);
     let mut sim = Pd::new(plan, dis, w.seed)?;
-    let end = match spec.stop {
-        Stop::Duration { duration, .. } => Some(duration),
-        Stop::Requests(_) => None,
-    };
+    let end = guard.end;
     let n_eng = sim.engines.len();
     let (ws, we) = match spec.stop {
         Stop::Duration { duration, warmup } => (warmup, duration),
@@ -634,8 +611,6 @@ fn run(
             completed: vec![0; n_eng],
         },
     };
-    let mut events: u64 = 0;
-    let mut now = Ticks::ZERO;
     loop {
         let tg = gen.peek_time();
         let tf = sim.frontend_heap.peek();
@@ -658,54 +633,8 @@ fn run(
         let Some((t, kind)) = best else {
             break;
         };
-        if end.is_some_and(|d| t > d) {
+        if !guard.event(t, spec, &w, tap.inner, || sim.in_flight(), progress)? {
             break;
-        }
-        if t > horizon {
-            return Err(budget_err(
-                "num_requests",
-                format!(
-                    "the level ran past {} simulated seconds (the longest a level may cover) before its requests finished; lower num_requests or raise the request rate",
-                    crate::bounds::fmt_num(crate::bounds::SIM_TIME_MAX_S)
-                ),
-            ));
-        }
-        debug_assert!(t >= now, "clock went back");
-        now = t;
-        events += 1;
-        if events.is_multiple_of(PROGRESS_EVERY_EVENTS) {
-            let fraction = match spec.stop {
-                Stop::Duration { duration, .. } => now.0 as f64 / duration.0.max(1) as f64,
-                Stop::Requests(n) => tap.inner.finished().len() as f64 / n.max(1) as f64,
-            };
-            progress(fraction.clamp(0.0, 1.0));
-            let held = crate::budget::held_bytes(
-                tap.inner.finished().len() as u64,
-                sim.in_flight(),
-                tap.inner.num_steps(),
-                clients,
-            );
-            if held > spec.memory_budget {
-                let setting = match (&w.arrival, spec.stop) {
-                    (_, Stop::Requests(_)) => "sweep.num_requests",
-                    (
-                        crate::workload::Arrival::ClosedLoop { .. }
-                        | crate::workload::Arrival::Burst { .. },
-                        _,
-                    ) => "sweep.concurrency",
-                    _ => "sweep.request_rates",
-                };
-                return Err(budget_err(
-                    setting,
-                    crate::budget::over_budget_message(held, spec.memory_budget, setting, false),
-                ));
-            }
-        }
-        if events > spec.max_events {
-            return Err(SimError::EventCap {
-                cap: spec.max_events,
-            }
-            .into());
         }
         match kind {
             0 => {
@@ -801,7 +730,7 @@ fn run(
     }
     let we_real = match spec.stop {
         Stop::Duration { duration, .. } => duration,
-        Stop::Requests(_) => now,
+        Stop::Requests(_) => guard.now,
     };
     let totals = RunTotals {
         submitted: gen.issued(),
@@ -810,7 +739,7 @@ fn run(
         in_flight_at_end: sim.in_flight(),
         preemptions: tap.inner.preemption_count(),
         steps: tap.inner.num_steps(),
-        simulated_s: end.unwrap_or(now).as_secs_f64(),
+        simulated_s: end.unwrap_or(guard.now).as_secs_f64(),
         over_max_model_len: gen.over_max_model_len,
     };
     let acc = std::mem::replace(
@@ -945,7 +874,7 @@ fn run(
     };
     let (rws, rwe) = match spec.stop {
         Stop::Duration { duration, warmup } => (warmup, duration),
-        Stop::Requests(_) => (Ticks::ZERO, now),
+        Stop::Requests(_) => (Ticks::ZERO, guard.now),
     };
     let r = col.level_result(level, rws, rwe, spec.gpus, totals);
     let log = if keep_log {

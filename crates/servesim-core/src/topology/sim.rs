@@ -413,6 +413,129 @@ impl<'m, 'p> Simulation<'m, 'p> {
     }
 }
 
+/// What every level loop checks, shared by the aggregated ([`run_plan_level`]) and the
+/// disaggregated (`disagg.rs`) simulation: the memory budget before the level and every
+/// [`PROGRESS_EVERY_EVENTS`] events while it runs, the simulated-time horizon, the event cap,
+/// progress, and a clock that never goes back.
+pub(super) struct LevelGuard {
+    /// Requests to issue (`num_requests` levels).
+    pub limit: Option<u64>,
+    /// The level's end (duration levels).
+    pub end: Option<Ticks>,
+    /// The time of the last event.
+    pub now: Ticks,
+    events: u64,
+    clients: u64,
+    horizon: Ticks,
+}
+
+impl LevelGuard {
+    /// Refuses a level whose settings alone exceed the memory budget (crate::budget).
+    pub(super) fn new(
+        w: &WorkloadSpec,
+        level: Level,
+        spec: &SweepSpec,
+    ) -> Result<LevelGuard, SweepError> {
+        let limit = match spec.stop {
+            Stop::Requests(n) => Some(n),
+            Stop::Duration { .. } => None,
+        };
+        let (estimate, setting) = crate::budget::level_estimate(
+            w,
+            level,
+            match spec.stop {
+                Stop::Duration { duration, .. } => Some(duration.as_secs_f64()),
+                Stop::Requests(_) => None,
+            },
+            limit,
+        );
+        if estimate > spec.memory_budget {
+            return Err(budget_err(
+                setting,
+                crate::budget::over_budget_message(estimate, spec.memory_budget, setting, true),
+            ));
+        }
+        Ok(LevelGuard {
+            limit,
+            end: match spec.stop {
+                Stop::Duration { duration, .. } => Some(duration),
+                Stop::Requests(_) => None,
+            },
+            now: Ticks::ZERO,
+            events: 0,
+            clients: match w.arrival {
+                crate::workload::Arrival::ClosedLoop { concurrency, .. } => concurrency as u64,
+                _ => 0,
+            },
+            horizon: Ticks::from_secs_f64(crate::bounds::SIM_TIME_MAX_S),
+        })
+    }
+
+    /// Takes the next event at `t`: `Ok(false)` when it lies past the level's end (stop),
+    /// an error when the level outgrows its horizon, memory budget or event cap.
+    #[inline]
+    pub(super) fn event(
+        &mut self,
+        t: Ticks,
+        spec: &SweepSpec,
+        w: &WorkloadSpec,
+        col: &Collector,
+        in_flight: impl FnOnce() -> u64,
+        progress: &mut dyn FnMut(f64),
+    ) -> Result<bool, SweepError> {
+        if self.end.is_some_and(|d| t > d) {
+            return Ok(false);
+        }
+        if t > self.horizon {
+            return Err(budget_err(
+                "num_requests",
+                format!(
+                    "the level ran past {} simulated seconds (the longest a level may cover) before its requests finished; lower num_requests or raise the request rate",
+                    crate::bounds::fmt_num(crate::bounds::SIM_TIME_MAX_S)
+                ),
+            ));
+        }
+        debug_assert!(t >= self.now, "clock went back");
+        self.now = t;
+        self.events += 1;
+        if self.events.is_multiple_of(PROGRESS_EVERY_EVENTS) {
+            let fraction = match spec.stop {
+                Stop::Duration { duration, .. } => self.now.0 as f64 / duration.0.max(1) as f64,
+                Stop::Requests(n) => col.finished().len() as f64 / n.max(1) as f64,
+            };
+            progress(fraction.clamp(0.0, 1.0));
+            let held = crate::budget::held_bytes(
+                col.finished().len() as u64,
+                in_flight(),
+                col.num_steps(),
+                self.clients,
+            );
+            if held > spec.memory_budget {
+                let setting = match (&w.arrival, spec.stop) {
+                    (_, Stop::Requests(_)) => "sweep.num_requests",
+                    (
+                        crate::workload::Arrival::ClosedLoop { .. }
+                        | crate::workload::Arrival::Burst { .. },
+                        _,
+                    ) => "sweep.concurrency",
+                    _ => "sweep.request_rates",
+                };
+                return Err(budget_err(
+                    setting,
+                    crate::budget::over_budget_message(held, spec.memory_budget, setting, false),
+                ));
+            }
+        }
+        if self.events > spec.max_events {
+            return Err(SimError::EventCap {
+                cap: spec.max_events,
+            }
+            .into());
+        }
+        Ok(true)
+    }
+}
+
 pub(super) fn budget_err(field: &str, problem: String) -> SweepError {
     SweepError::Spec {
         field: field.into(),
@@ -435,38 +558,12 @@ pub fn run_plan_level(
     }
     col.clear();
     let w = workload.at_level(level)?;
-    let limit = match spec.stop {
-        Stop::Requests(n) => Some(n),
-        Stop::Duration { .. } => None,
-    };
-    // Memory budget (crate::budget): refuse a level whose settings alone exceed it.
-    let (estimate, setting) = crate::budget::level_estimate(
-        &w,
-        level,
-        match spec.stop {
-            Stop::Duration { duration, .. } => Some(duration.as_secs_f64()),
-            Stop::Requests(_) => None,
-        },
-        limit,
-    );
-    if estimate > spec.memory_budget {
-        return Err(budget_err(
-            setting,
-            crate::budget::over_budget_message(estimate, spec.memory_budget, setting, true),
-        ));
-    }
-    let clients = match w.arrival {
-        crate::workload::Arrival::ClosedLoop { concurrency, .. } => concurrency as u64,
-        _ => 0,
-    };
-    let horizon = Ticks::from_secs_f64(crate::bounds::SIM_TIME_MAX_S);
+    let mut guard = LevelGuard::new(&w, level, spec)?;
+    let limit = guard.limit;
     let max_model_len = plan.pools[0].cfg.max_model_len;
     let mut gen = WorkloadGen::new(&w, max_model_len, limit);
     let mut sim = Simulation::new(plan, w.seed)?;
-    let end = match spec.stop {
-        Stop::Duration { duration, .. } => Some(duration),
-        Stop::Requests(_) => None,
-    };
+    let end = guard.end;
     let multi = plan.total_replicas() > 1;
     let n_eng = sim.engines.len();
     let per = match (multi, spec.stop) {
@@ -487,8 +584,6 @@ pub fn run_plan_level(
             completed: vec![0; n_eng],
         }),
     };
-    let mut events: u64 = 0;
-    let mut now = Ticks::ZERO;
     loop {
         let tg = gen.peek_time();
         let tf = sim.frontend_heap.peek();
@@ -511,54 +606,8 @@ pub fn run_plan_level(
                 }
             }
         };
-        if end.is_some_and(|d| t > d) {
+        if !guard.event(t, spec, &w, tap.inner, || sim.in_flight(), progress)? {
             break;
-        }
-        if t > horizon {
-            return Err(budget_err(
-                "num_requests",
-                format!(
-                    "the level ran past {} simulated seconds (the longest a level may cover) before its requests finished; lower num_requests or raise the request rate",
-                    crate::bounds::fmt_num(crate::bounds::SIM_TIME_MAX_S)
-                ),
-            ));
-        }
-        debug_assert!(t >= now, "clock went back");
-        now = t;
-        events += 1;
-        if events.is_multiple_of(PROGRESS_EVERY_EVENTS) {
-            let fraction = match spec.stop {
-                Stop::Duration { duration, .. } => now.0 as f64 / duration.0.max(1) as f64,
-                Stop::Requests(n) => tap.inner.finished().len() as f64 / n.max(1) as f64,
-            };
-            progress(fraction.clamp(0.0, 1.0));
-            let held = crate::budget::held_bytes(
-                tap.inner.finished().len() as u64,
-                sim.in_flight(),
-                tap.inner.num_steps(),
-                clients,
-            );
-            if held > spec.memory_budget {
-                let setting = match (&w.arrival, spec.stop) {
-                    (_, Stop::Requests(_)) => "sweep.num_requests",
-                    (
-                        crate::workload::Arrival::ClosedLoop { .. }
-                        | crate::workload::Arrival::Burst { .. },
-                        _,
-                    ) => "sweep.concurrency",
-                    _ => "sweep.request_rates",
-                };
-                return Err(budget_err(
-                    setting,
-                    crate::budget::over_budget_message(held, spec.memory_budget, setting, false),
-                ));
-            }
-        }
-        if events > spec.max_events {
-            return Err(SimError::EventCap {
-                cap: spec.max_events,
-            }
-            .into());
         }
         if let (true, Some(r)) = (arrival, from_frontend) {
             let f = &mut sim.frontends[r as usize];
@@ -596,7 +645,7 @@ pub fn run_plan_level(
     }
     let (ws, we) = match spec.stop {
         Stop::Duration { duration, warmup } => (warmup, duration),
-        Stop::Requests(_) => (Ticks::ZERO, now),
+        Stop::Requests(_) => (Ticks::ZERO, guard.now),
     };
     let totals = RunTotals {
         submitted: gen.issued(),
@@ -605,7 +654,7 @@ pub fn run_plan_level(
         in_flight_at_end: sim.in_flight(),
         preemptions: tap.inner.preemption_count(),
         steps: tap.inner.num_steps(),
-        simulated_s: end.unwrap_or(now).as_secs_f64(),
+        simulated_s: end.unwrap_or(guard.now).as_secs_f64(),
         over_max_model_len: gen.over_max_model_len,
     };
     let topo = tap.per.take().map(|pe| {
