@@ -250,6 +250,7 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
         ("tp all-reduce", b.tp_allreduce),
         ("ep all-to-all", b.ep_alltoall),
         ("overhead", b.overhead),
+        ("moe floor", b.moe_floor),
     ] {
         println!("  {name:<15}{:9.3} ms", ms(v));
     }

@@ -37,6 +37,10 @@ pub struct ValidateArgs {
     /// Coordinate-descent passes of --fit.
     #[arg(long, default_value_t = 2)]
     pub rounds: usize,
+    /// Coordinate-descent passes of each held-out fold's refit (leave-one-source-out,
+    /// leave-one-family-out).
+    #[arg(long, default_value_t = 1)]
+    pub held_out_rounds: usize,
     /// Rewrite the accuracy summary's in-sample figures from this run (held-out figures are
     /// kept from the shipped summary; --fit rewrites all of them).
     #[arg(long, conflicts_with_all = ["defaults", "efficiencies", "only"])]
@@ -62,7 +66,9 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let csv = validate::combine_csvs(&refs)?;
     if a.fit {
-        let rep = validate::fit_all(&csv, a.rounds, &mut |s, e| validate::simulate(s, e))?;
+        let rep = validate::fit_all(&csv, a.rounds, a.held_out_rounds, &mut |s, e| {
+            validate::simulate(s, e)
+        })?;
         std::fs::write(&a.fit_out, rep.table_json())
             .with_context(|| format!("writing {}", a.fit_out.display()))?;
         eprintln!("wrote {}", a.fit_out.display());

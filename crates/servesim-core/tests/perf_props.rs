@@ -725,3 +725,52 @@ fn overrides_replace_named_fields_and_reject_bad_values() {
     dedup.dedup();
     assert_eq!(names.len(), dedup.len());
 }
+
+/// The MoE layer floor (docs/step-time.md §6): `moe_floor = max(0, L_moe x floor - max(expert
+/// GEMM, expert reads))`, added to the step; zero for dense models and when the expert block is
+/// slower than the floor; the lean path equals the breakdown bit for bit with it on.
+#[test]
+fn moe_layer_floor_fills_the_expert_block_up_to_its_floor() {
+    let o: EfficiencyOverrides = serde_json::from_str(r#"{"moe_layer_floor_s": 80e-6}"#).unwrap();
+    for d in cases() {
+        let base = Efficiencies::default_for(d.gpu.generation);
+        let on = StepCostModel::new(&d, &base.with_overrides(&o).unwrap()).unwrap();
+        let off = StepCostModel::new(&d, &base).unwrap();
+        let l_moe = d.model.num_moe_layers() as f64;
+        let mut rng = Lcg(5);
+        for n in [1u64, 2, 4, 8, 16, 64, 256] {
+            let ctx = n * (1 + rng.next(8_000));
+            let b = on.breakdown_iter(std::iter::empty(), n, ctx);
+            let b0 = off.breakdown_iter(std::iter::empty(), n, ctx);
+            assert_eq!(b0.moe_floor, 0.0);
+            let expert = b.raw.expert_gemm_compute.max(b.raw.expert_weight_reads);
+            let want = if d.model.moe.is_some() {
+                (l_moe * 80e-6 - expert).max(0.0)
+            } else {
+                0.0
+            };
+            assert!(
+                (b.moe_floor - want).abs() <= 1e-12,
+                "{} n={n}: moe_floor {} want {want}",
+                d.model.name,
+                b.moe_floor
+            );
+            assert!(b.total() >= b0.total() - 1e-12, "{} n={n}", d.model.name);
+            assert_eq!(
+                on.step_seconds(std::iter::empty(), n, ctx).to_bits(),
+                b.total().to_bits(),
+                "{} n={n}",
+                d.model.name
+            );
+            let chunks = [PrefillChunk {
+                past: rng.next(4000),
+                new: 1 + rng.next(2000),
+            }];
+            let bp = on.breakdown_iter(chunks.iter().copied(), n, ctx);
+            assert_eq!(
+                on.step_seconds(chunks.iter().copied(), n, ctx).to_bits(),
+                bp.total().to_bits()
+            );
+        }
+    }
+}

@@ -76,6 +76,9 @@ fn lookup_prefers_the_exact_era_then_a_plain_generation_then_the_other_era() {
 #[test]
 fn vllm_versions_map_to_their_release_line() {
     let era = |s: &str| EngineEra::of_version(VllmVersion::parse(s).unwrap());
+    assert_eq!(era("0.6.3"), EngineEra::Vllm07);
+    assert_eq!(era("0.7.3"), EngineEra::Vllm07);
+    assert_eq!(era("0.8.0"), EngineEra::Vllm011);
     assert_eq!(era("0.10.2"), EngineEra::Vllm011);
     assert_eq!(era("v0.11.0"), EngineEra::Vllm011);
     assert_eq!(era("0.13"), EngineEra::Vllm011);

@@ -200,16 +200,55 @@ fn more_rows_run_or_name_what_they_wait_for() {
             }
         }
     }
-    // MTP (GLM-5-FP8, 52 rows) and DP+EP (MiniMax DP8+EP8, 7 rows) wait for issues 10 and 9.
-    let mtp = points
+    // MTP (GLM-5-FP8, 52 rows) and DP+EP (MiniMax DP8+EP8, 7 rows) run: MTP with its stated
+    // number of speculative tokens and the documented acceptance, DP+EP in lockstep.
+    let mtp: Vec<_> = points
         .iter()
-        .filter(|p| servesim_core::validate::waits_for(p).is_some_and(|w| w.starts_with("MTP")))
-        .count();
-    let dpep = points
+        .filter(|p| servesim_core::validate::mtp_tokens(p).is_some())
+        .collect();
+    assert_eq!(mtp.len(), 52);
+    for p in &mtp {
+        assert!(
+            servesim_core::validate::waits_for(p).is_none(),
+            "line {}",
+            p.line
+        );
+        let s = setup_for(p).unwrap();
+        assert_eq!(s.scenario["engine"]["speculative_config"]["method"], "mtp");
+        assert_eq!(
+            s.scenario["engine"]["speculative_config"]["num_speculative_tokens"],
+            1
+        );
+        assert_eq!(
+            s.scenario["engine"]["speculative_acceptance"]["mean_acceptance_length"],
+            1.0 + servesim_core::validate::MTP_ACCEPTANCE_PER_TOKEN
+        );
+    }
+    let dpep: Vec<_> = points.iter().filter(|p| p.dp > 1 && p.ep > 1).collect();
+    assert_eq!(dpep.len(), 7);
+    for p in &dpep {
+        let s = setup_for(p).unwrap();
+        assert_eq!(
+            s.scenario["enable_expert_parallel"], true,
+            "line {}",
+            p.line
+        );
+        assert_eq!(s.scenario["version"], 2);
+    }
+    // InferenceX rows compare TPOT from tok/s/user (1000 / median TPOT).
+    let per_user = points
         .iter()
-        .filter(|p| servesim_core::validate::waits_for(p).is_some_and(|w| w.starts_with("DP+EP")))
+        .filter(|p| p.source.starts_with("SemiAnalysis"))
+        .filter(|p| servesim_core::validate::waits_for(p).is_none())
+        .filter(|p| {
+            setup_for(p)
+                .unwrap()
+                .targets
+                .iter()
+                .any(|t| t.0 == servesim_core::validate::Family::InterToken)
+        })
         .count();
-    assert_eq!((mtp, dpep), (52, 7));
+    assert_eq!(per_user, 196);
     assert!(waiting < points.len() / 2, "{waiting} rows wait");
     // The combined file numbers the second file's rows after the first file's.
     let first = include_str!("../data/calibration/measured-points.csv");

@@ -254,3 +254,54 @@ async fn an_unmatched_column_can_be_mapped_by_hand() {
     assert!(after.contains("ttft_ms_p99 (mapped by hand)"), "{after}");
     assert!(imported.contains("2 concurrency levels"), "{imported}");
 }
+
+/// "How far to trust it" leads with the held-out figures, has the per-family table of the
+/// shipped summary, and its link to the method opens (accuracy.md is part of the site).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trust_panel_leads_with_held_out_figures_and_its_link_opens() {
+    let summary = servesim_core::validate::accuracy_summary();
+    let (head, fam_rows, status, first_line) = with_browser("trust", |c, base| async move {
+        let r = async {
+            c.goto(&base).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            c.find(Locator::Css("#trust-panel summary"))
+                .await?
+                .click()
+                .await?;
+            let head = c
+                .execute(
+                    "return [...document.querySelectorAll('#accuracy-table thead th')].map(t => t.textContent);",
+                    vec![],
+                )
+                .await?;
+            let fam_rows = c
+                .execute(
+                    "return document.querySelectorAll('#accuracy-families tbody tr').length;",
+                    vec![],
+                )
+                .await?;
+            let href = attr_of(&c, "#accuracy-doc-link", "href").await?.unwrap_or_default();
+            let fetched = c
+                .execute_async(
+                    "const done = arguments[arguments.length - 1];
+                     fetch(arguments[0]).then(async r => done([r.status, (await r.text()).split('\\n')[0]]))
+                       .catch(e => done([0, String(e)]));",
+                    vec![json!(href)],
+                )
+                .await?;
+            Ok((head, fam_rows, fetched[0].clone(), fetched[1].clone()))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    let head: Vec<String> = serde_json::from_value(head).unwrap();
+    assert_eq!(head[2], "held out: other model families", "{head:?}");
+    assert_eq!(fam_rows.as_u64().unwrap() as usize, summary.families.len());
+    assert!(!summary.families.is_empty());
+    assert_eq!(status.as_u64(), Some(200));
+    assert!(
+        first_line.as_str().unwrap().starts_with("# Accuracy"),
+        "{first_line}"
+    );
+}

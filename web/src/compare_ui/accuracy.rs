@@ -18,9 +18,10 @@ use serde::Deserialize;
 /// The embedded summary (`None` would show "not in this build").
 pub const SUMMARY_JSON: Option<&str> = Some(servesim_core::validate::ACCURACY_SUMMARY_JSON);
 
-/// Where the page links for the method and the per-point results (the repository's
-/// docs/accuracy.md; relative, so the integrator points it at the published repository URL).
-pub const ACCURACY_DOC_URL: &str = "docs/accuracy.md";
+/// Where the page links for the method and the per-point results: docs/accuracy.md, copied
+/// into the site next to index.html by Trunk (`web/index.html`, `rel="copy-file"`), so the link
+/// works wherever the page is served.
+pub const ACCURACY_DOC_URL: &str = "accuracy.md";
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 struct RawMetric {
@@ -35,8 +36,25 @@ struct RawMetric {
     held_out_source_median_abs_pct: Option<f64>,
     #[serde(default)]
     held_out_model_median_abs_pct: Option<f64>,
+    #[serde(default)]
+    held_out_family_median_abs_pct: Option<f64>,
+    #[serde(default)]
+    held_out_target_pct: Option<f64>,
     target_pct: f64,
     met: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+struct RawFamily {
+    model_family: String,
+    family: String,
+    n: usize,
+    median_abs_pct: f64,
+    mean_signed_pct: f64,
+    #[serde(default)]
+    held_out_median_abs_pct: Option<f64>,
+    #[serde(default)]
+    held_out_mean_signed_pct: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -48,6 +66,8 @@ struct RawSummary {
     #[serde(default)]
     simulated: usize,
     metrics: Vec<RawMetric>,
+    #[serde(default)]
+    families: Vec<RawFamily>,
 }
 
 /// One row of the panel.
@@ -64,6 +84,11 @@ pub struct AccuracyRow {
     pub held_out_source_pct: Option<f64>,
     /// Held out: each model predicted by a fit on the other models.
     pub held_out_model_pct: Option<f64>,
+    /// Held out: each model family (dense, MoE, MLA, sparse, hybrid) predicted by a fit on the
+    /// other families: what to expect for a new model.
+    pub held_out_family_pct: Option<f64>,
+    /// Target on the held-out median.
+    pub held_out_target_pct: Option<f64>,
     pub target_pct: f64,
     /// The in-sample median is within the target.
     pub met: bool,
@@ -72,11 +97,25 @@ pub struct AccuracyRow {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Accuracy {
     pub rows: Vec<AccuracyRow>,
+    /// Per model family and metric (in-sample and held out).
+    pub families: Vec<FamilyRow>,
     /// What was compared, with which table.
     pub description: String,
     /// Measured runs in the set, and how many could be simulated.
     pub points: usize,
     pub simulated: usize,
+}
+
+/// One row of the per-family table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FamilyRow {
+    pub model_family: String,
+    pub metric: String,
+    pub n: usize,
+    pub median_abs_pct: f64,
+    pub mean_signed_pct: f64,
+    pub held_out_pct: Option<f64>,
+    pub held_out_signed_pct: Option<f64>,
 }
 
 fn family_label(f: &str) -> String {
@@ -104,6 +143,7 @@ pub fn parse(json: &str) -> Result<Accuracy, String> {
         let held = [
             m.held_out_source_median_abs_pct,
             m.held_out_model_median_abs_pct,
+            m.held_out_family_median_abs_pct,
         ];
         if !pct_ok(m.median_abs_pct)
             || !pct_ok(m.target_pct)
@@ -121,12 +161,29 @@ pub fn parse(json: &str) -> Result<Accuracy, String> {
             mean_signed_pct: m.mean_signed_pct,
             held_out_source_pct: m.held_out_source_median_abs_pct,
             held_out_model_pct: m.held_out_model_median_abs_pct,
+            held_out_family_pct: m.held_out_family_median_abs_pct,
+            held_out_target_pct: m.held_out_target_pct,
             target_pct: m.target_pct,
             met: m.met,
         });
     }
+    let families = raw
+        .families
+        .into_iter()
+        .filter(|f| pct_ok(f.median_abs_pct) && f.held_out_median_abs_pct.is_none_or(pct_ok))
+        .map(|f| FamilyRow {
+            model_family: f.model_family,
+            metric: family_label(&f.family),
+            n: f.n,
+            median_abs_pct: f.median_abs_pct,
+            mean_signed_pct: f.mean_signed_pct,
+            held_out_pct: f.held_out_median_abs_pct,
+            held_out_signed_pct: f.held_out_mean_signed_pct,
+        })
+        .collect();
     Ok(Accuracy {
         rows,
+        families,
         description: raw.description,
         points: raw.points,
         simulated: raw.simulated,

@@ -536,34 +536,53 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
     let accuracy_view = match accuracy::embedded() {
         None => view! {
             <p class="muted" id="accuracy-missing">"The accuracy figures against the public runs are not in this build; see "
-                <a href=accuracy::ACCURACY_DOC_URL>"docs/accuracy.md"</a>"."</p>
+                <a href=accuracy::ACCURACY_DOC_URL>"accuracy.md"</a>"."</p>
         }
         .into_any(),
         Some(Err(e)) => view! { <p class="error-text">{e}</p> }.into_any(),
         Some(Ok(a)) => view! {
+            <p class="muted">"For a model, GPU or vLLM release unlike the calibration runs, read the held-out columns: each model family (or source) predicted by a fit that never saw it."</p>
             <div class="table-wrap">
             <table id="accuracy-table" class="compact">
                 <thead><tr>
                     <th scope="col">"metric"</th><th scope="col">"points"</th>
-                    <th scope="col" title="median absolute error with the shipped calibrated table, over the points it was fitted on">"median |error|, in-sample"</th>
-                    <th scope="col" title="each source predicted by a fit on the other source(s); in this set each source is one vLLM release line, so this is also the error across vLLM versions">"held out: other sources"</th>
-                    <th scope="col" title="each model predicted by a fit on the other models">"held out: other models"</th>
-                    <th scope="col">"target"</th><th scope="col">"met"</th>
+                    <th scope="col" title="each model family (dense, MoE, MLA, sparse attention, hybrid linear attention) predicted by a fit on the other families">"held out: other model families"</th>
+                    <th scope="col" title="each source (benchmark harness and vLLM release line) predicted by a fit on the other sources">"held out: other sources"</th>
+                    <th scope="col" title="median absolute error with the shipped calibrated table, over the points it was fitted on">"in-sample"</th>
+                    <th scope="col">"target (held out / in-sample)"</th><th scope="col">"met in-sample"</th>
                 </tr></thead>
                 <tbody>{a.rows.into_iter().map(|r| view! {
                     <tr data-met=r.met.to_string()>
                         <th scope="row">{r.metric}</th><td class="num">{r.n}</td>
-                        <td class="num">{accuracy::fmt_pct(Some(r.median_abs_pct))}</td>
+                        <td class="num">{accuracy::fmt_pct(r.held_out_family_pct.or(r.held_out_model_pct))}</td>
                         <td class="num">{accuracy::fmt_pct(r.held_out_source_pct)}</td>
-                        <td class="num">{accuracy::fmt_pct(r.held_out_model_pct)}</td>
-                        <td class="num">{format!("≤ {:.0} %", r.target_pct)}</td>
+                        <td class="num">{accuracy::fmt_pct(Some(r.median_abs_pct))}</td>
+                        <td class="num">{format!("≤ {} / ≤ {:.0} %", r.held_out_target_pct.map(|t| format!("{t:.0}")).unwrap_or_else(|| "-".into()), r.target_pct)}</td>
                         <td>{if r.met { "yes" } else { "no" }}</td>
                     </tr>
                 }).collect_view()}</tbody>
             </table>
             </div>
-            <p class="muted">{format!("{} ({} of {} runs simulated). The in-sample figures hold for deployments like the calibration runs and a stated vLLM version; for another vLLM release line, model or GPU expect the held-out figures. Method and every point: ", a.description, a.simulated, a.points)}
-                <a href=accuracy::ACCURACY_DOC_URL>"docs/accuracy.md"</a>"."</p>
+            <div class="table-wrap">
+            <table id="accuracy-families" class="compact">
+                <thead><tr>
+                    <th scope="col">"model family"</th><th scope="col">"metric"</th><th scope="col">"points"</th>
+                    <th scope="col">"held out: median |error|"</th><th scope="col">"held out: mean signed"</th>
+                    <th scope="col">"in-sample: median |error|"</th><th scope="col">"in-sample: mean signed"</th>
+                </tr></thead>
+                <tbody>{a.families.into_iter().map(|f| view! {
+                    <tr>
+                        <th scope="row">{f.model_family}</th><td>{f.metric}</td><td class="num">{f.n}</td>
+                        <td class="num">{accuracy::fmt_pct(f.held_out_pct)}</td>
+                        <td class="num">{f.held_out_signed_pct.map(|v| format!("{v:+.1} %")).unwrap_or_else(|| "n/a".into())}</td>
+                        <td class="num">{accuracy::fmt_pct(Some(f.median_abs_pct))}</td>
+                        <td class="num">{format!("{:+.1} %", f.mean_signed_pct)}</td>
+                    </tr>
+                }).collect_view()}</tbody>
+            </table>
+            </div>
+            <p class="muted">{format!("{} ({} of {} runs simulated). Method and every point: ", a.description, a.simulated, a.points)}
+                <a href=accuracy::ACCURACY_DOC_URL id="accuracy-doc-link">"accuracy.md"</a>"."</p>
         }
         .into_any(),
     };

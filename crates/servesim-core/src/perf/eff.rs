@@ -37,11 +37,20 @@ impl EfficiencyBasis {
     }
 }
 
-/// The embedded calibration file.
+/// The embedded calibration file, parsed once (the one loader of
+/// `data/calibration/efficiencies.json`: `validate::fitted_efficiencies` reads this copy too).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-struct CalibrationFile {
-    description: String,
-    generations: BTreeMap<String, BTreeMap<String, f64>>,
+pub struct CalibrationFile {
+    pub description: String,
+    pub generations: BTreeMap<String, BTreeMap<String, f64>>,
+}
+
+/// The shipped calibration file, parsed on first use (`None` if it does not parse: the
+/// literature tables are used, and `tests/validate_calibrated.rs` fails).
+pub fn shipped_calibration() -> Option<&'static CalibrationFile> {
+    static FILE: std::sync::OnceLock<Option<CalibrationFile>> = std::sync::OnceLock::new();
+    FILE.get_or_init(|| serde_json::from_str(CALIBRATED_EFFICIENCIES_JSON).ok())
+        .as_ref()
 }
 
 /// The serde name of a generation (`hopper`, `ampere`, ...): the key of the calibration file.
@@ -169,6 +178,12 @@ efficiencies! {
     /// Minimum GPU time per decoder layer (chain of small kernels: norms, rotary, routing, KV
     /// write...), seconds. The step's GPU time is at least `num_layers x` this, graphs or not.
     layer_gpu_floor_s: Seconds,
+    /// Minimum GPU time of the routed-expert block of one MoE layer (routing top-k, token
+    /// permutation / block alignment, two grouped GEMMs, activation, weighted combine: a chain of
+    /// 6-8 kernels whatever the batch), seconds. The routed-expert component of a step is at least
+    /// `MoE layers x` this. 0 in the literature table (not modelled); fitted per calibration key
+    /// (docs/step-time.md §6, docs/accuracy.md).
+    moe_layer_floor_s: Seconds,
     /// Per-step fixed overhead when the whole forward replays one full CUDA graph, seconds
     /// (scheduler, input preparation, sampler, output processing).
     step_overhead_graph_s: Seconds,
@@ -287,6 +302,7 @@ impl Efficiencies {
             internode_bytes_s: 50e9,
             internode_latency_s: 20e-6,
             layer_gpu_floor_s: 30e-6,
+            moe_layer_floor_s: 0.0,
             step_overhead_graph_s: 0.6e-3,
             step_overhead_piecewise_s: 1.2e-3,
             step_overhead_eager_s: 1.5e-3,
@@ -385,9 +401,9 @@ fn calibrated_fields(
     generation: Generation,
     era: EngineEra,
 ) -> Option<(String, String, BTreeMap<String, f64>)> {
-    let file: CalibrationFile = serde_json::from_str(CALIBRATED_EFFICIENCIES_JSON).ok()?;
+    let file = shipped_calibration()?;
     let (key, fitted) = lookup_calibration(&file.generations, generation, era)?;
-    (!fitted.is_empty()).then(|| (file.description, key, fitted.clone()))
+    (!fitted.is_empty()).then(|| (file.description.clone(), key, fitted.clone()))
 }
 
 /// The key of a calibration table entry: `<generation>@<era>`, e.g. `hopper@vllm-0.15`.
@@ -426,7 +442,10 @@ pub fn lookup_calibration(
 /// fitted on its own runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum EngineEra {
-    /// vLLM before 0.14 (calibrated on 0.10.2 and 0.11.0 runs).
+    /// vLLM before 0.8: the V0 engine (calibrated on dstack's 0.6 / 0.7 runs).
+    #[serde(rename = "vllm-0.7")]
+    Vllm07,
+    /// vLLM 0.8 to 0.13 (calibrated on 0.10.2 and 0.11.0 runs).
     #[serde(rename = "vllm-0.11")]
     Vllm011,
     /// vLLM 0.14 and later (calibrated on 0.15.1 runs); the default.
@@ -437,11 +456,12 @@ pub enum EngineEra {
 
 impl EngineEra {
     /// Every era, oldest first.
-    pub const ALL: [EngineEra; 2] = [EngineEra::Vllm011, EngineEra::Vllm015];
+    pub const ALL: [EngineEra; 3] = [EngineEra::Vllm07, EngineEra::Vllm011, EngineEra::Vllm015];
 
     /// The calibration key part (`vllm-0.11`, `vllm-0.15`).
     pub fn key(self) -> &'static str {
         match self {
+            EngineEra::Vllm07 => "vllm-0.7",
             EngineEra::Vllm011 => "vllm-0.11",
             EngineEra::Vllm015 => "vllm-0.15",
         }
@@ -450,16 +470,20 @@ impl EngineEra {
     /// Human label.
     pub fn label(self) -> &'static str {
         match self {
-            EngineEra::Vllm011 => "vLLM < 0.14 (calibrated on 0.10.2 / 0.11.0)",
+            EngineEra::Vllm07 => "vLLM < 0.8, V0 engine (calibrated on 0.6 / 0.7 runs)",
+            EngineEra::Vllm011 => "vLLM 0.8 - 0.13 (calibrated on 0.10.2 / 0.11.0)",
             EngineEra::Vllm015 => "vLLM >= 0.14 (calibrated on 0.15.1)",
         }
     }
 
-    /// The era of a vLLM version: before 0.14 -> [`EngineEra::Vllm011`], else
-    /// [`EngineEra::Vllm015`]. The boundary is where async scheduling became the default; that
+    /// The era of a vLLM version: before 0.8 (the V0 engine; V1 became the default in 0.8.0)
+    /// -> [`EngineEra::Vllm07`], before 0.14 -> [`EngineEra::Vllm011`], else
+    /// [`EngineEra::Vllm015`]. The 0.14 boundary is where async scheduling became the default; that
     /// it is the release that matters is an **assumption** (docs/accuracy.md).
     pub fn of_version(v: VllmVersion) -> EngineEra {
-        if (v.major, v.minor) < (0, 14) {
+        if (v.major, v.minor) < (0, 8) {
+            EngineEra::Vllm07
+        } else if (v.major, v.minor) < (0, 14) {
             EngineEra::Vllm011
         } else {
             EngineEra::Vllm015
@@ -469,8 +493,9 @@ impl EngineEra {
     /// Other eras, nearest first (used when a table has no fit for this era).
     pub fn fallbacks(self) -> Vec<EngineEra> {
         match self {
-            EngineEra::Vllm011 => vec![EngineEra::Vllm015],
-            EngineEra::Vllm015 => vec![EngineEra::Vllm011],
+            EngineEra::Vllm07 => vec![EngineEra::Vllm011, EngineEra::Vllm015],
+            EngineEra::Vllm011 => vec![EngineEra::Vllm015, EngineEra::Vllm07],
+            EngineEra::Vllm015 => vec![EngineEra::Vllm011, EngineEra::Vllm07],
         }
     }
 }

@@ -14,8 +14,9 @@ mod spec;
 mod terms;
 
 pub use eff::{
-    calibration_key, generation_key, lookup_calibration, Efficiencies, EfficiencyBasis,
-    EfficiencyOverrides, EngineEra, FieldKind, VllmVersion, CALIBRATED_EFFICIENCIES_JSON,
+    calibration_key, generation_key, lookup_calibration, shipped_calibration, CalibrationFile,
+    Efficiencies, EfficiencyBasis, EfficiencyOverrides, EngineEra, FieldKind, VllmVersion,
+    CALIBRATED_EFFICIENCIES_JSON,
 };
 
 use crate::deploy::{All2AllBackend, CudagraphMode, Deployment};
@@ -136,6 +137,9 @@ pub struct StepBreakdown {
     pub ep_alltoall: f64,
     /// Fixed engine overheads (per step, per request, and CPU launch time not hidden by GPU work).
     pub overhead: f64,
+    /// The MoE layers' kernel floor not covered by the routed-expert GEMMs / weight reads:
+    /// `max(0, MoE layers x moe_layer_floor_s - max(expert GEMM, expert weight reads))`.
+    pub moe_floor: f64,
     /// How the step runs.
     pub mode: ExecMode,
     /// Unbounded times of each side before the roofline max (diagnostics, not summed).
@@ -174,6 +178,7 @@ impl StepBreakdown {
             + self.tp_allreduce
             + self.ep_alltoall
             + self.overhead
+            + self.moe_floor
     }
     /// The step time in ticks (what [`StepCostModel::step_time`] returns).
     pub fn total_ticks(&self) -> Ticks {
@@ -208,6 +213,8 @@ pub struct StepCostModel {
     experts_per_tok: f64,
     num_moe_layers: f64,
     num_dense_layers: f64,
+    /// `num_moe_layers x moe_layer_floor_s`: the routed-expert component's floor per step.
+    moe_floor_s: f64,
     /// Attention.
     attn: AttnTerms,
     attn_compute_s_per_flop_prefill: f64,
@@ -258,6 +265,8 @@ struct ShapeTerms {
     overhead_base: f64,
     /// The per-step floor the GPU time is compared with.
     floor: f64,
+    /// [`StepBreakdown::moe_floor`].
+    moe_floor: f64,
 }
 
 /// Largest decode batch with precomputed [`ShapeTerms`].
@@ -474,6 +483,7 @@ impl StepCostModel {
             experts_per_tok: k,
             num_moe_layers: m.num_moe_layers() as f64,
             num_dense_layers: m.num_dense_layers() as f64,
+            moe_floor_s: m.num_moe_layers() as f64 * eff.moe_layer_floor_s,
             attn,
             attn_compute_s_per_flop_prefill: 1.0 / (attn_peak * eff.prefill_attention),
             attn_compute_s_per_flop_decode: 1.0 / (attn_peak * eff.decode_attention),
@@ -548,6 +558,11 @@ impl StepCostModel {
             exp_c = t_global * self.expert_s_per_token;
             exp_m = bytes * self.expert_bytes_s;
         }
+        let moe_floor = if self.experts_per_tok > 0.0 {
+            (self.moe_floor_s - exp_c.max(exp_m)).max(0.0)
+        } else {
+            0.0
+        };
         let (mut gemm_compute, mut weight_reads) = (0.0, 0.0);
         for (c, mm) in [(dense_c, dense_m), (exp_c, exp_m)] {
             if c >= mm {
@@ -577,6 +592,7 @@ impl StepCostModel {
             overhead_base: self.mode_fixed[mode as usize]
                 + requests * self.eff.per_request_overhead_s,
             floor: self.mode_floor[mode as usize],
+            moe_floor,
         }
     }
 
@@ -778,7 +794,8 @@ impl StepCostModel {
             + sh.activations
             + sh.tp_allreduce
             + sh.ep_alltoall
-            + 0.0;
+            + 0.0
+            + sh.moe_floor;
         let overhead = sh.overhead_base + (sh.floor - gpu).max(0.0);
         sh.gemm_compute
             + attention_compute
@@ -788,6 +805,7 @@ impl StepCostModel {
             + sh.tp_allreduce
             + sh.ep_alltoall
             + overhead
+            + sh.moe_floor
     }
 
     /// `x / tp`, skipping the division at tp = 1 (`x / 1.0` is `x` exactly).
@@ -910,6 +928,7 @@ impl StepCostModel {
             b.work.expert_gemm_flops = t_global * self.expert_flops_per_token;
             b.work.expert_weight_bytes = bytes;
             b.work.experts_active_fraction = frac;
+            b.moe_floor = (self.moe_floor_s - c.max(mm)).max(0.0);
         }
         for (c, mm) in [
             (b.raw.dense_gemm_compute, b.raw.dense_weight_reads),

@@ -236,7 +236,8 @@ impl StepCostModel {
             + sh.tp_allreduce
             + sh.ep_alltoall
             + pf_attn
-            + dc_attn;
+            + dc_attn
+            + sh.moe_floor;
         let target = gpu + sh.overhead_base + (sh.floor - gpu).max(0.0);
 
         // Rejection sampling over every verified position of the drafting decodes.
@@ -262,6 +263,7 @@ impl StepCostModel {
                             + s.activations
                             + s.tp_allreduce
                             + s.ep_alltoall
+                            + s.moe_floor
                             + if with_attn {
                                 pf_attn + dc_attn
                             } else {

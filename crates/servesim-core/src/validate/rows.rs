@@ -174,20 +174,39 @@ pub fn resolve_model(p: &CalibrationPoint) -> Result<ResolvedModel, String> {
     })
 }
 
+/// The architecture family a row's model belongs to, for the leave-one-family-out check
+/// (docs/accuracy.md): `hybrid` (linear-attention layers: Qwen3.5 Gated DeltaNet), `sparse`
+/// (DeepSeek sparse attention: V3.2, GLM-5), `MLA` (multi-head latent attention: DeepSeek-R1 /
+/// V3), `MoE` (other mixture-of-experts), `dense`; `unknown` when the model does not resolve.
+pub fn model_family(p: &CalibrationPoint) -> &'static str {
+    let Ok(m) = resolve_model(p) else {
+        return "unknown";
+    };
+    let Ok(c) = crate::model::catalog::load(&m.catalog_id) else {
+        return "unknown";
+    };
+    if c.linear_attention.is_some() {
+        "hybrid"
+    } else if c.sparse_indexer.is_some() {
+        "sparse"
+    } else if matches!(c.attention, crate::model::AttentionSpec::Mla { .. }) {
+        "MLA"
+    } else if c.moe.is_some() {
+        "MoE"
+    } else {
+        "dense"
+    }
+}
+
 /// The capability a row waits for, when ServeSim cannot simulate it faithfully yet; `None` when
 /// the row runs. Checked before the row is mapped to a scenario.
 pub fn waits_for(p: &CalibrationPoint) -> Option<String> {
     let w = p.workload.to_ascii_lowercase();
-    if w.contains("mtp(") || p.notes.contains("SPEC DECODING: MTP ON") {
+    if (w.contains("mtp(") || p.notes.contains("SPEC DECODING: MTP ON"))
+        && super::mtp_tokens(p).is_none()
+    {
         return Some(
-            "MTP speculative decoding (issue 10): the run used --speculative-config method mtp"
-                .into(),
-        );
-    }
-    if p.dp > 1 && p.ep > 1 {
-        return Some(
-            "DP+EP lockstep (issue 9): the run used data parallelism with expert parallelism"
-                .into(),
+            "MTP speculative decoding: the row does not say how many speculative tokens".into(),
         );
     }
     if p.tp == 0 || p.dp == 0 {

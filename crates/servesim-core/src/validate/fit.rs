@@ -1,0 +1,572 @@
+//! The fit: fitted efficiency tables, the fitted parameters and their grids, the objective,
+//! coordinate descent per calibration key, and the held-out folds (leave-one-source-out,
+//! leave-one-model-family-out).
+
+use super::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+// ---------------------------------------------------------------------------------------------
+// Fitted efficiencies.
+
+/// The shipped fit (`data/calibration/efficiencies.json`), written by `servesim validate --fit`.
+pub const FITTED_EFFICIENCIES_JSON: &str = crate::perf::CALIBRATED_EFFICIENCIES_JSON;
+
+/// A fitted efficiency table: per GPU generation (serde name, e.g. `hopper`), the overridden
+/// fields of the step-time model's efficiency table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FittedEfficiencies {
+    /// How the values were obtained.
+    pub description: String,
+    /// generation -> field -> value.
+    pub generations: BTreeMap<String, BTreeMap<String, f64>>,
+}
+
+impl FittedEfficiencies {
+    /// Parses and checks a table: every field must be a field of the efficiency table with a
+    /// valid value (an error names the generation and field).
+    pub fn from_json(s: &str) -> Result<FittedEfficiencies, ValidateError> {
+        let t: FittedEfficiencies =
+            serde_json::from_str(s).map_err(|e| ValidateError::Fitted(e.to_string()))?;
+        let base = crate::perf::Efficiencies::default_for(crate::gpu::Generation::Hopper);
+        for (g, m) in &t.generations {
+            base.with_fitted(m)
+                .map_err(|e| ValidateError::Fitted(format!("generation `{g}`: {e}")))?;
+        }
+        Ok(t)
+    }
+    /// The complete efficiency table for a (CSV) GPU name as scenario overrides: the literature
+    /// defaults of its generation ([`crate::perf::Efficiencies::default_for`]) with this fit's
+    /// fields of that generation replaced. Complete, so a validation run does not depend on the
+    /// calibration the scenario would otherwise use (`--defaults` really is the literature table).
+    /// `{}` for an unknown GPU (the scenario then reports it).
+    pub fn full_table_for(&self, gpu: &str, era: crate::perf::EngineEra) -> Value {
+        let Ok(g) = crate::gpu::find_gpu(catalog_gpu(gpu)) else {
+            return json!({});
+        };
+        let base = crate::perf::Efficiencies::default_for(g.generation);
+        let eff = match crate::perf::lookup_calibration(&self.generations, g.generation, era) {
+            Some((_, m)) => base.with_fitted(m).unwrap_or(base),
+            None => base,
+        };
+        serde_json::to_value(eff).unwrap_or_else(|_| json!({}))
+    }
+
+    /// The overrides JSON for a generation (`{}` when the fit has none).
+    pub fn overrides_for(&self, generation: &str) -> Value {
+        match self.generations.get(generation) {
+            Some(m) => serde_json::to_value(m).unwrap_or_else(|_| json!({})),
+            None => json!({}),
+        }
+    }
+}
+
+/// The shipped fit.
+pub fn fitted_efficiencies() -> Result<FittedEfficiencies, ValidateError> {
+    // The copy perf parsed once (one loader), checked field by field here.
+    let f = crate::perf::shipped_calibration().ok_or_else(|| {
+        ValidateError::Fitted("data/calibration/efficiencies.json does not parse".into())
+    })?;
+    let t = FittedEfficiencies {
+        description: f.description.clone(),
+        generations: f.generations.clone(),
+    };
+    let base = crate::perf::Efficiencies::default_for(crate::gpu::Generation::Hopper);
+    for (g, m) in &t.generations {
+        base.with_fitted(m)
+            .map_err(|e| ValidateError::Fitted(format!("generation `{g}`: {e}")))?;
+    }
+    Ok(t)
+}
+
+/// One fitted parameter: a field of the step-time model's efficiency table and the values tried.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FitParam {
+    pub field: &'static str,
+    /// What kind of kernel / cost it scales (for the docs).
+    pub kind: &'static str,
+    pub grid: &'static [f64],
+}
+
+/// The named parameters the fit may change, by kernel kind (docs/accuracy.md). Precision-specific
+/// GEMM factors (fp8, fp4) are not fitted: one model each in the set, so fitting them would fit
+/// that model.
+pub const FIT_PARAMS: &[FitParam] = &[
+    FitParam {
+        field: "api_latency_completions_s",
+        kind: "API server per-request latency, completions endpoint",
+        grid: &[0.0, 2e-3, 5e-3, 8e-3, 12e-3, 16e-3, 20e-3, 30e-3],
+    },
+    FitParam {
+        field: "api_latency_chat_s",
+        kind: "API server per-request latency, chat endpoint",
+        grid: &[0.0, 5e-3, 10e-3, 20e-3, 30e-3, 40e-3, 50e-3, 60e-3],
+    },
+    FitParam {
+        field: "api_serial_per_request_s",
+        kind: "API server serial CPU time per request (bursts)",
+        grid: &[0.0, 0.5e-3, 1e-3, 2e-3, 4e-3, 8e-3, 12e-3, 16e-3, 24e-3],
+    },
+    FitParam {
+        field: "gemm_bf16",
+        kind: "dense GEMM compute (prefill-bound steps)",
+        grid: &[
+            0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85,
+        ],
+    },
+    FitParam {
+        field: "hbm_weights",
+        kind: "weight streaming (decode-bound steps)",
+        grid: &[0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
+    },
+    FitParam {
+        field: "hbm_kv",
+        kind: "paged KV reads (decode attention)",
+        grid: &[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+    },
+    FitParam {
+        field: "prefill_attention",
+        kind: "prefill attention compute",
+        grid: &[0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
+    },
+    FitParam {
+        field: "grouped_gemm_vs_dense",
+        kind: "MoE grouped GEMM relative to dense",
+        grid: &[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+    },
+    FitParam {
+        field: "hbm_expert_weights",
+        kind: "MoE expert weight streaming (decode-bound MoE steps)",
+        grid: &[0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+    },
+    FitParam {
+        field: "allreduce_bus_eff",
+        kind: "tensor-parallel all-reduce bandwidth",
+        grid: &[0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+    },
+    FitParam {
+        field: "allreduce_latency_s",
+        kind: "latency per TP all-reduce call (small decode messages)",
+        grid: &[5e-6, 10e-6, 15e-6, 20e-6, 30e-6, 45e-6],
+    },
+    FitParam {
+        field: "layer_gpu_floor_s",
+        kind: "minimum GPU time per decoder layer (small-batch decode)",
+        grid: &[10e-6, 20e-6, 30e-6, 45e-6, 60e-6, 80e-6, 100e-6, 130e-6],
+    },
+    FitParam {
+        field: "moe_layer_floor_s",
+        kind: "minimum GPU time of one MoE layer's routed-expert block",
+        grid: &[0.0, 20e-6, 40e-6, 60e-6, 80e-6, 100e-6, 130e-6, 170e-6],
+    },
+    FitParam {
+        field: "step_overhead_graph_s",
+        kind: "per-step engine overhead (CUDA-graph steps)",
+        grid: &[
+            0.1e-3, 0.3e-3, 0.6e-3, 1.0e-3, 1.5e-3, 2.0e-3, 3.0e-3, 4.0e-3,
+        ],
+    },
+    FitParam {
+        field: "step_overhead_piecewise_s",
+        kind: "per-step engine overhead (mixed prefill/decode steps)",
+        grid: &[0.3e-3, 0.6e-3, 1.2e-3, 2.0e-3, 3.0e-3, 4.5e-3, 6.0e-3],
+    },
+    FitParam {
+        field: "per_request_overhead_s",
+        kind: "per scheduled request per step CPU cost",
+        grid: &[0.0, 4e-6, 10e-6, 20e-6, 40e-6, 80e-6, 160e-6],
+    },
+];
+
+/// The fit objective of a report: per source, the mean over the metric families it measures of
+/// the median absolute error over its points (each point counts once per family); then the mean
+/// over sources, percent. Every source weighs the same, so one large source (169 InferenceX
+/// rows) cannot dictate a key's table to the others.
+pub fn objective(r: &ValidationReport) -> f64 {
+    let mut sources: Vec<&str> = Vec::new();
+    for p in &r.points {
+        if !sources.contains(&p.source.as_str()) {
+            sources.push(p.source.as_str());
+        }
+    }
+    let mut total = 0.0;
+    let mut n = 0usize;
+    for src in sources {
+        let aggs = aggregate(&r.points, "fit", &|p: &PointResult| p.source == src);
+        let meds: Vec<f64> = Family::ALL
+            .iter()
+            .filter_map(|f| {
+                aggs.iter()
+                    .find(|a| a.family == *f && a.n > 0)
+                    .map(|a| a.median_abs_pct)
+            })
+            .collect();
+        if !meds.is_empty() {
+            total += meds.iter().sum::<f64>() / meds.len() as f64;
+            n += 1;
+        }
+    }
+    if n == 0 {
+        0.0
+    } else {
+        total / n as f64
+    }
+}
+
+/// Points of a report that could not be simulated. The fit compares (failures, objective)
+/// lexicographically, so it never "improves" by making points unsimulatable.
+pub fn failures(r: &ValidationReport) -> usize {
+    r.points.iter().filter(|p| p.error.is_some()).count()
+}
+
+/// One step of the fit's log.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FitStep {
+    pub round: usize,
+    pub field: String,
+    pub value: f64,
+    pub objective: f64,
+}
+
+/// Coordinate descent over [`FIT_PARAMS`] for one GPU generation: for each parameter in turn,
+/// every grid value is tried with the others fixed and the best kept (ties keep the current
+/// value); `rounds` passes. Deterministic. Only rows of that generation (and in `opts`'
+/// selection) are used. Returns the fitted overrides of that generation and the log.
+pub fn fit_generation(
+    points_csv: &str,
+    generation: &str,
+    opts: &ValidateOptions,
+    start: &FittedEfficiencies,
+    params: &[&str],
+    rounds: usize,
+    sim: &mut Simulator,
+) -> Result<(BTreeMap<String, f64>, Vec<FitStep>), ValidateError> {
+    let pts = select_points(parse_points(points_csv)?, opts)?;
+    let lines: Vec<usize> = pts
+        .iter()
+        .filter(|p| point_key(p).as_deref() == Some(generation))
+        .map(|p| p.line)
+        .collect();
+    if lines.is_empty() {
+        return Err(ValidateError::NoPoints {
+            filter: format!(" on {generation} GPUs"),
+        });
+    }
+    let mut cur = start.clone();
+    let eval =
+        |table: &FittedEfficiencies, sim: &mut Simulator| -> Result<(usize, f64), ValidateError> {
+            let o = ValidateOptions {
+                only_source: None,
+                efficiencies: Some(table.clone()),
+                only_lines: Some(lines.clone()),
+            };
+            let r = run_with(points_csv, &o, sim)?;
+            Ok((failures(&r), objective(&r)))
+        };
+    let mut best = eval(&cur, sim)?;
+    let mut log = vec![FitStep {
+        round: 0,
+        field: "(start)".into(),
+        value: 0.0,
+        objective: best.1,
+    }];
+    for round in 1..=rounds {
+        for fp in FIT_PARAMS.iter().filter(|f| params.contains(&f.field)) {
+            for &v in fp.grid {
+                let mut t = cur.clone();
+                t.generations
+                    .entry(generation.to_string())
+                    .or_default()
+                    .insert(fp.field.to_string(), v);
+                if t == cur {
+                    continue;
+                }
+                let obj = eval(&t, sim)?;
+                if obj.0 < best.0 || (obj.0 == best.0 && obj.1 < best.1 - 1e-9) {
+                    best = obj;
+                    cur = t;
+                    log.push(FitStep {
+                        round,
+                        field: fp.field.to_string(),
+                        value: v,
+                        objective: obj.1,
+                    });
+                }
+            }
+        }
+    }
+    Ok((
+        cur.generations.get(generation).cloned().unwrap_or_default(),
+        log,
+    ))
+}
+
+/// Which fields are fitted per generation: all of [`FIT_PARAMS`] where the set has several
+/// models; with a single model (A100: Qwen3-14B only) just the three broad factors, so the fit
+/// cannot tune to one model's kernels.
+pub fn fit_params_for(generation: &str, num_models: usize) -> Vec<&'static str> {
+    let _ = generation;
+    if num_models >= 3 {
+        FIT_PARAMS.iter().map(|f| f.field).collect()
+    } else {
+        vec![
+            "gemm_bf16",
+            "hbm_weights",
+            "layer_gpu_floor_s",
+            "step_overhead_graph_s",
+        ]
+    }
+}
+
+/// Out-of-sample check of one split: fitted on `train`, aggregates over `test`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SplitResult {
+    pub train: String,
+    pub test: String,
+    pub fitted: BTreeMap<String, BTreeMap<String, f64>>,
+    pub test_aggregates: Vec<Aggregate>,
+}
+
+/// The fit's output.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FitReport {
+    pub table: FittedEfficiencies,
+    /// generation -> log.
+    pub logs: BTreeMap<String, Vec<FitStep>>,
+    /// Source split: fit on one source, test on the other (both directions).
+    pub splits: Vec<SplitResult>,
+    /// Held-out aggregates pooled over the folds: scope `leave-one-source-out` (each source
+    /// predicted by a fit on the others) and `leave-one-model-out` (each model predicted by a fit
+    /// on the other models).
+    pub held_out: Vec<Aggregate>,
+}
+
+/// Held-out results of one grouping: every point predicted by a table fitted without its group.
+/// A fold refits only the calibration keys (`<generation>@<era>`) that hold rows of the group;
+/// every other key's training rows are the same as in-sample, so its fitted values are
+/// `in_sample`'s (the fit is per key and deterministic: the same rows give the same values).
+/// A key left without training rows is dropped from the fold's table (lookup falls back to the
+/// same generation's other era, then the literature table).
+pub(super) fn held_out_points(
+    points_csv: &str,
+    rounds: usize,
+    in_sample: &FittedEfficiencies,
+    group: &dyn Fn(&CalibrationPoint) -> String,
+    sim: &mut Simulator,
+) -> Result<Vec<PointResult>, ValidateError> {
+    let pts = parse_points(points_csv)?;
+    let mut groups: Vec<String> = Vec::new();
+    for p in &pts {
+        let g = group(p);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    let mut out = Vec::new();
+    for g in &groups {
+        let mut keys: Vec<String> = Vec::new();
+        for p in pts.iter().filter(|p| &group(p) == g) {
+            if let Some(k) = point_key(p) {
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+        }
+        let train: Vec<usize> = pts
+            .iter()
+            .filter(|p| &group(p) != g)
+            .filter(|p| point_key(p).is_some_and(|k| keys.contains(&k)))
+            .map(|p| p.line)
+            .collect();
+        let test: Vec<usize> = pts
+            .iter()
+            .filter(|p| &group(p) == g)
+            .map(|p| p.line)
+            .collect();
+        let mut table = in_sample.clone();
+        for k in &keys {
+            table.generations.remove(k);
+        }
+        if !train.is_empty() {
+            let o = ValidateOptions {
+                only_lines: Some(train),
+                efficiencies: Some(FittedEfficiencies::default()),
+                ..Default::default()
+            };
+            let (t, _) = fit_table(points_csv, &o, rounds, sim)?;
+            table.generations.extend(t.generations);
+        }
+        let o = ValidateOptions {
+            only_lines: Some(test),
+            efficiencies: Some(table),
+            ..Default::default()
+        };
+        out.extend(run_with(points_csv, &o, sim)?.points);
+    }
+    out.sort_by_key(|p| p.line);
+    Ok(out)
+}
+
+/// The model families of [`model_family`], in report order.
+pub const FAMILIES: &[&str] = &["dense", "MoE", "MLA", "sparse", "hybrid"];
+
+/// Leave-one-source-out and leave-one-model-family-out aggregates (scopes
+/// `leave-one-source-out`, `leave-one-family-out`, and `leave-one-family-out: <family>` per
+/// family). Costs one fit per source and per family.
+pub fn held_out(
+    points_csv: &str,
+    rounds: usize,
+    in_sample: &FittedEfficiencies,
+    sim: &mut Simulator,
+) -> Result<Vec<Aggregate>, ValidateError> {
+    let by_source = held_out_points(points_csv, rounds, in_sample, &|p| p.source.clone(), sim)?;
+    let by_family = held_out_points(
+        points_csv,
+        rounds,
+        in_sample,
+        &|p| model_family(p).to_string(),
+        sim,
+    )?;
+    let mut a = aggregate(&by_source, "leave-one-source-out", &|_| true);
+    a.extend(aggregate(&by_family, "leave-one-family-out", &|_| true));
+    for fam in FAMILIES {
+        let fam_lines: Vec<usize> = parse_points(points_csv)?
+            .iter()
+            .filter(|p| model_family(p) == *fam)
+            .map(|p| p.line)
+            .collect();
+        a.extend(aggregate(
+            &by_family,
+            &format!("leave-one-family-out: {fam}"),
+            &|p| fam_lines.contains(&p.line),
+        ));
+    }
+    Ok(a)
+}
+
+pub(super) fn fit_table(
+    points_csv: &str,
+    opts: &ValidateOptions,
+    rounds: usize,
+    sim: &mut Simulator,
+) -> Result<(FittedEfficiencies, BTreeMap<String, Vec<FitStep>>), ValidateError> {
+    let pts = select_points(parse_points(points_csv)?, opts)?;
+    let mut gens: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in &pts {
+        if let Some(g) = point_key(p) {
+            let models = gens.entry(g).or_default();
+            if !models.contains(&p.model) {
+                models.push(p.model.clone());
+            }
+        }
+    }
+    let mut table = FittedEfficiencies::default();
+    let mut logs = BTreeMap::new();
+    for (g, models) in &gens {
+        let params = fit_params_for(g, models.len());
+        let (fitted, log) = fit_generation(
+            points_csv,
+            g,
+            opts,
+            &FittedEfficiencies::default(),
+            &params,
+            rounds,
+            sim,
+        )?;
+        table.generations.insert(g.clone(), fitted);
+        logs.insert(g.clone(), log);
+    }
+    Ok((table, logs))
+}
+
+/// Fits every generation on all points (the shipped table), then the source split both ways.
+pub fn fit_all(
+    points_csv: &str,
+    rounds: usize,
+    held_out_rounds: usize,
+    sim: &mut Simulator,
+) -> Result<FitReport, ValidateError> {
+    let all = ValidateOptions {
+        efficiencies: Some(FittedEfficiencies::default()),
+        ..Default::default()
+    };
+    let (mut table, logs) = fit_table(points_csv, &all, rounds, sim)?;
+    let pts = parse_points(points_csv)?;
+    let mut sources: Vec<String> = Vec::new();
+    for p in &pts {
+        if !sources.contains(&p.source) {
+            sources.push(p.source.clone());
+        }
+    }
+    table.description = format!(
+        "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per GPU generation and vLLM release line (`<generation>@<era>`), {rounds} rounds (held-out folds {held_out_rounds}), objective = mean over sources of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
+        pts.len(),
+        sources.join(" + ")
+    );
+    // With more than two sources the pairwise source split is subsumed by leave-one-source-out.
+    let splits = Vec::new();
+    let held_out = held_out(points_csv, held_out_rounds, &table, sim)?;
+    Ok(FitReport {
+        table,
+        logs,
+        splits,
+        held_out,
+    })
+}
+
+impl FitReport {
+    /// The table as the JSON written to data/calibration/efficiencies.json.
+    pub fn table_json(&self) -> String {
+        serde_json::to_string_pretty(&self.table).unwrap_or_default() + "\n"
+    }
+
+    /// Markdown: fitted values, the log, and the out-of-sample errors.
+    pub fn to_markdown(&self) -> String {
+        let mut s = String::from(
+            "## Fitted efficiencies\n\n| generation | field | value |\n|---|---|---|\n",
+        );
+        for (g, m) in &self.table.generations {
+            for (k, v) in m {
+                s.push_str(&format!("| {g} | {k} | {v} |\n"));
+            }
+        }
+        s.push_str("\n### Fit log (accepted steps)\n\n| generation | round | field | value | objective |\n|---|---|---|---|---|\n");
+        for (g, log) in &self.logs {
+            for st in log {
+                s.push_str(&format!(
+                    "| {g} | {} | {} | {} | {:.2} |\n",
+                    st.round, st.field, st.value, st.objective
+                ));
+            }
+        }
+        s.push_str("\n### Held out (pooled over folds)\n\n| scope | metric | n | median abs error | mean abs error | mean signed error |\n|---|---|---|---|---|---|\n");
+        for a in &self.held_out {
+            s.push_str(&format!(
+                "| {} | {} | {} | {:.1}% | {:.1}% | {:+.1}% |\n",
+                a.scope,
+                a.family.name(),
+                a.n,
+                a.median_abs_pct,
+                a.mean_abs_pct,
+                a.mean_signed_pct
+            ));
+        }
+        s.push_str("\n### Out of sample (source split)\n\n| test set | metric | n | median abs error | mean abs error | mean signed error |\n|---|---|---|---|---|---|\n");
+        for sp in &self.splits {
+            for a in &sp.test_aggregates {
+                s.push_str(&format!(
+                    "| {} | {} | {} | {:.1}% | {:.1}% | {:+.1}% |\n",
+                    a.scope,
+                    a.family.name(),
+                    a.n,
+                    a.median_abs_pct,
+                    a.mean_abs_pct,
+                    a.mean_signed_pct
+                ));
+            }
+        }
+        s
+    }
+}

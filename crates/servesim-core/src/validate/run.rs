@@ -1,0 +1,177 @@
+//! Running rows: calibration keys of a row (`<generation>@<era>`), selection, simulation
+//! through the scenario, and one row's scenario for `--scenario-of`.
+
+use super::*;
+use crate::metrics::LevelResult;
+use serde_json::Value;
+
+/// The serde name of a catalog GPU's generation (`hopper`, `ampere`, ...).
+pub fn generation_key(gpu: &str) -> Option<String> {
+    let g = crate::gpu::find_gpu(catalog_gpu(gpu)).ok()?;
+    match serde_json::to_value(g.generation).ok()? {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The calibration era of a row (`engine_version`; the newest era when empty).
+pub fn point_era(p: &CalibrationPoint) -> crate::perf::EngineEra {
+    p.engine_version
+        .as_deref()
+        .and_then(|v| crate::perf::VllmVersion::parse(v).ok())
+        .map(crate::perf::EngineEra::of_version)
+        .unwrap_or_default()
+}
+
+/// The fitted-table key a row is fitted under: `<generation>@<era>` (e.g. `hopper@vllm-0.11`).
+pub fn point_key(p: &CalibrationPoint) -> Option<String> {
+    let g = crate::gpu::find_gpu(catalog_gpu(&p.gpu)).ok()?;
+    Some(crate::perf::calibration_key(g.generation, point_era(p)))
+}
+
+/// Simulates one point: gets the setup and the efficiency overrides of its GPU generation
+/// (a JSON object, possibly empty) and returns the simulated level.
+pub type Simulator<'a> = dyn FnMut(&PointSetup, &Value) -> Result<LevelResult, String> + 'a;
+
+/// The rows `opts` selects.
+pub fn select_points(
+    points: Vec<CalibrationPoint>,
+    opts: &ValidateOptions,
+) -> Result<Vec<CalibrationPoint>, ValidateError> {
+    let sel: Vec<CalibrationPoint> = points
+        .into_iter()
+        .filter(|p| {
+            opts.only_source
+                .as_ref()
+                .is_none_or(|s| p.source.starts_with(s.as_str()))
+        })
+        .filter(|p| opts.only_lines.as_ref().is_none_or(|l| l.contains(&p.line)))
+        .collect();
+    if sel.is_empty() {
+        return Err(ValidateError::NoPoints {
+            filter: match &opts.only_source {
+                Some(s) => format!(" with source `{s}`"),
+                None => " selected".into(),
+            },
+        });
+    }
+    Ok(sel)
+}
+
+/// [`run`] with a caller-supplied simulator (tests, the fit).
+pub fn run_with(
+    points_csv: &str,
+    opts: &ValidateOptions,
+    sim: &mut Simulator,
+) -> Result<ValidationReport, ValidateError> {
+    let points = select_points(parse_points(points_csv)?, opts)?;
+    let fitted = match &opts.efficiencies {
+        Some(f) => f.clone(),
+        None => fitted_efficiencies()?,
+    };
+    let mut results = Vec::new();
+    for p in &points {
+        let mut r = PointResult {
+            line: p.line,
+            source: p.source.clone(),
+            model: p.model.clone(),
+            gpu: p.gpu.clone(),
+            tp: p.tp,
+            model_family: model_family(p).to_string(),
+            workload: p.workload.chars().take(60).collect(),
+            comparisons: Vec::new(),
+            notes: Vec::new(),
+            error: None,
+            waits_for: waits_for(p),
+        };
+        if r.waits_for.is_some() {
+            results.push(r);
+            continue;
+        }
+        let setup = match setup_for(p) {
+            Ok(s) => s,
+            Err(e) => {
+                r.error = Some(e.to_string());
+                results.push(r);
+                continue;
+            }
+        };
+        let eff = fitted.full_table_for(&p.gpu, point_era(p));
+        r.workload = workload_label(p, &setup);
+        r.notes = setup.notes.clone();
+        match sim(&setup, &eff) {
+            Ok(level) => r.comparisons = compare_point(&setup, &level),
+            Err(e) => r.error = Some(e),
+        }
+        results.push(r);
+    }
+    Ok(build_report(results, fitted.description.clone()))
+}
+
+/// Simulates one point through [`crate::scenario::Scenario`]: the setup's scenario JSON with
+/// `efficiencies` set to the overrides (when non-empty), resolved and run at its one level.
+pub fn simulate(setup: &PointSetup, efficiencies: &Value) -> Result<LevelResult, String> {
+    let mut sc = setup.scenario.clone();
+    if efficiencies.as_object().is_some_and(|o| !o.is_empty()) {
+        sc["efficiencies"] = efficiencies.clone();
+    }
+    let scenario =
+        crate::scenario::Scenario::from_json(&sc.to_string()).map_err(|e| e.to_string())?;
+    let resolved = scenario.resolve().map_err(|e| e.to_string())?;
+    let result = resolved.run().map_err(|e| e.to_string())?;
+    result
+        .levels
+        .into_iter()
+        .next()
+        .ok_or_else(|| "the sweep produced no level".to_string())
+}
+
+/// The scenario JSON (the `crate::scenario` schema, runnable with `servesim sweep --scenario`) of
+/// the row on CSV line `line`, with the efficiency table `fitted` gives its GPU generation.
+pub fn scenario_of_line(
+    points_csv: &str,
+    line: usize,
+    fitted: &FittedEfficiencies,
+) -> Result<Value, ValidateError> {
+    let points = parse_points(points_csv)?;
+    let p = points
+        .iter()
+        .find(|p| p.line == line)
+        .ok_or_else(|| ValidateError::NoSuchLine {
+            line,
+            first: points.first().map_or(0, |p| p.line),
+            last: points.last().map_or(0, |p| p.line),
+        })?;
+    let setup = setup_for(p)?;
+    let mut sc = setup.scenario.clone();
+    let eff = fitted.full_table_for(&p.gpu, point_era(p));
+    if eff.as_object().is_some_and(|o| !o.is_empty()) {
+        sc["efficiencies"] = eff;
+    }
+    Ok(sc)
+}
+
+/// Runs the validation: every selected row simulated through its scenario with the fitted
+/// efficiencies of its GPU generation (`opts.efficiencies`, default the shipped fit).
+pub fn run(points_csv: &str, opts: &ValidateOptions) -> Result<ValidationReport, ValidateError> {
+    run_with(points_csv, opts, &mut |s, e| simulate(s, e))
+}
+
+/// A short label: "ShareGPT burst 1000", "random 2000/100 burst 500", "codegen 5 req/s", ...
+pub(super) fn workload_label(p: &CalibrationPoint, setup: &PointSetup) -> String {
+    let w = p.workload.to_ascii_lowercase();
+    let kind = if w.contains("sharegpt") {
+        "ShareGPT".to_string()
+    } else if w.contains("random") {
+        match (p.isl, p.osl) {
+            (Some(i), Some(o)) => format!("random {i}/{o}"),
+            _ => "random".into(),
+        }
+    } else if let Some(i) = w.find('\'') {
+        let rest = &p.workload[i + 1..];
+        rest.split('\'').next().unwrap_or("").to_string()
+    } else {
+        String::new()
+    };
+    format!("{kind}, {}", setup.workload_summary)
+}

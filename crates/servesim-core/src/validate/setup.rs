@@ -1,0 +1,505 @@
+//! One row -> a scenario ([`setup_for`]): model, GPU, parallelism, dtypes, engine limits,
+//! speculative decoding, workload and stop rule, and what to compare (docs/accuracy.md).
+
+use super::*;
+use crate::metric::{MetricId, Stat};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+// ---------------------------------------------------------------------------------------------
+// Row -> scenario.
+
+/// Model ids in the CSV that are not catalog ids, mapped to the catalog config they use
+/// (same architecture and config.json; the CSV names a later checkpoint revision).
+pub const MODEL_ALIASES: &[(&str, &str)] = &[
+    ("deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-R1"),
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-235B-A22B"),
+];
+
+/// GPU names in the CSV that are not catalog ids or aliases, mapped to the catalog GPU
+/// (the same part: SXM form factor, 80 GB HBM).
+pub const GPU_ALIASES: &[(&str, &str)] = &[
+    ("H100-SXM-80GB", "H100-SXM"),
+    ("A100-SXM-80GB", "A100-80GB"),
+    ("H200-SXM-141GB", "H200"),
+    // gpustack's quantisation pages do not state the form factor; the SXM part is assumed.
+    ("H100-80GB", "H100-SXM"),
+];
+
+/// The catalog GPU name of a CSV GPU name.
+pub fn catalog_gpu(name: &str) -> &str {
+    // "A100-SXM-80GB (form factor not stated)": the part before the parenthetical.
+    let name = name.split(" (").next().unwrap_or(name).trim();
+    GPU_ALIASES
+        .iter()
+        .find(|(a, _)| a.eq_ignore_ascii_case(name))
+        .map(|(_, b)| *b)
+        .unwrap_or(name)
+}
+
+/// Coefficient of variation (std / mean) assumed for ShareGPT input and output lengths.
+/// ASSUMPTION (docs/accuracy.md): lognormal with std = mean; the CSV gives only the means.
+pub const SHAREGPT_CV: f64 = 1.0;
+/// vLLM `benchmarks/datasets.py` `is_valid_sequence` defaults for ShareGPT: prompts and outputs
+/// of at least 4 tokens, prompts of at most 1024 tokens, prompt + output at most 2048.
+pub const SHAREGPT_MIN_LEN: f64 = 4.0;
+pub const SHAREGPT_MAX_PROMPT: f64 = 1024.0;
+pub const SHAREGPT_MAX_OUTPUT: f64 = 1024.0;
+/// Simulated length of an open-loop (constant-rate) point, seconds, and its warm-up.
+/// The measured stages ran 600-1200 s; metrics at a constant rate below saturation reach steady
+/// state within seconds, so a shorter simulated window changes the estimate by sampling noise only.
+pub const OPEN_LOOP_DURATION_S: f64 = 120.0;
+pub const OPEN_LOOP_WARMUP_S: f64 = 20.0;
+/// Workload seed used for every point.
+pub const SEED: u64 = 42;
+
+/// Acceptance probability of each MTP draft token when a row does not report it: the DeepSeek-V3
+/// technical report (DeepSeek-AI 2024, §5.4.3 "Multi-Token Prediction Evaluation"): "the
+/// acceptance rate of the second token prediction ranges between 85% and 90%"; the lower end.
+pub const MTP_ACCEPTANCE_PER_TOKEN: f64 = 0.85;
+
+/// The number of MTP speculative tokens of a row that ran MTP (`MTP(k)` in the workload or
+/// `num_speculative_tokens k` in the serve command of the notes).
+pub fn mtp_tokens(p: &CalibrationPoint) -> Option<u32> {
+    let w = p.workload.to_ascii_lowercase();
+    if let Some(i) = w.find("mtp(") {
+        return leading_number(&w[i + 4..])
+            .map(|k| k as u32)
+            .filter(|k| (1..=8).contains(k));
+    }
+    if p.notes.contains("SPEC DECODING: MTP ON") {
+        return number_after(&p.notes, "num_speculative_tokens ")
+            .map(|k| k as u32)
+            .filter(|k| (1..=8).contains(k));
+    }
+    None
+}
+
+/// How the measured inter-token figure is compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Family {
+    /// Output tokens per second.
+    Throughput,
+    /// ITL mean, or TPOT mean (like with like).
+    InterToken,
+    /// TTFT p50.
+    Ttft,
+}
+
+impl Family {
+    pub const ALL: [Family; 3] = [Family::Throughput, Family::InterToken, Family::Ttft];
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Throughput => "output tok/s",
+            Family::InterToken => "ITL/TPOT mean",
+            Family::Ttft => "TTFT p50",
+        }
+    }
+    /// The in-sample accuracy target on the median absolute error, percent (issue targets:
+    /// 10 / 10 / 15 on the combined set).
+    pub fn target_pct(self) -> f64 {
+        match self {
+            Family::Throughput | Family::InterToken => 10.0,
+            Family::Ttft => 15.0,
+        }
+    }
+    /// The held-out (leave-one-model-family-out) target on the median absolute error, percent:
+    /// 20 / 20 / 30.
+    pub fn held_out_target_pct(self) -> f64 {
+        match self {
+            Family::Throughput | Family::InterToken => 20.0,
+            Family::Ttft => 30.0,
+        }
+    }
+}
+
+/// A row turned into something the simulator runs: the scenario JSON (`crate::scenario` schema)
+/// plus what the comparison needs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PointSetup {
+    pub line: usize,
+    /// Catalog model id used.
+    pub model_id: String,
+    /// Scenario JSON (without `efficiencies`).
+    pub scenario: Value,
+    /// One-line description of the simulated workload.
+    pub workload_summary: String,
+    /// Comparisons to make: (family, our metric, measured value, exclusion reason).
+    pub targets: Vec<(Family, MetricId, f64, Option<String>)>,
+    /// Notes on the mapping shown with the point.
+    pub notes: Vec<String>,
+}
+
+pub(super) fn weight_precision(p: &CalibrationPoint) -> Result<&'static str, ValidateError> {
+    let w = p.weight_dtype.to_ascii_lowercase();
+    let first = w.split_whitespace().next().unwrap_or("");
+    // Native checkpoints (fp16/bf16 Llama/Qwen, block-FP8 DeepSeek, MXFP4 gpt-oss) run as stored.
+    if w.contains("native") || matches!(first, "fp16" | "bf16" | "float16" | "bfloat16") {
+        return Ok("checkpoint");
+    }
+    match first {
+        "fp8" => Ok("fp8"),
+        "fp4" | "nvfp4" | "mxfp4" => Ok("fp4"),
+        _ => Err(bad(
+            p.line,
+            "weight_dtype",
+            &p.weight_dtype,
+            "unknown weight dtype",
+            "start the cell with fp16, bf16, fp8 or fp4 (add `native` for the checkpoint's own format)",
+        )),
+    }
+}
+
+pub(super) fn kv_dtype(p: &CalibrationPoint) -> Result<String, ValidateError> {
+    let k = p.kv_dtype.to_ascii_lowercase();
+    let first = k
+        .split(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or("");
+    match first {
+        "auto" | "bfloat16" | "bf16" | "fp8" | "fp8_e4m3" | "fp8_e5m2" | "fp8_ds_mla" => {
+            Ok(first.to_string())
+        }
+        "fp16" | "float16" => Ok("auto".into()),
+        _ => Err(bad(
+            p.line,
+            "kv_dtype",
+            &p.kv_dtype,
+            "unknown KV cache dtype",
+            "start the cell with auto, bfloat16 or fp8",
+        )),
+    }
+}
+
+pub(super) fn lengths_constant(v: f64) -> Value {
+    json!({"type": "constant", "tokens": libm::round(v)})
+}
+
+pub(super) fn lengths_sharegpt(mean: f64, max: f64) -> Value {
+    json!({
+        "type": "lognormal",
+        "mean": mean,
+        "std": mean * SHAREGPT_CV,
+        "min": SHAREGPT_MIN_LEN,
+        "max": max,
+    })
+}
+
+/// Maps one row to a scenario (rules in docs/accuracy.md, never tuned per point).
+pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
+    let mut notes = Vec::new();
+    let (model_id, precision) = match MODEL_ALIASES.iter().find(|(a, _)| *a == p.model) {
+        Some((_, b)) => {
+            notes.push(format!("model {} uses the {} config", p.model, b));
+            (b.to_string(), weight_precision(p)?)
+        }
+        None => match resolve_model(p) {
+            Ok(r) => {
+                notes.extend(r.notes);
+                (r.catalog_id, r.precision)
+            }
+            Err(e) => {
+                return Err(bad(
+                    p.line,
+                    "model",
+                    &p.model,
+                    &e,
+                    "use a model with a shipped config, or add its config.json",
+                ))
+            }
+        },
+    };
+    let mut engine = serde_json::Map::new();
+    if let Some(v) = p.max_num_seqs {
+        engine.insert("max_num_seqs".into(), json!(v as i64));
+    }
+    if let Some(v) = p.max_num_batched_tokens {
+        engine.insert("max_num_batched_tokens".into(), json!(v as i64));
+    }
+    if let Some(v) = number_after(&p.notes, "max_model_len=") {
+        engine.insert("max_model_len".into(), json!(v as i64));
+    }
+    let mut notes_spec = None;
+    if let Some(k) = mtp_tokens(p) {
+        // `--speculative-config.method mtp --speculative-config.num_speculative_tokens k`; the
+        // source does not report acceptance, so the literature value stands in (docs/accuracy.md).
+        engine.insert(
+            "speculative_config".into(),
+            json!({"method": "mtp", "num_speculative_tokens": k}),
+        );
+        let m = 1.0 + MTP_ACCEPTANCE_PER_TOKEN * k as f64;
+        engine.insert(
+            "speculative_acceptance".into(),
+            json!({"mean_acceptance_length": m}),
+        );
+        notes_spec = Some(format!(
+            "MTP with {k} speculative token(s); acceptance not reported by the source: mean acceptance length {m} assumed (DeepSeek-V3 technical report: 85-90% acceptance of the second token; lower end)"
+        ));
+    }
+    let is_inference_sim = p.source.starts_with("inference-sim");
+    let (arrival, sweep, summary_arrival, input, output, shared) = if let Some(rate) =
+        p.request_rate.filter(|_| p.concurrency.is_none())
+    {
+        if shared_prefix_from_workload(&p.workload).is_none() {
+            // Open loop without shared prefixes: Poisson (the workload says so) or constant
+            // arrivals of `num_requests` requests; the measured run lasts n / rate.
+            let n = p.num_requests.ok_or_else(|| {
+                bad(
+                    p.line,
+                    "num_requests",
+                    "",
+                    "an open-loop row needs the number of requests",
+                    "fill in num_requests",
+                )
+            })?;
+            let (input, output) = lengths_of(p, n, &mut notes)?;
+            let poisson = p.workload.to_ascii_lowercase().contains("poisson");
+            let kind = if poisson { "poisson" } else { "constant" };
+            let dur = n / rate;
+            notes.push(format!(
+                "{kind} arrivals at {rate} req/s for {n} requests: simulated {dur:.1} s, no warm-up (the benchmark counts every request)"
+            ));
+            (
+                json!({"type": kind, "rate": rate}),
+                json!({"request_rates": [rate], "duration_s": dur, "warmup_s": 0.0}),
+                format!("{kind} {rate} req/s, {n} requests"),
+                input,
+                output,
+                None,
+            )
+        } else {
+            // Open loop at a constant rate.
+            let (groups, prefix, question, out) =
+            shared_prefix_from_workload(&p.workload).ok_or_else(|| {
+                bad(
+                    p.line,
+                    "workload",
+                    &p.workload,
+                    "an open-loop row needs the shared-prefix text `G system prompts x U users, system S + question Q tok, output O tok`",
+                    "describe the prompt structure in that form",
+                )
+            })?;
+            let dur = number_before(&p.notes, "s at constant rate");
+            notes.push(format!(
+            "constant {rate} req/s, simulated {OPEN_LOOP_DURATION_S} s (warm-up {OPEN_LOOP_WARMUP_S} s){}",
+            dur.map(|d| format!("; measured stage {d} s")).unwrap_or_default()
+        ));
+            (
+                json!({"type": "constant", "rate": rate}),
+                json!({"request_rates": [rate], "duration_s": OPEN_LOOP_DURATION_S, "warmup_s": OPEN_LOOP_WARMUP_S}),
+                format!("constant {rate} req/s"),
+                lengths_constant(question),
+                lengths_constant(out),
+                Some((groups, prefix)),
+            )
+        }
+    } else {
+        let n = p.num_requests.ok_or_else(|| {
+            bad(
+                p.line,
+                "num_requests",
+                "",
+                "a burst or fixed-concurrency row needs the number of requests",
+                "fill in num_requests",
+            )
+        })?;
+        let (input, output) = lengths_of(p, n, &mut notes)?;
+        match p.concurrency {
+            Some(c) => (
+                json!({"type": "closed_loop", "concurrency": c}),
+                json!({"concurrency": [c], "num_requests": n}),
+                format!("closed loop c={c}, {n} requests"),
+                input,
+                output,
+                None,
+            ),
+            None => (
+                json!({"type": "burst", "count": n}),
+                json!({"concurrency": [n], "num_requests": n}),
+                format!("burst of {n} at t=0"),
+                input,
+                output,
+                None,
+            ),
+        }
+    };
+    let mut requests = json!({"type": "synthetic", "input": input, "output": output});
+    if let Some((g, t)) = shared {
+        requests["shared_prefix"] = json!({"groups": g, "tokens": t});
+    }
+    let workload = json!({"arrival": arrival, "requests": requests, "seed": SEED});
+    // Endpoint kind, as the source states it: the workload names the chat endpoint
+    // (`vllm bench serve --backend openai-chat`); otherwise completions (inference-perf
+    // "streaming completions API", vllm bench serve's default backend).
+    let endpoint = if p.workload.to_ascii_lowercase().contains("chat endpoint") {
+        "chat"
+    } else {
+        "completions"
+    };
+    if p.offline {
+        notes.push("offline run (no API server): simulated behind the completions endpoint, whose per-request latency is small against these runs".into());
+    } else {
+        notes.push(format!("API endpoint: {endpoint}"));
+    }
+    let mut scenario = json!({
+        "version": 1,
+        "model": {"catalog": model_id},
+        "gpu": {"catalog": catalog_gpu(&p.gpu)},
+        "tp": p.tp,
+        "dp": p.dp,
+        "ep": p.ep,
+        "num_gpus": p.num_gpus,
+        "weight_precision": precision,
+        "kv_cache_dtype": kv_dtype(p)?,
+        "engine": Value::Object(engine),
+        "workload": workload,
+        "sweep": sweep,
+        "endpoint": endpoint,
+    });
+    if p.dp > 1 && p.ep > 1 {
+        // DP attention + expert parallelism (`--data-parallel-size N --enable-expert-parallel`):
+        // ranks in lockstep, vLLM's default all-to-all backend (docs/topology.md "DP + EP").
+        scenario["version"] = json!(2);
+        scenario["enable_expert_parallel"] = json!(true);
+        notes.push(format!(
+            "DP{} + EP{}: DP ranks in lockstep, all-to-all backend = vLLM's default",
+            p.dp, p.ep
+        ));
+    }
+    if let Some(n) = notes_spec {
+        notes.push(n);
+    }
+    if let Some(v) = &p.engine_version {
+        scenario["vllm_version"] = json!(v);
+        notes.push(format!("vLLM {v}: calibration era {}", point_era(p).key()));
+    }
+    if let Some(note) = started_kv_floor(&mut scenario) {
+        notes.push(note);
+    }
+
+    // What to compare, and the per-source caveats.
+    let mut targets = Vec::new();
+    if let Some(m) = p.output_tok_s {
+        let mut excl = None;
+        if is_inference_sim {
+            let retok = number_after(&p.notes, "output_len(re-tokenized text) mean=");
+            if let (Some(r), Some(osl)) = (retok, p.osl) {
+                if r < 0.95 * osl {
+                    excl = Some(format!(
+                        "output tok/s counts re-tokenized text: mean {r} of {osl} generated tokens (source caveat)"
+                    ));
+                }
+            }
+        }
+        targets.push((Family::Throughput, MetricId::OutputTokensPerS, m, excl));
+    }
+    if is_inference_sim {
+        // The column is (e2e_mean - ttft_mean) / (osl - 1): a per-request TPOT, not a pooled ITL.
+        if let Some(m) = p.itl_mean_ms {
+            targets.push((Family::InterToken, MetricId::TpotMsMean, m, None));
+            notes.push(
+                "measured itl_mean_ms is derived as (e2e_mean - ttft_mean)/(osl - 1): compared with our TPOT mean".into(),
+            );
+        }
+    } else if let Some(m) = p.itl_mean_ms {
+        targets.push((Family::InterToken, MetricId::ItlMs(Stat::Mean), m, None));
+    } else if let Some(m) = p.tpot_mean_ms {
+        targets.push((Family::InterToken, MetricId::TpotMsMean, m, None));
+    } else if let (Some(u), true) = (
+        p.output_tok_s_per_user.filter(|u| *u > 0.0),
+        p.notes.contains("1000/median TPOT") || p.notes.contains("1/median TPOT"),
+    ) {
+        // InferenceX reports interactivity = 1 / median TPOT: the median per-request TPOT,
+        // compared with our TPOT mean (fixed or narrow lengths: the per-request TPOTs of a
+        // steady closed loop are close to each other, so median and mean nearly coincide).
+        targets.push((Family::InterToken, MetricId::TpotMsMean, 1000.0 / u, None));
+        notes.push(
+            "measured TPOT = 1000 / tok/s/user (the source's median TPOT): compared with our TPOT mean".into(),
+        );
+    }
+    if let Some(m) = p.ttft_p50_ms {
+        targets.push((Family::Ttft, MetricId::TtftMs(Stat::P50), m, None));
+    }
+    let _ = &summary_arrival;
+    Ok(PointSetup {
+        line: p.line,
+        model_id,
+        scenario,
+        workload_summary: summary_arrival,
+        targets,
+        notes,
+    })
+}
+
+/// Input/output lengths of a burst, closed-loop or Poisson row: fixed `isl`/`osl`, else ShareGPT
+/// (lognormal) with the means the notes give (`Mean lengths ...: in X, out Y`, or
+/// `total in/out A/B` over `n` requests).
+pub(super) fn lengths_of(
+    p: &CalibrationPoint,
+    n: f64,
+    notes: &mut Vec<String>,
+) -> Result<(Value, Value), ValidateError> {
+    if let (Some(i), Some(o)) = (p.isl, p.osl) {
+        return Ok((lengths_constant(i), lengths_constant(o)));
+    }
+    let (i, o) = mean_lengths_from_notes(&p.notes)
+        .or_else(|| totals_from_notes(&p.notes).map(|(a, b)| (a / n, b / n)))
+        .ok_or_else(|| {
+            bad(
+                p.line,
+                "notes",
+                &p.notes,
+                "without isl/osl the notes must give `Mean lengths ...: in X, out Y` or `total in/out A/B`",
+                "fill in isl/osl or the mean lengths",
+            )
+        })?;
+    notes.push(format!(
+        "ShareGPT lengths: lognormal, means in {i:.1} / out {o:.1} (from the notes), std = {SHAREGPT_CV} x mean, clamped to [{SHAREGPT_MIN_LEN}, {SHAREGPT_MAX_PROMPT}] / [{SHAREGPT_MIN_LEN}, {SHAREGPT_MAX_OUTPUT}]"
+    ));
+    Ok((
+        lengths_sharegpt(i, SHAREGPT_MAX_PROMPT),
+        lengths_sharegpt(o, SHAREGPT_MAX_OUTPUT),
+    ))
+}
+
+/// Total input / output tokens from the notes: "total in/out 215196/117108" or
+/// "total in/out tok 1600000/400000".
+pub fn totals_from_notes(notes: &str) -> Option<(f64, f64)> {
+    let i = notes.find("total in/out")? + "total in/out".len();
+    let rest = notes[i..].trim_start();
+    let rest = rest.strip_prefix("tok").unwrap_or(rest).trim_start();
+    let a = leading_number(rest)?;
+    let slash = rest.find('/')?;
+    let b = leading_number(&rest[slash + 1..])?;
+    Some((a, b))
+}
+
+/// A measured run that started although our capacity model says vLLM would refuse the recorded
+/// settings because one request of `max_model_len` tokens does not fit in the KV pool. vLLM
+/// (0.10-0.11, `_check_enough_kv_cache_memory`) refuses to start in that case and does not reduce
+/// `max_model_len` on its own, so the real run had at least that much KV memory per GPU. The row
+/// is then simulated with exactly that minimum (`engine.kv_cache_memory_bytes` = the bytes of one
+/// max-length request): the smallest KV pool consistent with the run having started, an
+/// assumption that makes such rows KV-pessimistic. Other refusals are left as they are.
+pub(super) fn started_kv_floor(scenario: &mut Value) -> Option<String> {
+    let sc = crate::scenario::Scenario::from_json(&scenario.to_string()).ok()?;
+    let cap = sc.resolve().ok()?.capacity;
+    if cap.fits || cap.bytes_per_max_len_request == 0 {
+        return None;
+    }
+    let needs_one_request = cap
+        .vllm_error
+        .as_deref()
+        .is_some_and(|e| e.contains("max seq len") || e.contains("max_model_len"));
+    if !needs_one_request {
+        return None;
+    }
+    let bytes = cap.bytes_per_max_len_request;
+    scenario["engine"]["kv_cache_memory_bytes"] = json!(bytes);
+    Some(format!(
+        "the run started at max_model_len {}, which vLLM only does with >= {:.2} GiB of KV per GPU; our capacity model estimates less ({}); simulated with that minimum (kv_cache_memory_bytes = {bytes}, an assumption: a lower bound on the real pool)",
+        cap.max_model_len,
+        bytes as f64 / (1u64 << 30) as f64,
+        cap.reason
+    ))
+}

@@ -1,0 +1,207 @@
+//! "How far to trust it": the accuracy summary the page shows, in-sample and held out, per
+//! metric and per model family.
+
+use super::*;
+use serde::{Deserialize, Serialize};
+
+// ---------------------------------------------------------------------------------------------
+// "How far to trust it": the summary the page shows.
+
+/// The shipped accuracy summary (`data/calibration/accuracy-summary.json`), written by
+/// `servesim validate --fit` (all figures) or `--write-summary` (in-sample figures, held-out
+/// figures kept).
+pub const ACCURACY_SUMMARY_JSON: &str =
+    include_str!("../../data/calibration/accuracy-summary.json");
+
+/// Accuracy of one metric family against the public measured runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricAccuracy {
+    pub family: Family,
+    /// Display name ("output tok/s", "ITL/TPOT mean", "TTFT p50").
+    pub metric: String,
+    /// Points scored.
+    pub n: usize,
+    /// Median absolute error, percent, with the shipped (calibrated) table: in-sample.
+    pub median_abs_pct: f64,
+    /// Mean signed error, percent (positive: ServeSim predicts higher than measured).
+    pub mean_signed_pct: f64,
+    /// Median absolute error when each source is predicted by a fit on the other source(s).
+    pub held_out_source_median_abs_pct: Option<f64>,
+    /// Median absolute error when each model is predicted by a fit on the other models (not
+    /// computed by the current fit: see the family figure).
+    #[serde(default)]
+    pub held_out_model_median_abs_pct: Option<f64>,
+    /// Median absolute error when each model family (dense / MoE / MLA / sparse / hybrid) is
+    /// predicted by a fit on the other families.
+    #[serde(default)]
+    pub held_out_family_median_abs_pct: Option<f64>,
+    /// Target on the held-out (leave-one-family-out) median, percent.
+    #[serde(default)]
+    pub held_out_target_pct: Option<f64>,
+    /// Target on the median absolute error, percent.
+    pub target_pct: f64,
+    /// In-sample median within the target.
+    pub met: bool,
+}
+
+/// How far to trust ServeSim's numbers (docs/accuracy.md), per metric family.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccuracySummary {
+    /// What was compared, with which table.
+    pub description: String,
+    /// Measured runs in the set, and how many could be simulated.
+    pub points: usize,
+    pub simulated: usize,
+    pub metrics: Vec<MetricAccuracy>,
+    /// Per model family and metric: in-sample and leave-one-family-out figures.
+    #[serde(default)]
+    pub families: Vec<FamilyAccuracy>,
+}
+
+/// Accuracy of one metric for one model family.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilyAccuracy {
+    /// `dense`, `MoE`, `MLA`, `sparse`, `hybrid` ([`model_family`]).
+    pub model_family: String,
+    pub family: Family,
+    pub n: usize,
+    /// In-sample median absolute error and mean signed error, percent.
+    pub median_abs_pct: f64,
+    pub mean_signed_pct: f64,
+    /// The same with the family held out of the fit.
+    pub held_out_median_abs_pct: Option<f64>,
+    pub held_out_mean_signed_pct: Option<f64>,
+}
+
+pub(super) fn round1(v: f64) -> f64 {
+    libm::round(v * 10.0) / 10.0
+}
+
+impl AccuracySummary {
+    /// From a validation report (in-sample) and held-out aggregates (scopes
+    /// `leave-one-source-out`, `leave-one-model-out`; may be empty).
+    pub fn from_report(r: &ValidationReport, held_out: &[Aggregate]) -> AccuracySummary {
+        let pick = |scope: &str, f: Family| {
+            held_out
+                .iter()
+                .find(|a| a.scope == scope && a.family == f)
+                .map(|a| round1(a.median_abs_pct))
+        };
+        let metrics = Family::ALL
+            .iter()
+            .filter_map(|f| {
+                let a = r.overall(*f)?;
+                Some(MetricAccuracy {
+                    family: *f,
+                    metric: f.name().to_string(),
+                    n: a.n,
+                    median_abs_pct: round1(a.median_abs_pct),
+                    mean_signed_pct: round1(a.mean_signed_pct),
+                    held_out_source_median_abs_pct: pick("leave-one-source-out", *f),
+                    held_out_model_median_abs_pct: pick("leave-one-model-out", *f),
+                    held_out_family_median_abs_pct: pick("leave-one-family-out", *f),
+                    held_out_target_pct: Some(f.held_out_target_pct()),
+                    target_pct: a.target_pct,
+                    met: a.met,
+                })
+            })
+            .collect();
+        AccuracySummary {
+            description: format!(
+                "ServeSim versus {} public measured vLLM runs (data/calibration/measured-points.csv), table: {}. Median absolute error of each point's prediction; held-out = predicted by a fit that did not see that source / model.",
+                r.points.len(),
+                r.efficiencies
+            ),
+            points: r.points.len(),
+            simulated: r.points.iter().filter(|p| p.error.is_none()).count(),
+            metrics,
+            families: FAMILIES
+                .iter()
+                .flat_map(|fam| {
+                    let scope = format!("leave-one-family-out: {fam}");
+                    let pts: Vec<PointResult> = r
+                        .points
+                        .iter()
+                        .filter(|p| p.model_family == *fam)
+                        .cloned()
+                        .collect();
+                    aggregate(&pts, fam, &|_| true)
+                        .into_iter()
+                        .map(|a| {
+                            let h = held_out
+                                .iter()
+                                .find(|h| h.scope == scope && h.family == a.family);
+                            FamilyAccuracy {
+                                model_family: fam.to_string(),
+                                family: a.family,
+                                n: a.n,
+                                median_abs_pct: round1(a.median_abs_pct),
+                                mean_signed_pct: round1(a.mean_signed_pct),
+                                held_out_median_abs_pct: h.map(|h| round1(h.median_abs_pct)),
+                                held_out_mean_signed_pct: h.map(|h| round1(h.mean_signed_pct)),
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+        }
+    }
+
+    /// The held-out aggregates this summary carries (to keep them when only the in-sample part
+    /// is recomputed).
+    pub fn held_out_aggregates(&self) -> Vec<Aggregate> {
+        let mut v = Vec::new();
+        for m in &self.metrics {
+            for (scope, x) in [
+                ("leave-one-source-out", m.held_out_source_median_abs_pct),
+                ("leave-one-model-out", m.held_out_model_median_abs_pct),
+                ("leave-one-family-out", m.held_out_family_median_abs_pct),
+            ] {
+                if let Some(x) = x {
+                    v.push(Aggregate {
+                        family: m.family,
+                        scope: scope.into(),
+                        n: m.n,
+                        median_abs_pct: x,
+                        mean_abs_pct: 0.0,
+                        mean_signed_pct: 0.0,
+                        target_pct: m.family.held_out_target_pct(),
+                        met: x <= m.family.held_out_target_pct(),
+                    });
+                }
+            }
+        }
+        for f in &self.families {
+            if let (Some(x), Some(sg)) = (f.held_out_median_abs_pct, f.held_out_mean_signed_pct) {
+                v.push(Aggregate {
+                    family: f.family,
+                    scope: format!("leave-one-family-out: {}", f.model_family),
+                    n: f.n,
+                    median_abs_pct: x,
+                    mean_abs_pct: 0.0,
+                    mean_signed_pct: sg,
+                    target_pct: f.family.held_out_target_pct(),
+                    met: x <= f.family.held_out_target_pct(),
+                });
+            }
+        }
+        v
+    }
+
+    /// The JSON written to data/calibration/accuracy-summary.json.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
+    }
+
+    pub fn from_json(s: &str) -> Result<AccuracySummary, ValidateError> {
+        serde_json::from_str(s).map_err(|e| ValidateError::Fitted(format!("accuracy summary: {e}")))
+    }
+}
+
+/// The shipped accuracy summary (embedded; a test keeps it in step with a fresh validation).
+pub fn accuracy_summary() -> AccuracySummary {
+    AccuracySummary::from_json(ACCURACY_SUMMARY_JSON).unwrap_or_default()
+}
