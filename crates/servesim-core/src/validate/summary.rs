@@ -111,7 +111,7 @@ impl AccuracySummary {
             .collect();
         AccuracySummary {
             description: format!(
-                "ServeSim versus {} public measured vLLM runs (data/calibration/measured-points.csv), table: {}. Median absolute error of each point's prediction; held-out = predicted by a fit that did not see that source / model.",
+                "ServeSim versus {} public measured vLLM runs (data/calibration/measured-points.csv and measured-points-more.csv), table: {}. Median absolute error of each point's prediction; held-out = predicted by a fit that did not see that source / model family.",
                 r.points.len(),
                 r.efficiencies
             ),
