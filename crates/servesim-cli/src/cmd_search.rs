@@ -8,7 +8,9 @@ use crate::cmd_sweep::{build_scenario, SweepArgs};
 use anyhow::{bail, Context, Result};
 use clap::{ArgMatches, Args};
 use servesim_core::dtype::KvCacheDtype;
-use servesim_core::search::{self, CandidateResult, Outcome, RawSearch, SearchReport};
+use servesim_core::search::{
+    self, CandidateResult, Outcome, RawDisaggSpace, RawSearch, SearchReport,
+};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -61,6 +63,35 @@ pub struct SearchArgs {
     /// Threads (default: the cores available).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Add disaggregated prefill/decode candidates (both pools on each GPU type; the base's
+    /// --prefill-* / --decode-* / --kv-transfer-* settings are the pools' template). Any --pd-*
+    /// flag implies it.
+    #[arg(long)]
+    pub disagg: bool,
+    /// Prefill:decode replica counts to try, e.g. 1:1,1:2,2:1 (default 1:1).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_ratios: Option<Vec<String>>,
+    /// Prefill pool TP sizes to try (default: --tp's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_prefill_tp: Option<Vec<u32>>,
+    /// Prefill pool DP sizes to try (default: --dp's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_prefill_dp: Option<Vec<u32>>,
+    /// Prefill pool expert parallelism: off, on or off,on (default: --expert-parallel's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_prefill_ep: Option<Vec<String>>,
+    /// Decode pool TP sizes to try (default: --tp's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_decode_tp: Option<Vec<u32>>,
+    /// Decode pool DP sizes to try (default: --dp's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_decode_dp: Option<Vec<u32>>,
+    /// Decode pool expert parallelism: off, on or off,on (default: --expert-parallel's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_decode_ep: Option<Vec<String>>,
+    /// Disaggregated candidates only (no aggregated ones).
+    #[arg(long)]
+    pub pd_only: bool,
     /// Print the search JSON and exit without simulating.
     #[arg(long)]
     pub print_search: bool,
@@ -112,7 +143,39 @@ pub fn build_search(a: &SearchArgs, m: &ArgMatches) -> Result<RawSearch> {
             .with_context(|| format!("--gpu-hour-usd {p}: PRICE must be a number of dollars"))?;
         prices.insert(g.trim().to_string(), v);
     }
+    let any_pd = a.disagg
+        || a.pd_only
+        || a.pd_ratios.is_some()
+        || a.pd_prefill_tp.is_some()
+        || a.pd_prefill_dp.is_some()
+        || a.pd_prefill_ep.is_some()
+        || a.pd_decode_tp.is_some()
+        || a.pd_decode_dp.is_some()
+        || a.pd_decode_ep.is_some();
+    let disagg = if any_pd {
+        Some(RawDisaggSpace {
+            pd_ratios: a.pd_ratios.clone(),
+            prefill_tp: a.pd_prefill_tp.clone(),
+            prefill_dp: a.pd_prefill_dp.clone(),
+            prefill_expert_parallel: a
+                .pd_prefill_ep
+                .as_ref()
+                .map(|v| on_off("pd-prefill-ep", v))
+                .transpose()?,
+            decode_tp: a.pd_decode_tp.clone(),
+            decode_dp: a.pd_decode_dp.clone(),
+            decode_expert_parallel: a
+                .pd_decode_ep
+                .as_ref()
+                .map(|v| on_off("pd-decode-ep", v))
+                .transpose()?,
+            aggregated: a.pd_only.then_some(false),
+        })
+    } else {
+        None
+    };
     Ok(RawSearch {
+        disagg,
         base,
         gpus: a.gpus.clone(),
         max_gpus,
@@ -231,7 +294,7 @@ fn print_table(r: &SearchReport) {
     }
     println!();
     println!(
-        "{:>4}  {:<44} {:>5} {:>8} {:>10} {:>10} {:>10} {:>10}",
+        "{:>4}  {:<64} {:>5} {:>8} {:>10} {:>10} {:>10} {:>10}",
         "rank",
         "candidate (by tok/s/GPU at the SLA)",
         "GPUs",
@@ -247,7 +310,7 @@ fn print_table(r: &SearchReport) {
             continue;
         };
         println!(
-            "{:>4}  {:<44} {:>5} {:>8} {:>10.1} {:>10} {:>10} {:>10}",
+            "{:>4}  {:<64} {:>5} {:>8} {:>10.1} {:>10} {:>10} {:>10}",
             k + 1,
             c.candidate.label,
             c.candidate.num_gpus,
@@ -283,7 +346,7 @@ fn print_table(r: &SearchReport) {
 }
 
 fn print_csv(r: &SearchReport) {
-    println!("index,label,gpu,tp,dp,ep,replicas,speculative,kv_cache_dtype,num_gpus,status,level,basis,output_tokens_per_s_per_gpu,e2e_tokens_per_s_per_user,ttft_ms_p50,usd_per_m_output_tokens,usd_per_m_input_tokens");
+    println!("index,label,gpu,tp,dp,ep,replicas,prefill_tp,prefill_dp,prefill_ep,prefill_replicas,speculative,kv_cache_dtype,num_gpus,status,level,basis,output_tokens_per_s_per_gpu,e2e_tokens_per_s_per_user,ttft_ms_p50,usd_per_m_output_tokens,usd_per_m_input_tokens");
     for c in &r.candidates {
         let k = &c.candidate;
         let status = match &c.outcome {
@@ -292,8 +355,13 @@ fn print_csv(r: &SearchReport) {
             Outcome::Evaluated { .. } => "evaluated".into(),
         };
         let o = c.operating_point();
+        let pf = |f: fn(&search::PoolShape) -> u32| {
+            k.prefill
+                .as_ref()
+                .map_or(String::new(), |p| f(p).to_string())
+        };
         println!(
-            "{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             k.index,
             k.label,
             k.gpu,
@@ -301,6 +369,10 @@ fn print_csv(r: &SearchReport) {
             k.dp,
             k.ep,
             k.replicas,
+            pf(|p| p.tp),
+            pf(|p| p.dp),
+            pf(|p| p.ep),
+            pf(|p| p.replicas),
             k.speculative,
             k.kv_cache_dtype.name(),
             k.num_gpus,
