@@ -57,6 +57,11 @@ pub struct SearchArgs {
     /// Bisection steps refining each candidate's operating point (default 6).
     #[arg(long)]
     pub refine_steps: Option<usize>,
+    /// Simulate every sweep level of every candidate (default: stop at a candidate's first
+    /// failing level after a passing first level; the later levels cannot move its operating
+    /// point and are listed as skipped).
+    #[arg(long)]
+    pub all_levels: bool,
     /// Simulate every candidate that starts (no cheap-bound pruning).
     #[arg(long)]
     pub no_prune: bool,
@@ -111,7 +116,11 @@ fn on_off(flag: &str, v: &[String]) -> Result<Vec<bool>> {
 pub fn build_search(a: &SearchArgs, m: &ArgMatches) -> Result<RawSearch> {
     if let Some(path) = &a.search {
         let text = crate::input::read_text(Path::new(path))?;
-        return RawSearch::from_json(&text).with_context(|| format!("search {path}"));
+        let mut raw = RawSearch::from_json(&text).with_context(|| format!("search {path}"))?;
+        if a.all_levels {
+            raw.all_levels = Some(true);
+        }
+        return Ok(raw);
     }
     let base = build_scenario(&a.sweep, m)?;
     let Some(max_gpus) = a.max_gpus else {
@@ -176,6 +185,7 @@ pub fn build_search(a: &SearchArgs, m: &ArgMatches) -> Result<RawSearch> {
     };
     Ok(RawSearch {
         disagg,
+        all_levels: a.all_levels.then_some(true),
         base,
         gpus: a.gpus.clone(),
         max_gpus,
@@ -289,6 +299,17 @@ fn print_table(r: &SearchReport) {
         s.bound,
         s.failed
     );
+    let skipped: usize = r
+        .candidates
+        .iter()
+        .map(|c| match &c.outcome {
+            Outcome::Evaluated { skipped_levels, .. } => skipped_levels.len(),
+            _ => 0,
+        })
+        .sum();
+    if skipped > 0 {
+        println!("{skipped} sweep level(s) past a candidate's first failing level not simulated (they cannot move its operating point; --all-levels simulates them)");
+    }
     for (g, p) in &r.prices {
         println!("price {g}: {} ({})", opt(p.usd_per_gpu_hour, 2), p.source);
     }

@@ -70,6 +70,11 @@ pub struct RawSearch {
     /// Bisection steps refining each candidate's operating point (default 6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refine_steps: Option<usize>,
+    /// Simulate every sweep level of every candidate (default false: a candidate whose first
+    /// level passes stops at its first failing level, the last one its operating point depends
+    /// on; the levels after it are listed as skipped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all_levels: Option<bool>,
     /// Disaggregated prefill/decode candidates (absent: aggregated candidates only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disagg: Option<RawDisaggSpace>,
@@ -194,6 +199,8 @@ pub struct SearchSpace {
     pub candidates: Vec<Candidate>,
     pub max_gpus: u32,
     pub refine_steps: usize,
+    /// Simulate every sweep level (else stop at the first failing level after a passing one).
+    pub all_levels: bool,
     /// The SLA gates (the base scenario's).
     pub sla: Vec<crate::sweep::RawGate>,
     /// Price used per GPU id and its source.
@@ -530,6 +537,7 @@ impl RawSearch {
             candidates,
             max_gpus: self.max_gpus,
             refine_steps,
+            all_levels: self.all_levels.unwrap_or(false),
             sla: self.base.sweep.sla.clone(),
             prices,
         })
@@ -713,6 +721,10 @@ pub enum Outcome {
     Evaluated {
         levels: Vec<LevelPoint>,
         operating_point: Option<OperatingPoint>,
+        /// Sweep levels not simulated: after the first failing level (which follows a passing
+        /// one) they cannot move the operating point (`all_levels` simulates them).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skipped_levels: Vec<f64>,
     },
 }
 
@@ -897,7 +909,11 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
             }
         }
     }
-    let mut result = match r.run() {
+    let pass = |l: &LevelResult| r.sweep.sla.iter().all(|g| g.passes(l));
+    // The sweep. The operating point depends on the levels up to the first failing one when
+    // the first level passes (the refinement bisects that first crossing; with no crossing it
+    // is the highest passing level, which needs them all): unless `all_levels`, stop there.
+    let mut runner = match r.runner() {
         Ok(x) => x,
         Err(e) => {
             return Outcome::Failed {
@@ -905,16 +921,52 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
             }
         }
     };
-    if let Err(e) = r.refine(&mut result, space.refine_steps) {
-        return Outcome::Failed {
-            error: e.to_string(),
+    let mut first_passes = None;
+    while let Some(step) = runner.step() {
+        let l = match step {
+            Ok(l) => l,
+            Err(e) => {
+                return Outcome::Failed {
+                    error: e.to_string(),
+                }
+            }
         };
+        let ok = pass(l);
+        let first = *first_passes.get_or_insert(ok);
+        if first && !ok && !space.all_levels {
+            break;
+        }
     }
+    let skipped_levels: Vec<f64> = runner.levels()[runner.done_levels()..]
+        .iter()
+        .map(|l| l.value())
+        .collect();
+    let mut result = runner.finish();
+    // the refinement's highest passing step (its level result, not simulated twice)
+    let mut best_step: Option<LevelResult> = None;
+    result.refined_operating_point = match crate::sla_refine::refine_operating_point_observed(
+        &r.plan(),
+        &r.workload,
+        &r.sweep,
+        &result.levels,
+        space.refine_steps,
+        &mut |l, ok| {
+            if ok {
+                best_step = Some(l.clone());
+            }
+        },
+    ) {
+        Ok(x) => x,
+        Err(e) => {
+            return Outcome::Failed {
+                error: e.to_string(),
+            }
+        }
+    };
     // all the candidate's GPUs (both pools when disaggregated)
     let gpus = r.sweep.gpus;
     let price = c.usd_per_gpu_hour;
     let usd = |tps: f64| price.and_then(|p| cost::usd_per_million_tokens(gpus, p, tps));
-    let pass = |l: &LevelResult| r.sweep.sla.iter().all(|g| g.passes(l));
     let levels: Vec<LevelPoint> = result
         .levels
         .iter()
@@ -936,9 +988,13 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
                 .levels
                 .iter()
                 .find(|l| l.level.value() == rf.highest_passing && pass(l));
-            match sweep_hit {
-                Some(l) => Some((l.clone(), "refined")),
-                None => {
+            let step_hit = best_step
+                .take()
+                .filter(|l| l.level.value() == rf.highest_passing);
+            match (sweep_hit, step_hit) {
+                (Some(l), _) => Some((l.clone(), "refined")),
+                (None, Some(l)) => Some((l, "refined")),
+                (None, None) => {
                     let lvl = match result.levels.first().map(|l| l.level) {
                         Some(Level::Concurrency(_)) => {
                             Level::Concurrency(rf.highest_passing as u32)
@@ -988,6 +1044,7 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
     Outcome::Evaluated {
         levels,
         operating_point,
+        skipped_levels,
     }
 }
 
