@@ -57,11 +57,11 @@ pub struct SearchArgs {
     /// Bisection steps refining each candidate's operating point (default 6).
     #[arg(long)]
     pub refine_steps: Option<usize>,
-    /// Simulate every sweep level of every candidate (default: stop at a candidate's first
-    /// failing level after a passing first level; the later levels cannot move its operating
-    /// point and are listed as skipped).
+    /// Stop a candidate's sweep at its first failing level after a passing first level (the
+    /// later levels cannot move its operating point; they are listed as skipped and are missing
+    /// from the frontier). Default: every level.
     #[arg(long)]
-    pub all_levels: bool,
+    pub stop_at_crossing: bool,
     /// Simulate every candidate that starts (no cheap-bound pruning).
     #[arg(long)]
     pub no_prune: bool,
@@ -117,8 +117,8 @@ pub fn build_search(a: &SearchArgs, m: &ArgMatches) -> Result<RawSearch> {
     if let Some(path) = &a.search {
         let text = crate::input::read_text(Path::new(path))?;
         let mut raw = RawSearch::from_json(&text).with_context(|| format!("search {path}"))?;
-        if a.all_levels {
-            raw.all_levels = Some(true);
+        if a.stop_at_crossing {
+            raw.stop_at_crossing = Some(true);
         }
         return Ok(raw);
     }
@@ -185,7 +185,7 @@ pub fn build_search(a: &SearchArgs, m: &ArgMatches) -> Result<RawSearch> {
     };
     Ok(RawSearch {
         disagg,
-        all_levels: a.all_levels.then_some(true),
+        stop_at_crossing: a.stop_at_crossing.then_some(true),
         base,
         gpus: a.gpus.clone(),
         max_gpus,
@@ -308,7 +308,7 @@ fn print_table(r: &SearchReport) {
         })
         .sum();
     if skipped > 0 {
-        println!("{skipped} sweep level(s) past a candidate's first failing level not simulated (they cannot move its operating point; --all-levels simulates them)");
+        println!("{skipped} sweep level(s) past a candidate's first failing level not simulated (--stop-at-crossing; they cannot move its operating point)");
     }
     for (g, p) in &r.prices {
         println!("price {g}: {} ({})", opt(p.usd_per_gpu_hour, 2), p.source);

@@ -111,6 +111,7 @@ fn disaggregated_candidates_run_and_each_opens_as_a_sweep_scenario() {
         "2",
         "--refine-steps",
         "2",
+        "--stop-at-crossing",
         "--threads",
         "2",
         "--json",

@@ -43,7 +43,7 @@ fn small(gate: f64) -> RawSearch {
         max_num_seqs: None,
         gpu_hour_usd: [("A100-80GB".to_string(), 1.79)].into_iter().collect(),
         refine_steps: Some(3),
-        all_levels: None,
+        stop_at_crossing: None,
         disagg: None,
     }
 }
@@ -129,11 +129,9 @@ fn costs_follow_the_formula_and_candidates_rerun_as_scenarios() {
         // the candidate's own scenario, run as a normal sweep, gives the same levels
         let r = c.candidate.scenario.resolve().unwrap();
         let res = r.run().unwrap();
-        // the search stops at the first failing level; the rest are listed as skipped
-        assert_eq!(res.levels.len(), levels.len() + skipped_levels.len());
-        for (a, b) in res.levels[levels.len()..].iter().zip(skipped_levels) {
-            assert_eq!(a.level.value(), *b);
-        }
+        // every sweep level by default
+        assert!(skipped_levels.is_empty());
+        assert_eq!(res.levels.len(), levels.len());
         for (a, b) in res.levels.iter().zip(levels) {
             assert_eq!(a.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_gpu);
             assert_eq!(a.e2e_tokens_per_s_per_user, b.e2e_tokens_per_s_per_user);
@@ -229,7 +227,7 @@ fn a_moe_model_tries_expert_parallelism_and_a_spec_base_tries_both() {
         max_num_seqs: None,
         gpu_hour_usd: Default::default(),
         refine_steps: None,
-        all_levels: None,
+        stop_at_crossing: None,
         disagg: None,
     };
     let space = raw.validate().unwrap();
@@ -358,11 +356,9 @@ fn pd_candidates_open_as_scenarios_with_the_same_numbers_and_costs() {
         let r = s.resolve().unwrap();
         assert!(r.disagg.is_some());
         let res = r.run().unwrap();
-        // the search stops at the first failing level; the rest are listed as skipped
-        assert_eq!(res.levels.len(), levels.len() + skipped_levels.len());
-        for (a, b) in res.levels[levels.len()..].iter().zip(skipped_levels) {
-            assert_eq!(a.level.value(), *b);
-        }
+        // every sweep level by default
+        assert!(skipped_levels.is_empty());
+        assert_eq!(res.levels.len(), levels.len());
         for (a, b) in res.levels.iter().zip(levels) {
             assert_eq!(a.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_gpu);
             assert_eq!(a.e2e_tokens_per_s_per_user, b.e2e_tokens_per_s_per_user);
@@ -439,7 +435,7 @@ fn pd_options_are_refused_naming_the_field_and_the_recipe_base_keeps_its_pools()
         max_num_seqs: None,
         gpu_hour_usd: Default::default(),
         refine_steps: None,
-        all_levels: None,
+        stop_at_crossing: None,
         disagg: Some(search::RawDisaggSpace::default()),
     };
     let space = raw.validate().unwrap();
@@ -478,11 +474,10 @@ fn stopping_at_the_first_failing_level_never_moves_an_operating_point() {
     for mut raw in [small(60.0), pd_space(60.0)] {
         // a level past the crossing (at 128 clients for several candidates)
         raw.base.sweep.concurrency = Some(vec![1.0, 8.0, 32.0, 128.0, 256.0]);
-        let space = raw.validate().unwrap();
-        let mut all = raw.clone();
-        all.all_levels = Some(true);
-        let full = search::run(&all.validate().unwrap(), true);
-        let quick = search::run(&space, true);
+        let full = search::run(&raw.validate().unwrap(), true);
+        let mut stop = raw.clone();
+        stop.stop_at_crossing = Some(true);
+        let quick = search::run(&stop.validate().unwrap(), true);
         let mut skipped_any = false;
         for (q, f) in quick.candidates.iter().zip(&full.candidates) {
             let label = &q.candidate.label;

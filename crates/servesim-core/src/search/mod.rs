@@ -70,11 +70,11 @@ pub struct RawSearch {
     /// Bisection steps refining each candidate's operating point (default 6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refine_steps: Option<usize>,
-    /// Simulate every sweep level of every candidate (default false: a candidate whose first
-    /// level passes stops at its first failing level, the last one its operating point depends
-    /// on; the levels after it are listed as skipped).
+    /// Stop a candidate whose first level passes at its first failing level, the last one its
+    /// operating point depends on; the levels after it are listed as skipped and are missing
+    /// from the frontier (default false: every sweep level is simulated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub all_levels: Option<bool>,
+    pub stop_at_crossing: Option<bool>,
     /// Disaggregated prefill/decode candidates (absent: aggregated candidates only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disagg: Option<RawDisaggSpace>,
@@ -199,8 +199,8 @@ pub struct SearchSpace {
     pub candidates: Vec<Candidate>,
     pub max_gpus: u32,
     pub refine_steps: usize,
-    /// Simulate every sweep level (else stop at the first failing level after a passing one).
-    pub all_levels: bool,
+    /// Stop at the first failing level after a passing first level (else every sweep level).
+    pub stop_at_crossing: bool,
     /// The SLA gates (the base scenario's).
     pub sla: Vec<crate::sweep::RawGate>,
     /// Price used per GPU id and its source.
@@ -537,7 +537,7 @@ impl RawSearch {
             candidates,
             max_gpus: self.max_gpus,
             refine_steps,
-            all_levels: self.all_levels.unwrap_or(false),
+            stop_at_crossing: self.stop_at_crossing.unwrap_or(false),
             sla: self.base.sweep.sla.clone(),
             prices,
         })
@@ -721,8 +721,8 @@ pub enum Outcome {
     Evaluated {
         levels: Vec<LevelPoint>,
         operating_point: Option<OperatingPoint>,
-        /// Sweep levels not simulated: after the first failing level (which follows a passing
-        /// one) they cannot move the operating point (`all_levels` simulates them).
+        /// Sweep levels not simulated with `stop_at_crossing`: after the first failing level
+        /// (which follows a passing first level) they cannot move the operating point.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         skipped_levels: Vec<f64>,
     },
@@ -912,7 +912,7 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
     let pass = |l: &LevelResult| r.sweep.sla.iter().all(|g| g.passes(l));
     // The sweep. The operating point depends on the levels up to the first failing one when
     // the first level passes (the refinement bisects that first crossing; with no crossing it
-    // is the highest passing level, which needs them all): unless `all_levels`, stop there.
+    // is the highest passing level, which needs them all): with `stop_at_crossing`, stop there.
     let mut runner = match r.runner() {
         Ok(x) => x,
         Err(e) => {
@@ -933,7 +933,7 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
         };
         let ok = pass(l);
         let first = *first_passes.get_or_insert(ok);
-        if first && !ok && !space.all_levels {
+        if first && !ok && space.stop_at_crossing {
             break;
         }
     }
