@@ -69,7 +69,7 @@ pub struct SearchArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// Add disaggregated prefill/decode candidates (both pools on each GPU type; the base's
-    /// --prefill-* / --decode-* / --kv-transfer-* settings are the pools' template). Any --pd-*
+    /// --prefill-* / --decode-* / --kv-* settings are the pools' template). Any --pd-*
     /// flag implies it.
     #[arg(long)]
     pub disagg: bool,
