@@ -77,6 +77,14 @@ fn print_report(r: &CapacityReport) {
             t.host_link,
             t.host_link_gb_s
         );
+        match t.host_memory_bytes_per_node {
+            Some(m) => println!(
+                "  node host memory {:.0} GiB ({})",
+                m as f64 / (1u64 << 30) as f64,
+                t.host_memory_source
+            ),
+            None => println!("  node host memory: {}", t.host_memory_source),
+        }
     }
 }
 

@@ -8,7 +8,9 @@ use crate::cmd_sweep::{build_scenario, SweepArgs};
 use anyhow::{bail, Context, Result};
 use clap::{ArgMatches, Args};
 use servesim_core::dtype::KvCacheDtype;
-use servesim_core::search::{self, CandidateResult, Outcome, RawSearch, SearchReport};
+use servesim_core::search::{
+    self, CandidateResult, Outcome, RawDisaggSpace, RawSearch, SearchReport,
+};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -55,12 +57,46 @@ pub struct SearchArgs {
     /// Bisection steps refining each candidate's operating point (default 6).
     #[arg(long)]
     pub refine_steps: Option<usize>,
+    /// Stop a candidate's sweep at its first failing level after a passing first level (the
+    /// later levels cannot move its operating point; they are listed as skipped and are missing
+    /// from the frontier). Default: every level.
+    #[arg(long)]
+    pub stop_at_crossing: bool,
     /// Simulate every candidate that starts (no cheap-bound pruning).
     #[arg(long)]
     pub no_prune: bool,
     /// Threads (default: the cores available).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Add disaggregated prefill/decode candidates (both pools on each GPU type; the base's
+    /// --prefill-* / --decode-* / --kv-* settings are the pools' template). Any --pd-*
+    /// flag implies it.
+    #[arg(long)]
+    pub disagg: bool,
+    /// Prefill:decode replica counts to try, e.g. 1:1,1:2,2:1 (default 1:1).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_ratios: Option<Vec<String>>,
+    /// Prefill pool TP sizes to try (default: --tp's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_prefill_tp: Option<Vec<u32>>,
+    /// Prefill pool DP sizes to try (default: --dp's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_prefill_dp: Option<Vec<u32>>,
+    /// Prefill pool expert parallelism: off, on or off,on (default: --expert-parallel's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_prefill_ep: Option<Vec<String>>,
+    /// Decode pool TP sizes to try (default: --tp's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_decode_tp: Option<Vec<u32>>,
+    /// Decode pool DP sizes to try (default: --dp's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_decode_dp: Option<Vec<u32>>,
+    /// Decode pool expert parallelism: off, on or off,on (default: --expert-parallel's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_decode_ep: Option<Vec<String>>,
+    /// Disaggregated candidates only (no aggregated ones).
+    #[arg(long)]
+    pub pd_only: bool,
     /// Print the search JSON and exit without simulating.
     #[arg(long)]
     pub print_search: bool,
@@ -80,7 +116,11 @@ fn on_off(flag: &str, v: &[String]) -> Result<Vec<bool>> {
 pub fn build_search(a: &SearchArgs, m: &ArgMatches) -> Result<RawSearch> {
     if let Some(path) = &a.search {
         let text = crate::input::read_text(Path::new(path))?;
-        return RawSearch::from_json(&text).with_context(|| format!("search {path}"));
+        let mut raw = RawSearch::from_json(&text).with_context(|| format!("search {path}"))?;
+        if a.stop_at_crossing {
+            raw.stop_at_crossing = Some(true);
+        }
+        return Ok(raw);
     }
     let base = build_scenario(&a.sweep, m)?;
     let Some(max_gpus) = a.max_gpus else {
@@ -112,7 +152,40 @@ pub fn build_search(a: &SearchArgs, m: &ArgMatches) -> Result<RawSearch> {
             .with_context(|| format!("--gpu-hour-usd {p}: PRICE must be a number of dollars"))?;
         prices.insert(g.trim().to_string(), v);
     }
+    let any_pd = a.disagg
+        || a.pd_only
+        || a.pd_ratios.is_some()
+        || a.pd_prefill_tp.is_some()
+        || a.pd_prefill_dp.is_some()
+        || a.pd_prefill_ep.is_some()
+        || a.pd_decode_tp.is_some()
+        || a.pd_decode_dp.is_some()
+        || a.pd_decode_ep.is_some();
+    let disagg = if any_pd {
+        Some(RawDisaggSpace {
+            pd_ratios: a.pd_ratios.clone(),
+            prefill_tp: a.pd_prefill_tp.clone(),
+            prefill_dp: a.pd_prefill_dp.clone(),
+            prefill_expert_parallel: a
+                .pd_prefill_ep
+                .as_ref()
+                .map(|v| on_off("pd-prefill-ep", v))
+                .transpose()?,
+            decode_tp: a.pd_decode_tp.clone(),
+            decode_dp: a.pd_decode_dp.clone(),
+            decode_expert_parallel: a
+                .pd_decode_ep
+                .as_ref()
+                .map(|v| on_off("pd-decode-ep", v))
+                .transpose()?,
+            aggregated: a.pd_only.then_some(false),
+        })
+    } else {
+        None
+    };
     Ok(RawSearch {
+        disagg,
+        stop_at_crossing: a.stop_at_crossing.then_some(true),
         base,
         gpus: a.gpus.clone(),
         max_gpus,
@@ -226,12 +299,23 @@ fn print_table(r: &SearchReport) {
         s.bound,
         s.failed
     );
+    let skipped: usize = r
+        .candidates
+        .iter()
+        .map(|c| match &c.outcome {
+            Outcome::Evaluated { skipped_levels, .. } => skipped_levels.len(),
+            _ => 0,
+        })
+        .sum();
+    if skipped > 0 {
+        println!("{skipped} sweep level(s) past a candidate's first failing level not simulated (--stop-at-crossing; they cannot move its operating point)");
+    }
     for (g, p) in &r.prices {
         println!("price {g}: {} ({})", opt(p.usd_per_gpu_hour, 2), p.source);
     }
     println!();
     println!(
-        "{:>4}  {:<44} {:>5} {:>8} {:>10} {:>10} {:>10} {:>10}",
+        "{:>4}  {:<64} {:>5} {:>8} {:>10} {:>10} {:>10} {:>10}",
         "rank",
         "candidate (by tok/s/GPU at the SLA)",
         "GPUs",
@@ -247,7 +331,7 @@ fn print_table(r: &SearchReport) {
             continue;
         };
         println!(
-            "{:>4}  {:<44} {:>5} {:>8} {:>10.1} {:>10} {:>10} {:>10}",
+            "{:>4}  {:<64} {:>5} {:>8} {:>10.1} {:>10} {:>10} {:>10}",
             k + 1,
             c.candidate.label,
             c.candidate.num_gpus,
@@ -283,7 +367,7 @@ fn print_table(r: &SearchReport) {
 }
 
 fn print_csv(r: &SearchReport) {
-    println!("index,label,gpu,tp,dp,ep,replicas,speculative,kv_cache_dtype,num_gpus,status,level,basis,output_tokens_per_s_per_gpu,e2e_tokens_per_s_per_user,ttft_ms_p50,usd_per_m_output_tokens,usd_per_m_input_tokens");
+    println!("index,label,gpu,tp,dp,ep,replicas,prefill_tp,prefill_dp,prefill_ep,prefill_replicas,speculative,kv_cache_dtype,num_gpus,status,level,basis,output_tokens_per_s_per_gpu,e2e_tokens_per_s_per_user,ttft_ms_p50,usd_per_m_output_tokens,usd_per_m_input_tokens");
     for c in &r.candidates {
         let k = &c.candidate;
         let status = match &c.outcome {
@@ -292,8 +376,13 @@ fn print_csv(r: &SearchReport) {
             Outcome::Evaluated { .. } => "evaluated".into(),
         };
         let o = c.operating_point();
+        let pf = |f: fn(&search::PoolShape) -> u32| {
+            k.prefill
+                .as_ref()
+                .map_or(String::new(), |p| f(p).to_string())
+        };
         println!(
-            "{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             k.index,
             k.label,
             k.gpu,
@@ -301,6 +390,10 @@ fn print_csv(r: &SearchReport) {
             k.dp,
             k.ep,
             k.replicas,
+            pf(|p| p.tp),
+            pf(|p| p.dp),
+            pf(|p| p.ep),
+            pf(|p| p.replicas),
             k.speculative,
             k.kv_cache_dtype.name(),
             k.num_gpus,

@@ -1,5 +1,6 @@
 //! `servesim search`: the JSON report ranks candidates, prunes what cannot start with the
-//! reason, and gives the same report whatever the thread count.
+//! reason, and gives the same report whatever the thread count; disaggregated candidates run
+//! and each opens as a `servesim sweep --scenario` run with the same numbers.
 
 mod common;
 
@@ -79,4 +80,113 @@ fn search_needs_a_budget() {
     ]);
     assert_eq!(code, 1);
     assert!(err.contains("--max-gpus"), "{err}");
+}
+
+#[test]
+fn disaggregated_candidates_run_and_each_opens_as_a_sweep_scenario() {
+    // --prefill-max-num-batched-tokens makes the base P/D: its prefill pool is the template
+    let (code, out, err) = servesim(&[
+        "search",
+        "--model",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--gpu",
+        "H100",
+        "--max-gpus",
+        "3",
+        "--tp",
+        "1",
+        "--pd-ratios",
+        "1:1,1:2,2:1",
+        "--pd-decode-tp",
+        "1,2",
+        "--prefill-max-num-batched-tokens",
+        "4096",
+        "--sla",
+        "e2e_tokens_per_s_per_user>=50,ttft_ms_p50<5000",
+        "--concurrency",
+        "1,8,32",
+        "--duration",
+        "20",
+        "--warmup",
+        "2",
+        "--refine-steps",
+        "2",
+        "--stop-at-crossing",
+        "--threads",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let c = v["candidates"].as_array().unwrap();
+    // aggregated TP1, then 3 ratios x decode TP1/TP2
+    assert_eq!(c.len(), 7);
+    assert!(c[0].get("prefill").is_none());
+    // 1:2 with decode TP2 (5 GPUs) and 2:1 with decode TP2 (4 GPUs) are over the budget
+    assert_eq!(v["summary"]["budget"], 2, "{}", v["summary"]);
+    let pd: Vec<&Value> = c
+        .iter()
+        .filter(|x| x.get("prefill").is_some() && x["outcome"]["status"] == "evaluated")
+        .collect();
+    assert!(pd.len() >= 3, "{}", v["summary"]);
+    for x in pd.iter().take(2) {
+        let pre = &x["prefill"];
+        assert_eq!(
+            x["scenario"]["topology"]["prefill"]["engine"]["max_num_batched_tokens"],
+            4096
+        );
+        assert_eq!(
+            x["scenario"]["topology"]["prefill"]["replicas"],
+            pre["replicas"]
+        );
+        // the candidate's scenario through `servesim sweep --scenario` gives its numbers
+        let dir = std::env::temp_dir().join(format!(
+            "servesim-cli-search-pd-{}-{}",
+            std::process::id(),
+            x["index"]
+        ));
+        std::fs::write(&dir, x["scenario"].to_string()).unwrap();
+        let (code, out, err) = servesim(&["sweep", "--scenario", dir.to_str().unwrap(), "--json"]);
+        let _ = std::fs::remove_file(&dir);
+        assert_eq!(code, 0, "{err}");
+        let s: Value = serde_json::from_str(&out).unwrap();
+        assert!(s["disaggregated"].is_object(), "{}", s["disaggregated"]);
+        let levels = s["levels"].as_array().unwrap();
+        let mine = x["outcome"]["levels"].as_array().unwrap();
+        let skipped = x["outcome"]["skipped_levels"]
+            .as_array()
+            .map_or(0, |v| v.len());
+        assert_eq!(levels.len(), mine.len() + skipped);
+        for (a, b) in levels.iter().zip(mine) {
+            assert_eq!(
+                a["output_tokens_per_s_per_gpu"], b["output_tokens_per_s_per_gpu"],
+                "{}",
+                x["label"]
+            );
+            assert_eq!(
+                a["e2e_tokens_per_s_per_user"],
+                b["e2e_tokens_per_s_per_user"]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_bad_pd_ratio_names_the_flag_field() {
+    let (code, _, err) = servesim(&[
+        "search",
+        "--model",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--gpu",
+        "H100",
+        "--max-gpus",
+        "4",
+        "--pd-ratios",
+        "1-2",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("disagg.pd_ratios") && err.contains("PREFILL:DECODE"),
+        "{err}"
+    );
 }

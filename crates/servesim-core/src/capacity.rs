@@ -694,6 +694,7 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
         speculative_config: e.speculative.as_ref().map(|sp| sp.raw.clone()),
         kv_transfer_config: e.kv_transfer.as_ref().map(|k| k.raw.clone()),
         host_link_gb_s: e.host_link_bytes_per_s.map(|b| b as f64 / 1e9),
+        host_memory_gb_per_node: e.host_memory_bytes_per_node.map(|b| b as f64 / 1e9),
         speculative_acceptance: e.speculative.as_ref().map(|sp| sp.raw_acceptance.clone()),
     }
 }

@@ -150,6 +150,10 @@ pub struct RawEngineSettings {
     /// `offload::host_link_for`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_link_gb_s: Option<f64>,
+    /// Host memory of one node (GB), which bounds the CPU tier (default: the system table,
+    /// `offload::host_memory_for`; required for a CPU tier on a GPU the table lacks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_memory_gb_per_node: Option<f64>,
 }
 
 /// Engine settings with every default resolved. Counts are positive.
@@ -180,6 +184,9 @@ pub struct EngineSettings {
     /// Host-link override, bytes per second per GPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_link_bytes_per_s: Option<u64>,
+    /// Host memory per node, bytes (stated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_memory_bytes_per_node: Option<u64>,
     /// Which defaults were filled and why (shown to the user).
     pub notes: Vec<String>,
 }
@@ -503,13 +510,27 @@ impl EngineSettings {
                 return Err(invalid(
                     "host_link_gb_s",
                     g,
-                    "give the host link's GB/s per GPU and direction, 0.1..=10000 (PCIe Gen5 x16 is 63)",
+                    "give the host link's GB/s per GPU and direction, 0.1..=10000 (PCIe Gen5 x16 achieves about 53 of its 63)",
+                ))
+            }
+        };
+        let host_memory_bytes_per_node = match raw.host_memory_gb_per_node {
+            None => None,
+            Some(g) if g.is_finite() && (1.0..=1_000_000.0).contains(&g) => {
+                Some(libm::round(g * 1e9) as u64)
+            }
+            Some(g) => {
+                return Err(invalid(
+                    "host_memory_gb_per_node",
+                    g,
+                    "give the node's host memory in GB, 1..=1000000 (a DGX H100 has 2048)",
                 ))
             }
         };
         Ok(EngineSettings {
             kv_transfer,
             host_link_bytes_per_s,
+            host_memory_bytes_per_node,
             gpu_memory_utilization: util,
             max_num_seqs,
             max_num_batched_tokens: mnbt,

@@ -416,24 +416,58 @@ pub struct HostLink {
     pub source: &'static str,
 }
 
-/// PCIe Gen5 x16: 32 GT/s x 16 lanes x 128b/130b = 63.0 GB/s per direction.
+/// PCIe Gen5 x16 as achieved: 52.8 GB/s per direction (link peak 32 GT/s x 16 lanes x
+/// 128b/130b = 63.0 GB/s).
 pub const PCIE_GEN5_X16: HostLink = HostLink {
     name: "PCIe Gen5 x16",
-    bytes_per_s: 63_015_384_615,
-    source: "PCI Express Base Specification 5.0: 32 GT/s per lane, 128b/130b encoding; 16 lanes = 63.0 GB/s per direction",
+    bytes_per_s: 52_770_000_000,
+    source: "measured: nvbandwidth device_to_host_memcpy_sm on an 8x H100 node, 52.77 GB/s per GPU (https://github.com/NVIDIA/nvbandwidth/issues/24; the same report's host_to_device_memcpy_sm 35.2 GB/s is the anomaly that issue asks about); link peak 63.0 GB/s (PCIe 5.0: 32 GT/s x 16 lanes, 128b/130b)",
 };
-/// PCIe Gen4 x16: 16 GT/s x 16 x 128b/130b = 31.5 GB/s per direction.
+/// PCIe Gen4 x16 as achieved: 26.0 GB/s per direction (link peak 31.5 GB/s).
 pub const PCIE_GEN4_X16: HostLink = HostLink {
     name: "PCIe Gen4 x16",
-    bytes_per_s: 31_507_692_307,
-    source: "PCI Express Base Specification 4.0: 16 GT/s per lane, 128b/130b encoding; 16 lanes = 31.5 GB/s per direction",
+    bytes_per_s: 26_000_000_000,
+    source: "measured: nvbandwidth host_to_device_memcpy_ce 23.9-26.4 GB/s per GPU on PCIe Gen4 x16 (https://github.com/NVIDIA/nvbandwidth/issues/15; A100-SXM4 host_to_device_memcpy_sm 25.13 GB/s, https://github.com/NVIDIA/nvbandwidth/issues/42); link peak 31.5 GB/s (PCIe 4.0: 16 GT/s x 16 lanes, 128b/130b)",
 };
-/// NVLink-C2C (Grace): 900 GB/s total, 450 GB/s per direction.
+/// NVLink-C2C (Grace) as achieved: 346 GB/s host to device (link 450 GB/s per direction).
 pub const NVLINK_C2C: HostLink = HostLink {
     name: "NVLink-C2C (Grace)",
-    bytes_per_s: 450_000_000_000,
-    source: "NVIDIA Grace Hopper Superchip Architecture whitepaper: NVLink-C2C 900 GB/s total, 450 GB/s per direction (quoted in https://datacrunch.io/blog/data-movement-in-the-nvidia-gh200-grace-hopper-superchip)",
+    bytes_per_s: 346_000_000_000,
+    source: "measured: nvbandwidth host_to_device_memcpy_ce 346 GB/s on GH200 (https://github.com/NVIDIA/nvbandwidth/issues/23); link 900 GB/s total, 450 GB/s per direction (NVIDIA Grace Hopper Superchip Architecture whitepaper)",
 };
+
+/// The host memory of the node a catalog GPU ships in, and the GPUs sharing it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct HostMemory {
+    pub bytes_per_node: u64,
+    pub gpus_per_node: u32,
+    pub source: &'static str,
+}
+
+/// Host memory per node of the systems of the catalog's GPUs where a public system description
+/// states it: DGX / HGX H100 and H200 (2 TB: 32 x 64 GB DIMMs per 8-GPU node) and GB200 NVL72 (per
+/// 4-GPU compute tray, two Grace CPUs with 480 GB LPDDR5X each). `None` for the others: the
+/// scenario states it (`engine.host_memory_gb_per_node`).
+pub fn host_memory_for(gpu_id: &str) -> Option<HostMemory> {
+    match gpu_id.to_ascii_uppercase().as_str() {
+        "H100-SXM" => Some(HostMemory {
+            bytes_per_node: 2048 << 30,
+            gpus_per_node: 8,
+            source: "8x H100-SXM node: host_memory_capacity 2 TB (MLPerf Inference v3.1 system description, https://github.com/mlcommons/inference_results_v3.1/blob/main/closed/Dell/systems/XE9680_H100_SXM_80GBx8_TRT.json); NVIDIA DGX H100: 2 TB system memory",
+        }),
+        "H200" => Some(HostMemory {
+            bytes_per_node: 2048 << 30,
+            gpus_per_node: 8,
+            source: "8x H200-SXM node: host_memory_capacity 2 TB, 32x 64GB DIMMs (MLPerf Inference v4.1 NVIDIA system description, https://raw.githubusercontent.com/mlcommons/inference_results_v4.1/main/closed/NVIDIA/systems/H200-SXM-141GBx8_TRT_MaxQ.json)",
+        }),
+        "GB200" => Some(HostMemory {
+            bytes_per_node: 960_000_000_000,
+            gpus_per_node: 4,
+            source: "GB200 NVL72 compute tray: 2 GB200 superchips of 1 Grace (480 GB LPDDR5X) + 2 GPUs, 4 GPUs per tray (NVIDIA GB200 NVL72 specifications: 36 Grace CPUs, up to 17 TB LPDDR5X per rack); one MLPerf v6.1 system description (Crusoe) lists 1.87 TB per 4-GPU node, so the tray figure is the conservative one",
+        }),
+        _ => None,
+    }
+}
 
 /// The host link of a catalog GPU: NVLink-C2C for Grace superchips (GB200, GB300, GH200),
 /// PCIe Gen4 x16 for Ampere, otherwise PCIe Gen5 x16.
@@ -500,20 +534,34 @@ pub struct CpuTierReport {
     pub gpus_per_node_basis: String,
     /// Host memory the tier pins on one node: `host_bytes_per_rank x gpus_per_node`.
     pub host_bytes_per_node: u64,
+    /// The node's host memory (the tier must fit in it): stated
+    /// (`engine.host_memory_gb_per_node`) or from the system table ([`host_memory_for`]);
+    /// `None` when neither gives it.
+    pub host_memory_bytes_per_node: Option<u64>,
+    pub host_memory_source: String,
     pub host_link: String,
     pub host_link_gb_s: f64,
     pub host_link_bytes_per_s: u64,
     pub host_link_source: String,
 }
 
-/// GPUs per node assumed for host memory: 4 per Grace compute tray (GB200/GB300 NVL72: 18 trays
-/// of 4 GPUs), otherwise 8 (HGX/DGX boards), capped by the deployment's GPUs.
+/// GPUs per node that share host memory: the system table's ([`host_memory_for`]), else 4 per
+/// Grace compute tray (GB200/GB300 NVL72: 18 trays of 4 GPUs), otherwise 8 (HGX/DGX boards);
+/// capped by the deployment's GPUs.
 pub fn gpus_per_node(gpu_id: &str, num_gpus: u32) -> (u32, &'static str) {
     let id = gpu_id.to_ascii_uppercase();
-    let (n, why) = if id.starts_with("GB2") || id.starts_with("GB3") {
-        (4, "assumed: 4 GPUs per Grace compute tray (NVL72 = 18 trays x 4 GPUs); the GPU catalog states no host memory, so the tier is not bounded by it")
+    let (n, why) = if let Some(h) = host_memory_for(gpu_id) {
+        (
+            h.gpus_per_node,
+            "the node of the host-memory table (offload::host_memory_for)",
+        )
+    } else if id.starts_with("GB2") || id.starts_with("GB3") {
+        (
+            4,
+            "assumed: 4 GPUs per Grace compute tray (NVL72 = 18 trays x 4 GPUs)",
+        )
     } else {
-        (8, "assumed: 8 GPUs per node (HGX/DGX baseboard); the GPU catalog states no host memory, so the tier is not bounded by it")
+        (8, "assumed: 8 GPUs per node (HGX/DGX baseboard)")
     };
     (n.min(num_gpus.max(1)), why)
 }
@@ -539,6 +587,18 @@ pub fn cpu_tier_report(d: &crate::deploy::Deployment, unit_bytes: u64) -> Option
         ),
     };
     let (per_node, basis) = gpus_per_node(&d.gpu.id, d.num_gpus);
+    let (host_mem, host_mem_source) =
+        match (e.host_memory_bytes_per_node, host_memory_for(&d.gpu.id)) {
+            (Some(b), _) => (
+                Some(b),
+                "stated (engine.host_memory_gb_per_node)".to_string(),
+            ),
+            (None, Some(h)) => (Some(h.bytes_per_node), h.source.to_string()),
+            (None, None) => (
+                None,
+                "not known for this GPU: state engine.host_memory_gb_per_node".to_string(),
+            ),
+        };
     Some(CpuTierReport {
         connector: o.connector.name().into(),
         cpu_bytes_to_use: o.cpu_bytes_to_use,
@@ -555,6 +615,8 @@ pub fn cpu_tier_report(d: &crate::deploy::Deployment, unit_bytes: u64) -> Option
         gpus_per_node: per_node,
         gpus_per_node_basis: basis.into(),
         host_bytes_per_node: size.host_bytes_per_rank.saturating_mul(per_node as u64),
+        host_memory_bytes_per_node: host_mem,
+        host_memory_source: host_mem_source,
         host_link: name,
         host_link_gb_s: bps as f64 / 1e9,
         host_link_bytes_per_s: bps,

@@ -672,6 +672,34 @@ impl Scenario {
                     ),
                 ));
             }
+            let field = "engine.kv_transfer_config.kv_connector_extra_config.cpu_bytes_to_use";
+            match tier.host_memory_bytes_per_node {
+                None => {
+                    return Err(invalid(
+                        "engine.host_memory_gb_per_node",
+                        "absent",
+                        format!(
+                            "the CPU tier pins {} bytes of host memory per node and the host memory of a {} node is not known; state the node's host memory in GB",
+                            tier.host_bytes_per_node, deployment.gpu.id
+                        ),
+                    ));
+                }
+                Some(m) if tier.host_bytes_per_node > m => {
+                    return Err(invalid(
+                        field,
+                        o.cpu_bytes_to_use,
+                        format!(
+                            "the tier pins {} bytes per rank x {} GPUs per node = {} bytes, above the node's {} bytes of host memory ({}); give fewer bytes",
+                            tier.host_bytes_per_rank,
+                            tier.gpus_per_node,
+                            tier.host_bytes_per_node,
+                            m,
+                            tier.host_memory_source
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
             engine.offload = Some(crate::engine::OffloadConfig {
                 blocks_per_chunk: o.blocks_per_chunk as u32,
                 num_chunks: tier.chunks,

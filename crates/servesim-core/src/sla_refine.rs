@@ -47,6 +47,19 @@ pub fn refine_operating_point(
     results: &[LevelResult],
     max_steps: usize,
 ) -> Result<Option<Refinement>, SweepError> {
+    refine_operating_point_observed(plan, workload, spec, results, max_steps, &mut |_, _| {})
+}
+
+/// [`refine_operating_point`], handing every simulated step's level result and whether it
+/// passes to `on_step` (the search keeps the highest passing one instead of simulating it again).
+pub fn refine_operating_point_observed(
+    plan: &SimPlan,
+    workload: &WorkloadSpec,
+    spec: &SweepSpec,
+    results: &[LevelResult],
+    max_steps: usize,
+    on_step: &mut dyn FnMut(&LevelResult, bool),
+) -> Result<Option<Refinement>, SweepError> {
     if spec.sla.is_empty() {
         return Ok(None);
     }
@@ -80,6 +93,7 @@ pub fn refine_operating_point(
         };
         let (r, _, _) = run_level_plan(plan, workload, spec, mid)?;
         let ok = pass(&r);
+        on_step(&r, ok);
         steps.push(RefineStep {
             level: mid.value(),
             passes: ok,

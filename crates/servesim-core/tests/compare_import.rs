@@ -592,3 +592,17 @@ fn truncated_fixtures_and_random_bytes_never_panic() {
         }
     }
 }
+
+/// An import over the size limit is refused before parsing, with the limit named.
+#[test]
+fn imports_over_the_size_limit_are_refused_naming_the_limit() {
+    use servesim_core::compare::MAX_IMPORT_BYTES;
+    let mut big = String::from("concurrency,output_throughput (tok/s)\n");
+    while big.len() <= MAX_IMPORT_BYTES {
+        big.push_str("1,2\n");
+    }
+    let e = import_text(&big, &ImportOptions::default()).unwrap_err();
+    assert!(matches!(e, ImportError::TooLarge { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("MAX_IMPORT_BYTES") && msg.contains(&MAX_IMPORT_BYTES.to_string()));
+}

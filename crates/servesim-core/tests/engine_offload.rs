@@ -262,3 +262,54 @@ fn a_reload_costs_time_and_the_request_waits_for_it() {
     assert!(a2.first_scheduled.0 >= a2.arrival.0 + link_ns);
     assert_eq!(col.finished().len(), 3);
 }
+
+/// Llama-3.1-8B TP1 with an OffloadingConnector tier of `bytes`, on `gpu`, engine extras.
+fn offload_scenario(gpu: &str, bytes: f64, extra: &str) -> Result<ResolvedScenario, String> {
+    let j = format!(
+        r#"{{"version": 1, "model": {{"catalog": "meta-llama/Llama-3.1-8B-Instruct"}},
+      "gpu": {{"catalog": "{gpu}"}}, "num_gpus": 8,
+      "engine": {{"kv_transfer_config": {{"kv_connector": "OffloadingConnector",
+        "kv_connector_extra_config": {{"cpu_bytes_to_use": {bytes}, "blocks_per_chunk": 1}}}}{extra}}},
+      "workload": {{"arrival": {{"type": "closed_loop", "concurrency": 1}},
+        "requests": {{"type": "preset", "name": "agentic-coding"}}}}}}"#
+    );
+    Scenario::from_json(&j)
+        .and_then(|s| s.resolve())
+        .map_err(|e| e.to_string())
+}
+
+/// The node's host memory bounds the tier: 8 ranks x 300 GB = 2.4 TB does not fit the 2 TiB
+/// of an 8x H100 node (refused naming cpu_bytes_to_use); 8 x 200 GB does, and the capacity
+/// report shows the node's memory and its source. A GPU the system table lacks needs the host
+/// memory stated (refused naming engine.host_memory_gb_per_node), and a stated value bounds it.
+#[test]
+fn host_memory_per_node_bounds_the_cpu_tier() {
+    let e = offload_scenario("H100", 300e9, "").unwrap_err();
+    assert!(
+        e.contains("cpu_bytes_to_use") && e.contains("host memory"),
+        "{e}"
+    );
+    let ok = offload_scenario("H100", 200e9, "").unwrap();
+    let tier = ok.capacity.cpu_tier.as_ref().unwrap();
+    assert_eq!(tier.gpus_per_node, 8);
+    assert_eq!(tier.host_memory_bytes_per_node, Some(2048u64 << 30));
+    assert!(tier.host_bytes_per_node <= 2048u64 << 30);
+    assert!(tier.host_memory_source.contains("mlcommons"));
+    // the default host link is the achieved PCIe Gen5 rate, below the 63 GB/s link peak
+    assert!(
+        (50.0..56.0).contains(&tier.host_link_gb_s),
+        "{}",
+        tier.host_link_gb_s
+    );
+
+    let e = offload_scenario("B200", 100e9, "").unwrap_err();
+    assert!(e.contains("engine.host_memory_gb_per_node"), "{e}");
+    let stated = offload_scenario("B200", 100e9, r#", "host_memory_gb_per_node": 4096"#).unwrap();
+    let tier = stated.capacity.cpu_tier.as_ref().unwrap();
+    assert_eq!(tier.host_memory_bytes_per_node, Some(4_096_000_000_000));
+    assert!(tier.host_memory_source.contains("stated"));
+    let e = offload_scenario("B200", 600e9, r#", "host_memory_gb_per_node": 4096"#).unwrap_err();
+    assert!(e.contains("cpu_bytes_to_use"), "{e}");
+    let e = offload_scenario("B200", 100e9, r#", "host_memory_gb_per_node": 0"#).unwrap_err();
+    assert!(e.contains("host_memory_gb_per_node"), "{e}");
+}

@@ -2,7 +2,8 @@
 //! evaluated; pruning never drops a candidate that would have passed (against the unpruned
 //! search on a small space); costs follow the formula; each candidate reruns as a normal
 //! scenario with the same numbers; the frontier is undominated; bad options are refused naming
-//! the field.
+//! the field. The same for disaggregated (P/D) spaces: per-pool capacity pruning, the decode
+//! pool's bound, both pools' GPUs in the cost.
 
 use servesim_core::scenario::Scenario;
 use servesim_core::search::{self, Outcome, PruneStage, RawSearch};
@@ -42,6 +43,8 @@ fn small(gate: f64) -> RawSearch {
         max_num_seqs: None,
         gpu_hour_usd: [("A100-80GB".to_string(), 1.79)].into_iter().collect(),
         refine_steps: Some(3),
+        stop_at_crossing: None,
+        disagg: None,
     }
 }
 
@@ -100,6 +103,7 @@ fn costs_follow_the_formula_and_candidates_rerun_as_scenarios() {
         let Outcome::Evaluated {
             levels,
             operating_point,
+            skipped_levels,
         } = &c.outcome
         else {
             continue;
@@ -125,6 +129,8 @@ fn costs_follow_the_formula_and_candidates_rerun_as_scenarios() {
         // the candidate's own scenario, run as a normal sweep, gives the same levels
         let r = c.candidate.scenario.resolve().unwrap();
         let res = r.run().unwrap();
+        // every sweep level by default
+        assert!(skipped_levels.is_empty());
         assert_eq!(res.levels.len(), levels.len());
         for (a, b) in res.levels.iter().zip(levels) {
             assert_eq!(a.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_gpu);
@@ -221,8 +227,292 @@ fn a_moe_model_tries_expert_parallelism_and_a_spec_base_tries_both() {
         max_num_seqs: None,
         gpu_hour_usd: Default::default(),
         refine_steps: None,
+        stop_at_crossing: None,
+        disagg: None,
     };
     let space = raw.validate().unwrap();
     let eps: Vec<u32> = space.candidates.iter().map(|c| c.ep).collect();
     assert_eq!(eps, [1, 2]);
+}
+
+/// A P/D space on one GPU type: aggregated TP1/TP2 plus 1:1, 1:2, 2:1 with prefill and decode
+/// pools of TP1 or TP2, on a 4-GPU budget. The base's prefill pool (the template) reserves too
+/// little memory for TP1 weights, so prefill TP1 pools cannot start.
+fn pd_space(gate: f64) -> RawSearch {
+    let mut raw = small(gate);
+    raw.gpus = None;
+    raw.max_gpus = 4;
+    raw.tp = Some(vec![1, 2]);
+    raw.base.topology = Some(
+        serde_json::from_str(
+            r#"{"prefill": {"engine": {"gpu_memory_utilization": 0.3, "max_num_batched_tokens": 4096}}, "decode": {}}"#,
+        )
+        .unwrap(),
+    );
+    raw.disagg = Some(search::RawDisaggSpace {
+        pd_ratios: Some(vec!["1:1".into(), "1:2".into(), "2:1".into()]),
+        ..Default::default()
+    });
+    raw
+}
+
+#[test]
+fn pd_candidates_prune_per_pool_and_pruning_never_drops_one_that_would_pass() {
+    // decode TP1's bound (one step at context 1) is below 170 tok/s; TP2's is above
+    let space = pd_space(170.0).validate().unwrap();
+    assert_eq!(space.candidates.len(), 2 + 3 * 2 * 2);
+    let pruned = search::run(&space, true);
+    let full = search::run(&space, false);
+    // 1:2 with decode TP2 (5, 6 GPUs) and 2:1 with prefill TP2 (5, 6 GPUs)
+    assert_eq!(pruned.summary.budget, 4, "{:?}", pruned.summary);
+    let mut prefill_cannot_start = 0;
+    for (p, f) in pruned.candidates.iter().zip(&full.candidates) {
+        let c = &p.candidate;
+        if let Some(pre) = &c.prefill {
+            assert_eq!(
+                c.num_gpus,
+                pre.replicas * pre.tp * pre.dp + c.replicas * c.tp * c.dp
+            );
+        }
+        match &p.outcome {
+            Outcome::Pruned {
+                stage: PruneStage::Capacity,
+                reason,
+            } => {
+                assert!(
+                    reason.starts_with("the prefill pool does not start"),
+                    "{}: {reason}",
+                    c.label
+                );
+                assert_eq!(c.prefill.map(|x| x.tp), Some(1), "{}", c.label);
+                prefill_cannot_start += 1;
+                assert_eq!(p, f);
+            }
+            Outcome::Pruned {
+                stage: PruneStage::Bound,
+                reason,
+            } => {
+                if c.prefill.is_some() {
+                    assert!(reason.contains("decode step"), "{reason}");
+                }
+                assert!(
+                    f.operating_point().is_none(),
+                    "{}: pruned by the bound but passes unpruned",
+                    c.label
+                );
+            }
+            _ => assert_eq!(p, f, "{}", c.label),
+        }
+    }
+    // prefill TP1 within the budget: 1:1 x decode TP1/TP2, 1:2 x TP1, 2:1 x TP1/TP2
+    assert_eq!(prefill_cannot_start, 5, "{:?}", pruned.summary);
+    assert!(pruned.summary.bound >= 1, "{:?}", pruned.summary);
+    assert_eq!(pruned.ranking_by_throughput, full.ranking_by_throughput);
+    let best = pruned.best_throughput().expect("a candidate passes");
+    let b = best.operating_point().unwrap().output_tokens_per_s_per_gpu;
+    for c in &pruned.candidates {
+        if let Some(o) = c.operating_point() {
+            assert!(o.output_tokens_per_s_per_gpu <= b, "{}", c.candidate.label);
+        }
+    }
+}
+
+#[test]
+fn pd_candidates_open_as_scenarios_with_the_same_numbers_and_costs() {
+    let space = pd_space(30.0).validate().unwrap();
+    let rep = search::run(&space, true);
+    let mut checked = 0;
+    for c in &rep.candidates {
+        let Some(pre) = c.candidate.prefill else {
+            continue;
+        };
+        // the scenario as JSON (what the report and links carry), read back
+        let text = serde_json::to_string(&c.candidate.scenario).unwrap();
+        let s = Scenario::from_json(&text).unwrap();
+        let t = s.topology.as_ref().unwrap();
+        let (pp, dp) = (t.prefill.as_ref().unwrap(), t.decode.as_ref().unwrap());
+        assert_eq!(
+            (pp.tp, pp.replicas, dp.tp, dp.replicas),
+            (
+                Some(pre.tp),
+                Some(pre.replicas),
+                Some(c.candidate.tp),
+                Some(c.candidate.replicas)
+            )
+        );
+        // the template pool's engine override carries over
+        assert_eq!(
+            pp.engine.as_ref().unwrap().max_num_batched_tokens,
+            Some(4096)
+        );
+        let Outcome::Evaluated {
+            levels,
+            operating_point,
+            skipped_levels,
+        } = &c.outcome
+        else {
+            continue;
+        };
+        let r = s.resolve().unwrap();
+        assert!(r.disagg.is_some());
+        let res = r.run().unwrap();
+        // every sweep level by default
+        assert!(skipped_levels.is_empty());
+        assert_eq!(res.levels.len(), levels.len());
+        for (a, b) in res.levels.iter().zip(levels) {
+            assert_eq!(a.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_gpu);
+            assert_eq!(a.e2e_tokens_per_s_per_user, b.e2e_tokens_per_s_per_user);
+            assert_eq!(a.ttft_ms.map(|d| d.p50), b.ttft_ms_p50);
+        }
+        if let Some(o) = operating_point {
+            // both pools' GPUs are paid for
+            let want = c.candidate.num_gpus as f64 * 2.69 / (o.output_tokens_per_s * 3600.0) * 1e6;
+            let got = o.usd_per_m_output_tokens.unwrap();
+            assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+            assert_eq!(
+                o.output_tokens_per_s_per_gpu,
+                o.output_tokens_per_s / c.candidate.num_gpus as f64
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 3, "{checked}");
+    // aggregated candidates of a P/D base drop the pools
+    for c in rep
+        .candidates
+        .iter()
+        .filter(|c| c.candidate.prefill.is_none())
+    {
+        let t = c.candidate.scenario.topology.as_ref();
+        assert!(t.is_none_or(|t| t.prefill.is_none() && t.decode.is_none()));
+        assert!(c.operating_point().is_some(), "{}", c.candidate.label);
+    }
+}
+
+#[test]
+fn pd_options_are_refused_naming_the_field_and_the_recipe_base_keeps_its_pools() {
+    for bad in ["0:1", "1-2", "1:", "x:1", "1:5000"] {
+        let mut r = pd_space(50.0);
+        r.disagg.as_mut().unwrap().pd_ratios = Some(vec![bad.into()]);
+        let e = r.validate().unwrap_err();
+        assert_eq!(e.field, "disagg.pd_ratios", "{bad}: {e}");
+        assert!(e.to_string().contains("PREFILL:DECODE"), "{e}");
+    }
+    let mut r = pd_space(50.0);
+    r.disagg.as_mut().unwrap().decode_tp = Some(vec![0]);
+    assert_eq!(r.validate().unwrap_err().field, "disagg.decode_tp");
+    let mut r = pd_space(50.0);
+    r.disagg.as_mut().unwrap().prefill_expert_parallel = Some(vec![true]);
+    assert_eq!(
+        r.validate().unwrap_err().field,
+        "disagg.prefill_expert_parallel"
+    );
+    // P/D only
+    let mut r = pd_space(50.0);
+    r.disagg.as_mut().unwrap().aggregated = Some(false);
+    let space = r.validate().unwrap();
+    assert_eq!(space.candidates.len(), 12);
+    assert!(space.candidates.iter().all(|c| c.prefill.is_some()));
+
+    // The recipe's 1P1D scenario as the base (tests/scenarios/recipe-1p1d-dsv4-pro-16xh200.json):
+    // the P/D candidates keep its prefill pool's max_num_batched_tokens, and the aggregated ones
+    // run without pools; every candidate resolves with its own GPU count.
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/scenarios/recipe-1p1d-dsv4-pro-16xh200.json"
+    ))
+    .unwrap();
+    let raw = RawSearch {
+        base: Scenario::from_json(&text).unwrap(),
+        gpus: Some(vec!["H200".into(), "GB200".into()]),
+        max_gpus: 16,
+        tp: Some(vec![8]),
+        dp: None,
+        expert_parallel: Some(vec![false]),
+        replicas: None,
+        speculative: None,
+        kv_cache_dtypes: None,
+        max_num_seqs: None,
+        gpu_hour_usd: Default::default(),
+        refine_steps: None,
+        stop_at_crossing: None,
+        disagg: Some(search::RawDisaggSpace::default()),
+    };
+    let space = raw.validate().unwrap();
+    assert_eq!(space.candidates.len(), 4);
+    for c in &space.candidates {
+        let r = c.scenario.resolve().unwrap();
+        assert_eq!(r.sweep.gpus, c.num_gpus, "{}", c.label);
+        match &c.prefill {
+            Some(_) => {
+                assert_eq!(c.num_gpus, 16);
+                let pp = c
+                    .scenario
+                    .topology
+                    .as_ref()
+                    .unwrap()
+                    .prefill
+                    .as_ref()
+                    .unwrap();
+                assert_eq!(
+                    pp.engine.as_ref().unwrap().max_num_batched_tokens,
+                    Some(16384)
+                );
+                assert!(r.disagg.is_some());
+            }
+            None => {
+                assert_eq!(c.num_gpus, 8);
+                assert!(r.disagg.is_none());
+            }
+        }
+    }
+}
+
+#[test]
+fn stopping_at_the_first_failing_level_never_moves_an_operating_point() {
+    // aggregated and P/D candidates, a gate that some cross inside the sweep
+    for mut raw in [small(60.0), pd_space(60.0)] {
+        // a level past the crossing (at 128 clients for several candidates)
+        raw.base.sweep.concurrency = Some(vec![1.0, 8.0, 32.0, 128.0, 256.0]);
+        let full = search::run(&raw.validate().unwrap(), true);
+        let mut stop = raw.clone();
+        stop.stop_at_crossing = Some(true);
+        let quick = search::run(&stop.validate().unwrap(), true);
+        let mut skipped_any = false;
+        for (q, f) in quick.candidates.iter().zip(&full.candidates) {
+            let label = &q.candidate.label;
+            assert_eq!(q.operating_point(), f.operating_point(), "{label}");
+            match (&q.outcome, &f.outcome) {
+                (
+                    Outcome::Evaluated {
+                        levels: ql,
+                        skipped_levels: qs,
+                        ..
+                    },
+                    Outcome::Evaluated {
+                        levels: fl,
+                        skipped_levels: fs,
+                        ..
+                    },
+                ) => {
+                    assert!(fs.is_empty());
+                    assert_eq!(ql[..], fl[..ql.len()], "{label}");
+                    let rest: Vec<f64> = fl[ql.len()..].iter().map(|l| l.level).collect();
+                    assert_eq!(*qs, rest, "{label}");
+                    if !qs.is_empty() {
+                        skipped_any = true;
+                        // stopped at a failing level after a passing first level
+                        assert!(ql[0].passes_sla && !ql.last().unwrap().passes_sla);
+                    }
+                }
+                (a, b) => assert_eq!(a, b, "{label}"),
+            }
+        }
+        assert!(
+            skipped_any,
+            "no candidate crossed the gate inside the sweep"
+        );
+        assert_eq!(quick.ranking_by_throughput, full.ranking_by_throughput);
+        assert_eq!(quick.ranking_by_cost, full.ranking_by_cost);
+    }
 }

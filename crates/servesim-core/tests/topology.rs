@@ -177,6 +177,42 @@ fn llm_d_prefix_affinity_beats_round_robin_on_many_shared_prefixes() {
     );
 }
 
+/// llm-d's default weights (queue 2, kv 2, prefix 3) pin a workload whose one shared system
+/// prompt fills the prefix scorer's 256 blocks: the replica that served the first request
+/// holds every prompt's whole hashed prefix (`3 x 1`), more than the queue and KV terms give
+/// the other at this load, so it takes every request (imbalance 2, as llm-d would route it).
+/// With the same shared prompt a small fraction of the hashed blocks (`3 x 32 / 256`), the
+/// queue and KV scorers spread the load.
+#[test]
+fn llm_d_queue_scorer_takes_over_from_a_short_shared_prefix() {
+    use servesim_core::workload::{RawContent, RawLengthDist, RawSharedPrefix};
+    let run = |shared: f64, input: f64| {
+        let mut s = base();
+        s.workload.requests = RawContent::Synthetic {
+            input: RawLengthDist::Constant { tokens: input },
+            output: RawLengthDist::Constant { tokens: 128.0 },
+            shared_prefix: Some(RawSharedPrefix {
+                groups: 1.0,
+                tokens: shared,
+            }),
+        };
+        let r = with_topology(s, 2, RouterPolicy::LlmD).resolve().unwrap();
+        let (res, col, topo) = run_one(&r, Level::Concurrency(32));
+        check_invariants(&r, &res, &col, topo.as_ref());
+        let topo = topo.unwrap();
+        let routed: Vec<u64> = topo.replicas.iter().map(|x| x.routed_requests).collect();
+        (routed, topo.imbalance.unwrap())
+    };
+    // 8,192 shared tokens: the scorer's 256 blocks of 16 tokens are all shared
+    let (routed, imb) = run(8192.0, 512.0);
+    let least = *routed.iter().min().unwrap() as f64 / routed.iter().sum::<u64>() as f64;
+    assert!(imb > 1.9 && least < 0.02, "pinned: {routed:?}, {imb}");
+    // 512 shared of 4,096 prompt tokens: the prefix term is at most 3 x 0.125
+    let (routed, imb) = run(512.0, 3584.0);
+    let least = *routed.iter().min().unwrap() as f64 / routed.iter().sum::<u64>() as f64;
+    assert!(imb < 1.25 && least > 0.4, "spread: {routed:?}, {imb}");
+}
+
 /// The saturation guard: no replica ever has more than M requests in its engines (the interval
 /// from first scheduling to finish lies inside the outstanding interval), and held requests
 /// still finish.

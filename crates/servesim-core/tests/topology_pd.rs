@@ -425,3 +425,88 @@ fn decode_worker_with_offload_stacked_on_nixl() {
         assert!(out.0.completed_requests > 0);
     }
 }
+
+/// Pairs of steps of different DP ranks of one decode replica that overlap in time without
+/// being the same interval (0 under lockstep), and the steps counted. Decode engines are
+/// `0 .. replicas x dp`; the collector holds their steps.
+fn misaligned_decode_steps(r: &ResolvedScenario, col: &Collector) -> (u64, u64) {
+    let dp = r.deployment.par.dp;
+    let (mut bad, mut total) = (0u64, 0u64);
+    for rep in 0..r.topology.replicas {
+        let spans: Vec<Vec<(u64, u64)>> = (0..dp)
+            .map(|k| {
+                let e = rep * dp + k;
+                (0..col.num_steps_of(e))
+                    .map(|i| {
+                        let (a, b) = col.step_span(e, i);
+                        (a.0, b.0)
+                    })
+                    .collect()
+            })
+            .collect();
+        total += spans.iter().map(|v| v.len() as u64).sum::<u64>();
+        for x in 0..spans.len() {
+            for y in x + 1..spans.len() {
+                let (p, q) = (&spans[x], &spans[y]);
+                let (mut i, mut j) = (0, 0);
+                while i < p.len() && j < q.len() {
+                    let (a, b) = (p[i], q[j]);
+                    if a != b && a.0 < b.1 && b.0 < a.1 {
+                        bad += 1;
+                    }
+                    if a.1 <= b.1 {
+                        i += 1;
+                    } else {
+                        j += 1;
+                    }
+                }
+            }
+        }
+    }
+    (bad, total)
+}
+
+/// A wide-EP decode pool (the recipe's DP + EP decode workers): with `enable_expert_parallel`
+/// on a MoE model, the decode replica's DP ranks step in lockstep inside the disaggregated
+/// plan, as they do in an aggregated replica; without the field they step independently (the
+/// control shows overlapping, misaligned steps).
+#[test]
+fn decode_pool_dp_ranks_step_in_lockstep() {
+    let scenario = |ep: &str| {
+        let json = format!(
+            r#"{{
+  "version": 2,
+  "model": {{"catalog": "deepseek-ai/DeepSeek-V4-Flash"}},
+  "gpu": {{"catalog": "H200"}},
+  "tp": 8{ep},
+  "kv_cache_dtype": "fp8_ds_mla",
+  "engine": {{"max_num_seqs": 256}},
+  "topology": {{"prefill": {{}}, "decode": {{"dp": 2}}}},
+  "workload": {{
+    "arrival": {{"type": "closed_loop", "concurrency": 1}},
+    "requests": {{"type": "synthetic",
+      "input": {{"type": "uniform", "min": 1000, "max": 3000}},
+      "output": {{"type": "uniform", "min": 100, "max": 300}}}},
+    "seed": 3
+  }},
+  "sweep": {{"concurrency": [24], "duration_s": 20, "warmup_s": 4}}
+}}"#
+        );
+        Scenario::from_json(&json).unwrap().resolve().unwrap()
+    };
+    let lock = scenario(r#", "enable_expert_parallel": true"#);
+    assert!(lock.deployment.dp_lockstep(), "decode pool: MoE, dp 2, EP");
+    let run_l = run(&lock, Level::Concurrency(24));
+    check_invariants(&lock, &run_l);
+    let (bad, total) = misaligned_decode_steps(&lock, &run_l.1);
+    assert!(total > 100, "{total} decode steps");
+    assert_eq!(bad, 0, "lockstep: the ranks' steps start and end together");
+    assert!(run_l.0.completed_requests > 0);
+
+    let free = scenario("");
+    assert!(!free.deployment.dp_lockstep());
+    let run_f = run(&free, Level::Concurrency(24));
+    check_invariants(&free, &run_f);
+    let (bad, _) = misaligned_decode_steps(&free, &run_f.1);
+    assert!(bad > 0, "independent ranks overlap");
+}

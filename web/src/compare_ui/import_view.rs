@@ -80,7 +80,7 @@ pub fn error_location(e: &ImportError) -> (String, Option<usize>, Option<usize>)
         E::Empty { file } | E::UnknownFormat { file, .. } | E::NoLevels { file } => {
             (file.clone(), None, None)
         }
-        E::MixedFormats { file, .. } => (file.clone(), None, None),
+        E::MixedFormats { file, .. } | E::TooLarge { file, .. } => (file.clone(), None, None),
         E::RaggedRow { file, line, .. }
         | E::UnbalancedQuote { file, line }
         | E::NoLevelColumn { file, line }

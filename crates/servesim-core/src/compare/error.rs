@@ -5,6 +5,13 @@ use thiserror::Error;
 
 #[derive(Clone, Debug, PartialEq, Error)]
 pub enum ImportError {
+    #[error("{file}: the input is {bytes} bytes, over the import limit of {limit} bytes (compare::MAX_IMPORT_BYTES, 32 MiB in all files together). Fix: import the summary rows only (one row or object per level), or split the import by arm.")]
+    TooLarge {
+        file: String,
+        bytes: usize,
+        limit: usize,
+    },
+
     #[error("{file}: the input is empty. Fix: paste or upload a results table or a benchmark-client JSON export.")]
     Empty { file: String },
 

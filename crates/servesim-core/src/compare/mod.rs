@@ -168,6 +168,12 @@ pub fn levels_equal(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * scale
 }
 
+/// The most bytes one import reads (all its files together): 32 MiB. Imports are linear in
+/// their size (a 200,000-row CSV or 40,000 vLLM objects take well under a second, release
+/// build; docs/performance.md "Imports"); the limit keeps the parsed values (several times the
+/// text) inside the page worker's memory budget.
+pub const MAX_IMPORT_BYTES: usize = 32 << 20;
+
 /// Auto-detects the format of one pasted / uploaded text and imports it.
 pub fn import_text(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
     import_files(&[("input", text)], opts)
@@ -186,6 +192,18 @@ pub fn import_files(files: &[(&str, &str)], opts: &ImportOptions) -> Result<Impo
         unmatched: Vec::new(),
         notes: Vec::new(),
     };
+    let bytes: usize = files.iter().map(|(_, t)| t.len()).sum();
+    if bytes > MAX_IMPORT_BYTES {
+        return Err(ImportError::TooLarge {
+            file: if files.len() == 1 {
+                files[0].0.to_string()
+            } else {
+                format!("{} files", files.len())
+            },
+            bytes,
+            limit: MAX_IMPORT_BYTES,
+        });
+    }
     let mut rows: Vec<table::Row> = Vec::new();
     let mut format: Option<SourceFormat> = None;
     for (name, text) in files {

@@ -16,7 +16,7 @@ use crate::metric::MetricId;
 use crate::metrics::LevelResult;
 use crate::scenario::{GpuRef, ResolvedScenario, Scenario};
 use crate::sweep::{run_level_plan, GateOp};
-use crate::topology::RawTopology;
+use crate::topology::{RawPool, RawTopology};
 use crate::workload::Level;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -70,6 +70,83 @@ pub struct RawSearch {
     /// Bisection steps refining each candidate's operating point (default 6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refine_steps: Option<usize>,
+    /// Stop a candidate whose first level passes at its first failing level, the last one its
+    /// operating point depends on; the levels after it are listed as skipped and are missing
+    /// from the frontier (default false: every sweep level is simulated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_at_crossing: Option<bool>,
+    /// Disaggregated prefill/decode candidates (absent: aggregated candidates only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disagg: Option<RawDisaggSpace>,
+}
+
+/// The disaggregated part of a search: prefill:decode replica counts and each pool's
+/// parallelism, on the base scenario's GPU types (both pools on the same type). The base's
+/// `topology.prefill` / `.decode` / `.kv_transfer` (when it has them) are the templates: their
+/// engine overrides, routers and transfer settings carry over to every P/D candidate.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDisaggSpace {
+    /// `prefill:decode` replica counts, e.g. `["1:1", "1:2", "2:1"]` (default `["1:1"]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pd_ratios: Option<Vec<String>>,
+    /// Prefill pool TP sizes (default: the search's `tp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_tp: Option<Vec<u32>>,
+    /// Prefill pool DP sizes (default: the search's `dp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_dp: Option<Vec<u32>>,
+    /// Prefill pool expert parallelism off/on (default: the search's `expert_parallel`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_expert_parallel: Option<Vec<bool>>,
+    /// Decode pool TP sizes (default: the search's `tp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_tp: Option<Vec<u32>>,
+    /// Decode pool DP sizes (default: the search's `dp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_dp: Option<Vec<u32>>,
+    /// Decode pool expert parallelism off/on (default: the search's `expert_parallel`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_expert_parallel: Option<Vec<bool>>,
+    /// Also enumerate the aggregated candidates (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregated: Option<bool>,
+}
+
+/// One pool of a disaggregated candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PoolShape {
+    pub tp: u32,
+    pub dp: u32,
+    pub ep: u32,
+    pub replicas: u32,
+}
+
+impl PoolShape {
+    /// GPUs of the pool: replicas x tp x dp.
+    pub fn gpus(&self) -> u32 {
+        self.replicas
+            .saturating_mul(self.tp)
+            .saturating_mul(self.dp)
+    }
+}
+
+/// Parses `P:D` (prefill and decode replica counts, each 1..=`MAX_GPUS`).
+pub fn parse_pd_ratio(text: &str) -> Result<(u32, u32), SearchError> {
+    let bad = || {
+        serr(
+            "disagg.pd_ratios",
+            format!("\"{text}\""),
+            format!("write PREFILL:DECODE replica counts, each 1..{MAX_GPUS}, e.g. \"1:2\""),
+        )
+    };
+    let (p, d) = text.split_once(':').ok_or_else(bad)?;
+    let p: u32 = p.trim().parse().map_err(|_| bad())?;
+    let d: u32 = d.trim().parse().map_err(|_| bad())?;
+    if p == 0 || d == 0 || p > MAX_GPUS || d > MAX_GPUS {
+        return Err(bad());
+    }
+    Ok((p, d))
 }
 
 /// A search field at fault, the value, and the fix.
@@ -104,7 +181,11 @@ pub struct Candidate {
     pub speculative: bool,
     pub kv_cache_dtype: KvCacheDtype,
     pub max_num_seqs: Option<u32>,
-    /// GPUs the candidate uses: tp x dp x replicas.
+    /// Disaggregated candidates: the prefill pool (`tp`, `dp`, `ep` and `replicas` above are
+    /// then the decode pool's). `None`: aggregated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill: Option<PoolShape>,
+    /// GPUs the candidate uses: tp x dp x replicas (disaggregated: summed over both pools).
     pub num_gpus: u32,
     /// $ per GPU-hour used for it (`None`: no price known for this GPU).
     pub usd_per_gpu_hour: Option<f64>,
@@ -118,6 +199,8 @@ pub struct SearchSpace {
     pub candidates: Vec<Candidate>,
     pub max_gpus: u32,
     pub refine_steps: usize,
+    /// Stop at the first failing level after a passing first level (else every sweep level).
+    pub stop_at_crossing: bool,
     /// The SLA gates (the base scenario's).
     pub sla: Vec<crate::sweep::RawGate>,
     /// Price used per GPU id and its source.
@@ -138,8 +221,10 @@ impl RawSearch {
             .map_err(|e| serr("", "(the JSON)", e.to_string()))
     }
 
-    /// Validates every option and enumerates the candidates (GPU, TP, DP, EP, speculation, KV
-    /// dtype, `max_num_seqs`, replicas; in that nesting order).
+    /// Validates every option and enumerates the candidates: per GPU type, the aggregated ones
+    /// (TP, DP, EP, speculation, KV dtype, `max_num_seqs`, replicas; in that nesting order),
+    /// then the disaggregated ones (P:D ratio, prefill TP, DP, EP, decode TP, DP, EP,
+    /// speculation, KV dtype, `max_num_seqs`).
     pub fn validate(&self) -> Result<SearchSpace, SearchError> {
         if self.max_gpus == 0 || self.max_gpus > MAX_GPUS {
             return Err(serr(
@@ -274,19 +359,88 @@ impl RawSearch {
             }
             None => vec![self.base.kv_cache_dtype],
         };
-        let n = gpus.len()
-            * tps.len()
-            * dps.len()
-            * eps.len()
-            * specs.len()
-            * kvs.len()
-            * mnss.len()
-            * replicas.len();
+        // The disaggregated options: each pool's lists default to the search's own.
+        let pd = match &self.disagg {
+            None => None,
+            Some(d) => {
+                let ratios = match &d.pd_ratios {
+                    Some(v) if v.is_empty() => {
+                        return Err(serr(
+                            "disagg.pd_ratios",
+                            "[]",
+                            "give at least one PREFILL:DECODE ratio, e.g. \"1:1\"",
+                        ))
+                    }
+                    Some(v) => {
+                        let mut out = Vec::new();
+                        for t in v {
+                            let r = parse_pd_ratio(t)?;
+                            if !out.contains(&r) {
+                                out.push(r);
+                            }
+                        }
+                        out
+                    }
+                    None => vec![(1, 1)],
+                };
+                let ep_list = |field: &str, v: &Option<Vec<bool>>| match v {
+                    None => Ok(eps.clone()),
+                    Some(_) => on_off(field, v, is_moe, "the model has no experts; drop it"),
+                };
+                Some(PdLists {
+                    ratios,
+                    ptp: list(
+                        "disagg.prefill_tp",
+                        &d.prefill_tp.clone().or(Some(tps.clone())),
+                        vec![],
+                        64,
+                    )?,
+                    pdp: list(
+                        "disagg.prefill_dp",
+                        &d.prefill_dp.clone().or(Some(dps.clone())),
+                        vec![],
+                        256,
+                    )?,
+                    pep: ep_list("disagg.prefill_expert_parallel", &d.prefill_expert_parallel)?,
+                    dtp: list(
+                        "disagg.decode_tp",
+                        &d.decode_tp.clone().or(Some(tps.clone())),
+                        vec![],
+                        64,
+                    )?,
+                    ddp: list(
+                        "disagg.decode_dp",
+                        &d.decode_dp.clone().or(Some(dps.clone())),
+                        vec![],
+                        256,
+                    )?,
+                    dep: ep_list("disagg.decode_expert_parallel", &d.decode_expert_parallel)?,
+                    aggregated: d.aggregated.unwrap_or(true),
+                })
+            }
+        };
+        let aggregated = pd.as_ref().is_none_or(|p| p.aggregated);
+        let common = gpus.len() * specs.len() * kvs.len() * mnss.len();
+        let n_agg = if aggregated {
+            tps.len() * dps.len() * eps.len() * replicas.len()
+        } else {
+            0
+        };
+        let n_pd = pd.as_ref().map_or(0, |p| {
+            p.ratios.len()
+                * p.ptp.len()
+                * p.pdp.len()
+                * p.pep.len()
+                * p.dtp.len()
+                * p.ddp.len()
+                * p.dep.len()
+        });
+        let n = common.saturating_mul(n_agg.saturating_add(n_pd));
         if n > MAX_CANDIDATES {
             return Err(serr(
                 "",
                 format!("{n} candidates"),
-                format!("at most {MAX_CANDIDATES} candidates per search; give fewer values for gpus, tp, dp, expert_parallel, speculative, kv_cache_dtypes, max_num_seqs or replicas"),
+                format!("at most {MAX_CANDIDATES} candidates per search; give fewer values for gpus, tp, dp, expert_parallel, speculative, kv_cache_dtypes, max_num_seqs, replicas or the disagg lists"),
             ));
         }
         let refine_steps = self.refine_steps.unwrap_or(DEFAULT_REFINE_STEPS);
@@ -297,26 +451,26 @@ impl RawSearch {
                 "give 0 to 32 bisection steps",
             ));
         }
-        let mut candidates = Vec::with_capacity(n);
-        for g in &gpus {
-            for &tp in &tps {
-                for &dp in &dps {
-                    for &ep_on in &eps {
-                        for &spec in &specs {
-                            for &kv in &kvs {
-                                for &mns in &mnss {
-                                    for &r in &replicas {
-                                        candidates.push(self.candidate(
-                                            candidates.len(),
-                                            g,
-                                            tp,
-                                            dp,
-                                            ep_on,
-                                            spec,
-                                            kv,
-                                            mns,
-                                            r,
-                                            prices[g].usd_per_gpu_hour,
+        // The P/D layouts (each GPU type's, after its aggregated candidates).
+        let mut pd_layouts: Vec<Layout> = Vec::new();
+        if let Some(p) = &pd {
+            for &(pr, dr) in &p.ratios {
+                for &ptp in &p.ptp {
+                    for &pdp in &p.pdp {
+                        for &pep in &p.pep {
+                            for &dtp in &p.dtp {
+                                for &ddp in &p.ddp {
+                                    for &dep in &p.dep {
+                                        let shape =
+                                            |tp: u32, dp: u32, ep: bool, r: u32| PoolShape {
+                                                tp,
+                                                dp,
+                                                ep: if ep { tp.saturating_mul(dp) } else { 1 },
+                                                replicas: r,
+                                            };
+                                        pd_layouts.push(Layout::Disagg(
+                                            shape(ptp, pdp, pep, pr),
+                                            shape(dtp, ddp, dep, dr),
                                         ));
                                     }
                                 }
@@ -326,10 +480,64 @@ impl RawSearch {
                 }
             }
         }
+        let mut candidates = Vec::with_capacity(n);
+        for g in &gpus {
+            let price = prices[g].usd_per_gpu_hour;
+            if aggregated {
+                // nesting: TP, DP, EP, speculation, KV dtype, max_num_seqs, replicas
+                for &tp in &tps {
+                    for &dp in &dps {
+                        for &ep_on in &eps {
+                            for &spec in &specs {
+                                for &kv in &kvs {
+                                    for &mns in &mnss {
+                                        for &r in &replicas {
+                                            let layout = Layout::Aggregated(PoolShape {
+                                                tp,
+                                                dp,
+                                                ep: if ep_on { tp.saturating_mul(dp) } else { 1 },
+                                                replicas: r,
+                                            });
+                                            candidates.push(self.candidate(
+                                                candidates.len(),
+                                                g,
+                                                &layout,
+                                                spec,
+                                                kv,
+                                                mns,
+                                                price,
+                                            ));
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            for layout in &pd_layouts {
+                for &spec in &specs {
+                    for &kv in &kvs {
+                        for &mns in &mnss {
+                            candidates.push(self.candidate(
+                                candidates.len(),
+                                g,
+                                layout,
+                                spec,
+                                kv,
+                                mns,
+                                price,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
         Ok(SearchSpace {
             candidates,
             max_gpus: self.max_gpus,
             refine_steps,
+            stop_at_crossing: self.stop_at_crossing.unwrap_or(false),
             sla: self.base.sweep.sla.clone(),
             prices,
         })
@@ -340,22 +548,16 @@ impl RawSearch {
         &self,
         index: usize,
         gpu: &str,
-        tp: u32,
-        dp: u32,
-        ep_on: bool,
+        layout: &Layout,
         spec: bool,
         kv: KvCacheDtype,
         mns: Option<u32>,
-        replicas: u32,
         price: Option<f64>,
     ) -> Candidate {
         let mut s = self.base.clone();
         if !matches!(&s.gpu, GpuRef::Custom(c) if c.name == gpu) {
             s.gpu = GpuRef::Catalog(gpu.to_string());
         }
-        s.tp = tp;
-        s.dp = dp;
-        s.ep = if ep_on { tp.saturating_mul(dp) } else { 1 };
         s.num_gpus = None;
         s.kv_cache_dtype = kv;
         if !spec {
@@ -366,33 +568,105 @@ impl RawSearch {
             s.engine.max_num_seqs = Some(m as i64);
         }
         let mut topo = s.topology.clone().unwrap_or_default();
-        topo.replicas = (replicas > 1).then_some(replicas);
+        let (main, prefill) = match *layout {
+            Layout::Aggregated(a) => {
+                // an aggregated candidate from a P/D base: the pools are dropped
+                topo.prefill = None;
+                topo.decode = None;
+                topo.kv_transfer = None;
+                topo.replicas = (a.replicas > 1).then_some(a.replicas);
+                (a, None)
+            }
+            Layout::Disagg(p, d) => {
+                topo.replicas = None;
+                let pool = |t: Option<&RawPool>, x: PoolShape| {
+                    let mut out = t.cloned().unwrap_or_default();
+                    out.gpu = None;
+                    out.tp = Some(x.tp);
+                    out.dp = Some(x.dp);
+                    out.ep = Some(x.ep);
+                    out.replicas = Some(x.replicas);
+                    if let Some(e) = out.engine.as_mut() {
+                        // the candidate's options win over the template pool's overrides
+                        if mns.is_some() {
+                            e.max_num_seqs = None;
+                        }
+                        if !spec {
+                            e.speculative_config = None;
+                            e.speculative_acceptance = None;
+                        }
+                    }
+                    out
+                };
+                topo.prefill = Some(pool(topo.prefill.as_ref(), p));
+                topo.decode = Some(pool(topo.decode.as_ref(), d));
+                (d, Some(p))
+            }
+        };
+        // top-level parallelism: the aggregated layout's, or the decode pool's
+        s.tp = main.tp;
+        s.dp = main.dp;
+        s.ep = main.ep;
         s.topology = (topo != RawTopology::default()).then_some(topo);
-        let num_gpus = tp.saturating_mul(dp).saturating_mul(replicas);
-        let label = format!(
-            "{gpu} TP{tp} DP{dp} EP{} x{replicas}, kv {}, spec {}{}",
-            s.ep,
+        let tail = format!(
+            ", kv {}, spec {}{}",
             kv.name(),
             if spec { "on" } else { "off" },
             mns.map(|m| format!(", max_num_seqs {m}"))
                 .unwrap_or_default()
         );
+        let (label, num_gpus) = match prefill {
+            None => (
+                format!(
+                    "{gpu} TP{} DP{} EP{} x{}{tail}",
+                    main.tp, main.dp, main.ep, main.replicas
+                ),
+                main.gpus(),
+            ),
+            Some(p) => (
+                format!(
+                    "{gpu} {}P{}D prefill TP{} DP{} EP{}, decode TP{} DP{} EP{}{tail}",
+                    p.replicas, main.replicas, p.tp, p.dp, p.ep, main.tp, main.dp, main.ep
+                ),
+                p.gpus().saturating_add(main.gpus()),
+            ),
+        };
         Candidate {
             index,
             label,
             gpu: gpu.to_string(),
-            tp,
-            dp,
-            ep: s.ep,
-            replicas,
+            tp: main.tp,
+            dp: main.dp,
+            ep: main.ep,
+            replicas: main.replicas,
             speculative: spec,
             kv_cache_dtype: kv,
             max_num_seqs: mns,
+            prefill,
             num_gpus,
             usd_per_gpu_hour: price,
             scenario: s,
         }
     }
+}
+
+/// The disaggregated option lists, validated.
+struct PdLists {
+    ratios: Vec<(u32, u32)>,
+    ptp: Vec<u32>,
+    pdp: Vec<u32>,
+    pep: Vec<bool>,
+    dtp: Vec<u32>,
+    ddp: Vec<u32>,
+    dep: Vec<bool>,
+    aggregated: bool,
+}
+
+/// A candidate's layout: one aggregated pool, or (prefill, decode) pools.
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    Aggregated(PoolShape),
+    Disagg(PoolShape, PoolShape),
 }
 
 /// An off/on option: the values given (deduplicated; `true` only when `possible`, else the
@@ -447,6 +721,10 @@ pub enum Outcome {
     Evaluated {
         levels: Vec<LevelPoint>,
         operating_point: Option<OperatingPoint>,
+        /// Sweep levels not simulated with `stop_at_crossing`: after the first failing level
+        /// (which follows a passing first level) they cannot move the operating point.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skipped_levels: Vec<f64>,
     },
 }
 
@@ -505,9 +783,11 @@ impl CandidateResult {
 /// The cheap bound on what any level can give one user: a decode step of one sequence at
 /// context 1 is the fastest step that emits tokens (the step-time model grows with batch and
 /// context), and it emits at most 1 + k tokens (k = drafts with speculative decoding), so
-/// `e2e_tokens_per_s_per_user <= (1 + k) / t_min` and likewise output tok/s per user.
+/// `e2e_tokens_per_s_per_user <= (1 + k) / t_min` and likewise output tok/s per user. A
+/// disaggregated scenario resolves as its decode pool, so this is the decode pool's bound
+/// (`t_min` and `k` of the decode pool, where the tokens after the first are made).
 pub fn tokens_per_s_per_user_bound(r: &ResolvedScenario) -> f64 {
-    let t = r.cost.breakdown_iter(std::iter::empty(), 1, 1).total();
+    let t = fastest_step_s(r);
     let k = r
         .engine
         .spec
@@ -517,6 +797,29 @@ pub fn tokens_per_s_per_user_bound(r: &ResolvedScenario) -> f64 {
         (1 + k) as f64 / t
     } else {
         f64::INFINITY
+    }
+}
+
+/// The step-time model's time for one decoding sequence at context 1, seconds.
+fn fastest_step_s(r: &ResolvedScenario) -> f64 {
+    r.cost.breakdown_iter(std::iter::empty(), 1, 1).total()
+}
+
+/// The bound for one per-user gate metric. `e2e_tokens_per_s_per_user` is
+/// `osl / (ttft + osl x itl) <= 1 / itl`, and every inter-token gap is at least one decode
+/// step per 1 + k tokens, so the decode pool's bound holds with disaggregation too.
+/// `output_tokens_per_s_per_user` (per request `osl / e2e`) also counts requests of one token,
+/// made by the prefill pool alone in a step of at least its own `t_min` (no drafter there):
+/// with disaggregation the bound is the larger of `(1 + k) / t_min(decode)` and
+/// `1 / t_min(prefill)`.
+fn per_user_bound(r: &ResolvedScenario, e2e: bool) -> f64 {
+    let b = tokens_per_s_per_user_bound(r);
+    match &r.disagg {
+        Some(d) if !e2e => {
+            let t = fastest_step_s(&d.prefill);
+            b.max(if t > 0.0 { 1.0 / t } else { f64::INFINITY })
+        }
+        _ => b,
     }
 }
 
@@ -532,11 +835,18 @@ pub fn evaluate(space: &SearchSpace, c: &Candidate, prune: bool) -> CandidateRes
 
 fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome {
     if c.num_gpus > space.max_gpus {
+        let layout = match &c.prefill {
+            None => format!("tp {} x dp {} x {} replicas", c.tp, c.dp, c.replicas),
+            Some(p) => format!(
+                "prefill {} x tp {} x dp {} + decode {} x tp {} x dp {}",
+                p.replicas, p.tp, p.dp, c.replicas, c.tp, c.dp
+            ),
+        };
         return Outcome::Pruned {
             stage: PruneStage::Budget,
             reason: format!(
-                "needs {} GPUs (tp {} x dp {} x {} replicas), over the budget of {}",
-                c.num_gpus, c.tp, c.dp, c.replicas, space.max_gpus
+                "needs {} GPUs ({layout}), over the budget of {}",
+                c.num_gpus, space.max_gpus
             ),
         };
     }
@@ -549,17 +859,36 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
             }
         }
     };
+    // Each pool must start (a disaggregated scenario resolves as its decode pool, holding the
+    // prefill pool).
+    if let Some(d) = &r.disagg {
+        if !d.prefill.capacity.fits {
+            return Outcome::Pruned {
+                stage: PruneStage::Capacity,
+                reason: format!(
+                    "the prefill pool does not start: {}",
+                    d.prefill.capacity.reason
+                ),
+            };
+        }
+    }
     if !r.capacity.fits {
+        let pool = if r.disagg.is_some() {
+            "the decode pool "
+        } else {
+            ""
+        };
         return Outcome::Pruned {
             stage: PruneStage::Capacity,
-            reason: format!("does not start: {}", r.capacity.reason),
+            reason: format!("{pool}does not start: {}", r.capacity.reason),
         };
     }
     if prune {
-        let bound = tokens_per_s_per_user_bound(&r);
         for g in &r.sweep.sla {
-            let per_user = g.metric == MetricId::from_name("e2e_tokens_per_s_per_user").unwrap()
-                || g.metric == MetricId::from_name("output_tokens_per_s_per_user").unwrap();
+            let e2e = g.metric == MetricId::from_name("e2e_tokens_per_s_per_user").unwrap();
+            let per_user =
+                e2e || g.metric == MetricId::from_name("output_tokens_per_s_per_user").unwrap();
+            let bound = per_user_bound(&r, e2e);
             let hopeless = per_user
                 && match g.op {
                     GateOp::Ge => bound < g.value,
@@ -570,8 +899,9 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
                 return Outcome::Pruned {
                     stage: PruneStage::Bound,
                     reason: format!(
-                        "even alone a request gets at most {bound:.1} tok/s (fastest step {:.2} ms), below the gate {} {}",
-                        1e3 * r.cost.breakdown_iter(std::iter::empty(), 1, 1).total(),
+                        "even alone a request gets at most {bound:.1} tok/s (fastest {}step {:.2} ms), below the gate {} {}",
+                        if r.disagg.is_some() { "decode " } else { "" },
+                        1e3 * fastest_step_s(&r),
                         g.metric.name(),
                         g.value
                     ),
@@ -579,7 +909,11 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
             }
         }
     }
-    let mut result = match r.run() {
+    let pass = |l: &LevelResult| r.sweep.sla.iter().all(|g| g.passes(l));
+    // The sweep. The operating point depends on the levels up to the first failing one when
+    // the first level passes (the refinement bisects that first crossing; with no crossing it
+    // is the highest passing level, which needs them all): with `stop_at_crossing`, stop there.
+    let mut runner = match r.runner() {
         Ok(x) => x,
         Err(e) => {
             return Outcome::Failed {
@@ -587,15 +921,52 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
             }
         }
     };
-    if let Err(e) = r.refine(&mut result, space.refine_steps) {
-        return Outcome::Failed {
-            error: e.to_string(),
+    let mut first_passes = None;
+    while let Some(step) = runner.step() {
+        let l = match step {
+            Ok(l) => l,
+            Err(e) => {
+                return Outcome::Failed {
+                    error: e.to_string(),
+                }
+            }
         };
+        let ok = pass(l);
+        let first = *first_passes.get_or_insert(ok);
+        if first && !ok && space.stop_at_crossing {
+            break;
+        }
     }
-    let gpus = r.capacity.num_gpus;
+    let skipped_levels: Vec<f64> = runner.levels()[runner.done_levels()..]
+        .iter()
+        .map(|l| l.value())
+        .collect();
+    let mut result = runner.finish();
+    // the refinement's highest passing step (its level result, not simulated twice)
+    let mut best_step: Option<LevelResult> = None;
+    result.refined_operating_point = match crate::sla_refine::refine_operating_point_observed(
+        &r.plan(),
+        &r.workload,
+        &r.sweep,
+        &result.levels,
+        space.refine_steps,
+        &mut |l, ok| {
+            if ok {
+                best_step = Some(l.clone());
+            }
+        },
+    ) {
+        Ok(x) => x,
+        Err(e) => {
+            return Outcome::Failed {
+                error: e.to_string(),
+            }
+        }
+    };
+    // all the candidate's GPUs (both pools when disaggregated)
+    let gpus = r.sweep.gpus;
     let price = c.usd_per_gpu_hour;
     let usd = |tps: f64| price.and_then(|p| cost::usd_per_million_tokens(gpus, p, tps));
-    let pass = |l: &LevelResult| r.sweep.sla.iter().all(|g| g.passes(l));
     let levels: Vec<LevelPoint> = result
         .levels
         .iter()
@@ -617,9 +988,13 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
                 .levels
                 .iter()
                 .find(|l| l.level.value() == rf.highest_passing && pass(l));
-            match sweep_hit {
-                Some(l) => Some((l.clone(), "refined")),
-                None => {
+            let step_hit = best_step
+                .take()
+                .filter(|l| l.level.value() == rf.highest_passing);
+            match (sweep_hit, step_hit) {
+                (Some(l), _) => Some((l.clone(), "refined")),
+                (None, Some(l)) => Some((l, "refined")),
+                (None, None) => {
                     let lvl = match result.levels.first().map(|l| l.level) {
                         Some(Level::Concurrency(_)) => {
                             Level::Concurrency(rf.highest_passing as u32)
@@ -669,6 +1044,7 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
     Outcome::Evaluated {
         levels,
         operating_point,
+        skipped_levels,
     }
 }
 

@@ -20,9 +20,11 @@
 //! client's view: arrivals and prefix-cache admissions from the prefill pool; first tokens, steps
 //! and finishes from the decode pool; rejections and preemptions from both.
 
+use super::lockstep::{GroupState, LockstepGroup};
 use super::router::{ReplicaView, Router, RouterSpec};
 use super::sim::{
-    budget_err, FrontEndQueue, LevelGuard, PlanPool, ReplicaResult, SimPlan, TopologyLevel,
+    budget_err, cache_info, FrontEndQueue, LevelGuard, PlanPool, ReplicaResult, SimPlan,
+    TopologyLevel,
 };
 use super::transfer::{KvPath, KvTransferModel};
 use super::IndexedHeap;
@@ -285,6 +287,11 @@ struct Pd<'m, 'p> {
     /// Handoff in progress per request id: (prefill engine, prefill done, reserved at,
     /// reserved blocks, start, tokens, path).
     open: IdMap<HandoffLog>,
+    /// Per decode / prefill replica, its DP ranks' lockstep state (empty when that pool's
+    /// ranks step independently); the engine heap then holds one entry per replica of that
+    /// pool, at its first rank's index.
+    groups_d: Vec<GroupState>,
+    groups_p: Vec<GroupState>,
 }
 
 impl<'m, 'p> Pd<'m, 'p> {
@@ -317,10 +324,11 @@ impl<'m, 'p> Pd<'m, 'p> {
                 .map(|_| FrontEndQueue::default())
                 .collect(),
             frontend_heap: IndexedHeap::new(pre.replicas as usize),
-            router_p: Router::new(&plan.router, pre.replicas, seed),
+            router_p: Router::new(&plan.router, pre.replicas, cache_info(&pre.cfg), seed),
             router_d: Router::new(
                 &dis.decode_router,
                 dec.replicas,
+                cache_info(&dec.cfg),
                 crate::rng::hash2(seed, 0xdec0de),
             ),
             held_p: VecDeque::new(),
@@ -335,12 +343,101 @@ impl<'m, 'p> Pd<'m, 'p> {
             recv_free: vec![Ticks::ZERO; nd as usize],
             handoffs: Vec::new(),
             open: IdMap::default(),
+            groups_d: lockstep_groups(dec),
+            groups_p: lockstep_groups(pre),
         })
     }
 
+    /// Engine `i`'s lockstep group: (its state's pool and replica index, the group's first
+    /// engine, DP ranks), or `None` when its pool's ranks step independently.
+    fn group_of(&self, i: usize) -> Option<(bool, usize, usize, usize)> {
+        let nd = self.nd as usize;
+        if i < nd {
+            let dp = self.dec.dp as usize;
+            (!self.groups_d.is_empty()).then(|| (true, i / dp, i / dp * dp, dp))
+        } else {
+            let dp = self.pre.dp as usize;
+            let r = (i - nd) / dp;
+            (!self.groups_p.is_empty()).then(|| (false, r, nd + r * dp, dp))
+        }
+    }
+
+    /// The lockstep group `(decode?, replica, first engine, ranks)` over its engines.
+    fn group(&mut self, g: (bool, usize, usize, usize)) -> LockstepGroup<'_, 'm> {
+        let (dec, r, lo, dp) = g;
+        let st = if dec {
+            &mut self.groups_d[r]
+        } else {
+            &mut self.groups_p[r]
+        };
+        LockstepGroup::new(st, &mut self.engines[lo..lo + dp])
+    }
+
+    /// Re-keys engine `i` (with lockstep: its group, at the group's first engine).
     fn set_engine(&mut self, i: usize) {
+        if let Some(g) = self.group_of(i) {
+            let t = self.group(g).next_event_time();
+            self.engine_heap.set(g.2 as u32, t);
+            return;
+        }
         self.engine_heap
             .set(i as u32, self.engines[i].next_event_time());
+    }
+
+    /// Submits `req` to engine `i` at `t` (through its lockstep group when it has one).
+    fn submit_engine(
+        &mut self,
+        i: usize,
+        req: Request,
+        t: Ticks,
+        tap: &mut PdTap,
+    ) -> Result<(), RejectReason> {
+        let res = match self.group_of(i) {
+            Some(g) => self.group(g).submit(i - g.2, req, t, tap),
+            None => self.engines[i].submit(req, t, tap),
+        };
+        self.set_engine(i);
+        res
+    }
+
+    /// A transferred request reaches decode engine `d` at `t` with `reserved` blocks.
+    fn submit_transferred(
+        &mut self,
+        d: usize,
+        req: Request,
+        t: Ticks,
+        reserved: u64,
+        tap: &mut PdTap,
+    ) {
+        let _ = match self.group_of(d) {
+            Some(g) => self
+                .group(g)
+                .submit_transferred(d - g.2, req, t, reserved, tap),
+            None => self.engines[d].submit_transferred(req, t, reserved, tap),
+        };
+        self.set_engine(d);
+    }
+
+    /// Processes the next event of engine `i` (with lockstep: of its group) and starts the
+    /// transfers its decode ranks now have blocks for.
+    fn process_engine(&mut self, i: usize, t: Ticks, tap: &mut PdTap) -> Result<(), SimError> {
+        let (lo, n) = match self.group_of(i) {
+            Some(g) => {
+                self.group(g).process_next_event(tap)?;
+                (g.2, g.3)
+            }
+            None => {
+                self.engines[i].process_next_event(tap)?;
+                (i, 1)
+            }
+        };
+        self.set_engine(lo);
+        for d in lo..lo + n {
+            if d < self.nd as usize && !self.pending[d].is_empty() {
+                self.try_start(d, t);
+            }
+        }
+        Ok(())
     }
 
     /// Prefill replica `r` takes `req` (client send `sent`) at `t`.
@@ -359,10 +456,9 @@ impl<'m, 'p> Pd<'m, 'p> {
         p.arrival = t;
         let id = req.id;
         self.originals.insert(id, (req, sent));
-        if self.engines[i].submit(p, t, tap).is_err() {
+        if self.submit_engine(i, p, t, tap).is_err() {
             self.originals.remove(&id);
         }
-        self.set_engine(i);
     }
 
     fn dispatch_prefill(&mut self, r: u32, req: Request, sent: Ticks, now: Ticks, tap: &mut PdTap) {
@@ -529,6 +625,18 @@ impl<'m, 'p> Pd<'m, 'p> {
     }
 }
 
+/// One lockstep state per replica of `pool` when its DP ranks step together (vLLM DP + EP for
+/// MoE, `lockstep.rs`), else none.
+fn lockstep_groups(pool: &PlanPool) -> Vec<GroupState> {
+    if pool.lockstep && pool.dp > 1 {
+        (0..pool.replicas)
+            .map(|_| GroupState::new(pool.dp, pool.model))
+            .collect()
+    } else {
+        Vec::new()
+    }
+}
+
 /// [`run_disagg_level_logged`] without the log (what `run_plan_level` calls).
 pub(super) fn run_disagg_level(
     plan: &SimPlan,
@@ -669,17 +777,11 @@ fn run(
                 let mut req = x.req;
                 req.arrival = t;
                 tap.sent.insert(req.id, x.sent);
-                let _ = sim.engines[d].submit_transferred(req, t, x.reserved, &mut tap);
-                sim.set_engine(d);
+                sim.submit_transferred(d, req, t, x.reserved, &mut tap);
             }
             _ => {
                 let eng = te.expect("engine event").1;
-                let i = eng as usize;
-                sim.engines[i].process_next_event(&mut tap)?;
-                sim.set_engine(i);
-                if i < sim.nd as usize && !sim.pending[i].is_empty() {
-                    sim.try_start(i, t);
-                }
+                sim.process_engine(eng as usize, t, &mut tap)?;
             }
         }
         if !tap.prefilled.is_empty() {

@@ -107,6 +107,24 @@ impl<'a, 'm> LockstepGroup<'a, 'm> {
         self.ranks[rank].submit(req, t, obs)
     }
 
+    /// Submits a request whose KV was transferred in (`Engine::submit_transferred`, a
+    /// disaggregated decode rank) to DP rank `rank` at `t`; it is scheduled from the next group
+    /// step.
+    pub fn submit_transferred(
+        &mut self,
+        rank: usize,
+        req: Request,
+        t: Ticks,
+        reserved: u64,
+        obs: &mut dyn Observer,
+    ) -> Result<(), RejectReason> {
+        if self.state.in_flight_end.is_none() && t > self.state.now {
+            self.state.now = t;
+        }
+        self.state.wake = None;
+        self.ranks[rank].submit_transferred(req, t, reserved, obs)
+    }
+
     fn has_work(e: &Engine) -> bool {
         e.num_waiting() > 0 || e.num_running() > 0
     }

@@ -22,7 +22,7 @@ pub use disagg::{run_disagg_level_logged, DisaggPlan, HandoffLog, PoolResult, Tr
 pub use heap::IndexedHeap;
 pub use lockstep::{GroupState, LockstepGroup};
 pub use pools::{RawKvTransfer, RawPool};
-pub use router::{parse_router, EppWeights, RouterPolicy, RouterSpec};
+pub use router::{parse_router, EngineCacheInfo, EppWeights, RouterPolicy, RouterSpec};
 pub use sim::{run_plan_level, PlanPool, ReplicaResult, SimPlan, TopologyLevel};
 pub use transfer::{KvPath, KvTransferModel, TransferBreakdown};
 
@@ -82,10 +82,12 @@ pub struct RawRouter {
     /// wait at the router (default: no guard).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_outstanding_per_replica: Option<u32>,
-    /// Tokens per block of the router's approximate prefix index (default 16).
+    /// Tokens per block of the router's approximate prefix index (default: llm-d's auto-tune,
+    /// the engines' block size).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_block_tokens: Option<u32>,
-    /// Blocks the approximate prefix index remembers per replica, LRU (default 31,250).
+    /// Blocks the approximate prefix index remembers per replica, LRU (default: llm-d's
+    /// auto-tune, the engines' `num_gpu_blocks`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_lru_blocks_per_replica: Option<u64>,
 }

@@ -80,16 +80,30 @@ pub struct RouterSpec {
     pub weights: EppWeights,
     pub refresh: Ticks,
     pub max_outstanding: Option<u32>,
-    pub prefix_block_tokens: u64,
-    pub prefix_lru_blocks: u64,
+    /// Tokens per block of the prefix index; `None`: llm-d's auto-tune (the engines'
+    /// `block_size`, as vLLM's `cache_config_info` reports it).
+    pub prefix_block_tokens: Option<u64>,
+    /// Blocks the prefix index remembers per replica; `None`: llm-d's auto-tune (the engines'
+    /// `num_gpu_blocks`).
+    pub prefix_lru_blocks: Option<u64>,
 }
 
 /// Blocks of a prompt the prefix scorer hashes at most (llm-d `maxPrefixBlocksToMatch`, 256).
 pub const MAX_PREFIX_BLOCKS: usize = 256;
-/// Tokens per block of the approximate prefix index (the llm-d figure, 16).
+/// Tokens per block of the approximate prefix index when the engines report none (llm-d
+/// `defaultBlockSizeTokens`, 16).
 pub const DEFAULT_PREFIX_BLOCK_TOKENS: u32 = 16;
-/// Blocks remembered per replica (llm-d `lruCapacityPerServer`, 31,250).
+/// Blocks remembered per replica when the engines report none (llm-d
+/// `defaultLRUCapacityPerServer`, 31,250).
 pub const DEFAULT_PREFIX_LRU_BLOCKS: u64 = 31_250;
+
+/// What the engines behind a router report to llm-d's auto-tune (vLLM's `cache_config_info`:
+/// `block_size` and `num_gpu_blocks`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineCacheInfo {
+    pub block_size: u32,
+    pub num_gpu_blocks: u64,
+}
 
 impl Default for RouterSpec {
     fn default() -> Self {
@@ -98,8 +112,8 @@ impl Default for RouterSpec {
             weights: EppWeights::DEFAULT,
             refresh: Ticks::from_secs_f64(DEFAULT_REFRESH_INTERVAL_MS / 1e3),
             max_outstanding: None,
-            prefix_block_tokens: DEFAULT_PREFIX_BLOCK_TOKENS as u64,
-            prefix_lru_blocks: DEFAULT_PREFIX_LRU_BLOCKS,
+            prefix_block_tokens: None,
+            prefix_lru_blocks: None,
         }
     }
 }
@@ -168,22 +182,40 @@ impl RouterSpec {
                 return Err(terr(
                     "router.prefix_block_tokens",
                     b,
-                    "must be between 1 and 65,536 tokens (llm-d default 16)",
+                    "must be between 1 and 65,536 tokens (leave it out for llm-d's auto-tune: the engines' block size)",
                 ));
             }
-            s.prefix_block_tokens = b as u64;
+            s.prefix_block_tokens = Some(b as u64);
         }
         if let Some(c) = raw.prefix_lru_blocks_per_replica {
             if c == 0 || c > 100_000_000 {
                 return Err(terr(
                     "router.prefix_lru_blocks_per_replica",
                     c,
-                    "must be between 1 and 100,000,000 blocks (llm-d default 31,250)",
+                    "must be between 1 and 100,000,000 blocks (leave it out for llm-d's auto-tune: the engines' num_gpu_blocks)",
                 ));
             }
-            s.prefix_lru_blocks = c;
+            s.prefix_lru_blocks = Some(c);
         }
         Ok(s)
+    }
+
+    /// The prefix index's block size (tokens) and per-replica capacity (blocks) over engines
+    /// reporting `cache`: the spec's, else llm-d's auto-tune (`autoTune: true` by default,
+    /// `approximateprefix/plugin.go` `GetBlockSize` / `makeserver`): the engines' block size
+    /// and `num_gpu_blocks`, falling back to 16 tokens and 31,250 blocks when they report 0.
+    pub fn prefix_index_shape(&self, cache: EngineCacheInfo) -> (u64, u64) {
+        let block = self.prefix_block_tokens.unwrap_or(match cache.block_size {
+            0 => DEFAULT_PREFIX_BLOCK_TOKENS as u64,
+            b => b as u64,
+        });
+        let cap = self
+            .prefix_lru_blocks
+            .unwrap_or(match cache.num_gpu_blocks {
+                0 => DEFAULT_PREFIX_LRU_BLOCKS,
+                b => b,
+            });
+        (block, cap)
     }
 
     /// One line for people, e.g. `llm-d (queue 2, kv-cache 2, prefix 3; refresh 50 ms)`.
@@ -304,60 +336,68 @@ impl PrefixIndex {
         }
     }
 
-    /// Chained hashes of the prompt's full blocks (at most [`MAX_PREFIX_BLOCKS`]) into
-    /// `self.hashes`: two prompts share block `b`'s hash exactly when their tokens agree up to
-    /// the end of block `b`.
+    /// Chained hashes of the prompt's blocks into `self.hashes`, as llm-d's `hashPrompt`
+    /// (`approximateprefix/hashing.go`): nothing for a prompt shorter than one block; the
+    /// prompt truncated to [`MAX_PREFIX_BLOCKS`] blocks; one hash per full block, then one for
+    /// the partial block left over. Two prompts share block `b`'s hash exactly when their
+    /// tokens agree up to the end of block `b` (and, for a partial block, its length agrees).
     fn hash_prompt(&mut self, prompt: &[Segment]) {
         self.hashes.clear();
         self.segs.clear();
         self.segs.extend_from_slice(prompt);
         Request::normalize_segments(&mut self.segs);
         let bs = self.block;
+        let total: u64 = self.segs.iter().map(|s| s.len).sum();
+        if total < bs {
+            return;
+        }
+        let mut left = total.min(bs.saturating_mul(MAX_PREFIX_BLOCKS as u64));
         let mut h: u64 = 0x7072_6566_6978_0001;
         let mut in_block = 0u64;
         for s in &self.segs {
             let mut off = 0u64;
-            while off < s.len {
-                let take = (bs - in_block).min(s.len - off);
+            while off < s.len && left > 0 {
+                let take = (bs - in_block).min(s.len - off).min(left);
                 h = hash2(h, hash2(s.stream, s.start + off));
                 h = hash2(h, take);
                 in_block += take;
                 off += take;
+                left -= take;
                 if in_block == bs {
                     self.hashes.push(h);
                     in_block = 0;
-                    if self.hashes.len() >= MAX_PREFIX_BLOCKS {
-                        return;
-                    }
                 }
             }
+        }
+        if in_block > 0 {
+            self.hashes.push(hash2(h, 0x7061_7274_6961_6c00));
         }
     }
 
-    /// `(replica, leading blocks held)` for every replica holding at least the first block.
+    /// `(replica, blocks)` for every replica holding a block of the prompt's leading run, as
+    /// llm-d's `matchLongestPrefix` (`approximateprefix/plugin.go`): walk the blocks in order,
+    /// stop at the first block no replica holds, and count for each replica the blocks of that
+    /// run it holds. Sorted by replica.
     fn matches(&self, out: &mut Vec<(u32, u32)>) {
         out.clear();
-        let Some(first) = self.hashes.first().and_then(|h| self.holders.get(h)) else {
-            return;
-        };
-        let mut active: Vec<u32> = first.clone();
-        for (b, h) in self.hashes.iter().enumerate().skip(1) {
-            let hv = self.holders.get(h);
-            let mut keep = Vec::with_capacity(active.len());
-            for &s in &active {
-                if hv.is_some_and(|v| v.binary_search(&s).is_ok()) {
-                    keep.push(s);
-                } else {
-                    out.push((s, b as u32));
-                }
-            }
-            active = keep;
-            if active.is_empty() {
+        for h in &self.hashes {
+            let Some(holders) = self.holders.get(h).filter(|v| !v.is_empty()) else {
                 break;
+            };
+            // Merge the (sorted) holders into the (sorted) counts.
+            let mut k = 0;
+            for &r in holders {
+                while k < out.len() && out[k].0 < r {
+                    k += 1;
+                }
+                if k < out.len() && out[k].0 == r {
+                    out[k].1 += 1;
+                } else {
+                    out.insert(k, (r, 1));
+                }
+                k += 1;
             }
         }
-        let n = self.hashes.len() as u32;
-        out.extend(active.into_iter().map(|s| (s, n)));
     }
 
     /// Records that replica `r` now holds the hashed blocks (most recently used).
@@ -405,10 +445,9 @@ pub struct Router {
     /// (outstanding, replica) for least-requests.
     by_load: BTreeSet<(u32, u32)>,
     /// llm-d snapshot: base score (queue + KV terms) per replica and the replicas sorted by it
-    /// (descending, then index); `top` = how many share the best score.
+    /// (descending, then index).
     base: Vec<f64>,
     order: Vec<u32>,
-    top: usize,
     next_refresh: Ticks,
     prefix: Option<PrefixIndex>,
     matched: Vec<(u32, u32)>,
@@ -418,7 +457,9 @@ pub struct Router {
 }
 
 impl Router {
-    pub fn new(spec: &RouterSpec, n: u32, seed: u64) -> Router {
+    /// A router over `n` replicas whose engines report `cache` (llm-d's prefix index
+    /// auto-tunes its block size and per-replica capacity from it unless the spec sets them).
+    pub fn new(spec: &RouterSpec, n: u32, cache: EngineCacheInfo, seed: u64) -> Router {
         let n = n.max(1);
         let guard = spec.max_outstanding.is_some();
         let epp = spec.policy == RouterPolicy::LlmD;
@@ -443,10 +484,11 @@ impl Router {
                 Vec::new()
             },
             order: if epp { (0..n).collect() } else { Vec::new() },
-            top: n as usize,
             next_refresh: Ticks::ZERO,
-            prefix: (epp && spec.weights.prefix > 0.0 && n > 1)
-                .then(|| PrefixIndex::new(n, spec.prefix_block_tokens, spec.prefix_lru_blocks)),
+            prefix: (epp && spec.weights.prefix > 0.0 && n > 1).then(|| {
+                let (block, cap) = spec.prefix_index_shape(cache);
+                PrefixIndex::new(n, block, cap)
+            }),
             matched: Vec::new(),
             rng: Rng::stream(seed, Stream::Router),
             routed: vec![0; n as usize],
@@ -517,63 +559,85 @@ impl Router {
                 .total_cmp(&base[a as usize])
                 .then(a.cmp(&b))
         });
-        let best = self.base[self.order[0] as usize];
-        self.top = self
-            .order
-            .iter()
-            .take_while(|&&r| self.base[r as usize] == best)
-            .count();
         let iv = self.spec.refresh.0.max(1);
         self.next_refresh = Ticks((t.0 / iv + 1).saturating_mul(iv));
     }
 
+    /// llm-d's scheduling cycle over the replicas not at the saturation guard: each scored
+    /// `queue x w_q + kv x w_kv + prefix x w_p` (`scheduling/scheduler_profile.go`), the
+    /// highest score picked, ties uniformly at random (`picker/maxscore/picker.go`: shuffle,
+    /// then a stable sort by score). Costs O(matched replicas) plus a few random draws: the
+    /// replicas holding none of the prompt score their snapshot base alone, kept sorted.
     fn pick_epp(&mut self, req: &Request, t: Ticks, view: &dyn ReplicaView) -> Option<u32> {
         if t >= self.next_refresh {
             self.refresh(t, view);
         }
-        // Best by queue + KV terms alone: a random one of the replicas sharing the best
-        // snapshot score (llm-d's max-score picker breaks ties at random), skipping saturated
-        // replicas in snapshot order.
-        let start = if self.top > 1 {
-            self.rng.range_u64(0, self.top as u64 - 1) as usize
-        } else {
-            0
-        };
-        let mut base_pick = None;
-        for k in 0..self.order.len() {
-            let i = if k < self.top {
-                (start + k) % self.top
-            } else {
-                k
-            };
-            let r = self.order[i];
-            if !self.saturated(r) {
-                base_pick = Some(r);
+        self.matched.clear();
+        let mut total = 0usize;
+        if let Some(ix) = self.prefix.as_mut() {
+            ix.hash_prompt(&req.prompt);
+            total = ix.hashes.len();
+            if total > 0 {
+                ix.matches(&mut self.matched);
+            }
+        }
+        let is_matched = |m: &[(u32, u32)], r: u32| m.binary_search_by_key(&r, |e| e.0).is_ok();
+        // The best replica holding none of the prompt: the first in snapshot order (base score
+        // descending) that is neither matched nor saturated; `run` = the snapshot positions
+        // sharing its base score.
+        let mut unmatched: Option<(f64, usize)> = None;
+        for (k, &r) in self.order.iter().enumerate() {
+            if !self.saturated(r) && !is_matched(&self.matched, r) {
+                unmatched = Some((self.base[r as usize], k));
                 break;
             }
         }
-        let base_pick = base_pick?;
-        let mut best = (self.base[base_pick as usize], base_pick);
-        if let Some(ix) = self.prefix.as_mut() {
-            ix.hash_prompt(&req.prompt);
-            let total = ix.hashes.len();
-            if total > 0 {
-                ix.matches(&mut self.matched);
-                let wp = self.spec.weights.prefix;
-                // A replica holding part of the prompt wins ties against the queue/KV pick.
-                self.matched.sort_unstable();
-                for &(r, m) in &self.matched {
-                    if self.saturated(r) {
-                        continue;
-                    }
-                    let s = self.base[r as usize] + wp * m as f64 / total as f64;
-                    if s >= best.0 && (s > best.0 || best.1 == base_pick) {
-                        best = (s, r);
-                    }
-                }
+        let wp = self.spec.weights.prefix;
+        let mut best = unmatched.map(|(b, _)| b);
+        for &(r, m) in &self.matched {
+            if self.saturated(r) {
+                continue;
+            }
+            let s = self.base[r as usize] + wp * m as f64 / total as f64;
+            if best.is_none_or(|b| s > b) {
+                best = Some(s);
             }
         }
-        Some(best.1)
+        let best = best?;
+        // Ties: the matched replicas scoring `best`, and (when the best unmatched one scores
+        // `best`) the unmatched, unsaturated replicas of its run in the snapshot order.
+        let mut tied_m: Vec<u32> = Vec::new();
+        for &(r, m) in &self.matched {
+            if !self.saturated(r) && self.base[r as usize] + wp * m as f64 / total as f64 == best {
+                tied_m.push(r);
+            }
+        }
+        let run = match unmatched {
+            Some((b, k)) if b == best => {
+                let end = self.order[k..]
+                    .iter()
+                    .position(|&r| self.base[r as usize] != b)
+                    .map_or(self.order.len(), |p| k + p);
+                k..end
+            }
+            _ => 0..0,
+        };
+        let slots = tied_m.len() + run.len();
+        if slots == 1 {
+            return Some(tied_m.first().copied().unwrap_or(self.order[run.start]));
+        }
+        // Uniform over the tied replicas: draw a slot, redraw when it names a matched or
+        // saturated replica of the run (such a slot is not a candidate); at least one slot is.
+        loop {
+            let k = self.rng.range_u64(0, slots as u64 - 1) as usize;
+            if k < tied_m.len() {
+                return Some(tied_m[k]);
+            }
+            let r = self.order[run.start + k - tied_m.len()];
+            if !self.saturated(r) && !is_matched(&self.matched, r) {
+                return Some(r);
+            }
+        }
     }
 
     /// Records that a request was sent to replica `r` (after [`Router::pick`] chose it).
@@ -618,6 +682,11 @@ impl Router {
 mod tests {
     use super::*;
 
+    const CACHE: EngineCacheInfo = EngineCacheInfo {
+        block_size: 16,
+        num_gpu_blocks: 31_250,
+    };
+
     struct View(Vec<u64>, Vec<f64>);
     impl ReplicaView for View {
         fn waiting(&self, r: u32) -> u64 {
@@ -646,7 +715,7 @@ mod tests {
     #[test]
     fn round_robin_cycles_and_least_requests_balances() {
         let v = View(vec![0; 3], vec![0.0; 3]);
-        let mut rr = Router::new(&RouterSpec::default(), 3, 1);
+        let mut rr = Router::new(&RouterSpec::default(), 3, CACHE, 1);
         let picks: Vec<u32> = (0..6)
             .map(|i| {
                 let r = rr.pick(&req(i, i, 32), Ticks::ZERO, &v).unwrap();
@@ -659,7 +728,7 @@ mod tests {
             policy: RouterPolicy::LeastRequests,
             ..RouterSpec::default()
         };
-        let mut lr = Router::new(&spec, 3, 1);
+        let mut lr = Router::new(&spec, 3, CACHE, 1);
         for i in 0..3 {
             let r = lr.pick(&req(i, i, 32), Ticks::ZERO, &v).unwrap();
             lr.dispatched(r);
@@ -681,7 +750,7 @@ mod tests {
                 max_outstanding: Some(1),
                 ..RouterSpec::default()
             };
-            let mut r = Router::new(&spec, 2, 3);
+            let mut r = Router::new(&spec, 2, CACHE, 3);
             let a = r.pick(&req(0, 0, 32), Ticks::ZERO, &v).unwrap();
             r.dispatched(a);
             let b = r.pick(&req(1, 1, 32), Ticks::ZERO, &v).unwrap();
@@ -708,7 +777,7 @@ mod tests {
         };
         // queue: replica 1 has the shortest queue; KV equal -> replica 1.
         let v = View(vec![4, 0, 2], vec![0.5; 3]);
-        let mut r = Router::new(&spec, 3, 5);
+        let mut r = Router::new(&spec, 3, CACHE, 5);
         assert_eq!(r.pick(&req(0, 7, 64), Ticks::ZERO, &v), Some(1));
         r.dispatched(1);
         // Same prompt again within the refresh interval: replica 1 holds its 4 blocks
@@ -721,6 +790,120 @@ mod tests {
         let later = Ticks::from_secs_f64(1.0);
         assert_eq!(r.pick(&req(2, 8, 64), later, &v2), Some(2));
         assert_eq!(r.pick(&req(3, 7, 64), later, &v2), Some(1));
+    }
+
+    /// The weighted sum decides, not prefix affinity alone: a replica holding a quarter of the
+    /// prompt (`3 x 0.25`) loses to one with the shortest queue (`2 x 1`); holding all of it
+    /// (`3 x 1`) it keeps the request against the same queue gap (llm-d's default weights).
+    #[test]
+    fn queue_scorer_overrides_a_partial_prefix_match() {
+        let spec = RouterSpec {
+            policy: RouterPolicy::LlmD,
+            ..RouterSpec::default()
+        };
+        let idle = View(vec![0, 0], vec![0.0; 2]);
+        let mut r = Router::new(&spec, 2, CACHE, 9);
+        // a 16-token shared head then 48 tokens of stream 50: 4 blocks, replica 0 holds them
+        let sent = Request {
+            prompt: vec![
+                Segment {
+                    stream: 1,
+                    start: 0,
+                    len: 16,
+                },
+                Segment {
+                    stream: 50,
+                    start: 0,
+                    len: 48,
+                },
+            ],
+            ..req(0, 0, 0)
+        };
+        let first = r.pick(&sent, Ticks::ZERO, &idle).unwrap();
+        r.dispatched(first);
+        let other = 1 - first;
+        // replica `other` has the shorter queue at the next refresh
+        let mut q = vec![0, 0];
+        q[first as usize] = 5;
+        let busy = View(q, vec![0.0; 2]);
+        let later = Ticks::from_secs_f64(1.0);
+        // a prompt sharing only its first block of 4 with `first`: 3 x 0.25 < 2 x 1
+        let partial = Request {
+            prompt: vec![
+                Segment {
+                    stream: 1,
+                    start: 0,
+                    len: 16,
+                },
+                Segment {
+                    stream: 60,
+                    start: 0,
+                    len: 48,
+                },
+            ],
+            ..req(1, 0, 0)
+        };
+        assert_eq!(r.pick(&partial, later, &busy), Some(other));
+        // the whole prompt again: 3 x 1 > 2 x 1
+        assert_eq!(r.pick(&sent, later, &busy), Some(first));
+    }
+
+    /// Ties go to any of the tied replicas with equal chance (llm-d's max-score picker shuffles
+    /// before its stable sort), including replicas holding none of the prompt.
+    #[test]
+    fn ties_are_uniform_over_every_tied_replica() {
+        let spec = RouterSpec {
+            policy: RouterPolicy::LlmD,
+            ..RouterSpec::default()
+        };
+        let v = View(vec![0; 4], vec![0.0; 4]);
+        let mut r = Router::new(&spec, 4, CACHE, 11);
+        let mut counts = [0u32; 4];
+        for i in 0..4000 {
+            // a fresh prompt each time: nobody holds it, all four tie
+            let x = r.pick(&req(i, 1000 + i, 64), Ticks::ZERO, &v).unwrap();
+            counts[x as usize] += 1;
+        }
+        for c in counts {
+            // binomial(4000, 1/4): sd 27; 6 sd either side
+            assert!((840..=1160).contains(&c), "{counts:?}");
+        }
+    }
+
+    /// llm-d's matching credits every replica holding a block of the leading run, counted
+    /// block by block, stopping at the first block nobody holds; a partial last block has its
+    /// own hash; a prompt shorter than one block has none.
+    #[test]
+    fn prefix_matching_follows_llm_d() {
+        let mut ix = PrefixIndex::new(3, 16, 1000);
+        ix.hash_prompt(&req(0, 1, 8).prompt);
+        assert!(ix.hashes.is_empty(), "shorter than a block: no hashes");
+        ix.hash_prompt(&req(0, 1, 40).prompt);
+        assert_eq!(ix.hashes.len(), 3, "2 full blocks and a partial one");
+        // replica 0 got the first 32 tokens, replica 1 the whole 40
+        ix.hash_prompt(&req(0, 1, 32).prompt);
+        ix.insert(0);
+        ix.hash_prompt(&req(0, 1, 40).prompt);
+        ix.insert(1);
+        let mut m = Vec::new();
+        ix.matches(&mut m);
+        assert_eq!(m, vec![(0, 2), (1, 3)]);
+        // truncation at 256 blocks
+        ix.hash_prompt(&req(0, 2, 16 * 300 + 5).prompt);
+        assert_eq!(ix.hashes.len(), MAX_PREFIX_BLOCKS);
+        // auto-tune: the engines' block size and blocks unless the spec sets them
+        let spec = RouterSpec::default();
+        let cache = EngineCacheInfo {
+            block_size: 64,
+            num_gpu_blocks: 5000,
+        };
+        assert_eq!(spec.prefix_index_shape(cache), (64, 5000));
+        let set = RouterSpec {
+            prefix_block_tokens: Some(16),
+            prefix_lru_blocks: Some(100),
+            ..RouterSpec::default()
+        };
+        assert_eq!(set.prefix_index_shape(cache), (16, 100));
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! `engine::cluster::dp_route`).
 
 use super::lockstep::{GroupState, LockstepGroup};
-use super::router::{ReplicaView, Router, RouterSpec};
+use super::router::{EngineCacheInfo, ReplicaView, Router, RouterSpec};
 use super::{IndexedHeap, MAX_ENGINES};
 use crate::engine::cluster::dp_route;
 use crate::engine::{
@@ -257,6 +257,14 @@ impl ReplicaView for Engines<'_, '_> {
     }
 }
 
+/// What a pool's engines report to the router's auto-tune (vLLM `cache_config_info`).
+pub(super) fn cache_info(cfg: &EngineConfig) -> EngineCacheInfo {
+    EngineCacheInfo {
+        block_size: cfg.block_size,
+        num_gpu_blocks: cfg.num_gpu_blocks,
+    }
+}
+
 /// One replica's API server: requests in it (engine arrival time, request), FIFO with
 /// non-decreasing times, and when its serial worker is next free.
 #[derive(Default)]
@@ -297,7 +305,7 @@ impl<'m, 'p> Simulation<'m, 'p> {
                 .map(|_| FrontEndQueue::default())
                 .collect(),
             frontend_heap: IndexedHeap::new(pool.replicas as usize),
-            router: Router::new(&plan.router, pool.replicas, seed),
+            router: Router::new(&plan.router, pool.replicas, cache_info(&pool.cfg), seed),
             held: VecDeque::new(),
             groups: if pool.lockstep && pool.dp > 1 {
                 (0..pool.replicas)

@@ -82,6 +82,8 @@ pub enum Target {
     KvTransferConfig,
     /// ServeSim's host-link rate for the CPU tier -> `engine.host_link_gb_s`.
     HostLinkGbS,
+    /// ServeSim's host memory per node for the CPU tier -> `engine.host_memory_gb_per_node`.
+    HostMemoryGbPerNode,
 }
 
 /// What an argument does.
@@ -293,7 +295,8 @@ static REGISTRY: &[ArgSpec] = &[
     servesim("ep", &[], Target::Ep, "ep", "expert-parallel size: 1, or tp*dp (what --enable-expert-parallel sets)"),
     servesim("weight-precision", &[], Target::WeightPrecision, "weight_precision", "checkpoint | bf16 | fp8 | fp4 (what-if serving precision)"),
     servesim("vllm-version", &[], Target::VllmVersion, "vllm_version", "the vLLM version served (selects the calibration line)"),
-    servesim("host-link-gb-s", &[], Target::HostLinkGbS, "engine.host_link_gb_s", "GB/s per GPU and direction of the CPU KV tier's host link (default: the GPU's link, docs/step-time.md \"Host link\")"),
+    servesim("host-link-gb-s", &[], Target::HostLinkGbS, "engine.host_link_gb_s", "GB/s per GPU and direction of the CPU KV tier's host link (default: the GPU's link as achieved, docs/step-time.md \"Host link\")"),
+    servesim("host-memory-gb-per-node", &[], Target::HostMemoryGbPerNode, "engine.host_memory_gb_per_node", "host memory of one node in GB, which bounds the CPU KV tier (default: the system table, docs/engine.md \"Host memory\")"),
     servesim("speculative-acceptance", &[], Target::SpeculativeAcceptance, "engine.speculative_acceptance", "JSON: the draft acceptance the simulation draws from (vLLM measures it; ServeSim needs it stated)"),
     // --- environment variables --------------------------------------------------------------
     env("VLLM_ALLOW_LONG_MAX_MODEL_LEN", Effect::Sets(Target::AllowLongMaxModelLen), "engine.allow_long_max_model_len"),
@@ -695,6 +698,15 @@ pub fn apply(
                 .map_err(|_| format!("{flag} {v}: not a number of GB/s"))?;
             e.host_link_gb_s = Some(x);
             format!("engine.host_link_gb_s = {x}")
+        }
+        Target::HostMemoryGbPerNode => {
+            let v = need()?;
+            let x: f64 = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("{flag} {v}: not a number of GB"))?;
+            e.host_memory_gb_per_node = Some(x);
+            format!("engine.host_memory_gb_per_node = {x}")
         }
         Target::KvTransferConfig => {
             let v = need()?;

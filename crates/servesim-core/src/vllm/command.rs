@@ -674,6 +674,9 @@ pub fn to_vllm_command(s: &Scenario) -> String {
     if let Some(g) = e.host_link_gb_s {
         ss.push(format!("--host-link-gb-s {g}"));
     }
+    if let Some(g) = e.host_memory_gb_per_node {
+        ss.push(format!("--host-memory-gb-per-node {g}"));
+    }
     if let Some(acc) = &e.speculative_acceptance {
         ss.push(format!(
             "--speculative-acceptance {}",
