@@ -14,7 +14,12 @@ use std::collections::BTreeMap;
 fn calibrated_table_carries_every_fitted_field_of_its_generation_and_era() {
     let fit = validate::fitted_efficiencies().unwrap();
     assert!(!fit.generations.is_empty());
-    for g in [Generation::Hopper, Generation::Ampere] {
+    for g in [
+        Generation::Hopper,
+        Generation::Ampere,
+        Generation::Blackwell,
+        Generation::Cdna3,
+    ] {
         for era in EngineEra::ALL {
             let (_, fields) = lookup_calibration(&fit.generations, g, era)
                 .unwrap_or_else(|| panic!("{g:?} {era:?}: no calibration"));
@@ -96,7 +101,7 @@ fn vllm_versions_map_to_their_release_line() {
 
 #[test]
 fn generations_without_measured_runs_keep_the_literature_table_and_say_so() {
-    for g in [Generation::Blackwell, Generation::Cdna3, Generation::Ada] {
+    for g in [Generation::Ada] {
         for era in EngineEra::ALL {
             assert_eq!(
                 Efficiencies::calibrated_for(g, era),
