@@ -64,19 +64,7 @@ pub fn run_capacity(a: &CapacityArgs, m: &clap::ArgMatches) -> Result<()> {
 fn print_report(r: &CapacityReport) {
     print_main(r);
     if let Some(t) = &r.cpu_tier {
-        println!(
-            "CPU KV tier ({}): {} chunks of {} blocks = {} tokens per rank, {:.2} GiB host memory per rank, {:.2} GiB per node ({} GPUs per node, {}); host link {} at {:.1} GB/s per GPU",
-            t.connector,
-            t.chunks,
-            t.blocks_per_chunk,
-            t.tokens,
-            t.host_bytes_per_rank as f64 / (1u64 << 30) as f64,
-            t.host_bytes_per_node as f64 / (1u64 << 30) as f64,
-            t.gpus_per_node,
-            t.gpus_per_node_basis,
-            t.host_link,
-            t.host_link_gb_s
-        );
+        println!("{}", t.summary_line());
         match t.host_memory_bytes_per_node {
             Some(m) => println!(
                 "  node host memory {:.0} GiB ({})",
