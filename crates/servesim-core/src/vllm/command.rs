@@ -148,7 +148,9 @@ fn lex(text: &str) -> Result<Vec<Tok>, String> {
                     while i < chars.len() && matches!(chars[i], ' ' | '\t') {
                         i += 1;
                     }
-                    while i < chars.len() && !matches!(chars[i], ' ' | '\t' | '\n' | '\r' | ';' | '&' | '|') {
+                    while i < chars.len()
+                        && !matches!(chars[i], ' ' | '\t' | '\n' | '\r' | ';' | '&' | '|')
+                    {
                         i += 1;
                     }
                 }
@@ -178,6 +180,17 @@ fn lex(text: &str) -> Result<Vec<Tok>, String> {
     }
     push(&mut cur, &mut in_word, &mut out);
     Ok(out)
+}
+
+/// Shell words of one line (quotes and escapes as in a command line).
+pub(crate) fn shell_words(line: &str) -> Result<Vec<String>, String> {
+    Ok(lex(line)?
+        .into_iter()
+        .filter_map(|t| match t {
+            Tok::Word(w) => Some(w),
+            _ => None,
+        })
+        .collect())
 }
 
 fn is_env_assignment(w: &str) -> Option<(&str, &str)> {

@@ -66,7 +66,12 @@ struct Worker {
     reports: Vec<ArgReport>,
 }
 
-fn rep(arg: impl Into<String>, value: Option<String>, status: Status, detail: impl Into<String>) -> ArgReport {
+fn rep(
+    arg: impl Into<String>,
+    value: Option<String>,
+    status: Status,
+    detail: impl Into<String>,
+) -> ArgReport {
     ArgReport {
         arg: arg.into(),
         value,
@@ -77,7 +82,10 @@ fn rep(arg: impl Into<String>, value: Option<String>, status: Status, detail: im
 
 fn strings(n: Option<&Node>) -> Vec<String> {
     match n {
-        Some(Node::Seq(v)) => v.iter().filter_map(|x| x.str().map(str::to_string)).collect(),
+        Some(Node::Seq(v)) => v
+            .iter()
+            .filter_map(|x| x.str().map(str::to_string))
+            .collect(),
         Some(x) => x.str().map(|s| vec![s.to_string()]).unwrap_or_default(),
         None => Vec::new(),
     }
@@ -116,13 +124,22 @@ fn gpu_from_pod(pod: &Node, prefix: &str) -> Option<(String, String)> {
         }
     }
     let terms = pod
-        .at(&["affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"])
+        .at(&[
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+        ])
         .or_else(|| pod.get("nodeSelectorTerms"));
     for t in terms.map(Node::seq).unwrap_or(&[]) {
         for e in t.get("matchExpressions").map(Node::seq).unwrap_or(&[]) {
             let key = e.get("key").and_then(Node::str).unwrap_or("");
             if GPU_LABELS.contains(&key) {
-                if let Some(v) = e.get("values").and_then(|v| v.seq().first()).and_then(Node::str) {
+                if let Some(v) = e
+                    .get("values")
+                    .and_then(|v| v.seq().first())
+                    .and_then(Node::str)
+                {
                     return Some((format!("{prefix}affinity[{key}]"), v.to_string()));
                 }
             }
@@ -182,12 +199,22 @@ fn labelled_role(meta: Option<&Node>) -> Option<PoolRole> {
         .and_then(role_of)
 }
 
-const SHELLS: [&str; 6] = ["sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/bash", "/usr/bin/env"];
+const SHELLS: [&str; 6] = [
+    "sh",
+    "bash",
+    "/bin/sh",
+    "/bin/bash",
+    "/usr/bin/bash",
+    "/usr/bin/env",
+];
 
 /// The launch of a container from its `command` and `args`.
 fn launch_of(command: Vec<String>, args: Vec<String>, image: Option<&str>) -> Option<Launch> {
     if let Some(c) = command.iter().position(|w| w == "-c") {
-        if command.first().is_some_and(|s| SHELLS.contains(&s.as_str()) || s.ends_with("sh")) {
+        if command
+            .first()
+            .is_some_and(|s| SHELLS.contains(&s.as_str()) || s.ends_with("sh"))
+        {
             let script = command.get(c + 1).or_else(|| args.first())?;
             return Some(Launch::Shell(script.clone()));
         }
@@ -211,15 +238,29 @@ fn launch_of(command: Vec<String>, args: Vec<String>, image: Option<&str>) -> Op
 }
 
 /// A container of a pod spec, as a worker (None when it runs no vLLM server).
-fn container_worker(c: &Node, pod: &Node, label: &str, prefix: &str) -> Result<Option<Worker>, ArgReport> {
+fn container_worker(
+    c: &Node,
+    pod: &Node,
+    label: &str,
+    prefix: &str,
+) -> Result<Option<Worker>, ArgReport> {
     let image = c.get("image").and_then(Node::str).map(str::to_string);
-    let Some(launch) = launch_of(strings(c.get("command")), strings(c.get("args")), image.as_deref()) else {
+    let Some(launch) = launch_of(
+        strings(c.get("command")),
+        strings(c.get("args")),
+        image.as_deref(),
+    ) else {
         return Ok(None);
     };
     let mut reports = Vec::new();
     let env = env_list(c.get("env"), &mut reports, prefix);
     if c.get("envFrom").is_some() {
-        reports.push(rep(format!("{prefix}envFrom"), None, Status::Ignored, "variables from a Secret / ConfigMap: not in the manifest"));
+        reports.push(rep(
+            format!("{prefix}envFrom"),
+            None,
+            Status::Ignored,
+            "variables from a Secret / ConfigMap: not in the manifest",
+        ));
     }
     Ok(Some(Worker {
         label: label.to_string(),
@@ -236,7 +277,13 @@ fn container_worker(c: &Node, pod: &Node, label: &str, prefix: &str) -> Result<O
 }
 
 /// The vLLM containers of a pod spec (`containers`, then `initContainers` are not servers).
-fn pod_workers(pod: &Node, label: &str, prefix: &str, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>) {
+fn pod_workers(
+    pod: &Node,
+    label: &str,
+    prefix: &str,
+    out: &mut Vec<Worker>,
+    errs: &mut Vec<ArgReport>,
+) {
     for c in pod.get("containers").map(Node::seq).unwrap_or(&[]) {
         let name = c.get("name").and_then(Node::str).unwrap_or("?");
         match container_worker(c, pod, &format!("{label}, container {name}"), prefix) {
@@ -250,12 +297,20 @@ fn pod_workers(pod: &Node, label: &str, prefix: &str, out: &mut Vec<Worker>, err
 /// Workers of one YAML document.
 fn doc_workers(doc: &Node, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>) {
     let kind = doc.get("kind").and_then(Node::str).unwrap_or("");
-    let name = doc.at(&["metadata", "name"]).and_then(Node::str).unwrap_or("").to_string();
+    let name = doc
+        .at(&["metadata", "name"])
+        .and_then(Node::str)
+        .unwrap_or("")
+        .to_string();
     let meta = doc.get("metadata");
     let start = out.len();
     match kind {
         "Deployment" | "StatefulSet" | "ReplicaSet" | "Job" | "Pod" => {
-            let pod = if kind == "Pod" { doc.get("spec") } else { doc.at(&["spec", "template", "spec"]) };
+            let pod = if kind == "Pod" {
+                doc.get("spec")
+            } else {
+                doc.at(&["spec", "template", "spec"])
+            };
             if let Some(pod) = pod {
                 pod_workers(pod, &format!("{kind} {name}"), "", out, errs);
             }
@@ -291,10 +346,13 @@ fn doc_workers(doc: &Node, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>) {
                 .map_err(|e| errs.push(e))
                 .ok()
                 .map(|r| r.unwrap_or(("spec.replicas (absent: 1)".into(), 1)));
-            let size = count("spec.leaderWorkerTemplate.size", t.and_then(|t| t.get("size")))
-                .map_err(|e| errs.push(e))
-                .ok()
-                .flatten();
+            let size = count(
+                "spec.leaderWorkerTemplate.size",
+                t.and_then(|t| t.get("size")),
+            )
+            .map_err(|e| errs.push(e))
+            .ok()
+            .flatten();
             let role = labelled_role(meta)
                 .or_else(|| labelled_role(t.and_then(|t| t.at(&["workerTemplate", "metadata"]))))
                 .or_else(|| role_of(&name));
@@ -311,13 +369,28 @@ fn doc_workers(doc: &Node, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>) {
                 let mut args = Vec::new();
                 let mut reports = Vec::new();
                 for a in strings(m.get("args")) {
-                    let (k, v) = a.split_once('=').map_or((a.as_str(), None), |(k, v)| (k, Some(v)));
+                    let (k, v) = a
+                        .split_once('=')
+                        .map_or((a.as_str(), None), |(k, v)| (k, Some(v)));
                     match k {
                         "--model_id" | "--model-id" => {
                             args.insert(0, v.unwrap_or("").to_string());
-                            reports.push(rep("spec.predictor.model.args --model_id", v.map(str::to_string), Status::Understood, "the Hugging Face id vLLM serves"));
+                            reports.push(rep(
+                                "spec.predictor.model.args --model_id",
+                                v.map(str::to_string),
+                                Status::Understood,
+                                "the Hugging Face id vLLM serves",
+                            ));
                         }
-                        "--model_name" | "--model-name" | "--backend" | "--disable_log_requests" => reports.push(rep(format!("spec.predictor.model.args {k}"), v.map(str::to_string), Status::Ignored, "KServe runtime option: no effect on memory or speed")),
+                        "--model_name"
+                        | "--model-name"
+                        | "--backend"
+                        | "--disable_log_requests" => reports.push(rep(
+                            format!("spec.predictor.model.args {k}"),
+                            v.map(str::to_string),
+                            Status::Ignored,
+                            "KServe runtime option: no effect on memory or speed",
+                        )),
                         _ => args.push(a.clone()),
                     }
                 }
@@ -340,29 +413,52 @@ fn doc_workers(doc: &Node, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>) {
                     Err(e) => errs.push(e),
                 }
             } else if let Some(p) = pred {
-                pod_workers(p, &format!("InferenceService {name}"), "spec.predictor.", out, errs);
+                pod_workers(
+                    p,
+                    &format!("InferenceService {name}"),
+                    "spec.predictor.",
+                    out,
+                    errs,
+                );
             }
-            let replicas = count("spec.predictor.minReplicas", pred.and_then(|p| p.get("minReplicas")))
-                .map_err(|e| errs.push(e))
-                .ok()
-                .map(|r| r.unwrap_or(("spec.predictor.minReplicas (absent: 1)".into(), 1)));
+            let replicas = count(
+                "spec.predictor.minReplicas",
+                pred.and_then(|p| p.get("minReplicas")),
+            )
+            .map_err(|e| errs.push(e))
+            .ok()
+            .map(|r| r.unwrap_or(("spec.predictor.minReplicas (absent: 1)".into(), 1)));
             for w in &mut out[start..] {
                 w.replicas = replicas.clone();
             }
         }
         "DynamoGraphDeployment" => {
-            for (svc, s) in doc.at(&["spec", "services"]).map(Node::entries).unwrap_or(&[]) {
+            for (svc, s) in doc
+                .at(&["spec", "services"])
+                .map(Node::entries)
+                .unwrap_or(&[])
+            {
                 let Some(main) = s.at(&["extraPodSpec", "mainContainer"]) else {
                     continue;
                 };
                 let pod = s.get("extraPodSpec").unwrap_or(main);
                 let p = format!("spec.services.{svc}.");
                 let before = out.len();
-                match container_worker(main, pod, &format!("DynamoGraphDeployment {name}, service {svc}"), &p) {
+                match container_worker(
+                    main,
+                    pod,
+                    &format!("DynamoGraphDeployment {name}, service {svc}"),
+                    &p,
+                ) {
                     Ok(Some(mut w)) => {
                         w.env.extend(env_list(s.get("envs"), &mut w.reports, &p));
                         if let Some(sec) = s.get("envFromSecret").and_then(Node::str) {
-                            w.reports.push(rep(format!("{p}envFromSecret"), Some(sec.into()), Status::Ignored, "variables from a Secret: credentials, not settings"));
+                            w.reports.push(rep(
+                                format!("{p}envFromSecret"),
+                                Some(sec.into()),
+                                Status::Ignored,
+                                "variables from a Secret: credentials, not settings",
+                            ));
                         }
                         match gpus_of(s.get("resources"), &p) {
                             Ok(Some(g)) => w.gpus_per_pod = Some(g),
@@ -373,10 +469,13 @@ fn doc_workers(doc: &Node, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>) {
                             .map_err(|e| errs.push(e))
                             .ok()
                             .map(|r| r.unwrap_or((format!("{p}replicas (absent: 1)"), 1)));
-                        w.pods = count(&format!("{p}multinode.nodeCount"), s.at(&["multinode", "nodeCount"]))
-                            .map_err(|e| errs.push(e))
-                            .ok()
-                            .flatten();
+                        w.pods = count(
+                            &format!("{p}multinode.nodeCount"),
+                            s.at(&["multinode", "nodeCount"]),
+                        )
+                        .map_err(|e| errs.push(e))
+                        .ok()
+                        .flatten();
                         w.role = s
                             .get("subComponentType")
                             .and_then(Node::str)
@@ -404,21 +503,42 @@ fn doc_workers(doc: &Node, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>) {
 /// `deployment-vllm-multi.yaml` does (`vllm serve MODEL` + the `vllmConfig` keys as flags +
 /// `extraArgs`).
 fn production_stack(ses: &Node, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>) {
-    for (i, m) in ses.get("modelSpec").map(Node::seq).unwrap_or(&[]).iter().enumerate() {
+    for (i, m) in ses
+        .get("modelSpec")
+        .map(Node::seq)
+        .unwrap_or(&[])
+        .iter()
+        .enumerate()
+    {
         let p = format!("servingEngineSpec.modelSpec[{i}].");
         let mut reports = Vec::new();
         let mut words = vec!["vllm".to_string(), "serve".to_string()];
-        words.push(m.get("modelURL").and_then(Node::str).unwrap_or("").to_string());
+        words.push(
+            m.get("modelURL")
+                .and_then(Node::str)
+                .unwrap_or("")
+                .to_string(),
+        );
         if let Some(c) = m.get("vllmConfig") {
             // The chart's template, key by key (helm/templates/deployment-vllm-multi.yaml).
             if let Some(b) = c.get("enableChunkedPrefill").and_then(Node::bool) {
-                words.push(if b { "--enable-chunked-prefill" } else { "--no-enable-chunked-prefill" }.into());
+                words.push(
+                    if b {
+                        "--enable-chunked-prefill"
+                    } else {
+                        "--no-enable-chunked-prefill"
+                    }
+                    .into(),
+                );
             }
-            words.push(if c.get("enablePrefixCaching").and_then(Node::bool) == Some(true) {
-                "--enable-prefix-caching"
-            } else {
-                "--no-enable-prefix-caching"
-            }.into());
+            words.push(
+                if c.get("enablePrefixCaching").and_then(Node::bool) == Some(true) {
+                    "--enable-prefix-caching"
+                } else {
+                    "--no-enable-prefix-caching"
+                }
+                .into(),
+            );
             for (key, flag) in [
                 ("maxModelLen", "--max-model-len"),
                 ("dtype", "--dtype"),
@@ -435,9 +555,31 @@ fn production_stack(ses: &Node, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>
             words.extend(strings(c.get("extraArgs")));
             for (k, v) in c.entries() {
                 match k.as_str() {
-                    "enableChunkedPrefill" | "enablePrefixCaching" | "maxModelLen" | "dtype" | "tensorParallelSize" | "maxNumSeqs" | "gpuMemoryUtilization" | "maxLoras" | "extraArgs" => {}
-                    "v0" => reports.push(rep(format!("{p}vllmConfig.v0"), v.str().map(str::to_string), if v.str() == Some("1") { Status::NotModelled } else { Status::Ignored }, "vLLM's V0 engine (VLLM_USE_V1=0): ServeSim models the V1 engine")),
-                    _ => reports.push(rep(format!("{p}vllmConfig.{k}"), v.str().map(str::to_string), Status::Unknown, "a vllmConfig key the chart renders outside the vLLM arguments; ignored")),
+                    "enableChunkedPrefill"
+                    | "enablePrefixCaching"
+                    | "maxModelLen"
+                    | "dtype"
+                    | "tensorParallelSize"
+                    | "maxNumSeqs"
+                    | "gpuMemoryUtilization"
+                    | "maxLoras"
+                    | "extraArgs" => {}
+                    "v0" => reports.push(rep(
+                        format!("{p}vllmConfig.v0"),
+                        v.str().map(str::to_string),
+                        if v.str() == Some("1") {
+                            Status::NotModelled
+                        } else {
+                            Status::Ignored
+                        },
+                        "vLLM's V0 engine (VLLM_USE_V1=0): ServeSim models the V1 engine",
+                    )),
+                    _ => reports.push(rep(
+                        format!("{p}vllmConfig.{k}"),
+                        v.str().map(str::to_string),
+                        Status::Unknown,
+                        "a vllmConfig key the chart renders outside the vLLM arguments; ignored",
+                    )),
                 }
             }
         }
@@ -462,13 +604,19 @@ fn production_stack(ses: &Node, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>
             .map_err(|e| errs.push(e))
             .ok()
             .flatten();
-        let image = match (m.get("repository").and_then(Node::str), m.get("tag").and_then(Node::str)) {
+        let image = match (
+            m.get("repository").and_then(Node::str),
+            m.get("tag").and_then(Node::str),
+        ) {
             (Some(r), Some(t)) => Some(format!("{r}:{t}")),
             (Some(r), None) => Some(r.to_string()),
             _ => None,
         };
         out.push(Worker {
-            label: format!("production-stack model {}", m.get("name").and_then(Node::str).unwrap_or("?")),
+            label: format!(
+                "production-stack model {}",
+                m.get("name").and_then(Node::str).unwrap_or("?")
+            ),
             role: role.or_else(|| m.get("name").and_then(Node::str).and_then(role_of)),
             env,
             launch: Launch::Words(words),
@@ -490,7 +638,11 @@ fn llm_d_values(doc: &Node, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>) {
         .at(&["modelArtifacts", "uri"])
         .and_then(Node::str)
         .map(|u| u.strip_prefix("hf://").unwrap_or(u).to_string())
-        .or_else(|| doc.at(&["modelArtifacts", "name"]).and_then(Node::str).map(str::to_string));
+        .or_else(|| {
+            doc.at(&["modelArtifacts", "name"])
+                .and_then(Node::str)
+                .map(str::to_string)
+        });
     for (sec, role) in [("decode", PoolRole::Decode), ("prefill", PoolRole::Prefill)] {
         let Some(s) = doc.get(sec) else { continue };
         if s.get("create").and_then(Node::bool) == Some(false) {
@@ -510,20 +662,43 @@ fn llm_d_values(doc: &Node, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>) {
             let mut reports = Vec::new();
             let cmd = c.get("modelCommand").and_then(Node::str);
             let launch = if cmd == Some("vllmServe") {
-                let mut w = vec!["vllm".to_string(), "serve".to_string(), model.clone().unwrap_or_default()];
-                reports.push(rep("modelArtifacts.uri", model.clone(), Status::Understood, "the model the chart serves (modelCommand: vllmServe)"));
+                let mut w = vec![
+                    "vllm".to_string(),
+                    "serve".to_string(),
+                    model.clone().unwrap_or_default(),
+                ];
+                reports.push(rep(
+                    "modelArtifacts.uri",
+                    model.clone(),
+                    Status::Understood,
+                    "the model the chart serves (modelCommand: vllmServe)",
+                ));
                 if let Some((f, t)) = &tp {
                     w.extend(["--tensor-parallel-size".into(), t.to_string()]);
-                    reports.push(rep(f.clone(), Some(t.to_string()), Status::Understood, "rendered as --tensor-parallel-size"));
+                    reports.push(rep(
+                        f.clone(),
+                        Some(t.to_string()),
+                        Status::Understood,
+                        "rendered as --tensor-parallel-size",
+                    ));
                 }
                 if let Some((f, d)) = &dp {
                     w.extend(["--data-parallel-size".into(), d.to_string()]);
-                    reports.push(rep(f.clone(), Some(d.to_string()), Status::Understood, "rendered as --data-parallel-size"));
+                    reports.push(rep(
+                        f.clone(),
+                        Some(d.to_string()),
+                        Status::Understood,
+                        "rendered as --data-parallel-size",
+                    ));
                 }
                 w.extend(strings(c.get("args")));
                 Launch::Words(w)
             } else {
-                match launch_of(strings(c.get("command")), strings(c.get("args")), c.get("image").and_then(Node::str)) {
+                match launch_of(
+                    strings(c.get("command")),
+                    strings(c.get("args")),
+                    c.get("image").and_then(Node::str),
+                ) {
                     Some(l) => l,
                     None => continue,
                 }
@@ -537,7 +712,10 @@ fn llm_d_values(doc: &Node, out: &mut Vec<Worker>, errs: &mut Vec<ArgReport>) {
             };
             let gpus = match gpus_of(c.get("resources"), &p) {
                 Ok(Some(g)) => Some(g),
-                Ok(None) => Some((format!("{p}parallelism (GPUs per pod = tensor x dataLocal)"), t.saturating_mul(local))),
+                Ok(None) => Some((
+                    format!("{p}parallelism (GPUs per pod = tensor x dataLocal)"),
+                    t.saturating_mul(local),
+                )),
                 Err(e) => {
                     errs.push(e);
                     None
@@ -581,7 +759,10 @@ fn expand_k8s(text: &str, vars: &[(String, String)]) -> String {
         } else if let Some(inner) = r.strip_prefix("$(").and_then(|x| x.split_once(')')) {
             let name = inner.0;
             match vars.iter().rev().find(|(k, _)| k == name) {
-                Some((_, v)) if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                Some((_, v))
+                    if !name.is_empty()
+                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+                {
                     out.push_str(v);
                     rest = inner.1;
                 }
@@ -628,7 +809,9 @@ fn arith(expr: &str, vars: &[(String, String)]) -> Option<i64> {
             *i += 1;
         }
         let start = *i;
-        while *i < t.len() && (is_name(t[*i]) || t[*i] == '{' || t[*i] == '}' || t[*i] == ':' || t[*i] == '-') {
+        while *i < t.len()
+            && (is_name(t[*i]) || t[*i] == '{' || t[*i] == '}' || t[*i] == ':' || t[*i] == '-')
+        {
             if t[*i] == '-' && !(start < *i && t[*i - 1] == ':') {
                 break;
             }
@@ -696,7 +879,12 @@ fn expand_shell(text: &str, vars: &[(String, String)]) -> String {
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     let mut in_single = false;
-    let lookup = |n: &str| vars.iter().rev().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+    let lookup = |n: &str| {
+        vars.iter()
+            .rev()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.clone())
+    };
     while i < c.len() {
         let ch = c[i];
         if ch == '\'' {
@@ -771,12 +959,57 @@ fn expand_shell(text: &str, vars: &[(String, String)]) -> String {
     out
 }
 
+/// True when `text` refers to variable `name` (`$NAME`, `${NAME...}`, `$(NAME)`, or a bare
+/// name inside `$(( ))`).
+fn uses_var(text: &str, name: &str) -> bool {
+    let mut from = 0;
+    while let Some(i) = text[from..].find(name) {
+        let at = from + i;
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        let bounded = !before.is_some_and(is_name) && !after.is_some_and(is_name);
+        if bounded && text.contains('$') {
+            return true;
+        }
+        from = at + name.len();
+    }
+    false
+}
+
+/// The Hugging Face id of a model path in the hub cache
+/// (`/models/hub/models--RedHatAI--Llama-3.3-70B-Instruct-FP8-dynamic/snapshots/ddb41...`).
+fn hf_cache_id(w: &str) -> Option<String> {
+    if !w.starts_with('/') {
+        return None;
+    }
+    let rest = &w[w.find("/models--")? + "/models--".len()..];
+    let dir = rest.split('/').next()?;
+    let (org, name) = dir.split_once("--")?;
+    (!org.is_empty() && !name.is_empty()).then(|| format!("{org}/{name}"))
+}
+
 /// Dynamo's own worker flags (not vLLM's): the role flags place the worker.
 fn dynamo_flag(w: &str) -> Option<(Status, &'static str, Option<PoolRole>)> {
     match w {
-        "--is-prefill-worker" => Some((Status::Understood, "Dynamo: this worker is the prefill pool", Some(PoolRole::Prefill))),
-        "--is-decode-worker" => Some((Status::Understood, "Dynamo: this worker is the decode pool", Some(PoolRole::Decode))),
-        "--migration-limit" | "--endpoint" | "--custom-jinja-template" | "--dyn-reasoning-parser" | "--dyn-tool-call-parser" => Some((Status::Ignored, "Dynamo worker option: no effect on memory or speed", None)),
+        "--is-prefill-worker" => Some((
+            Status::Understood,
+            "Dynamo: this worker is the prefill pool",
+            Some(PoolRole::Prefill),
+        )),
+        "--is-decode-worker" => Some((
+            Status::Understood,
+            "Dynamo: this worker is the decode pool",
+            Some(PoolRole::Decode),
+        )),
+        "--migration-limit"
+        | "--endpoint"
+        | "--custom-jinja-template"
+        | "--dyn-reasoning-parser"
+        | "--dyn-tool-call-parser" => Some((
+            Status::Ignored,
+            "Dynamo worker option: no effect on memory or speed",
+            None,
+        )),
         _ => None,
     }
 }
@@ -803,27 +1036,57 @@ fn read_worker(w: Worker, base: &Scenario) -> Result<Read, String> {
         }
     };
     let Some(inv) = inv else {
-        return Err(format!("{}: no `vllm serve` command in its command/args", w.label));
+        return Err(format!(
+            "{}: no `vllm serve` command in its command/args",
+            w.label
+        ));
     };
     let mut reports = w.reports;
     reports.extend(inv.reports);
     let mut role = w.role;
     let mut args = Vec::new();
+    let mut notes = inv.notes;
     for a in inv.args {
         if let Some((st, why, r)) = dynamo_flag(&a) {
             role = r.or(role);
             reports.push(rep(a, None, st, why));
+        } else if let Some(id) = hf_cache_id(&a) {
+            notes.push(format!(
+                "the model path {a} is the Hugging Face cache of {id}: read as {id}"
+            ));
+            args.push(id);
         } else if a.starts_with("--") && a.ends_with('=') {
-            reports.push(rep(a, Some(String::new()), Status::Ignored, "an empty value (a variable the manifest does not set): vLLM's default applies"));
+            reports.push(rep(
+                a,
+                Some(String::new()),
+                Status::Ignored,
+                "an empty value (a variable the manifest does not set): vLLM's default applies",
+            ));
         } else {
             args.push(a);
         }
     }
-    let mut env = w.env;
+    // Variables the command uses are substitutions (reported so); the rest go to the registry.
+    let launch_text = match &w.launch {
+        Launch::Shell(t) => t.clone(),
+        Launch::Words(v) => v.join(" "),
+    };
+    let mut env = Vec::new();
+    for (k, v) in w.env {
+        if super::args::lookup(&k).is_none() && uses_var(&launch_text, &k) {
+            reports.push(rep(
+                format!("env {k}"),
+                Some(v.clone()),
+                Status::Understood,
+                format!("substituted into the command (${k})"),
+            ));
+        } else {
+            env.push((k, v));
+        }
+    }
     env.extend(inv.env);
     let mut p: Pasted = apply_all(base, &env, &args, &inv.servesim, true, true)?;
     reports.append(&mut p.args);
-    let mut notes = inv.notes;
     notes.push(format!("read {}", w.label));
     notes.append(&mut p.notes);
     let mut s = p.scenario;
@@ -846,25 +1109,61 @@ fn read_worker(w: Worker, base: &Scenario) -> Result<Read, String> {
                 if let Some(s) = s.as_mut() {
                     s.gpu = GpuRef::Catalog(spec.id.clone());
                 }
-                reports.push(rep(f.clone(), Some(g.clone()), Status::Understood, format!("gpu = {}", spec.id)));
+                reports.push(rep(
+                    f.clone(),
+                    Some(g.clone()),
+                    Status::Understood,
+                    format!("gpu = {}", spec.id),
+                ));
             }
-            Err(e) => reports.push(rep(f.clone(), Some(g.clone()), Status::Refused, format!("{e}; or add a `# servesim: --gpu ID` line to the manifest"))),
+            Err(e) => reports.push(rep(
+                f.clone(),
+                Some(g.clone()),
+                Status::Refused,
+                format!("{e}; or add a `# servesim: --gpu ID` line to the manifest"),
+            )),
         }
     }
     let replicas = w.replicas.as_ref().map_or(1, |r| r.1);
     if let Some((f, r)) = &w.replicas {
-        let st = if *r == 0 { Status::Refused } else { Status::Understood };
-        let why = if *r == 0 { "no replicas: nothing serves; give at least 1".to_string() } else { format!("{r} replica(s), each with its own API server") };
+        let st = if *r == 0 {
+            Status::Refused
+        } else {
+            Status::Understood
+        };
+        let why = if *r == 0 {
+            "no replicas: nothing serves; give at least 1".to_string()
+        } else {
+            format!("{r} replica(s), each with its own API server")
+        };
         reports.push(rep(f.clone(), Some(r.to_string()), st, why));
     }
     if let Some((f, n)) = &w.pods {
-        reports.push(rep(f.clone(), Some(n.to_string()), Status::Understood, format!("{n} pods per replica (one vLLM engine group spans them; LWS_GROUP_SIZE = {n})")));
+        reports.push(rep(
+            f.clone(),
+            Some(n.to_string()),
+            Status::Understood,
+            format!(
+                "{n} pods per replica (one vLLM engine group spans them; LWS_GROUP_SIZE = {n})"
+            ),
+        ));
+    }
+    if let (Some((f, g)), None) = (&w.gpus_per_pod, s.as_ref()) {
+        reports.push(rep(
+            f.clone(),
+            Some(g.to_string()),
+            Status::Ignored,
+            "GPUs per pod: not checked against tp x dp, the scenario was not built",
+        ));
     }
     if let (Some((f, g)), Some(sc)) = (&w.gpus_per_pod, s.as_ref()) {
         let need = sc.tp.saturating_mul(sc.dp);
         let have = g.saturating_mul(pods);
         let (st, why) = if have == need {
-            (Status::Understood, format!("{g} GPUs per pod x {pods} pod(s) = tp x dp = {need}"))
+            (
+                Status::Understood,
+                format!("{g} GPUs per pod x {pods} pod(s) = tp x dp = {need}"),
+            )
         } else if have > need {
             (Status::Ignored, format!("{g} GPUs per pod x {pods} pod(s) = {have}, but tp x dp = {need}: the engine uses {need} of them"))
         } else {
@@ -883,20 +1182,42 @@ fn read_worker(w: Worker, base: &Scenario) -> Result<Read, String> {
 }
 
 /// Engine settings the two have in common, and what each sets beyond them.
-fn split_engine(a: &RawEngineSettings, b: &RawEngineSettings) -> (RawEngineSettings, Option<RawEngineSettings>, Option<RawEngineSettings>) {
+fn split_engine(
+    a: &RawEngineSettings,
+    b: &RawEngineSettings,
+) -> (
+    RawEngineSettings,
+    Option<RawEngineSettings>,
+    Option<RawEngineSettings>,
+) {
     use serde_json::{Map, Value};
     let obj = |e: &RawEngineSettings| match serde_json::to_value(e) {
-        Ok(Value::Object(m)) => m.into_iter().filter(|(_, v)| !v.is_null()).collect::<Map<String, Value>>(),
+        Ok(Value::Object(m)) => m
+            .into_iter()
+            .filter(|(_, v)| !v.is_null())
+            .collect::<Map<String, Value>>(),
         _ => Map::new(),
     };
     let (ma, mb) = (obj(a), obj(b));
-    let common: Map<String, Value> = ma.iter().filter(|(k, v)| mb.get(*k) == Some(v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let common: Map<String, Value> = ma
+        .iter()
+        .filter(|(k, v)| mb.get(*k) == Some(v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let rest = |m: &Map<String, Value>| {
-        let r: Map<String, Value> = m.iter().filter(|(k, _)| !common.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let r: Map<String, Value> = m
+            .iter()
+            .filter(|(k, _)| !common.contains_key(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         (!r.is_empty()).then(|| serde_json::from_value(Value::Object(r)).unwrap_or_default())
     };
     let (ra, rb) = (rest(&ma), rest(&mb));
-    (serde_json::from_value(Value::Object(common)).unwrap_or_default(), ra, rb)
+    (
+        serde_json::from_value(Value::Object(common)).unwrap_or_default(),
+        ra,
+        rb,
+    )
 }
 
 /// Reads a manifest onto `base` (GPU, workload and sweep kept unless the manifest says; the
@@ -918,11 +1239,13 @@ pub fn parse_manifest(text: &str, base: &Scenario) -> Result<Pasted, String> {
             docs.len()
         ));
     }
-    let servesim: Vec<String> = text
+    let mut servesim: Vec<String> = Vec::new();
+    for l in text
         .lines()
         .filter_map(|l| l.trim().strip_prefix("# servesim:"))
-        .flat_map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
-        .collect();
+    {
+        servesim.extend(super::command::shell_words(l)?);
+    }
     let mut reads = Vec::new();
     for w in workers {
         reads.push(read_worker(w, base)?);
@@ -969,8 +1292,16 @@ pub fn parse_manifest(text: &str, base: &Scenario) -> Result<Pasted, String> {
                     } else {
                         let (common, de, pe) = split_engine(&ds.engine, &ps.engine);
                         for (what, a, b) in [
-                            ("kv_cache_dtype", ds.kv_cache_dtype.name().to_string(), ps.kv_cache_dtype.name().to_string()),
-                            ("weight_precision", format!("{:?}", ds.weight_precision), format!("{:?}", ps.weight_precision)),
+                            (
+                                "kv_cache_dtype",
+                                ds.kv_cache_dtype.name().to_string(),
+                                ps.kv_cache_dtype.name().to_string(),
+                            ),
+                            (
+                                "weight_precision",
+                                format!("{:?}", ds.weight_precision),
+                                format!("{:?}", ps.weight_precision),
+                            ),
                         ] {
                             if a != b {
                                 notes.push(format!("the workers differ in {what} ({b} on prefill, {a} on decode): the scenario has one, the decode worker's"));
@@ -978,21 +1309,33 @@ pub fn parse_manifest(text: &str, base: &Scenario) -> Result<Pasted, String> {
                         }
                         let mut s = ds.clone();
                         s.engine = common;
-                        let pool = |x: &Scenario, replicas: u32, engine: Option<RawEngineSettings>| RawPool {
-                            gpu: (x.gpu != s.gpu).then(|| x.gpu.clone()),
-                            tp: (x.tp != s.tp).then_some(x.tp),
-                            dp: (x.dp != s.dp).then_some(x.dp),
-                            ep: (x.ep != s.ep).then_some(x.ep),
-                            replicas: Some(replicas),
-                            engine,
-                            router: None,
-                        };
+                        let pool =
+                            |x: &Scenario, replicas: u32, engine: Option<RawEngineSettings>| {
+                                RawPool {
+                                    gpu: (x.gpu != s.gpu).then(|| x.gpu.clone()),
+                                    tp: (x.tp != s.tp).then_some(x.tp),
+                                    dp: (x.dp != s.dp).then_some(x.dp),
+                                    ep: (x.ep != s.ep).then_some(x.ep),
+                                    replicas: Some(replicas),
+                                    engine,
+                                    router: None,
+                                }
+                            };
                         let prefill = pool(&ps, p.replicas, pe);
                         let decode = pool(&ds, d.replicas, de);
                         s.topology = Some(RawTopology {
                             prefill: Some(prefill),
                             decode: Some(decode),
-                            ..base.topology.clone().map(|t| RawTopology { replicas: None, prefill: None, decode: None, ..t }).unwrap_or_default()
+                            ..base
+                                .topology
+                                .clone()
+                                .map(|t| RawTopology {
+                                    replicas: None,
+                                    prefill: None,
+                                    decode: None,
+                                    ..t
+                                })
+                                .unwrap_or_default()
                         });
                         notes.push(format!("disaggregated: {} prefill worker(s) of tp {} x dp {}, {} decode worker(s) of tp {} x dp {}", p.replicas, ps.tp, ps.dp, d.replicas, ds.tp, ds.dp));
                         Some(s)
@@ -1015,7 +1358,15 @@ pub fn parse_manifest(text: &str, base: &Scenario) -> Result<Pasted, String> {
             r.scenario.map(|mut s| {
                 s.topology = Some(RawTopology {
                     replicas: Some(r.replicas),
-                    ..base.topology.clone().map(|t| RawTopology { prefill: None, decode: None, ..t }).unwrap_or_default()
+                    ..base
+                        .topology
+                        .clone()
+                        .map(|t| RawTopology {
+                            prefill: None,
+                            decode: None,
+                            ..t
+                        })
+                        .unwrap_or_default()
                 });
                 s
             })
@@ -1056,23 +1407,39 @@ mod tests {
     use super::*;
 
     fn vars(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
     }
 
     #[test]
     fn shell_and_kubernetes_expansion() {
         let v = vars(&[("DP_SIZE_LOCAL", "4"), ("LWS_GROUP_SIZE", "2"), ("TP", "1")]);
-        assert_eq!(expand_shell("--dp $((LWS_GROUP_SIZE * DP_SIZE_LOCAL)) -tp $TP", &v), "--dp 8 -tp 1");
-        assert_eq!(expand_shell("$(( ${LWS_WORKER_INDEX:-0} * DP_SIZE_LOCAL ))", &v), "0");
-        assert_eq!(expand_shell("x=${NOPE-} y=${TP} z=$NOPE '$TP'", &v), "x= y=1 z=$NOPE '$TP'");
-        assert_eq!(expand_k8s("kv@$(TP)@m $$(TP) $(NOPE)", &v), "kv@1@m $(TP) $(NOPE)");
+        assert_eq!(
+            expand_shell("--dp $((LWS_GROUP_SIZE * DP_SIZE_LOCAL)) -tp $TP", &v),
+            "--dp 8 -tp 1"
+        );
+        assert_eq!(
+            expand_shell("$(( ${LWS_WORKER_INDEX:-0} * DP_SIZE_LOCAL ))", &v),
+            "0"
+        );
+        assert_eq!(
+            expand_shell("x=${NOPE-} y=${TP} z=$NOPE '$TP'", &v),
+            "x= y=1 z=$NOPE '$TP'"
+        );
+        assert_eq!(
+            expand_k8s("kv@$(TP)@m $$(TP) $(NOPE)", &v),
+            "kv@1@m $(TP) $(NOPE)"
+        );
         assert_eq!(arith("(1 + 2) * 3 - 4 / 2", &v), Some(7));
         assert_eq!(arith("9223372036854775807 * 2", &v), None);
     }
 
     #[test]
     fn detects_yaml_and_commands() {
-        assert!(looks_like_manifest("apiVersion: apps/v1\nkind: Deployment\n"));
+        assert!(looks_like_manifest(
+            "apiVersion: apps/v1\nkind: Deployment\n"
+        ));
         assert!(looks_like_manifest("decode:\n  replicas: 2\n"));
         assert!(!looks_like_manifest("vllm serve Qwen/Qwen3-8B -tp 2"));
         assert!(!looks_like_manifest("VLLM_USE_DEEP_GEMM=1 vllm serve m \\\n  --kv-transfer-config '{\"kv_connector\":\"NixlConnector\"}'"));

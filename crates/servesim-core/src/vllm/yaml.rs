@@ -19,7 +19,10 @@ pub const MAX_NODES: usize = 100_000;
 /// (so `"true"` stays a string and `true` is a boolean).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Node {
-    Scalar { text: String, plain: bool },
+    Scalar {
+        text: String,
+        plain: bool,
+    },
     Seq(Vec<Node>),
     /// Entries in document order (keys are scalar text; a complex key reads as `?`).
     Map(Vec<(String, Node)>),
@@ -42,10 +45,9 @@ impl Node {
     /// A scalar's text (None for null, mappings and sequences).
     pub fn str(&self) -> Option<&str> {
         match self {
-            Node::Scalar { text, plain } => {
-                (!(*plain && matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL")))
-                    .then_some(text.as_str())
-            }
+            Node::Scalar { text, plain } => (!(*plain
+                && matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL")))
+            .then_some(text.as_str()),
             _ => None,
         }
     }
@@ -189,6 +191,10 @@ fn merge(entries: &mut Vec<(String, Node)>, from: Node) {
 }
 
 /// Reads every document of `text` (separated by `---`). Errors name the line and column.
+/// Kubernetes (Go's YAML reader) accepts a flow collection whose closing line is indented like
+/// its key (`args: [` ... `]` under `args`, as the vLLM docs write it); strict YAML 1.2 does not,
+/// so on an indentation error the text is read once more with the lines inside flow
+/// collections indented two more spaces (which changes no value).
 pub fn parse_documents(text: &str) -> Result<Vec<Node>, String> {
     if text.len() > MAX_MANIFEST_BYTES {
         return Err(format!(
@@ -197,6 +203,43 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, String> {
             MAX_MANIFEST_BYTES
         ));
     }
+    match parse_strict(text) {
+        Err(e) if e.contains("indentation") => {
+            parse_strict(&indent_flow_lines(text)).map_err(|_| e)
+        }
+        r => r,
+    }
+}
+
+/// The lines that start inside a flow collection (`[`/`{` open, outside quotes and comments),
+/// two spaces further in.
+fn indent_flow_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut depth: u32 = 0;
+    let (mut sq, mut dq) = (false, false);
+    for line in text.split_inclusive('\n') {
+        (sq, dq) = (false, false);
+        if depth > 0 {
+            out.push_str("  ");
+        }
+        let mut prev = ' ';
+        for c in line.chars() {
+            match c {
+                '\'' if !dq => sq = !sq,
+                '"' if !sq && prev != '\\' => dq = !dq,
+                '#' if !sq && !dq && (prev == ' ' || prev == '\t') => break,
+                '[' | '{' if !sq && !dq => depth = depth.saturating_add(1),
+                ']' | '}' if !sq && !dq => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            prev = c;
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+fn parse_strict(text: &str) -> Result<Vec<Node>, String> {
     let mut b = Builder {
         stack: Vec::new(),
         docs: Vec::new(),
@@ -253,7 +296,9 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, String> {
             }
             Event::Alias(id) => {
                 let Some(Some((_, count))) = b.anchors.get(id) else {
-                    return Err("YAML: an alias (*name) refers to no anchor (&name) before it".into());
+                    return Err(
+                        "YAML: an alias (*name) refers to no anchor (&name) before it".into(),
+                    );
                 };
                 let count = *count;
                 b.budget(count)?;
