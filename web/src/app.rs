@@ -18,6 +18,7 @@ use std::time::Duration;
 use wasm_bindgen::prelude::*;
 
 mod command_ui;
+mod tools;
 mod topology_ui;
 use wasm_bindgen::JsCast;
 use web_sys::{MessageEvent, Worker};
@@ -60,12 +61,38 @@ enum RunStatus {
     Failed(String),
 }
 
+/// A `Checked` answer of the tools worker (`ToWorker::Check`).
+#[derive(Clone, Debug, PartialEq)]
+struct Checked {
+    /// The scenario JSON it answers.
+    scenario: String,
+    /// The core's first error: JSON path, message.
+    error: Option<(String, String)>,
+    defaults: std::collections::BTreeMap<String, String>,
+    capacity: Option<Result<CapacityView, String>>,
+}
+
+/// The catalogs' names (`ToWorker::Catalog`).
+#[derive(Clone, Debug, PartialEq)]
+struct Catalog {
+    models: Vec<String>,
+    gpus: Vec<core_api::GpuEntry>,
+}
+
 #[derive(Clone, Copy)]
 struct State {
     form: RwSignal<Form>,
     scenario: Memo<Result<Scenario, FieldErrors>>,
     errors: Memo<FieldErrors>,
-    defaults: Memo<std::collections::BTreeMap<&'static str, String>>,
+    defaults: Memo<std::collections::BTreeMap<String, String>>,
+    /// The scenario the form gives and its canonical JSON (the form's own parse only).
+    candidate: Memo<Result<(Scenario, String), FieldErrors>>,
+    /// The tools worker's latest check answer.
+    checked: RwSignal<Option<Checked>>,
+    /// The catalogs' names for the pickers, from the tools worker.
+    catalog: RwSignal<Option<Catalog>>,
+    /// Why the tools worker could not start.
+    tools_error: RwSignal<Option<String>>,
     run_id: RwSignal<u32>,
     status: RwSignal<RunStatus>,
     rows: RwSignal<Vec<LevelResult>>,
@@ -268,7 +295,9 @@ fn spawn_worker(st: State) {
             FromWorker::Ready
             | FromWorker::Predicted { .. }
             | FromWorker::Parsed { .. }
-            | FromWorker::Commands { .. } => {}
+            | FromWorker::Commands { .. }
+            | FromWorker::Catalog { .. }
+            | FromWorker::Checked { .. } => {}
         }
     });
     worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
@@ -436,26 +465,67 @@ fn App() -> impl IntoView {
     let notice0 = damaged0
         .as_ref()
         .map(|(_, e): &(String, String)| damaged_notice(e));
-    let scenario = Memo::new(move |_| {
+    // The core's check (resolve, capacity) runs in the tools worker (`tools`, `command_tools`):
+    // the form's own parse is immediate; the core's errors and the capacity card arrive for the
+    // scenario JSON they were computed from, and count only while the form still gives it.
+    let checked = RwSignal::new(None::<Checked>);
+    let catalog = RwSignal::new(None::<Catalog>);
+    let tools_error = RwSignal::new(tools::start().err());
+    tools::listen(move |msg| match msg {
+        FromWorker::Checked {
+            scenario,
+            error,
+            defaults,
+            capacity,
+            ..
+        } => checked.set(Some(Checked {
+            scenario: scenario.clone(),
+            error: error.clone(),
+            defaults: defaults.iter().cloned().collect(),
+            capacity: capacity.clone(),
+        })),
+        FromWorker::Catalog { models, gpus, .. } => catalog.set(Some(Catalog {
+            models: models.clone(),
+            gpus: gpus.clone(),
+        })),
+        _ => {}
+    });
+    tools::post(&ToWorker::Catalog {
+        id: tools::next_id(),
+    });
+    let candidate = Memo::new(move |_| {
         form.with(|f| {
-            f.to_scenario().and_then(|s| {
-                let e = core_api::check(&s);
-                if e.is_empty() {
-                    Ok(s)
-                } else {
-                    Err(e)
-                }
+            f.to_scenario().map(|s| {
+                let json = s.to_json();
+                (s, json)
+            })
+        })
+    });
+    Effect::new(move |_| {
+        if let Ok((_, json)) = candidate.get() {
+            tools::request_check(json);
+        }
+    });
+    let scenario = Memo::new(move |_| {
+        candidate.with(|c| {
+            let (s, json) = c.as_ref().map_err(Clone::clone)?;
+            checked.with(|k| match k {
+                Some(k) if k.scenario == *json => match &k.error {
+                    Some((path, message)) => {
+                        let mut e = FieldErrors::new();
+                        e.insert(core_api::form_key(s, path), message.clone());
+                        Err(e)
+                    }
+                    None => Ok(s.clone()),
+                },
+                _ => Ok(s.clone()),
             })
         })
     });
     let errors = Memo::new(move |_| scenario.with(|s| s.clone().err().unwrap_or_default()));
-    // vLLM's defaults for blank engine fields, shown as placeholders (needs a valid form).
+    // vLLM's defaults for blank engine fields, shown as placeholders (from the latest check).
     let defaults = Memo::new(move |_| {
-        form.with(|f| {
-            f.to_scenario()
-                .map(|s| core_api::engine_defaults(&s))
-                .unwrap_or_default()
-        })
+        checked.with(|k| k.as_ref().map(|k| k.defaults.clone()).unwrap_or_default())
     });
     let results_for = RwSignal::new(None::<Scenario>);
     let stale = Memo::new(move |_| {
@@ -471,6 +541,10 @@ fn App() -> impl IntoView {
         scenario,
         errors,
         defaults,
+        candidate,
+        checked,
+        catalog,
+        tools_error,
         run_id: RwSignal::new(0),
         status: RwSignal::new(RunStatus::Idle),
         rows: RwSignal::new(Vec::new()),
@@ -799,6 +873,48 @@ fn select(
     }
 }
 
+/// The catalog GPU select: its options arrive from the tools worker (`ToWorker::Catalog`), so
+/// each option carries its own `selected` state (a value set before the options exist would
+/// not stick).
+fn gpu_select(st: State) -> impl IntoView {
+    let key = "gpu_id";
+    let err = move || st.errors.with(|e| e.get(key).cloned());
+    let options = move || {
+        let current = st.form.with(|f| f.gpu_id.clone());
+        let mut list: Vec<(String, String)> = st.catalog.with(|c| {
+            c.as_ref()
+                .map(|c| {
+                    c.gpus
+                        .iter()
+                        .map(|g| (g.id.clone(), format!("{} ({:.0} GiB)", g.id, g.memory_gib)))
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
+        // Until the catalog arrives (or for an id it lacks) the form's value is still an option.
+        if !list.iter().any(|(v, _)| *v == current) {
+            list.insert(0, (current.clone(), current.clone()));
+        }
+        list.into_iter()
+            .map(|(v, l)| {
+                let sel = v == current;
+                view! { <option value=v prop:selected=sel>{l}</option> }
+            })
+            .collect_view()
+    };
+    view! {
+        <div class="field" class:invalid=move || err().is_some()>
+            <label for="f-gpu_id">"GPU"</label>
+            <select id="f-gpu_id"
+                prop:value=move || st.form.with(|f| f.gpu_id.clone())
+                on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.gpu_id = v) }>
+                {options}
+            </select>
+            <div class="field-error" id="e-gpu_id" role="alert">{err}</div>
+        </div>
+    }
+}
+
 fn opts(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter()
         .map(|(v, l)| (v.to_string(), l.to_string()))
@@ -846,8 +962,10 @@ fn dist_editor(
 
 #[component]
 fn ScenarioPanel(st: State) -> impl IntoView {
-    let models = core_api::models();
-    let gpus = core_api::gpus();
+    let models = move || {
+        st.catalog
+            .with(|c| c.as_ref().map(|c| c.models.clone()).unwrap_or_default())
+    };
     let model_mode = Memo::new(move |_| st.form.with(|f| f.model_mode.clone()));
     let gpu_mode = Memo::new(move |_| st.form.with(|f| f.gpu_mode.clone()));
     let content = Memo::new(move |_| st.form.with(|f| f.content.clone()));
@@ -916,7 +1034,7 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                     {field(st, "model_id", "Model (type to search)", "", |f| &f.model_id, |f, v| f.model_id = v)}
                 </Show>
                 <datalist id="model-list">
-                    {models.iter().map(|m| view! { <option value=m.id.clone()></option> }).collect_view()}
+                    {move || models().into_iter().map(|m| view! { <option value=m></option> }).collect_view()}
                 </datalist>
                 <Show when=move || model_mode.get() == "custom">
                     {field(st, "custom_model_name", "Model name", "", |f| &f.custom_model_name, |f, v| f.custom_model_name = v)}
@@ -941,9 +1059,7 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                         on:change=move |_| st.form.update(|f| f.gpu_mode = "custom".into())/>"Custom GPU"</label>
                 </div>
                 <Show when=move || gpu_mode.get() == "catalog">
-                    {select(st, "gpu_id", "GPU",
-                        gpus.iter().map(|g| (g.id.clone(), format!("{} ({:.0} GiB)", g.id, g.memory_gib))).collect(),
-                        |f| f.gpu_id.clone(), |f, v| f.gpu_id = v)}
+                    {gpu_select(st)}
                 </Show>
                 <Show when=move || gpu_mode.get() == "custom">
                     {field(st, "custom_gpu_name", "Name", "", |f| &f.custom_gpu_name, |f, v| f.custom_gpu_name = v)}
@@ -1151,12 +1267,26 @@ fn ScenarioJson(st: State) -> impl IntoView {
 
 #[component]
 fn CapacityCard(st: State) -> impl IntoView {
+    // The card shows only the answer for the form's current scenario: while the tools worker
+    // computes it, the card says so (never an earlier scenario's numbers).
     let cap = Memo::new(move |_| {
-        st.scenario
-            .with(|s| s.as_ref().ok().map(core_api::capacity))
+        if st.scenario.with(|s| s.is_err()) {
+            return None;
+        }
+        let json = st
+            .candidate
+            .with(|c| c.as_ref().ok().map(|(_, j)| j.clone()));
+        Some(st.checked.with(|k| match k {
+            Some(k) if Some(&k.scenario) == json.as_ref() => k.capacity.clone(),
+            _ => None,
+        }))
     });
     let body = move || -> AnyView {
         match cap.get() {
+            Some(None) => match st.tools_error.get() {
+                Some(e) => view! { <p class="error-text" id="cap-error">{e}</p> }.into_any(),
+                None => view! { <p class="muted cap-pending" id="cap-pending" role="status">"Computing the capacity…"</p> }.into_any(),
+            },
             None => view! {
                 <div id="cap-invalid">
                     <p class="muted">"Fix the highlighted fields to see the capacity."</p>
@@ -1165,8 +1295,8 @@ fn CapacityCard(st: State) -> impl IntoView {
                     </ul>
                 </div>
             }.into_any(),
-            Some(Err(e)) => view! { <p class="error-text" id="cap-error">{e}</p> }.into_any(),
-            Some(Ok(c)) => capacity_body(c).into_any(),
+            Some(Some(Err(e))) => view! { <p class="error-text" id="cap-error">{e}</p> }.into_any(),
+            Some(Some(Ok(c))) => capacity_body(c).into_any(),
         }
     };
     view! {

@@ -1,7 +1,10 @@
-//! The page's `vllm serve` paste box and "copy command" buttons, answered in the worker: the
-//! core's command reader (`servesim_core::vllm::command`) is large, so it is linked into the
-//! worker binary only and the page asks for it with [`ToWorker::ParseCommand`] and
-//! [`ToWorker::Commands`] (docs/web.md "vLLM commands"). Plain Rust, tested natively.
+//! The page's questions answered in the worker (the tools worker): the `vllm serve` paste box and
+//! "copy command" buttons ([`ToWorker::ParseCommand`], [`ToWorker::Commands`]: the core's command
+//! reader `servesim_core::vllm::command`), the catalogs' names for the pickers
+//! ([`ToWorker::Catalog`]) and the form's check and capacity card ([`ToWorker::Check`]: the
+//! resolver, the model and GPU catalogs, the capacity model). These are large, so they are linked
+//! into the worker binary only (ARCHITECTURE.md "page binary"; docs/web.md "Tools worker").
+//! Plain Rust, tested natively.
 
 use crate::protocol::{FromWorker, ToWorker, WireArg};
 use servesim_core::scenario::Scenario;
@@ -23,7 +26,42 @@ pub fn answer(msg: &ToWorker) -> Option<FromWorker> {
                 message: e.to_string(),
             },
         }),
+        ToWorker::Catalog { id } => Some(FromWorker::Catalog {
+            id: *id,
+            models: crate::core_api::models()
+                .into_iter()
+                .map(|m| m.id)
+                .collect(),
+            gpus: crate::core_api::gpus(),
+        }),
+        ToWorker::Check { id, scenario } => Some(check(*id, scenario)),
         _ => None,
+    }
+}
+
+/// The form's check: the core's first error (`core_api::check`'s source), vLLM's defaults for
+/// blank engine fields and, when the scenario resolves, the capacity card, exactly as the page
+/// computed them on its main thread before they moved here.
+fn check(id: u32, json: &str) -> FromWorker {
+    let (error, defaults, capacity) = match Scenario::from_json(json) {
+        Err(e) => (Some((e.field(), e.to_string())), Vec::new(), None),
+        Ok(s) => {
+            let defaults = crate::core_api::engine_defaults(&s)
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+            match s.resolve() {
+                Err(e) => (Some((e.field(), e.to_string())), defaults, None),
+                Ok(_) => (None, defaults, Some(crate::core_api::capacity(&s))),
+            }
+        }
+    };
+    FromWorker::Checked {
+        id,
+        scenario: json.to_string(),
+        error,
+        defaults,
+        capacity,
     }
 }
 
@@ -147,5 +185,71 @@ mod tests {
         assert!(bench.contains("vllm bench serve"), "{bench}");
         let back = parse_command(&serve, &s).unwrap().scenario.unwrap();
         assert_eq!(back, s, "scenario -> vllm serve -> scenario");
+    }
+
+    #[test]
+    fn the_check_answer_is_the_cores_check_defaults_and_capacity_over_the_wire() {
+        let s = Scenario::default_scenario();
+        let FromWorker::Checked {
+            id,
+            scenario,
+            error,
+            defaults,
+            capacity,
+        } = over_json(ToWorker::Check {
+            id: 5,
+            scenario: s.to_json(),
+        })
+        else {
+            panic!("a Checked answer")
+        };
+        assert_eq!((id, scenario, error), (5, s.to_json(), None));
+        let want: Vec<(String, String)> = crate::core_api::engine_defaults(&s)
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        assert_eq!(defaults, want);
+        assert_eq!(capacity, Some(crate::core_api::capacity(&s)));
+        // TP 3 cannot split Llama-3.1-8B's 32 heads: the error names the field, no capacity.
+        let bad = Scenario {
+            num_gpus: Some(3),
+            tp: 3,
+            ..Scenario::default_scenario()
+        };
+        let FromWorker::Checked {
+            error, capacity, ..
+        } = over_json(ToWorker::Check {
+            id: 6,
+            scenario: bad.to_json(),
+        })
+        else {
+            panic!()
+        };
+        let (path, message) = error.expect("an error");
+        assert_eq!(crate::core_api::form_key(&bad, &path), "tp");
+        assert_eq!(
+            crate::core_api::check(&bad).get("tp"),
+            Some(&message),
+            "the page shows the core's message"
+        );
+        assert_eq!(capacity, None);
+    }
+
+    #[test]
+    fn the_catalog_answer_lists_the_cores_models_and_gpus() {
+        let FromWorker::Catalog { id, models, gpus } = over_json(ToWorker::Catalog { id: 2 })
+        else {
+            panic!()
+        };
+        assert_eq!(id, 2);
+        assert_eq!(
+            models,
+            servesim_core::model::catalog::ids()
+                .into_iter()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(gpus, crate::core_api::gpus());
+        assert!(gpus.iter().any(|g| g.id == "H200"));
     }
 }

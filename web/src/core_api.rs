@@ -30,7 +30,7 @@ pub struct ModelEntry {
 }
 
 /// One GPU in the select.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GpuEntry {
     pub id: String,
     pub label: String,
@@ -204,8 +204,9 @@ pub struct MemSlice {
     pub bytes: f64,
 }
 
-/// What the capacity card shows (from the core's [`CapacityReport`]).
-#[derive(Clone, Debug, PartialEq)]
+/// What the capacity card shows (from the core's [`CapacityReport`]); computed in the worker
+/// (`ToWorker::Check`) and sent to the page whole.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CapacityView {
     pub fits: bool,
     /// Why it does (not) fit, in one sentence.

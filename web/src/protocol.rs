@@ -8,7 +8,8 @@
 
 use crate::compare_ui::predict::{kv_tokens_per_engine, scenario_at_levels, series_from};
 use crate::core_api::{
-    Level, LevelResult, OperatingPoint, ResolvedScenario, Scenario, SweepReport,
+    CapacityView, GpuEntry, Level, LevelResult, OperatingPoint, ResolvedScenario, Scenario,
+    SweepReport,
 };
 use serde::{Deserialize, Serialize};
 use servesim_core::compare::{LevelKind, PredictedSeries};
@@ -40,6 +41,12 @@ pub enum ToWorker {
     /// The `vllm serve` and `vllm bench serve` commands of this scenario; answered with
     /// `Commands`.
     Commands { id: u32, scenario: String },
+    /// The model and GPU catalogs' names for the pickers; answered with `Catalog`.
+    Catalog { id: u32 },
+    /// Resolve this scenario (`Scenario::resolve`) and size it (`capacity::compute`): the form's
+    /// core errors, vLLM's defaults for blank engine fields and the capacity card, answered with
+    /// `Checked` (`command_tools::check`). The page does not link the resolver.
+    Check { id: u32, scenario: String },
 }
 
 /// One argument of a pasted command and what ServeSim did with it (the core's `ArgReport`;
@@ -178,6 +185,23 @@ pub enum FromWorker {
         serve: String,
         bench: String,
     },
+    /// A `Catalog` answer: model ids and GPUs, in catalog order.
+    Catalog {
+        id: u32,
+        models: Vec<String>,
+        gpus: Vec<GpuEntry>,
+    },
+    /// A `Check` answer for `scenario` (the JSON as sent, so the page knows which form state it
+    /// describes): the core's first error (JSON path, message), vLLM's defaults for blank engine
+    /// fields (form key -> value) and, when it resolves, the capacity card or why it cannot be
+    /// computed.
+    Checked {
+        id: u32,
+        scenario: String,
+        error: Option<(String, String)>,
+        defaults: Vec<(String, String)>,
+        capacity: Option<Result<CapacityView, String>>,
+    },
     /// The run failed; `message` is for the user, `field` the scenario's JSON path at fault.
     Error {
         id: u32,
@@ -216,6 +240,8 @@ impl FromWorker {
             | FromWorker::Parsed { id, .. }
             | FromWorker::Refining { id, .. }
             | FromWorker::Commands { id, .. }
+            | FromWorker::Catalog { id, .. }
+            | FromWorker::Checked { id, .. }
             | FromWorker::Error { id, .. } => Some(*id),
         }
     }
@@ -488,7 +514,11 @@ pub fn prepare_job(
             level_kind,
             levels,
         } => Some(prepare_predict(*id, scenario, *level_kind, levels)),
-        ToWorker::Cancel { .. } | ToWorker::ParseCommand { .. } | ToWorker::Commands { .. } => None,
+        ToWorker::Cancel { .. }
+        | ToWorker::ParseCommand { .. }
+        | ToWorker::Commands { .. }
+        | ToWorker::Catalog { .. }
+        | ToWorker::Check { .. } => None,
     }
 }
 
@@ -505,7 +535,9 @@ pub fn start_job<'r>(
         ToWorker::Run { id, .. }
         | ToWorker::Cancel { id }
         | ToWorker::ParseCommand { id, .. }
-        | ToWorker::Commands { id, .. } => SweepRun::new(*id, scenario, resolved),
+        | ToWorker::Commands { id, .. }
+        | ToWorker::Catalog { id }
+        | ToWorker::Check { id, .. } => SweepRun::new(*id, scenario, resolved),
     }
 }
 

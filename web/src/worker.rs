@@ -74,7 +74,12 @@ pub fn start() {
             Ok(ToWorker::Cancel { id }) => {
                 cancelled.borrow_mut().insert(id);
             }
-            Ok(msg @ (ToWorker::ParseCommand { .. } | ToWorker::Commands { .. })) => {
+            Ok(
+                msg @ (ToWorker::ParseCommand { .. }
+                | ToWorker::Commands { .. }
+                | ToWorker::Catalog { .. }
+                | ToWorker::Check { .. }),
+            ) => {
                 if let Some(answer) = crate::command_tools::answer(&msg) {
                     post(&scope2, &answer);
                 }

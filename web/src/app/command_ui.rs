@@ -3,48 +3,17 @@
 //! environment variables in front), Apply fills the form and lists what happened to every
 //! argument; the current scenario as the `vllm serve` and `vllm bench serve` commands that would
 //! measure it, with copy buttons. The reading and writing of commands is the core's
-//! (`servesim_core::vllm::command`), run in a worker of its own (`command_tools`), so the page's
+//! (`servesim_core::vllm::command`), run in the tools worker (`command_tools`, `tools`), so the page's
 //! wasm does not carry the command reader and a running sweep does not delay it.
 
+use super::tools::{self, next_id, post};
 use super::State;
 use crate::browser;
 use crate::core_api::Scenario;
 use crate::form::Form;
 use crate::protocol::{FromWorker, ToWorker, WireArg};
 use leptos::prelude::*;
-use std::cell::{Cell, RefCell};
 use std::time::Duration;
-use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
-use web_sys::{MessageEvent, Worker};
-
-thread_local! {
-    static TOOLS: RefCell<Option<Worker>> = const { RefCell::new(None) };
-    static TOOLS_READY: Cell<bool> = const { Cell::new(false) };
-    /// Requests posted before the worker said `ready` (sent in order once it does).
-    static TOOLS_PENDING: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
-    static NEXT_ID: Cell<u32> = const { Cell::new(0) };
-}
-
-fn next_id() -> u32 {
-    NEXT_ID.with(|n| {
-        n.set(n.get().wrapping_add(1));
-        n.get()
-    })
-}
-
-fn post(msg: &ToWorker) {
-    let text = msg.to_json();
-    let sent = TOOLS_READY.with(|r| r.get())
-        && TOOLS.with(|w| {
-            w.borrow()
-                .as_ref()
-                .is_some_and(|w| w.post_message(&JsValue::from_str(&text)).is_ok())
-        });
-    if !sent {
-        TOOLS_PENDING.with(|p| p.borrow_mut().push(text));
-    }
-}
 
 /// What the last Apply gave.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,68 +35,47 @@ pub(super) fn CommandBox(st: State) -> impl IntoView {
     let cmd_id = RwSignal::new(0u32);
     let copied = RwSignal::new(String::new());
 
-    match browser::spawn_worker() {
-        Ok(worker) => {
-            let onmessage = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {
-                let Some(t) = ev.data().as_string() else {
-                    return;
-                };
-                match FromWorker::from_json(&t) {
-                    Ok(FromWorker::Ready) => {
-                        TOOLS_READY.with(|r| r.set(true));
-                        let pending = TOOLS_PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
-                        TOOLS.with(|w| {
-                            if let Some(w) = w.borrow().as_ref() {
-                                for m in pending {
-                                    let _ = w.post_message(&JsValue::from_str(&m));
-                                }
-                            }
-                        });
-                    }
-                    Ok(FromWorker::Parsed {
-                        id,
-                        scenario,
-                        args,
-                        notes,
-                        error,
-                    }) if id == parse_id.get_untracked() => {
-                        let mut error = error;
-                        let mut loaded = false;
-                        if let Some(json) = scenario {
-                            match Scenario::from_json(&json) {
-                                Ok(s) => {
-                                    st.form.set(Form::from_scenario(&s));
-                                    loaded = true;
-                                }
-                                Err(e) => error = Some(e.to_string()),
-                            }
+    match tools::start() {
+        Ok(()) => tools::listen(move |msg| match msg.clone() {
+            FromWorker::Parsed {
+                id,
+                scenario,
+                args,
+                notes,
+                error,
+            } if id == parse_id.get_untracked() => {
+                let mut error = error;
+                let mut loaded = false;
+                if let Some(json) = scenario {
+                    match Scenario::from_json(&json) {
+                        Ok(s) => {
+                            st.form.set(Form::from_scenario(&s));
+                            loaded = true;
                         }
-                        applied.set(Some(Applied {
-                            args,
-                            notes,
-                            error,
-                            loaded,
-                        }));
+                        Err(e) => error = Some(e.to_string()),
                     }
-                    Ok(FromWorker::Commands {
-                        id,
-                        serve: s,
-                        bench: b,
-                    }) if id == cmd_id.get_untracked() => {
-                        serve.set(s);
-                        bench.set(b);
-                    }
-                    Ok(FromWorker::Error { id, message, .. }) if id == cmd_id.get_untracked() => {
-                        serve.set(format!("(no command: {message})"));
-                        bench.set(String::new());
-                    }
-                    _ => {}
                 }
-            });
-            worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
-            onmessage.forget();
-            TOOLS.with(|w| *w.borrow_mut() = Some(worker));
-        }
+                applied.set(Some(Applied {
+                    args,
+                    notes,
+                    error,
+                    loaded,
+                }));
+            }
+            FromWorker::Commands {
+                id,
+                serve: s,
+                bench: b,
+            } if id == cmd_id.get_untracked() => {
+                serve.set(s);
+                bench.set(b);
+            }
+            FromWorker::Error { id, message, .. } if id == cmd_id.get_untracked() => {
+                serve.set(format!("(no command: {message})"));
+                bench.set(String::new());
+            }
+            _ => {}
+        }),
         Err(e) => applied.set(Some(Applied {
             args: Vec::new(),
             notes: Vec::new(),

@@ -209,6 +209,8 @@ fn ensure_worker(cs: CompareState) -> Result<(), String> {
             | FromWorker::Level { .. }
             | FromWorker::Parsed { .. }
             | FromWorker::Commands { .. }
+            | FromWorker::Catalog { .. }
+            | FromWorker::Checked { .. }
             | FromWorker::Refining { .. }
             | FromWorker::Done { .. } => {}
         }
