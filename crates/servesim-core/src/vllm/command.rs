@@ -649,8 +649,12 @@ pub fn to_vllm_command(s: &Scenario) -> String {
     if let Some(n) = s.num_gpus {
         ss.push(format!("--num-gpus {n}"));
     }
-    let ep_from_flag = s.ep > 1 && s.ep == s.tp.saturating_mul(s.dp);
-    if s.ep != 1 && !ep_from_flag {
+    // `--enable-expert-parallel` when the scenario says so (or, unstated, when ep = tp x dp);
+    // an ep the flag would not give (1 beside the flag, which resolves the same) rides as --ep.
+    let g = s.tp.saturating_mul(s.dp);
+    let ep_from_flag = s.enable_expert_parallel == Some(true)
+        || (s.enable_expert_parallel.is_none() && s.ep > 1 && s.ep == g);
+    if (ep_from_flag && s.ep != g) || (!ep_from_flag && s.ep != 1) {
         ss.push(format!("--ep {}", s.ep));
     }
     let fp8_flag = s.weight_precision == WeightPrecision::Fp8 && !checkpoint_is_fp8(s);
