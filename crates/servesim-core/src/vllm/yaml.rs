@@ -216,9 +216,8 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, String> {
 fn indent_flow_lines(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 64);
     let mut depth: u32 = 0;
-    let (mut sq, mut dq) = (false, false);
     for line in text.split_inclusive('\n') {
-        (sq, dq) = (false, false);
+        let (mut sq, mut dq) = (false, false);
         if depth > 0 {
             out.push_str("  ");
         }
