@@ -329,3 +329,35 @@ fn pasted_text_goes_to_the_right_reader() {
     let big = "apiVersion: v1\n".to_string() + &"a: b\n".repeat(300_000);
     assert!(parse_pasted(&big, &base).unwrap_err().contains("1 MiB"));
 }
+
+#[test]
+fn dynamo_shell_string_workers_and_a_frontend_that_runs_no_vllm() {
+    // Dynamo 0.3.2: `args: ["python3 -m dynamo.vllm ... 2>&1 | tee /tmp/vllm.log"]`; the
+    // Frontend's args string runs dynamo.frontend (no vLLM) and is skipped with a note.
+    let text = read("dynamo-vllm-disagg-v0.3.2.yaml").replace("Qwen/Qwen3-0.6B", "Qwen/Qwen3-8B");
+    let p = parse_manifest(&text, &Scenario::default_scenario()).unwrap();
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("service Frontend: runs no vLLM server")),
+        "{:?}",
+        p.notes
+    );
+    // The redirection and the pipe are not arguments: nothing unknown.
+    assert!(
+        p.args.iter().all(|a| a.status != Status::Unknown),
+        "{:?}",
+        p.args
+    );
+    let s = p
+        .scenario
+        .clone()
+        .unwrap_or_else(|| panic!("{:?}", p.refusals()));
+    assert_eq!(model(&s), "Qwen/Qwen3-8B");
+    assert_eq!(s.engine.enforce_eager, Some(true));
+    let t = s.topology.unwrap();
+    assert_eq!(
+        (t.prefill.unwrap().replicas, t.decode.unwrap().replicas),
+        (Some(1), Some(1))
+    );
+}

@@ -1023,7 +1023,7 @@ struct Read {
     role: Option<PoolRole>,
 }
 
-fn read_worker(w: Worker, base: &Scenario) -> Result<Read, String> {
+fn read_worker(w: Worker, base: &Scenario) -> Result<Option<Read>, String> {
     let mut vars = w.env.clone();
     let pods = w.pods.as_ref().map_or(1, |p| p.1);
     vars.push(("LWS_GROUP_SIZE".into(), pods.to_string()));
@@ -1036,10 +1036,7 @@ fn read_worker(w: Worker, base: &Scenario) -> Result<Read, String> {
         }
     };
     let Some(inv) = inv else {
-        return Err(format!(
-            "{}: no `vllm serve` command in its command/args",
-            w.label
-        ));
+        return Ok(None);
     };
     let mut reports = w.reports;
     reports.extend(inv.reports);
@@ -1172,13 +1169,13 @@ fn read_worker(w: Worker, base: &Scenario) -> Result<Read, String> {
         reports.push(rep(f.clone(), Some(g.to_string()), st, why));
     }
     let refused = reports.iter().any(|r| r.status == Status::Refused);
-    Ok(Read {
+    Ok(Some(Read {
         scenario: if refused { None } else { s },
         reports,
         notes,
         replicas,
         role,
-    })
+    }))
 }
 
 /// Engine settings the two have in common, and what each sets beyond them.
@@ -1247,12 +1244,26 @@ pub fn parse_manifest(text: &str, base: &Scenario) -> Result<Pasted, String> {
         servesim.extend(super::command::shell_words(l)?);
     }
     let mut reads = Vec::new();
+    let mut skipped = Vec::new();
     for w in workers {
-        reads.push(read_worker(w, base)?);
+        let label = w.label.clone();
+        match read_worker(w, base)? {
+            Some(r) => reads.push(r),
+            None => skipped.push(label),
+        }
+    }
+    if reads.is_empty() {
+        return Err(format!(
+            "no container of the manifest runs vLLM ({}): expected `vllm serve ...`, `python -m vllm.entrypoints.openai.api_server ...` or `python -m dynamo.vllm ...` in its command or args",
+            skipped.join("; ")
+        ));
     }
     let pre = reads.iter().position(|r| r.role == Some(PoolRole::Prefill));
     let dec = reads.iter().position(|r| r.role == Some(PoolRole::Decode));
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = skipped
+        .iter()
+        .map(|l| format!("{l}: runs no vLLM server (not read)"))
+        .collect();
     let mut reports = errs;
     let scenario = match (pre, dec) {
         (Some(pi), Some(di)) => {
