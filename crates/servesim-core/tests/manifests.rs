@@ -361,3 +361,26 @@ fn dynamo_shell_string_workers_and_a_frontend_that_runs_no_vllm() {
         (Some(1), Some(1))
     );
 }
+
+#[test]
+fn truncated_and_mangled_manifests_are_errors_or_reports_never_panics() {
+    let dir = format!("{}/../../tests/manifests", env!("CARGO_MANIFEST_DIR"));
+    let base = Scenario::default_scenario();
+    for f in std::fs::read_dir(dir).unwrap() {
+        let path = f.unwrap().path();
+        if path.extension().map(|e| e == "yaml") != Some(true) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let chars: Vec<char> = text.chars().collect();
+        for k in 1..60 {
+            let cut: String = chars[..chars.len() * k / 60].iter().collect();
+            let _ = parse_manifest(&cut, &base);
+            // one character swapped for a YAML indicator
+            let mut m = chars.clone();
+            let i = chars.len() * k / 61;
+            m[i] = ['[', '{', '&', '*', ':', '"', '\'', '|'][k % 8];
+            let _ = parse_manifest(&m.iter().collect::<String>(), &base);
+        }
+    }
+}
