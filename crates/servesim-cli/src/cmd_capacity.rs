@@ -36,8 +36,11 @@ pub struct ListArgs {
 /// page: `Scenario::deployment`), starting from the default scenario's vLLM defaults.
 pub fn run_capacity(a: &CapacityArgs, m: &clap::ArgMatches) -> Result<()> {
     let mut s = servesim_core::scenario::Scenario::default_scenario();
-    if a.deployment.vllm_command.is_none() && !crate::args::given(m, "model") {
-        bail!("give --model and --gpu, or --vllm-command 'vllm serve ...' and --gpu");
+    if a.deployment.vllm_command.is_none()
+        && a.deployment.from_manifest.is_none()
+        && !crate::args::given(m, "model")
+    {
+        bail!("give --model and --gpu, --vllm-command 'vllm serve ...' and --gpu, or --from-manifest FILE");
     }
     if !crate::args::apply_deployment(&mut s, &a.deployment, m)? {
         bail!("give --gpu (a catalog id or the name nvidia-smi prints, e.g. --gpu \"NVIDIA H100 80GB HBM3\"; see `servesim gpus`)");
