@@ -14,6 +14,10 @@ fi
 # Trunk must not reach the network (docs/toolchain.md): offline = true in Trunk.toml, no version check.
 export TRUNK_SKIP_VERSION_CHECK=true
 trunk build --release "$@"
+# The page binary links no worker-only core code (ARCHITECTURE.md): checked on cargo's
+# pre-wasm-opt build, which still has its function names.
+python3 "$ROOT/scripts/check-page-binary.py" \
+  "${CARGO_TARGET_DIR:-$ROOT/target}/wasm32-unknown-unknown/wasm-page/app.wasm"
 wasm=$(ls dist/app-*_bg.wasm | head -1)
 raw=$(stat -c %s "$wasm")
 gz=$(gzip -9 -c "$wasm" | wc -c)

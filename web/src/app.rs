@@ -18,6 +18,7 @@ use std::time::Duration;
 use wasm_bindgen::prelude::*;
 
 mod command_ui;
+mod offload_ui;
 mod tools;
 mod topology_ui;
 use wasm_bindgen::JsCast;
@@ -29,10 +30,6 @@ const THEME_KEY: &str = "servesim.theme";
 const HISTORY_PUSH_MS: f64 = 1500.0;
 /// How long a cancelled worker may take to acknowledge before it is terminated.
 const CANCEL_GRACE_MS: u64 = 400;
-/// A running sweep whose worker sends nothing (no level, no `LevelProgress`) for this long is
-/// taken for dead: the worker sends progress every `sweep::PROGRESS_EVERY_EVENTS` simulated
-/// events, far more often than this (docs/web.md "A worker that dies").
-const STALL_MS: f64 = 30_000.0;
 
 thread_local! {
     static WORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
@@ -307,7 +304,7 @@ fn spawn_worker(st: State) {
 }
 
 /// The worker died (an uncaught error such as a wasm trap when it runs out of memory, an
-/// unreadable message, or no progress for [`STALL_MS`]): a running sweep fails with what to
+/// unreadable message, or no progress for `protocol::DEFAULT_STALL_MS`): a running sweep fails with what to
 /// change, the worker is terminated and a fresh one started so the next Run works.
 fn worker_lost(st: State, what: &str) {
     WORKER.with(|w| {
@@ -566,24 +563,31 @@ fn App() -> impl IntoView {
         compare: crate::compare_ui::CompareState::new(),
     };
     spawn_worker(st);
-    // A running sweep whose worker has gone silent is reported and the worker replaced.
+    // A running sweep whose worker has gone silent is reported and the worker replaced
+    // (`protocol::DEFAULT_STALL_MS`, or `?stall_ms=N` in the page's address).
+    let stall_ms = crate::protocol::stall_ms_from_query(
+        &browser::window().location().search().unwrap_or_default(),
+    );
     set_interval(
         move || {
             // Refining runs up to `k` levels without progress messages: allow each the time.
             let limit = match st.status.get_untracked() {
-                RunStatus::Running { .. } => Some(STALL_MS),
-                RunStatus::Refining(k) => Some(STALL_MS * (k as f64 + 1.0)),
+                RunStatus::Running { .. } => Some(stall_ms),
+                RunStatus::Refining(k) => Some(stall_ms * (k as f64 + 1.0)),
                 _ => None,
             };
             let silent = browser::now_ms() - LAST_HEARD.with(|l| l.get());
             if limit.is_some_and(|l| silent > l) {
                 worker_lost(
                     st,
-                    &format!("sent no progress for {:.0} s", STALL_MS / 1000.0),
+                    &format!(
+                        "sent no progress for {}",
+                        crate::protocol::fmt_stall(stall_ms)
+                    ),
                 );
             }
         },
-        Duration::from_secs(1),
+        Duration::from_millis((stall_ms / 4.0).clamp(100.0, 1000.0) as u64),
     );
 
     // The URL fragment follows the scenario; a damaged link stays until the form changes.
@@ -1122,6 +1126,7 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                 </div>
                 <p class="hint">"Blank fields take vLLM's default for this model and GPU (shown greyed). Other settings: edit the scenario JSON below."</p>
             </details>
+            {offload_ui::offload_fields(st)}
             <fieldset>
                 <legend>"Workload"</legend>
                 {select(st, "preset", "Preset", preset_opts,
@@ -1356,6 +1361,7 @@ fn capacity_body(c: CapacityView) -> impl IntoView {
             <li><span class="swatch seg-free"></span>"headroom "<span class="num">{fmt_gib(free)}</span></li>
             <li class="muted">"of "{fmt_gib(c.gpu_bytes)}" visible per GPU"</li>
         </ul>
+        {c.cpu_tier.clone().map(|t| view! { <p id="cap-cpu-tier">{t}</p> })}
         <p class="muted" id="cap-calibration" title="the step-time model's efficiency table for this GPU and vLLM version (docs/accuracy.md)">{c.calibration.clone()}</p>
         <details class="cap-details">
             <summary>"vLLM start-up log, notes"</summary>
@@ -1555,6 +1561,7 @@ fn ResultsTable(st: State) -> impl IntoView {
                     <p class="hint">"Highlighted: the highest level passing every SLA gate."</p>
                 </Show>
             </div>
+            {offload_ui::offload_results(st)}
             {topology_ui::replica_results(st)}
             <pre id="report-json" hidden>{move || st.report.with(|r| r.as_ref().map(|r| r.0.clone()).unwrap_or_default())}</pre>
         </section>

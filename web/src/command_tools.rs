@@ -1,6 +1,7 @@
-//! The page's questions answered in the worker (the tools worker): the `vllm serve` paste box and
-//! "copy command" buttons ([`ToWorker::ParseCommand`], [`ToWorker::Commands`]: the core's command
-//! reader `servesim_core::vllm::command`), the catalogs' names for the pickers
+//! The page's questions answered in the worker (the tools worker): the paste box for a `vllm
+//! serve` command or a deployment manifest and the "copy command" buttons
+//! ([`ToWorker::ParseCommand`], [`ToWorker::Commands`]: the core's command and manifest readers
+//! `servesim_core::vllm::{command, manifest}`, `parse_pasted` telling YAML from a command line), the catalogs' names for the pickers
 //! ([`ToWorker::Catalog`]) and the form's check and capacity card ([`ToWorker::Check`]: the
 //! resolver, the model and GPU catalogs, the capacity model). These are large, so they are linked
 //! into the worker binary only (ARCHITECTURE.md "page binary"; docs/web.md "Tools worker").
@@ -8,7 +9,8 @@
 
 use crate::protocol::{FromWorker, ToWorker, WireArg};
 use servesim_core::scenario::Scenario;
-use servesim_core::vllm::command::{parse_command, to_bench_command, to_vllm_command};
+use servesim_core::vllm::command::{to_bench_command, to_vllm_command};
+use servesim_core::vllm::manifest::parse_pasted;
 
 /// The answer to a command request (None for every other message).
 pub fn answer(msg: &ToWorker) -> Option<FromWorker> {
@@ -69,7 +71,7 @@ fn check(id: u32, json: &str) -> FromWorker {
 /// mention, such as the GPU and the workload, stay as they are).
 fn parse(id: u32, text: &str, base: &str) -> FromWorker {
     let base = Scenario::from_json(base).unwrap_or_else(|_| Scenario::default_scenario());
-    match parse_command(text, &base) {
+    match parse_pasted(text, &base) {
         Ok(p) => FromWorker::Parsed {
             id,
             scenario: p.scenario.as_ref().map(Scenario::to_json),
@@ -128,7 +130,8 @@ mod tests {
         assert_eq!((id, error), (3, None));
         let s = Scenario::from_json(&scenario.expect("a scenario")).unwrap();
         assert_eq!((s.tp, s.ep), (8, 8));
-        let native = parse_command(text, &Scenario::default_scenario()).unwrap();
+        let native =
+            servesim_core::vllm::parse_command(text, &Scenario::default_scenario()).unwrap();
         assert_eq!(
             s,
             native.scenario.unwrap(),
@@ -183,7 +186,10 @@ mod tests {
             "{serve}"
         );
         assert!(bench.contains("vllm bench serve"), "{bench}");
-        let back = parse_command(&serve, &s).unwrap().scenario.unwrap();
+        let back = servesim_core::vllm::parse_command(&serve, &s)
+            .unwrap()
+            .scenario
+            .unwrap();
         assert_eq!(back, s, "scenario -> vllm serve -> scenario");
     }
 
@@ -251,5 +257,37 @@ mod tests {
         );
         assert_eq!(gpus, crate::core_api::gpus());
         assert!(gpus.iter().any(|g| g.id == "H200"));
+    }
+
+    #[test]
+    fn a_pasted_manifest_fills_the_pools_and_lists_every_field() {
+        // llm-d/llm-d guides/pd-disaggregation/ms-pd/values.yaml (0b8cde6), as in
+        // tests/manifests/ (cited there) and the core's manifest tests.
+        let text = include_str!("../../tests/manifests/llm-d-pd-disaggregation-values.yaml");
+        let FromWorker::Parsed {
+            scenario,
+            args,
+            error,
+            ..
+        } = over_json(ToWorker::ParseCommand {
+            id: 5,
+            text: text.into(),
+            base: Scenario::default_scenario().to_json(),
+        })
+        else {
+            panic!("a Parsed answer")
+        };
+        assert_eq!(error, None);
+        let s = Scenario::from_json(&scenario.expect("a scenario")).unwrap();
+        let t = s.topology.as_ref().unwrap();
+        assert_eq!(t.prefill.as_ref().unwrap().replicas, Some(2));
+        assert_eq!(t.decode.as_ref().unwrap().replicas, Some(1));
+        let native =
+            servesim_core::vllm::parse_manifest(text, &Scenario::default_scenario()).unwrap();
+        assert_eq!(s, native.scenario.unwrap());
+        assert_eq!(args.len(), native.args.len());
+        assert!(args
+            .iter()
+            .any(|a| a.arg == "prefill: prefill.replicas" && a.status == "understood"));
     }
 }

@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 pub mod topology;
 pub use topology::{
     report_topology, router_choice, set_router_choice, set_topology_replicas,
-    topology_replicas_text, topology_summary, RouterChoice, TopologySummary,
+    topology_replicas_text, topology_summary, PdSummary, PoolSummary, RouterChoice,
+    TopologySummary,
 };
 
 pub use servesim_core::metrics::LevelResult;
@@ -109,6 +110,12 @@ pub fn form_key(s: &Scenario, path: &str) -> &'static str {
         "gpu.custom.name" => "custom_gpu_name",
         "num_gpus" => "gpus",
         "topology.replicas" => "replicas",
+        p if crate::form_offload::offload_form_key(p).is_some() => {
+            crate::form_offload::offload_form_key(p).unwrap_or("scenario")
+        }
+        p if crate::form_pd::pd_form_key(p).is_some() => {
+            crate::form_pd::pd_form_key(p).unwrap_or("scenario")
+        }
         p if p.starts_with("topology.router") => "router",
         "tp" => "tp",
         "dp" => "dp",
@@ -232,6 +239,10 @@ pub struct CapacityView {
     pub notes: Vec<String>,
     /// Which efficiency table the simulation will use (`scenario::Calibration::summary`).
     pub calibration: String,
+    /// The CPU KV offload tier in one line (`CpuTierReport::summary_line`, as `servesim
+    /// capacity` prints it); absent without a tier.
+    #[serde(default)]
+    pub cpu_tier: Option<String>,
 }
 
 fn view_of(r: &CapacityReport, shape: Option<RequestShape>, calibration: String) -> CapacityView {
@@ -281,6 +292,7 @@ fn view_of(r: &CapacityReport, shape: Option<RequestShape>, calibration: String)
         warnings: r.warnings.clone(),
         notes: r.notes.clone(),
         calibration,
+        cpu_tier: r.cpu_tier.as_ref().map(|t| t.summary_line()),
     }
 }
 

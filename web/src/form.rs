@@ -418,6 +418,10 @@ pub struct Form {
     pub warmup_s: String,
     /// SLA gates as `servesim sweep --sla` writes them: `metric>=value, ...`.
     pub sla: String,
+    /// Disaggregated prefill/decode pools and the KV transfer (`form_pd`).
+    pub pd: crate::form_pd::PdForm,
+    /// The CPU KV offload tier of the engine (`form_offload`).
+    pub offload: crate::form_offload::OffloadForm,
 }
 
 /// Field key -> message, for every invalid field.
@@ -523,6 +527,8 @@ impl Form {
         let en = &s.engine;
         let mut f = Form {
             base: s.clone(),
+            pd: crate::form_pd::PdForm::of(s.topology.as_ref()),
+            offload: crate::form_offload::OffloadForm::of(s.engine.kv_transfer_config.as_ref()),
             model_mode: model_mode.into(),
             model_id,
             custom_model_name,
@@ -951,6 +957,9 @@ impl Form {
                     b
                 }
             },
+            kv_transfer_config: self
+                .offload
+                .apply(self.base.engine.kv_transfer_config.clone(), &mut e),
             ..self.base.engine.clone()
         };
         let workload = self.workload(&mut e);
@@ -987,6 +996,7 @@ impl Form {
             sla,
             ..self.base.sweep.clone()
         };
+        let topology = self.pd.apply(self.base.topology.clone(), &mut e);
         if !e.is_empty() {
             return Err(e);
         }
@@ -1007,7 +1017,7 @@ impl Form {
             efficiencies: self.base.efficiencies,
             endpoint: self.base.endpoint,
             vllm_version,
-            topology: self.base.topology.clone(),
+            topology,
         })
     }
 }

@@ -10,6 +10,8 @@ pub mod compare_charts;
 pub mod compare_ui;
 pub mod core_api;
 pub mod form;
+pub mod form_offload;
+pub mod form_pd;
 pub mod protocol;
 pub mod table;
 

@@ -252,6 +252,33 @@ impl FromWorker {
 /// is what `servesim sweep --scenario S --json --refine-sla 8` prints.
 pub const REFINE_STEPS: usize = 8;
 
+/// A running sweep whose worker sends nothing (no level, no `LevelProgress`) for this long is
+/// taken for dead: the worker sends progress every `sweep::PROGRESS_EVERY_EVENTS` simulated
+/// events, far more often than this (docs/web.md "A worker that dies").
+pub const DEFAULT_STALL_MS: f64 = 30_000.0;
+
+/// The no-progress limit for this page load: [`DEFAULT_STALL_MS`], or `stall_ms=N` in the page's
+/// query string (`?stall_ms=1500`; 100 to 600,000 ms), which lets a browser test see the check
+/// fire without waiting 30 s, or a slow device allow more. Anything else keeps the default.
+pub fn stall_ms_from_query(search: &str) -> f64 {
+    search
+        .trim_start_matches('?')
+        .split('&')
+        .filter_map(|kv| kv.strip_prefix("stall_ms="))
+        .filter_map(|v| v.parse::<f64>().ok())
+        .find(|v| (100.0..=600_000.0).contains(v))
+        .unwrap_or(DEFAULT_STALL_MS)
+}
+
+/// "30 s", "1.5 s": a no-progress limit in the page's message.
+pub fn fmt_stall(ms: f64) -> String {
+    if ms % 1000.0 == 0.0 {
+        format!("{:.0} s", ms / 1000.0)
+    } else {
+        format!("{:.1} s", ms / 1000.0)
+    }
+}
+
 /// Overall sweep progress in 0..=1 after `done` of `levels` levels.
 pub fn sweep_fraction(done: usize, levels: usize) -> f64 {
     if levels == 0 {
@@ -570,6 +597,24 @@ pub fn run_job(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stall_limit_is_30_s_unless_the_query_sets_a_sane_one() {
+        assert_eq!(stall_ms_from_query(""), 30_000.0);
+        assert_eq!(stall_ms_from_query("?stall_ms=1500"), 1500.0);
+        assert_eq!(stall_ms_from_query("?x=1&stall_ms=2000"), 2000.0);
+        for bad in [
+            "?stall_ms=0",
+            "?stall_ms=-5",
+            "?stall_ms=abc",
+            "?stall_ms=1e9",
+            "?stall_ms=NaN",
+        ] {
+            assert_eq!(stall_ms_from_query(bad), 30_000.0, "{bad}");
+        }
+        assert_eq!(fmt_stall(30_000.0), "30 s");
+        assert_eq!(fmt_stall(1_500.0), "1.5 s");
+    }
 
     /// A quick scenario: 3 levels of 20 simulated seconds.
     pub(crate) fn small_scenario() -> Scenario {

@@ -14,6 +14,7 @@ use clap::{ArgMatches, Args};
 use servesim_core::scenario::{CustomModel, GpuRef, ModelRef, Scenario};
 use servesim_core::vllm::args::Status;
 use servesim_core::vllm::command::{apply_flags, parse_command};
+use servesim_core::vllm::manifest::parse_manifest;
 use std::path::Path;
 
 /// Model, GPU, a pasted `vllm serve` command, and the ServeSim-only switches; the vLLM
@@ -32,6 +33,13 @@ pub struct DeploymentArgs {
     /// `@FILE` to read it from a file. Applied first; flags given beside it override it.
     #[arg(long, value_name = "COMMAND")]
     pub vllm_command: Option<String>,
+    /// A deployment manifest (Kubernetes Deployment / StatefulSet / LeaderWorkerSet, KServe
+    /// InferenceService, Dynamo DynamoGraphDeployment, llm-d modelservice or vLLM
+    /// production-stack Helm values; several `---` documents), or `-` for stdin: its vLLM
+    /// containers' arguments, replicas, GPUs and prefill/decode workers fill the deployment
+    /// (docs/inputs.md "Manifests"). Applied first; explicit flags given beside it win.
+    #[arg(long, value_name = "FILE")]
+    pub from_manifest: Option<String>,
     /// VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (default since vLLM 0.21).
     #[arg(long)]
     pub estimate_cudagraphs: bool,
@@ -69,13 +77,23 @@ pub fn model_ref(spec: &str) -> Result<ModelRef> {
     Ok(ModelRef::Catalog(spec.to_string()))
 }
 
-/// Applies the deployment flags onto `s`, in this order: `--vllm-command` (its vLLM fields
+/// Applies the deployment flags onto `s`, in this order: `--from-manifest`, `--vllm-command` (their vLLM fields
 /// replace the scenario's), `--model` / `--gpu`, the switches, then every vLLM argument and
 /// ServeSim deployment flag in command-line order (the last of repeated ones wins, as in vLLM).
 /// What the registry ignores or does not model is listed on stderr; a refusal is an error.
 /// Returns whether a GPU was stated (by `--gpu` or the command's `# servesim: --gpu` line).
 pub fn apply_deployment(s: &mut Scenario, d: &DeploymentArgs, m: &ArgMatches) -> Result<bool> {
     let mut gpu_stated = false;
+    if let Some(path) = &d.from_manifest {
+        let text = if path == "-" {
+            crate::input::read_stdin()?
+        } else {
+            crate::input::read_text(Path::new(path))?
+        };
+        let p =
+            parse_manifest(&text, s).map_err(|e| anyhow::anyhow!("--from-manifest {path}: {e}"))?;
+        gpu_stated |= take(s, p, "--from-manifest: ")?;
+    }
     if let Some(cmd) = &d.vllm_command {
         let text = match cmd.strip_prefix('@') {
             Some(path) => crate::input::read_text(Path::new(path))?,
@@ -112,10 +130,11 @@ fn take(s: &mut Scenario, p: servesim_core::vllm::command::Pasted, prefix: &str)
     if !refused.is_empty() {
         bail!("{prefix}{}", refused.join("; "));
     }
+    // `--gpu`, a `# servesim: --gpu` line or a manifest's node selector.
     let gpu = p
         .args
         .iter()
-        .any(|a| a.arg == "--gpu" && a.status == Status::Understood);
+        .any(|a| a.status == Status::Understood && a.detail.starts_with("gpu = "));
     *s = p
         .scenario
         .with_context(|| format!("{prefix}the arguments were not understood"))?;

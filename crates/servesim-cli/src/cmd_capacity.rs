@@ -36,8 +36,11 @@ pub struct ListArgs {
 /// page: `Scenario::deployment`), starting from the default scenario's vLLM defaults.
 pub fn run_capacity(a: &CapacityArgs, m: &clap::ArgMatches) -> Result<()> {
     let mut s = servesim_core::scenario::Scenario::default_scenario();
-    if a.deployment.vllm_command.is_none() && !crate::args::given(m, "model") {
-        bail!("give --model and --gpu, or --vllm-command 'vllm serve ...' and --gpu");
+    if a.deployment.vllm_command.is_none()
+        && a.deployment.from_manifest.is_none()
+        && !crate::args::given(m, "model")
+    {
+        bail!("give --model and --gpu, --vllm-command 'vllm serve ...' and --gpu, or --from-manifest FILE");
     }
     if !crate::args::apply_deployment(&mut s, &a.deployment, m)? {
         bail!("give --gpu (a catalog id or the name nvidia-smi prints, e.g. --gpu \"NVIDIA H100 80GB HBM3\"; see `servesim gpus`)");
@@ -64,19 +67,7 @@ pub fn run_capacity(a: &CapacityArgs, m: &clap::ArgMatches) -> Result<()> {
 fn print_report(r: &CapacityReport) {
     print_main(r);
     if let Some(t) = &r.cpu_tier {
-        println!(
-            "CPU KV tier ({}): {} chunks of {} blocks = {} tokens per rank, {:.2} GiB host memory per rank, {:.2} GiB per node ({} GPUs per node, {}); host link {} at {:.1} GB/s per GPU",
-            t.connector,
-            t.chunks,
-            t.blocks_per_chunk,
-            t.tokens,
-            t.host_bytes_per_rank as f64 / (1u64 << 30) as f64,
-            t.host_bytes_per_node as f64 / (1u64 << 30) as f64,
-            t.gpus_per_node,
-            t.gpus_per_node_basis,
-            t.host_link,
-            t.host_link_gb_s
-        );
+        println!("{}", t.summary_line());
         match t.host_memory_bytes_per_node {
             Some(m) => println!(
                 "  node host memory {:.0} GiB ({})",

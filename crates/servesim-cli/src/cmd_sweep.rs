@@ -236,9 +236,9 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
             Scenario::from_json(&text).with_context(|| format!("scenario {path}"))?
         }
         None => {
-            let cmd = a.deployment.vllm_command.is_some();
+            let cmd = a.deployment.vllm_command.is_some() || a.deployment.from_manifest.is_some();
             if !cmd && !given(m, "model") {
-                bail!("give --model and --gpu, --vllm-command 'vllm serve ...' and --gpu, or --scenario FILE");
+                bail!("give --model and --gpu, --vllm-command 'vllm serve ...' and --gpu, --from-manifest FILE, or --scenario FILE");
             }
             Scenario::default_scenario()
         }

@@ -29,3 +29,24 @@ pub fn read_text(path: &Path) -> Result<String> {
         )
     })
 }
+
+/// Standard input as text, bounded like [`read_text`] (`--from-manifest -`).
+pub fn read_stdin() -> Result<String> {
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .take(TEXT_INPUT_MAX_BYTES as u64 + 1)
+        .read_to_end(&mut buf)
+        .context("reading standard input")?;
+    if buf.len() > TEXT_INPUT_MAX_BYTES {
+        bail!(
+            "standard input: larger than {} MiB, the largest input ServeSim reads",
+            TEXT_INPUT_MAX_BYTES >> 20
+        );
+    }
+    String::from_utf8(buf).map_err(|e| {
+        anyhow::anyhow!(
+            "standard input: not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}

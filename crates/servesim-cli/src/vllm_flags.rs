@@ -120,7 +120,8 @@ pub fn help() -> String {
         out.push_str(&format!("  {}{v}\n      {}\n", names.join(", "), a.help));
     }
     out.push_str(
-        "Every other `vllm serve` argument in the table is accepted and listed as ignored or not modelled.\n",
+        "Every other `vllm serve` argument in the table is accepted and listed as ignored or not modelled.\n\
+--from-manifest FILE and --vllm-command are read first; every flag given beside them wins.\n",
     );
     out
 }

@@ -624,6 +624,26 @@ pub fn cpu_tier_report(d: &crate::deploy::Deployment, unit_bytes: u64) -> Option
     })
 }
 
+impl CpuTierReport {
+    /// The tier in one line (`servesim capacity` prints it; the page's capacity card shows it).
+    pub fn summary_line(&self) -> String {
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        format!(
+            "CPU KV tier ({}): {} chunks of {} blocks = {} tokens per rank, {:.2} GiB host memory per rank, {:.2} GiB per node ({} GPUs per node, {}); host link {} at {:.1} GB/s per GPU",
+            self.connector,
+            self.chunks,
+            self.blocks_per_chunk,
+            self.tokens,
+            gib(self.host_bytes_per_rank),
+            gib(self.host_bytes_per_node),
+            self.gpus_per_node,
+            self.gpus_per_node_basis,
+            self.host_link,
+            self.host_link_gb_s
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

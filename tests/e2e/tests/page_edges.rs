@@ -552,3 +552,77 @@ async fn the_sla_operating_point_is_refined_by_simulation_between_the_levels() {
         "the page's report equals `servesim sweep --json --refine-sla 8`"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pasted_pd_manifest_fills_the_form_and_its_link_carries_the_pools() {
+    // llm-d/llm-d guides/pd-disaggregation/ms-pd/values.yaml (0b8cde6), trimmed copy in
+    // tests/manifests/ (cited there); the core's manifest tests read the same file.
+    let yaml = std::fs::read_to_string(servesim_e2e_manifest_path(
+        "llm-d-pd-disaggregation-values.yaml",
+    ))
+    .unwrap();
+    let (args, fields, link) = with_browser("pd-manifest", |c, base| async move {
+        let r = async {
+            c.goto(&base).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            c.find(Locator::Css("#vllm-command-box > summary")).await?.click().await?;
+            // The textarea takes the text as a paste does (one input event).
+            c.execute(
+                "const t = document.querySelector('#vllm-command'); t.value = arguments[0]; t.dispatchEvent(new Event('input', {bubbles: true}));",
+                vec![serde_json::Value::String(yaml)],
+            )
+            .await?;
+            c.find(Locator::Css("#apply-command")).await?.click().await?;
+            wait_text(&c, "#command-loaded").await?;
+            let args: Vec<(String, String)> = serde_json::from_value(
+                c.execute(
+                    "return [...document.querySelectorAll('#command-args li')].map(li => [li.dataset.arg, li.dataset.status]);",
+                    vec![],
+                )
+                .await?,
+            )?;
+            let fields = (
+                value_of(&c, "#f-model_id").await?,
+                value_of(&c, "#f-tp").await?,
+                value_of(&c, "#f-gpu_id").await?,
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let link = c.current_url().await?.to_string();
+            Ok((args, fields, link))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert!(
+        args.contains(&("prefill: prefill.replicas".into(), "understood".into())),
+        "{args:?}"
+    );
+    assert!(
+        args.contains(&("decode: --kv-events-config".into(), "unknown".into())),
+        "{args:?}"
+    );
+    assert_eq!(
+        fields,
+        (
+            "openai/gpt-oss-120b".to_string(),
+            "4".to_string(),
+            "H200".to_string()
+        ),
+        "the decode worker's settings and the node selector's GPU"
+    );
+    let code = link.split("#s=").nth(1).expect("a link with #s=");
+    let code = code.split('&').next().unwrap_or(code);
+    let s = servesim_core::scenario::Scenario::from_json(
+        &servesim_core::share::decode(code).expect("the link decodes"),
+    )
+    .expect("the link carries a scenario");
+    let t = s.topology.expect("the pools ride in the link");
+    assert_eq!(t.prefill.as_ref().and_then(|p| p.replicas), Some(2));
+    assert_eq!(t.prefill.as_ref().and_then(|p| p.tp), Some(1));
+    assert_eq!(t.decode.as_ref().and_then(|p| p.replicas), Some(1));
+}
+
+fn servesim_e2e_manifest_path(name: &str) -> std::path::PathBuf {
+    repo_root().join("tests/manifests").join(name)
+}

@@ -1,7 +1,7 @@
 //! The "vLLM command" box (wasm32 only): paste a `vllm serve ...` command (also
 //! `python -m vllm.entrypoints.openai.api_server ...`, `docker run ... vllm/vllm-openai ...`,
-//! environment variables in front), Apply fills the form and lists what happened to every
-//! argument; the current scenario as the `vllm serve` and `vllm bench serve` commands that would
+//! environment variables in front) or a deployment manifest (YAML, read in the worker); Apply
+//! fills the form and lists what happened to every argument and field; the current scenario as the `vllm serve` and `vllm bench serve` commands that would
 //! measure it, with copy buttons. The reading and writing of commands is the core's
 //! (`servesim_core::vllm::command`), run in the tools worker (`command_tools`, `tools`), so the page's
 //! wasm does not carry the command reader and a running sweep does not delay it.
@@ -130,9 +130,9 @@ pub(super) fn CommandBox(st: State) -> impl IntoView {
     };
     view! {
         <details class="tool-box" id="vllm-command-box">
-            <summary>"vLLM command: paste one, or copy this scenario's"</summary>
+            <summary>"vLLM command or deployment manifest: paste one, or copy this scenario's command"</summary>
             <div class="field">
-                <label for="vllm-command">"Paste a vllm serve command (also python -m vllm.entrypoints.openai.api_server, docker run … vllm/vllm-openai, environment variables in front)"</label>
+                <label for="vllm-command">"Paste a vllm serve command (also python -m vllm.entrypoints.openai.api_server, docker run … vllm/vllm-openai, environment variables in front) or a deployment manifest (Kubernetes, LeaderWorkerSet, KServe, Dynamo, llm-d or production-stack YAML)"</label>
                 <textarea id="vllm-command" rows="4" spellcheck="false"
                     placeholder="vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2 --max-num-seqs 128"
                     prop:value=move || text.get()

@@ -2,9 +2,10 @@
 //! page's controls, the summary its picture draws, and the per-replica results of a report.
 //! Router names and presets are the core's (`topology::RouterPolicy`, `EppWeights::preset`).
 
+pub use servesim_core::metrics::Dist;
 use servesim_core::scenario::Scenario;
+pub use servesim_core::topology::{PoolResult, ReplicaResult, TopologyLevel, TransferStats};
 use servesim_core::topology::{RawRouter, RawTopology, RouterPolicy, RouterSpec};
-pub use servesim_core::topology::{ReplicaResult, TopologyLevel};
 
 /// The router choices the page offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +123,58 @@ pub struct TopologySummary {
     pub router: String,
     /// A short name for the picture's box.
     pub router_short: String,
+    /// Disaggregated serving: the two pools and the transfer path, as written.
+    pub pd: Option<PdSummary>,
+}
+
+/// One pool of a disaggregated topology, as written (blank fields take the top-level values).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolSummary {
+    pub replicas: u32,
+    pub gpus_per_replica: u32,
+    /// The pool's GPU (catalog id or custom name).
+    pub gpu: String,
+}
+
+/// What the picture shows of a disaggregated topology.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PdSummary {
+    pub prefill: PoolSummary,
+    pub decode: PoolSummary,
+    /// `auto`, `nvlink` or `rdma` as written (`auto` when absent).
+    pub path: &'static str,
+}
+
+fn gpu_name(g: &servesim_core::scenario::GpuRef) -> String {
+    match g {
+        servesim_core::scenario::GpuRef::Catalog(id) => id.clone(),
+        servesim_core::scenario::GpuRef::Custom(c) => c.name.clone(),
+    }
+}
+
+fn pool_summary(s: &Scenario, p: &servesim_core::topology::RawPool) -> PoolSummary {
+    let tp = p.tp.unwrap_or(s.tp).max(1);
+    let dp = p.dp.unwrap_or(s.dp).max(1);
+    PoolSummary {
+        replicas: p.replicas.unwrap_or(1),
+        gpus_per_replica: tp.saturating_mul(dp),
+        gpu: gpu_name(p.gpu.as_ref().unwrap_or(&s.gpu)),
+    }
+}
+
+fn pd_summary(s: &Scenario) -> Option<PdSummary> {
+    use servesim_core::topology::KvPath;
+    let t = s.topology.as_ref()?;
+    let (pre, dec) = (t.prefill.as_ref()?, t.decode.as_ref()?);
+    Some(PdSummary {
+        prefill: pool_summary(s, pre),
+        decode: pool_summary(s, dec),
+        path: match t.kv_transfer.as_ref().and_then(|k| k.path) {
+            None | Some(KvPath::Auto) => "auto",
+            Some(KvPath::Nvlink) => "nvlink",
+            Some(KvPath::Rdma) => "rdma",
+        },
+    })
 }
 
 /// The topology of a scenario as written (replicas from `topology.replicas`, else `num_gpus /
@@ -141,6 +194,7 @@ pub fn topology_summary(s: &Scenario) -> TopologySummary {
         gpus_per_replica: per,
         router: spec.describe(),
         router_short: format!("router: {}", spec.policy.name()),
+        pd: pd_summary(s),
     }
 }
 
@@ -171,6 +225,15 @@ mod tests {
         let t = topology_summary(&s);
         assert_eq!(t.replicas, 4);
         assert!(t.router.contains("prefix 2"), "{}", t.router);
+        assert_eq!(t.pd, None);
+        let seed = Scenario::from_json(include_str!(
+            "../../../tests/scenarios/recipe-1p1d-dsv4-pro-16xh200.json"
+        ))
+        .unwrap();
+        let pd = topology_summary(&seed).pd.expect("the 1P1D seed has pools");
+        assert_eq!((pd.prefill.replicas, pd.prefill.gpus_per_replica), (1, 8));
+        assert_eq!((pd.decode.replicas, pd.decode.gpus_per_replica), (1, 8));
+        assert_eq!((pd.prefill.gpu.as_str(), pd.path), ("H200", "auto"));
         set_topology_replicas(&mut s, "x");
         assert_eq!(topology_replicas_text(&s), "4", "bad text is kept out");
         for c in RouterChoice::ALL {

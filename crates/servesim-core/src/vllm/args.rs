@@ -461,6 +461,9 @@ pub struct Pending {
     pub layout_given: bool,
     /// `--quantization fp8` seen: fp8 weights unless the checkpoint is already fp8.
     pub online_fp8: bool,
+    /// `--ep` stated: `--enable-expert-parallel` keeps it (1 or tp x dp, checked when the
+    /// scenario resolves) instead of setting ep = tp x dp.
+    pub ep_stated: bool,
 }
 
 /// The vLLM-settable parts of a scenario back at their defaults (what a command that does not
@@ -523,6 +526,7 @@ pub fn apply(
         }
         Target::Ep => {
             p.layout_given = true;
+            p.ep_stated = true;
             s.ep = positive_u32(&flag, need()?)?;
             format!("ep = {}", s.ep)
         }
@@ -798,9 +802,14 @@ fn compilation_config(s: &mut Scenario, flag: &str, v: &str) -> Result<(Status, 
 pub fn finish(s: &mut Scenario, p: &Pending) -> Vec<String> {
     let mut notes = Vec::new();
     if p.enable_expert_parallel {
-        s.ep = s.tp.saturating_mul(s.dp);
+        if !p.ep_stated {
+            s.ep = s.tp.saturating_mul(s.dp);
+        }
         s.enable_expert_parallel = Some(true);
-        notes.push(format!("--enable-expert-parallel: ep = tp x dp = {}", s.ep));
+        notes.push(format!(
+            "--enable-expert-parallel: ep = tp x dp = {}",
+            s.tp.saturating_mul(s.dp)
+        ));
     } else if p.layout_given && s.enable_expert_parallel.is_none() {
         // A layout stated by flags states expert parallelism too: `--ep` above 1 is it, and
         // `--data-parallel-size` above 1 without it keeps the experts tensor-parallel; either

@@ -128,6 +128,33 @@ fn lex(text: &str) -> Result<Vec<Tok>, String> {
                     out.push(Tok::End);
                 }
             }
+            '>' | '<' => {
+                // A redirection (`2>&1`, `> log`, `>> log`, `< in`): not an argument. A file
+                // descriptor number glued in front (`2>`) goes with it.
+                if in_word && cur.chars().all(|c| c.is_ascii_digit()) {
+                    cur.clear();
+                    in_word = false;
+                }
+                push(&mut cur, &mut in_word, &mut out);
+                while i < chars.len() && matches!(chars[i], '>' | '<') {
+                    i += 1;
+                }
+                if i < chars.len() && chars[i] == '&' {
+                    i += 1;
+                    while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '-') {
+                        i += 1;
+                    }
+                } else {
+                    while i < chars.len() && matches!(chars[i], ' ' | '\t') {
+                        i += 1;
+                    }
+                    while i < chars.len()
+                        && !matches!(chars[i], ' ' | '\t' | '\n' | '\r' | ';' | '&' | '|')
+                    {
+                        i += 1;
+                    }
+                }
+            }
             ' ' | '\t' | '\r' => {
                 push(&mut cur, &mut in_word, &mut out);
                 i += 1;
@@ -153,6 +180,17 @@ fn lex(text: &str) -> Result<Vec<Tok>, String> {
     }
     push(&mut cur, &mut in_word, &mut out);
     Ok(out)
+}
+
+/// Shell words of one line (quotes and escapes as in a command line).
+pub(crate) fn shell_words(line: &str) -> Result<Vec<String>, String> {
+    Ok(lex(line)?
+        .into_iter()
+        .filter_map(|t| match t {
+            Tok::Word(w) => Some(w),
+            _ => None,
+        })
+        .collect())
 }
 
 fn is_env_assignment(w: &str) -> Option<(&str, &str)> {
@@ -304,17 +342,19 @@ fn find_vllm(words: &[String]) -> Option<Found> {
     None
 }
 
-/// Reads a pasted command line onto `base`: the vLLM-settable fields are reset to vLLM's
-/// defaults (a command that does not mention a setting means vLLM's default), GPU, workload and
-/// sweep are kept, then every argument is applied. Several commands in one text: the one that
-/// runs vLLM is read, `export NAME=VALUE` lines before it count as its environment.
-pub fn parse_command(text: &str, base: &Scenario) -> Result<Pasted, String> {
-    if text.len() > MAX_COMMAND_BYTES {
-        return Err(format!(
-            "the command is {} bytes; at most {MAX_COMMAND_BYTES} are read",
-            text.len()
-        ));
-    }
+/// The vLLM invocation found in shell text: its environment (`export` lines and assignments
+/// in front), its arguments, the `# servesim:` words, notes and the `docker run` options read.
+pub(crate) struct Invocation {
+    pub env: Vec<(String, String)>,
+    pub args: Vec<String>,
+    pub servesim: Vec<String>,
+    pub notes: Vec<String>,
+    pub reports: Vec<ArgReport>,
+}
+
+/// Finds the command that runs vLLM in shell text (several commands: the first that runs vLLM;
+/// `export NAME=VALUE` lines before it count as its environment). `Ok(None)`: none runs vLLM.
+pub(crate) fn find_invocation(text: &str) -> Result<Option<Invocation>, String> {
     let toks = lex(text)?;
     let mut exported: Vec<(String, String)> = Vec::new();
     let mut servesim_lines: Vec<String> = Vec::new();
@@ -327,9 +367,11 @@ pub fn parse_command(text: &str, base: &Scenario) -> Result<Pasted, String> {
             return;
         }
         if words[0] == "export" {
-            for w in &words[1..] {
-                if let Some((k, v)) = is_env_assignment(w) {
-                    exported.push((k.to_string(), v.to_string()));
+            if found.is_none() {
+                for w in &words[1..] {
+                    if let Some((k, v)) = is_env_assignment(w) {
+                        exported.push((k.to_string(), v.to_string()));
+                    }
                 }
             }
         } else if found.is_none() {
@@ -346,23 +388,58 @@ pub fn parse_command(text: &str, base: &Scenario) -> Result<Pasted, String> {
     }
     flush(&mut words, &mut found, &mut exported);
     let Some(mut f) = found else {
-        return Err("no vLLM command found: expected `vllm serve MODEL ...`, `python -m vllm.entrypoints.openai.api_server ...` or `docker run ... vllm/vllm-openai ...`".into());
+        return Ok(None);
     };
     let mut env = exported;
     env.append(&mut f.env);
-    let mut extra = Vec::new();
+    let mut servesim = Vec::new();
     for line in &servesim_lines {
         let t = lex(line)?;
-        extra.extend(t.into_iter().filter_map(|t| match t {
+        servesim.extend(t.into_iter().filter_map(|t| match t {
             Tok::Word(w) => Some(w),
             _ => None,
         }));
     }
-    let mut out = apply_all(base, &env, &f.args, &extra, true, true)?;
-    let mut args = f.docker;
+    Ok(Some(Invocation {
+        env,
+        args: f.args,
+        servesim,
+        notes: f.notes,
+        reports: f.docker,
+    }))
+}
+
+/// The vLLM invocation of an argument list already split into words (a Kubernetes
+/// `command` + `args` list): `vllm serve ...`, `python -m vllm.entrypoints... / dynamo.vllm`.
+pub(crate) fn find_in_words(words: &[String]) -> Option<Invocation> {
+    find_vllm(words).map(|f| Invocation {
+        env: f.env,
+        args: f.args,
+        servesim: Vec::new(),
+        notes: f.notes,
+        reports: f.docker,
+    })
+}
+
+/// Reads a pasted command line onto `base`: the vLLM-settable fields are reset to vLLM's
+/// defaults (a command that does not mention a setting means vLLM's default), GPU, workload and
+/// sweep are kept, then every argument is applied. Several commands in one text: the one that
+/// runs vLLM is read, `export NAME=VALUE` lines before it count as its environment.
+pub fn parse_command(text: &str, base: &Scenario) -> Result<Pasted, String> {
+    if text.len() > MAX_COMMAND_BYTES {
+        return Err(format!(
+            "the command is {} bytes; at most {MAX_COMMAND_BYTES} are read",
+            text.len()
+        ));
+    }
+    let Some(inv) = find_invocation(text)? else {
+        return Err("no vLLM command found: expected `vllm serve MODEL ...`, `python -m vllm.entrypoints.openai.api_server ...` or `docker run ... vllm/vllm-openai ...`".into());
+    };
+    let mut out = apply_all(base, &inv.env, &inv.args, &inv.servesim, true, true)?;
+    let mut args = inv.reports;
     args.append(&mut out.args);
     out.args = args;
-    let mut notes = f.notes;
+    let mut notes = inv.notes;
     notes.append(&mut out.notes);
     out.notes = notes;
     Ok(out)
@@ -572,8 +649,12 @@ pub fn to_vllm_command(s: &Scenario) -> String {
     if let Some(n) = s.num_gpus {
         ss.push(format!("--num-gpus {n}"));
     }
-    let ep_from_flag = s.ep > 1 && s.ep == s.tp.saturating_mul(s.dp);
-    if s.ep != 1 && !ep_from_flag {
+    // `--enable-expert-parallel` when the scenario says so (or, unstated, when ep = tp x dp);
+    // an ep the flag would not give (1 beside the flag, which resolves the same) rides as --ep.
+    let g = s.tp.saturating_mul(s.dp);
+    let ep_from_flag = s.enable_expert_parallel == Some(true)
+        || (s.enable_expert_parallel.is_none() && s.ep > 1 && s.ep == g);
+    if (ep_from_flag && s.ep != g) || (!ep_from_flag && s.ep != 1) {
         ss.push(format!("--ep {}", s.ep));
     }
     let fp8_flag = s.weight_precision == WeightPrecision::Fp8 && !checkpoint_is_fp8(s);

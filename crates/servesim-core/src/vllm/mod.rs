@@ -6,9 +6,12 @@
 
 pub mod args;
 pub mod command;
+pub mod manifest;
+pub mod yaml;
 
 pub use args::{registry, ArgReport, ArgSpec, Status};
 pub use command::{parse_command, to_bench_command, to_vllm_command, Pasted};
+pub use manifest::{looks_like_manifest, parse_manifest, parse_pasted};
 
 #[cfg(test)]
 mod recipe_tests;

@@ -1,0 +1,87 @@
+//! The CPU KV offload tier on the page (docs/engine.md "CPU KV offload tier"): the engine's
+//! `--kv-transfer-config` connector and sizes (`form_offload`), and the per-level `cpu_offload`
+//! metrics of the last run (the table `servesim sweep` prints under "CPU KV offload tier"). The
+//! tier's capacity line is the capacity card's (`CapacityView::cpu_tier`).
+
+use super::{field_with, State};
+use crate::form::Form;
+use crate::form_offload::{BLOCKS_PER_CHUNK, CONNECTOR, CONNECTORS, CPU_BYTES, KEEP};
+use crate::table;
+use leptos::prelude::*;
+
+/// The offload tier's fields.
+pub(super) fn offload_fields(st: State) -> impl IntoView {
+    let err = move || st.errors.with(|e| e.get(CONNECTOR).cloned());
+    let connector = Memo::new(move |_| st.form.with(|f| f.offload.connector.clone()));
+    let kept = move || st.form.with(|f| f.offload.kept.clone());
+    view! {
+        <fieldset id="offload">
+            <legend>"CPU KV offload tier (--kv-transfer-config)"</legend>
+            <div class="field" class:invalid=move || err().is_some()>
+                <label for="f-offload_connector">"Connector"</label>
+                <select id="f-offload_connector"
+                    prop:value=move || connector.get()
+                    on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.offload.connector = v) }>
+                    {CONNECTORS.iter().map(|(v, l)| view! { <option value=*v>{*l}</option> }).collect_view()}
+                    <Show when=move || connector.get() == KEEP>
+                        <option value=KEEP>{move || format!("as in the scenario JSON ({})", kept())}</option>
+                    </Show>
+                </select>
+                <div class="field-error" id="e-offload_connector" role="alert">{err}</div>
+            </div>
+            <Show when=move || { let c = connector.get(); !c.is_empty() && c != KEEP }>
+                <div class="grid2">
+                    {field_with(st, CPU_BYTES, "cpu_bytes_to_use (blank: the connector's default)".into(), "bytes",
+                        |f: &Form| f.offload.cpu_bytes_to_use.clone(), |f: &mut Form, v| f.offload.cpu_bytes_to_use = v)}
+                    {field_with(st, BLOCKS_PER_CHUNK, "blocks_per_chunk (blank: 1)".into(), "",
+                        |f: &Form| f.offload.blocks_per_chunk.clone(), |f: &mut Form, v| f.offload.blocks_per_chunk = v)}
+                </div>
+            </Show>
+            <p class="hint">"OffloadingConnector's cpu_bytes_to_use is the whole engine's (all TP ranks); SimpleCPUOffloadConnector's is per rank and needs prefix caching. A MultiConnector stack (NIXL + offload, e.g. a P/D decode worker) is edited in the Scenario JSON box."</p>
+        </fieldset>
+    }
+}
+
+/// The per-level CPU offload metrics of the last run (nothing without a tier).
+pub(super) fn offload_results(st: State) -> impl IntoView {
+    move || {
+        let rows = st.rows.get();
+        if rows.iter().all(|l| l.cpu_offload.is_none()) {
+            return None;
+        }
+        let opt =
+            |v: Option<f64>, d: usize| v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "-".into());
+        let body = rows
+            .iter()
+            .filter_map(|l| {
+                l.cpu_offload
+                    .clone()
+                    .map(|c| (table::fmt_level(&l.level), c))
+            })
+            .map(|(level, c)| {
+                view! {
+                    <tr>
+                        <td>{level}</td><td>{c.cpu_hit_tokens}</td><td>{opt(c.cpu_hit_rate, 3)}</td>
+                        <td>{c.loads}</td>
+                        <td>{format!("{:.3}", c.loaded_bytes_per_rank as f64 / 1e9)}</td>
+                        <td>{format!("{:.3}", c.stored_bytes_per_rank as f64 / 1e9)}</td>
+                        <td>{opt(c.load_wait_ms_mean, 2)}</td>
+                        <td>{format!("{:.2}", c.host_link_gb_s_mean)}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        Some(view! {
+            <section id="offload-results">
+                <h3>"CPU KV offload tier (bytes per rank over the host link)"</h3>
+                <table class="results">
+                    <thead><tr>
+                        <th>"level"</th><th>"CPU hit tok"</th><th>"CPU hit"</th><th>"loads"</th>
+                        <th>"loaded GB"</th><th>"stored GB"</th><th>"wait ms"</th><th>"link GB/s"</th>
+                    </tr></thead>
+                    <tbody>{body}</tbody>
+                </table>
+            </section>
+        })
+    }
+}

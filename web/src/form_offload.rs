@@ -1,0 +1,200 @@
+//! The form's CPU KV offload tier (docs/engine.md "CPU KV offload tier"): the scenario's
+//! `engine.kv_transfer_config` (vLLM's `--kv-transfer-config`) as a connector choice and the two
+//! sizes people set, `cpu_bytes_to_use` and `blocks_per_chunk`, with an exact round trip. Other
+//! keys of the config are kept from the scenario the form was loaded from; a config the form has
+//! no controls for (a `MultiConnector` stack, `NixlConnector` alone) is kept as it is and edited in
+//! the Scenario JSON box. Only syntax is checked here; the core validates the rest.
+
+use crate::form::FieldErrors;
+use servesim_core::offload::{RawKvTransferConfig, RawOffloadExtra};
+
+pub const CONNECTOR: &str = "offload_connector";
+pub const CPU_BYTES: &str = "offload_cpu_bytes";
+pub const BLOCKS_PER_CHUNK: &str = "offload_blocks_per_chunk";
+
+/// The connector choices: (value, label). `keep` = the scenario's own config, untouched.
+pub const CONNECTORS: [(&str, &str); 3] = [
+    ("", "none (no CPU tier)"),
+    (
+        "OffloadingConnector",
+        "OffloadingConnector (cpu_bytes_to_use per engine)",
+    ),
+    (
+        "SimpleCPUOffloadConnector",
+        "SimpleCPUOffloadConnector (per rank; 8 GiB default)",
+    ),
+];
+pub const KEEP: &str = "keep";
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OffloadForm {
+    /// "", a connector of [`CONNECTORS`], or [`KEEP`].
+    pub connector: String,
+    /// Bytes; blank = the connector's default (SimpleCPUOffloadConnector: 8 GiB).
+    pub cpu_bytes_to_use: String,
+    /// Blank = 1.
+    pub blocks_per_chunk: String,
+    /// The kept config's connector name, for the select's label.
+    pub kept: String,
+}
+
+fn is_offload(name: &str) -> bool {
+    CONNECTORS.iter().skip(1).any(|(v, _)| *v == name)
+}
+
+impl OffloadForm {
+    pub fn of(c: Option<&RawKvTransferConfig>) -> OffloadForm {
+        let Some(c) = c else {
+            return OffloadForm::default();
+        };
+        let name = c.kv_connector.clone().unwrap_or_default();
+        if !is_offload(&name) {
+            return OffloadForm {
+                connector: KEEP.into(),
+                kept: if name.is_empty() {
+                    "unnamed".into()
+                } else {
+                    name
+                },
+                ..OffloadForm::default()
+            };
+        }
+        let x = c.kv_connector_extra_config.clone().unwrap_or_default();
+        let text = |v: Option<String>| v.unwrap_or_default();
+        OffloadForm {
+            connector: name,
+            cpu_bytes_to_use: text(x.cpu_bytes_to_use.map(|b| b.to_string())),
+            blocks_per_chunk: text(x.blocks_per_chunk.map(|b| b.to_string())),
+            kept: String::new(),
+        }
+    }
+
+    /// The config with these fields over `old`.
+    pub fn apply(
+        &self,
+        old: Option<RawKvTransferConfig>,
+        e: &mut FieldErrors,
+    ) -> Option<RawKvTransferConfig> {
+        let name = self.connector.trim();
+        if name == KEEP {
+            return old;
+        }
+        if name.is_empty() {
+            return None;
+        }
+        if !is_offload(name) {
+            e.insert(CONNECTOR, "choose a connector".into());
+            return old;
+        }
+        let mut c = old
+            .filter(|o| o.kv_connector.as_deref() == Some(name))
+            .unwrap_or_else(|| RawKvTransferConfig {
+                kv_connector: Some(name.into()),
+                kv_role: Some("kv_both".into()),
+                ..RawKvTransferConfig::default()
+            });
+        let mut x = c.kv_connector_extra_config.take().unwrap_or_default();
+        x.cpu_bytes_to_use = match self.cpu_bytes_to_use.trim() {
+            "" => None,
+            t => match t.parse::<f64>() {
+                Ok(v) if v.is_finite() => Some(v),
+                _ => {
+                    e.insert(
+                        CPU_BYTES,
+                        "a number of bytes (e.g. 68719476736 for 64 GiB)".into(),
+                    );
+                    None
+                }
+            },
+        };
+        x.blocks_per_chunk = match self.blocks_per_chunk.trim() {
+            "" => None,
+            t => match t.parse::<i64>() {
+                Ok(v) => Some(v),
+                Err(_) => {
+                    e.insert(BLOCKS_PER_CHUNK, "a whole number".into());
+                    None
+                }
+            },
+        };
+        c.kv_connector_extra_config = (x != RawOffloadExtra::default()).then_some(x);
+        Some(c)
+    }
+}
+
+/// The form key of a core error under `engine.kv_transfer_config` (None for other paths).
+pub fn offload_form_key(path: &str) -> Option<&'static str> {
+    let rest = path.strip_prefix("engine.kv_transfer_config")?;
+    Some(if rest.ends_with("cpu_bytes_to_use") {
+        CPU_BYTES
+    } else if rest.ends_with("blocks_per_chunk") {
+        BLOCKS_PER_CHUNK
+    } else {
+        CONNECTOR
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::form::Form;
+    use servesim_core::scenario::Scenario;
+
+    fn with_config(json: &str) -> Scenario {
+        let mut s = Scenario::default_scenario();
+        s.engine.kv_transfer_config = Some(serde_json::from_str(json).unwrap());
+        s
+    }
+
+    #[test]
+    fn offload_configs_round_trip_and_stacks_are_kept() {
+        for json in [
+            r#"{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":68719476736,"blocks_per_chunk":4}}"#,
+            r#"{"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both"}"#,
+            r#"{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both"},{"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both"}]}}"#,
+        ] {
+            let s = with_config(json);
+            assert_eq!(Form::from_scenario(&s).to_scenario(), Ok(s), "{json}");
+        }
+        let f = OffloadForm::of(
+            with_config(r#"{"kv_connector":"MultiConnector"}"#)
+                .engine
+                .kv_transfer_config
+                .as_ref(),
+        );
+        assert_eq!(
+            (f.connector.as_str(), f.kept.as_str()),
+            (KEEP, "MultiConnector")
+        );
+    }
+
+    #[test]
+    fn choosing_a_connector_writes_vllms_config() {
+        let mut f = Form::from_scenario(&Scenario::default_scenario());
+        f.offload.connector = "OffloadingConnector".into();
+        f.offload.cpu_bytes_to_use = "68719476736".into();
+        f.offload.blocks_per_chunk = "4".into();
+        let s = f.to_scenario().unwrap();
+        let c = s.engine.kv_transfer_config.clone().unwrap();
+        assert_eq!(c.kv_connector.as_deref(), Some("OffloadingConnector"));
+        assert_eq!(c.kv_role.as_deref(), Some("kv_both"));
+        let x = c.kv_connector_extra_config.unwrap();
+        assert_eq!(
+            (x.cpu_bytes_to_use, x.blocks_per_chunk),
+            (Some(68719476736.0), Some(4))
+        );
+        assert!(s.resolve().is_ok(), "the core accepts it");
+        f.offload.connector = String::new();
+        assert_eq!(f.to_scenario().unwrap().engine.kv_transfer_config, None);
+        f.offload.connector = "OffloadingConnector".into();
+        f.offload.cpu_bytes_to_use = "lots".into();
+        assert!(f.to_scenario().unwrap_err().contains_key(CPU_BYTES));
+        assert_eq!(
+            offload_form_key(
+                "engine.kv_transfer_config.kv_connector_extra_config.cpu_bytes_to_use"
+            ),
+            Some(CPU_BYTES)
+        );
+        assert_eq!(offload_form_key("engine.max_num_seqs"), None);
+    }
+}
