@@ -63,8 +63,18 @@ fn held_out_figures_are_the_documented_ones_and_the_fit_beats_defaults() {
     let s = validate::accuracy_summary();
     for (f, family_out, source_out) in DOCUMENTED_HELD_OUT {
         let m = s.metrics.iter().find(|m| m.family == f).unwrap();
-        assert_eq!(m.held_out_family_median_abs_pct, Some(family_out), "{}", f.name());
-        assert_eq!(m.held_out_source_median_abs_pct, Some(source_out), "{}", f.name());
+        assert_eq!(
+            m.held_out_family_median_abs_pct,
+            Some(family_out),
+            "{}",
+            f.name()
+        );
+        assert_eq!(
+            m.held_out_source_median_abs_pct,
+            Some(source_out),
+            "{}",
+            f.name()
+        );
     }
     let csv = combined();
     let fitted = validate::run(&csv, &ValidateOptions::default()).unwrap();

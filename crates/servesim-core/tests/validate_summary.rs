@@ -48,7 +48,11 @@ fn summary_covers_every_metric_with_held_out_figures() {
     }
     // Every model family has in-sample and held-out figures for the metrics it measures.
     for fam in validate::FAMILIES {
-        let rows: Vec<_> = s.families.iter().filter(|f| f.model_family == *fam).collect();
+        let rows: Vec<_> = s
+            .families
+            .iter()
+            .filter(|f| f.model_family == *fam)
+            .collect();
         assert!(!rows.is_empty(), "{fam}");
         for f in rows {
             assert!(f.n > 0 && f.held_out_median_abs_pct.is_some(), "{fam}");
