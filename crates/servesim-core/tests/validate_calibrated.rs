@@ -160,7 +160,7 @@ fn resolved_scenarios_report_which_calibration_they_run_with() {
     assert!(c.summary.contains("nearest"), "{}", c.summary);
 
     // A generation without measured runs: the literature table, said so.
-    s.gpu = servesim_core::scenario::GpuRef::Catalog("B200".into());
+    s.gpu = servesim_core::scenario::GpuRef::Catalog("L40S".into());
     let c = s.resolve().unwrap().calibration;
     assert_eq!((c.basis.as_str(), c.fit.as_deref()), ("literature", None));
     assert!(c.summary.contains("literature"), "{}", c.summary);
