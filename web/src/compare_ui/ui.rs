@@ -556,7 +556,7 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
                 <tbody>{a.rows.into_iter().map(|r| view! {
                     <tr data-met=r.met.to_string()>
                         <th scope="row">{r.metric}</th><td class="num">{r.n}</td>
-                        <td class="num">{accuracy::fmt_pct(r.held_out_family_pct.or(r.held_out_model_pct))}</td>
+                        <td class="num">{accuracy::fmt_pct(r.held_out_family_pct)}</td>
                         <td class="num">{accuracy::fmt_pct(r.held_out_source_pct)}</td>
                         <td class="num">{accuracy::fmt_pct(Some(r.median_abs_pct))}</td>
                         <td class="num">{format!("≤ {} / ≤ {:.0} %", r.held_out_target_pct.map(|t| format!("{t:.0}")).unwrap_or_else(|| "-".into()), r.target_pct)}</td>

@@ -448,7 +448,7 @@ pub enum EngineEra {
     /// vLLM 0.8 to 0.13 (calibrated on 0.10.2 and 0.11.0 runs).
     #[serde(rename = "vllm-0.11")]
     Vllm011,
-    /// vLLM 0.14 and later (calibrated on 0.15.1 runs); the default.
+    /// vLLM 0.14 and later; the default.
     #[default]
     #[serde(rename = "vllm-0.15")]
     Vllm015,
@@ -471,8 +471,8 @@ impl EngineEra {
     pub fn label(self) -> &'static str {
         match self {
             EngineEra::Vllm07 => "vLLM < 0.8, V0 engine (calibrated on 0.6 / 0.7 runs)",
-            EngineEra::Vllm011 => "vLLM 0.8 - 0.13 (calibrated on 0.10.2 / 0.11.0)",
-            EngineEra::Vllm015 => "vLLM >= 0.14 (calibrated on 0.15.1)",
+            EngineEra::Vllm011 => "vLLM 0.8 - 0.13 (calibrated on 0.9 - 0.13 runs)",
+            EngineEra::Vllm015 => "vLLM >= 0.14 (calibrated on 0.15 - 0.21 and nightly runs)",
         }
     }
 

@@ -320,26 +320,15 @@ pub fn fit_params_for(generation: &str, num_models: usize) -> Vec<&'static str> 
     }
 }
 
-/// Out-of-sample check of one split: fitted on `train`, aggregates over `test`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SplitResult {
-    pub train: String,
-    pub test: String,
-    pub fitted: BTreeMap<String, BTreeMap<String, f64>>,
-    pub test_aggregates: Vec<Aggregate>,
-}
-
 /// The fit's output.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FitReport {
     pub table: FittedEfficiencies,
     /// generation -> log.
     pub logs: BTreeMap<String, Vec<FitStep>>,
-    /// Source split: fit on one source, test on the other (both directions).
-    pub splits: Vec<SplitResult>,
     /// Held-out aggregates pooled over the folds: scope `leave-one-source-out` (each source
-    /// predicted by a fit on the others) and `leave-one-model-out` (each model predicted by a fit
-    /// on the other models).
+    /// predicted by a fit on the others), `leave-one-family-out` (each model family predicted by
+    /// a fit on the other families) and `leave-one-family-out: <family>` per family.
     pub held_out: Vec<Aggregate>,
 }
 
@@ -357,37 +346,36 @@ pub(super) fn held_out_points(
     sim: &mut Simulator,
 ) -> Result<Vec<PointResult>, ValidateError> {
     let pts = parse_points(points_csv)?;
-    let mut groups: Vec<String> = Vec::new();
-    for p in &pts {
-        let g = group(p);
-        if !groups.contains(&g) {
+    // Each row's group and calibration key, computed once.
+    let rows: Vec<(String, Option<String>, usize)> = pts
+        .iter()
+        .map(|p| (group(p), point_key(p), p.line))
+        .collect();
+    let mut groups: Vec<&str> = Vec::new();
+    for (g, _, _) in &rows {
+        if !groups.contains(&g.as_str()) {
             groups.push(g);
         }
     }
     let mut out = Vec::new();
-    for g in &groups {
-        let mut keys: Vec<String> = Vec::new();
-        for p in pts.iter().filter(|p| &group(p) == g) {
-            if let Some(k) = point_key(p) {
+    for g in groups {
+        let mut keys: Vec<&str> = Vec::new();
+        for (_, k, _) in rows.iter().filter(|r| r.0 == g) {
+            if let Some(k) = k.as_deref() {
                 if !keys.contains(&k) {
                     keys.push(k);
                 }
             }
         }
-        let train: Vec<usize> = pts
+        let train: Vec<usize> = rows
             .iter()
-            .filter(|p| &group(p) != g)
-            .filter(|p| point_key(p).is_some_and(|k| keys.contains(&k)))
-            .map(|p| p.line)
+            .filter(|r| r.0 != g && r.1.as_deref().is_some_and(|k| keys.contains(&k)))
+            .map(|r| r.2)
             .collect();
-        let test: Vec<usize> = pts
-            .iter()
-            .filter(|p| &group(p) == g)
-            .map(|p| p.line)
-            .collect();
+        let test: Vec<usize> = rows.iter().filter(|r| r.0 == g).map(|r| r.2).collect();
         let mut table = in_sample.clone();
         for k in &keys {
-            table.generations.remove(k);
+            table.generations.remove(*k);
         }
         if !train.is_empty() {
             let o = ValidateOptions {
@@ -432,15 +420,10 @@ pub fn held_out(
     let mut a = aggregate(&by_source, "leave-one-source-out", &|_| true);
     a.extend(aggregate(&by_family, "leave-one-family-out", &|_| true));
     for fam in FAMILIES {
-        let fam_lines: Vec<usize> = parse_points(points_csv)?
-            .iter()
-            .filter(|p| model_family(p) == *fam)
-            .map(|p| p.line)
-            .collect();
         a.extend(aggregate(
             &by_family,
             &format!("leave-one-family-out: {fam}"),
-            &|p| fam_lines.contains(&p.line),
+            &|p| p.model_family == *fam,
         ));
     }
     Ok(a)
@@ -505,13 +488,10 @@ pub fn fit_all(
         pts.len(),
         sources.join(" + ")
     );
-    // With more than two sources the pairwise source split is subsumed by leave-one-source-out.
-    let splits = Vec::new();
     let held_out = held_out(points_csv, held_out_rounds, &table, sim)?;
     Ok(FitReport {
         table,
         logs,
-        splits,
         held_out,
     })
 }
@@ -552,20 +532,6 @@ impl FitReport {
                 a.mean_abs_pct,
                 a.mean_signed_pct
             ));
-        }
-        s.push_str("\n### Out of sample (source split)\n\n| test set | metric | n | median abs error | mean abs error | mean signed error |\n|---|---|---|---|---|---|\n");
-        for sp in &self.splits {
-            for a in &sp.test_aggregates {
-                s.push_str(&format!(
-                    "| {} | {} | {} | {:.1}% | {:.1}% | {:+.1}% |\n",
-                    a.scope,
-                    a.family.name(),
-                    a.n,
-                    a.median_abs_pct,
-                    a.mean_abs_pct,
-                    a.mean_signed_pct
-                ));
-            }
         }
         s
     }
