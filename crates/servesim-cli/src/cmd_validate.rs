@@ -41,6 +41,10 @@ pub struct ValidateArgs {
     /// leave-one-family-out).
     #[arg(long, default_value_t = 1)]
     pub held_out_rounds: usize,
+    /// Threads that run --fit's jobs (one coordinate descent per calibration key and fold);
+    /// the result does not depend on it. Default: the cores available.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub threads: Option<u32>,
     /// Rewrite the accuracy summary's in-sample figures from this run (held-out figures are
     /// kept from the shipped summary; --fit rewrites all of them).
     #[arg(long, conflicts_with_all = ["defaults", "efficiencies", "only"])]
@@ -66,9 +70,7 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let csv = validate::combine_csvs(&refs)?;
     if a.fit {
-        let rep = validate::fit_all(&csv, a.rounds, a.held_out_rounds, &mut |s, e| {
-            validate::simulate(s, e)
-        })?;
+        let rep = fit_on_threads(&csv, a.rounds, a.held_out_rounds, a.threads)?;
         std::fs::write(&a.fit_out, rep.table_json())
             .with_context(|| format!("writing {}", a.fit_out.display()))?;
         eprintln!("wrote {}", a.fit_out.display());
@@ -130,4 +132,68 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
         print!("{}", r.to_markdown());
     }
     Ok(())
+}
+
+/// `validate --fit` on threads: the core's plan ([`validate::plan_fit`]) lists independent jobs;
+/// each thread takes the next job (longest first) and runs it with its own simulator; the report
+/// is assembled by job index, so it is the same as [`validate::fit_all`]'s for any thread count.
+pub fn fit_on_threads(
+    csv: &str,
+    rounds: usize,
+    held_out_rounds: usize,
+    threads: Option<u32>,
+) -> Result<validate::FitReport> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let plan = validate::plan_fit(csv, rounds, held_out_rounds)?;
+    let n = plan.jobs.len();
+    let threads = threads
+        .map(|t| t as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, n.max(1));
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(plan.jobs[i].cost()));
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<Result<validate::KeyFitResult, validate::ValidateError>>>> =
+        Mutex::new(vec![None; n]);
+    let done = AtomicUsize::new(0);
+    let start = std::time::Instant::now();
+    eprintln!(
+        "fit: {n} jobs ({} in-sample keys, {} held-out folds) on {threads} thread(s)",
+        plan.in_sample.len(),
+        plan.folds.len()
+    );
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = order.get(k) else { break };
+                let job = &plan.jobs[i];
+                let r = validate::run_fit_job(csv, job, &mut |s, e| validate::simulate(s, e));
+                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                eprintln!(
+                    "fit: job {d}/{n} done ({}, {} rows, {:.0} s elapsed)",
+                    job.key,
+                    job.lines.len(),
+                    start.elapsed().as_secs_f64()
+                );
+                if let Ok(mut v) = slots.lock() {
+                    v[i] = Some(r);
+                }
+            });
+        }
+    });
+    let slots = slots
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a fit thread panicked"))?;
+    let mut results = Vec::with_capacity(n);
+    for (i, r) in slots.into_iter().enumerate() {
+        match r {
+            Some(r) => results.push(r?),
+            None => anyhow::bail!("fit job {i} did not run"),
+        }
+    }
+    let rep = validate::assemble_fit(csv, &plan, &results, &mut |s, e| validate::simulate(s, e))?;
+    eprintln!("fit: done in {:.0} s", start.elapsed().as_secs_f64());
+    Ok(rep)
 }

@@ -232,75 +232,29 @@ pub struct FitStep {
 
 /// Coordinate descent over [`FIT_PARAMS`] for one GPU generation: for each parameter in turn,
 /// every grid value is tried with the others fixed and the best kept (ties keep the current
-/// value); `rounds` passes. Deterministic. Only rows of that generation (and in `opts`'
-/// selection) are used. Returns the fitted overrides of that generation and the log.
+/// value); `rounds` passes, from the literature table. Deterministic. Only rows of that generation
+/// (and in `opts`' selection) are used. Returns the fitted overrides of that generation and the
+/// log. (One [`KeyFitJob`] run by [`run_fit_job`].)
 pub fn fit_generation(
     points_csv: &str,
     generation: &str,
     opts: &ValidateOptions,
-    start: &FittedEfficiencies,
-    params: &[&str],
+    params: &[&'static str],
     rounds: usize,
     sim: &mut Simulator,
 ) -> Result<(BTreeMap<String, f64>, Vec<FitStep>), ValidateError> {
     let pts = select_points(parse_points(points_csv)?, opts)?;
-    let lines: Vec<usize> = pts
-        .iter()
-        .filter(|p| point_key(p).as_deref() == Some(generation))
-        .map(|p| p.line)
-        .collect();
-    if lines.is_empty() {
-        return Err(ValidateError::NoPoints {
-            filter: format!(" on {generation} GPUs"),
-        });
-    }
-    let mut cur = start.clone();
-    let eval =
-        |table: &FittedEfficiencies, sim: &mut Simulator| -> Result<(usize, f64), ValidateError> {
-            let o = ValidateOptions {
-                only_source: None,
-                efficiencies: Some(table.clone()),
-                only_lines: Some(lines.clone()),
-            };
-            let r = run_with(points_csv, &o, sim)?;
-            Ok((failures(&r), objective(&r)))
-        };
-    let mut best = eval(&cur, sim)?;
-    let mut log = vec![FitStep {
-        round: 0,
-        field: "(start)".into(),
-        value: 0.0,
-        objective: best.1,
-    }];
-    for round in 1..=rounds {
-        for fp in FIT_PARAMS.iter().filter(|f| params.contains(&f.field)) {
-            for &v in fp.grid {
-                let mut t = cur.clone();
-                t.generations
-                    .entry(generation.to_string())
-                    .or_default()
-                    .insert(fp.field.to_string(), v);
-                if t == cur {
-                    continue;
-                }
-                let obj = eval(&t, sim)?;
-                if obj.0 < best.0 || (obj.0 == best.0 && obj.1 < best.1 - 1e-9) {
-                    best = obj;
-                    cur = t;
-                    log.push(FitStep {
-                        round,
-                        field: fp.field.to_string(),
-                        value: v,
-                        objective: obj.1,
-                    });
-                }
-            }
-        }
-    }
-    Ok((
-        cur.generations.get(generation).cloned().unwrap_or_default(),
-        log,
-    ))
+    let job = KeyFitJob {
+        key: generation.to_string(),
+        lines: pts
+            .iter()
+            .filter(|p| point_key(p).as_deref() == Some(generation))
+            .map(|p| p.line)
+            .collect(),
+        params: params.to_vec(),
+        rounds,
+    };
+    run_fit_job(points_csv, &job, sim)
 }
 
 /// Which fields are fitted per generation: all of [`FIT_PARAMS`] where the set has several
@@ -332,168 +286,29 @@ pub struct FitReport {
     pub held_out: Vec<Aggregate>,
 }
 
-/// Held-out results of one grouping: every point predicted by a table fitted without its group.
-/// A fold refits only the calibration keys (`<generation>@<era>`) that hold rows of the group;
-/// every other key's training rows are the same as in-sample, so its fitted values are
-/// `in_sample`'s (the fit is per key and deterministic: the same rows give the same values).
-/// A key left without training rows is dropped from the fold's table (lookup falls back to the
-/// same generation's other era, then the literature table).
-pub(super) fn held_out_points(
-    points_csv: &str,
-    rounds: usize,
-    in_sample: &FittedEfficiencies,
-    group: &dyn Fn(&CalibrationPoint) -> String,
-    sim: &mut Simulator,
-) -> Result<Vec<PointResult>, ValidateError> {
-    let pts = parse_points(points_csv)?;
-    // Each row's group and calibration key, computed once.
-    let rows: Vec<(String, Option<String>, usize)> = pts
-        .iter()
-        .map(|p| (group(p), point_key(p), p.line))
-        .collect();
-    let mut groups: Vec<&str> = Vec::new();
-    for (g, _, _) in &rows {
-        if !groups.contains(&g.as_str()) {
-            groups.push(g);
-        }
-    }
-    let mut out = Vec::new();
-    for g in groups {
-        let mut keys: Vec<&str> = Vec::new();
-        for (_, k, _) in rows.iter().filter(|r| r.0 == g) {
-            if let Some(k) = k.as_deref() {
-                if !keys.contains(&k) {
-                    keys.push(k);
-                }
-            }
-        }
-        let train: Vec<usize> = rows
-            .iter()
-            .filter(|r| r.0 != g && r.1.as_deref().is_some_and(|k| keys.contains(&k)))
-            .map(|r| r.2)
-            .collect();
-        let test: Vec<usize> = rows.iter().filter(|r| r.0 == g).map(|r| r.2).collect();
-        let mut table = in_sample.clone();
-        for k in &keys {
-            table.generations.remove(*k);
-        }
-        if !train.is_empty() {
-            let o = ValidateOptions {
-                only_lines: Some(train),
-                efficiencies: Some(FittedEfficiencies::default()),
-                ..Default::default()
-            };
-            let (t, _) = fit_table(points_csv, &o, rounds, sim)?;
-            table.generations.extend(t.generations);
-        }
-        let o = ValidateOptions {
-            only_lines: Some(test),
-            efficiencies: Some(table),
-            ..Default::default()
-        };
-        out.extend(run_with(points_csv, &o, sim)?.points);
-    }
-    out.sort_by_key(|p| p.line);
-    Ok(out)
-}
-
 /// The model families of [`model_family`], in report order.
 pub const FAMILIES: &[&str] = &["dense", "MoE", "MLA", "sparse", "hybrid"];
 
-/// Leave-one-source-out and leave-one-model-family-out aggregates (scopes
-/// `leave-one-source-out`, `leave-one-family-out`, and `leave-one-family-out: <family>` per
-/// family). Costs one fit per source and per family.
-pub fn held_out(
-    points_csv: &str,
-    rounds: usize,
-    in_sample: &FittedEfficiencies,
-    sim: &mut Simulator,
-) -> Result<Vec<Aggregate>, ValidateError> {
-    let by_source = held_out_points(points_csv, rounds, in_sample, &|p| p.source.clone(), sim)?;
-    let by_family = held_out_points(
-        points_csv,
-        rounds,
-        in_sample,
-        &|p| model_family(p).to_string(),
-        sim,
-    )?;
-    let mut a = aggregate(&by_source, "leave-one-source-out", &|_| true);
-    a.extend(aggregate(&by_family, "leave-one-family-out", &|_| true));
-    for fam in FAMILIES {
-        a.extend(aggregate(
-            &by_family,
-            &format!("leave-one-family-out: {fam}"),
-            &|p| p.model_family == *fam,
-        ));
-    }
-    Ok(a)
-}
-
-pub(super) fn fit_table(
-    points_csv: &str,
-    opts: &ValidateOptions,
-    rounds: usize,
-    sim: &mut Simulator,
-) -> Result<(FittedEfficiencies, BTreeMap<String, Vec<FitStep>>), ValidateError> {
-    let pts = select_points(parse_points(points_csv)?, opts)?;
-    let mut gens: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for p in &pts {
-        if let Some(g) = point_key(p) {
-            let models = gens.entry(g).or_default();
-            if !models.contains(&p.model) {
-                models.push(p.model.clone());
-            }
-        }
-    }
-    let mut table = FittedEfficiencies::default();
-    let mut logs = BTreeMap::new();
-    for (g, models) in &gens {
-        let params = fit_params_for(g, models.len());
-        let (fitted, log) = fit_generation(
-            points_csv,
-            g,
-            opts,
-            &FittedEfficiencies::default(),
-            &params,
-            rounds,
-            sim,
-        )?;
-        table.generations.insert(g.clone(), fitted);
-        logs.insert(g.clone(), log);
-    }
-    Ok((table, logs))
-}
-
-/// Fits every generation on all points (the shipped table), then the source split both ways.
+/// Fits every generation on all points (the shipped table), then every held-out fold
+/// (leave-one-source-out, leave-one-model-family-out: scopes `leave-one-source-out`,
+/// `leave-one-family-out` and `leave-one-family-out: <family>`): [`plan_fit`]'s jobs run one
+/// after another, assembled by [`assemble_fit`]. A fold refits only the calibration keys that
+/// hold rows of the left-out group; every other key's training rows are unchanged, so its values
+/// are the in-sample ones (the fit is per key and deterministic). A key left without training
+/// rows is dropped from the fold's table (lookup falls back to the same generation's other era,
+/// then the literature table).
 pub fn fit_all(
     points_csv: &str,
     rounds: usize,
     held_out_rounds: usize,
     sim: &mut Simulator,
 ) -> Result<FitReport, ValidateError> {
-    let all = ValidateOptions {
-        efficiencies: Some(FittedEfficiencies::default()),
-        ..Default::default()
-    };
-    let (mut table, logs) = fit_table(points_csv, &all, rounds, sim)?;
-    let pts = parse_points(points_csv)?;
-    let mut sources: Vec<String> = Vec::new();
-    for p in &pts {
-        if !sources.contains(&p.source) {
-            sources.push(p.source.clone());
-        }
+    let plan = plan_fit(points_csv, rounds, held_out_rounds)?;
+    let mut results = Vec::with_capacity(plan.jobs.len());
+    for job in &plan.jobs {
+        results.push(run_fit_job(points_csv, job, sim)?);
     }
-    table.description = format!(
-        "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per GPU generation and vLLM release line (`<generation>@<era>`), {rounds} rounds (held-out folds {held_out_rounds}), objective = mean over sources of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
-        pts.len(),
-        sources.join(" + ")
-    );
-    let held_out = held_out(points_csv, held_out_rounds, &table, sim)?;
-    Ok(FitReport {
-        table,
-        logs,
-        held_out,
-    })
+    assemble_fit(points_csv, &plan, &results, sim)
 }
 
 impl FitReport {

@@ -12,6 +12,7 @@
 
 mod csv;
 mod fit;
+mod plan;
 mod report;
 mod rows;
 mod run;
@@ -20,6 +21,7 @@ mod summary;
 
 pub use csv::*;
 pub use fit::*;
+pub use plan::*;
 pub use report::*;
 pub use run::*;
 pub use setup::*;

@@ -1,0 +1,308 @@
+//! The fit as independent jobs: [`plan_fit`] lists every coordinate descent the fit and its
+//! held-out folds need (one [`KeyFitJob`] per calibration key and training set), [`run_fit_job`]
+//! runs one, and [`assemble_fit`] builds the [`FitReport`] from their results by job index.
+//! The jobs share nothing, so a caller with threads (the CLI's `validate --fit --threads N`) can
+//! run them in any order on any number of threads and get the same report as
+//! [`fit_all`], which runs them one after another.
+
+use super::*;
+use std::collections::BTreeMap;
+
+/// One coordinate descent: calibration key `key` fitted on the rows `lines` (all of that key),
+/// over the parameters `params`, `rounds` passes, from the literature table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyFitJob {
+    pub key: String,
+    pub lines: Vec<usize>,
+    pub params: Vec<&'static str>,
+    pub rounds: usize,
+}
+
+impl KeyFitJob {
+    /// A rough cost (row-simulations), for scheduling the longest jobs first.
+    pub fn cost(&self) -> usize {
+        let grid: usize = FIT_PARAMS
+            .iter()
+            .filter(|f| self.params.contains(&f.field))
+            .map(|f| f.grid.len())
+            .sum();
+        self.lines.len() * (1 + grid * self.rounds)
+    }
+}
+
+/// How a held-out fold groups the rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grouping {
+    /// Leave one source out.
+    Source,
+    /// Leave one model family out ([`model_family`]).
+    Family,
+}
+
+/// One held-out fold: the group left out, the calibration keys refitted without it (the keys
+/// holding its rows), the jobs that refit them, and the rows it predicts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FoldPlan {
+    pub grouping: Grouping,
+    pub group: String,
+    pub keys: Vec<String>,
+    /// Indexes into [`FitPlan::jobs`].
+    pub jobs: Vec<usize>,
+    pub test: Vec<usize>,
+}
+
+/// Every job of a fit, in the order [`fit_all`] runs them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitPlan {
+    pub rounds: usize,
+    pub held_out_rounds: usize,
+    pub jobs: Vec<KeyFitJob>,
+    /// The in-sample jobs (one per key, all rows), indexes into `jobs`.
+    pub in_sample: Vec<usize>,
+    pub folds: Vec<FoldPlan>,
+}
+
+/// The jobs fitting every key present among `rows` (line, key, model), in key order, each on
+/// that key's rows.
+fn key_jobs(rows: &[(usize, String, &str)], rounds: usize) -> Vec<KeyFitJob> {
+    let mut by_key: BTreeMap<&str, (Vec<usize>, Vec<&str>)> = BTreeMap::new();
+    for (line, key, model) in rows {
+        let e = by_key.entry(key.as_str()).or_default();
+        e.0.push(*line);
+        if !e.1.contains(model) {
+            e.1.push(model);
+        }
+    }
+    by_key
+        .into_iter()
+        .map(|(key, (lines, models))| KeyFitJob {
+            key: key.to_string(),
+            lines,
+            params: fit_params_for(key, models.len()),
+            rounds,
+        })
+        .collect()
+}
+
+/// Lists the fit's jobs: the in-sample fit of every key on all rows, then per held-out fold
+/// (sources in first-appearance order, then model families likewise) the keys holding the left-out
+/// rows, refitted on their other rows.
+pub fn plan_fit(
+    points_csv: &str,
+    rounds: usize,
+    held_out_rounds: usize,
+) -> Result<FitPlan, ValidateError> {
+    let pts = parse_points(points_csv)?;
+    // (line, key, model, source, family) of every row with a known GPU.
+    let rows: Vec<(usize, Option<String>, &str, &str, &str)> = pts
+        .iter()
+        .map(|p| {
+            (
+                p.line,
+                point_key(p),
+                p.model.as_str(),
+                p.source.as_str(),
+                model_family(p),
+            )
+        })
+        .collect();
+    let keyed = |keep: &dyn Fn(&(usize, Option<String>, &str, &str, &str)) -> bool| {
+        rows.iter()
+            .filter(|r| keep(r))
+            .filter_map(|r| r.1.clone().map(|k| (r.0, k, r.2)))
+            .collect::<Vec<_>>()
+    };
+    let mut jobs = key_jobs(&keyed(&|_| true), rounds);
+    let in_sample: Vec<usize> = (0..jobs.len()).collect();
+    let mut folds = Vec::new();
+    for grouping in [Grouping::Source, Grouping::Family] {
+        let group_of = |r: &(usize, Option<String>, &str, &str, &str)| -> String {
+            match grouping {
+                Grouping::Source => r.3.to_string(),
+                Grouping::Family => r.4.to_string(),
+            }
+        };
+        let mut groups: Vec<String> = Vec::new();
+        for r in &rows {
+            let g = group_of(r);
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+        for g in groups {
+            let mut keys: Vec<String> = Vec::new();
+            for r in rows.iter().filter(|r| group_of(r) == g) {
+                if let Some(k) = &r.1 {
+                    if !keys.contains(k) {
+                        keys.push(k.clone());
+                    }
+                }
+            }
+            let train =
+                keyed(&|r| group_of(r) != g && r.1.as_ref().is_some_and(|k| keys.contains(k)));
+            let first = jobs.len();
+            jobs.extend(key_jobs(&train, held_out_rounds));
+            folds.push(FoldPlan {
+                grouping,
+                test: rows
+                    .iter()
+                    .filter(|r| group_of(r) == g)
+                    .map(|r| r.0)
+                    .collect(),
+                group: g,
+                keys,
+                jobs: (first..jobs.len()).collect(),
+            });
+        }
+    }
+    Ok(FitPlan {
+        rounds,
+        held_out_rounds,
+        jobs,
+        in_sample,
+        folds,
+    })
+}
+
+/// The result of one job: the key's fitted overrides and the log of accepted steps.
+pub type KeyFitResult = (BTreeMap<String, f64>, Vec<FitStep>);
+
+/// Runs one job: coordinate descent over its parameters, from the literature table of its key
+/// ([`fit_generation`]'s method).
+pub fn run_fit_job(
+    points_csv: &str,
+    job: &KeyFitJob,
+    sim: &mut Simulator,
+) -> Result<KeyFitResult, ValidateError> {
+    if job.lines.is_empty() {
+        return Err(ValidateError::NoPoints {
+            filter: format!(" on {} GPUs", job.key),
+        });
+    }
+    let eval =
+        |table: &FittedEfficiencies, sim: &mut Simulator| -> Result<(usize, f64), ValidateError> {
+            let o = ValidateOptions {
+                only_source: None,
+                efficiencies: Some(table.clone()),
+                only_lines: Some(job.lines.clone()),
+            };
+            let r = run_with(points_csv, &o, sim)?;
+            Ok((failures(&r), objective(&r)))
+        };
+    let mut cur = FittedEfficiencies::default();
+    let mut best = eval(&cur, sim)?;
+    let mut log = vec![FitStep {
+        round: 0,
+        field: "(start)".into(),
+        value: 0.0,
+        objective: best.1,
+    }];
+    for round in 1..=job.rounds {
+        for fp in FIT_PARAMS.iter().filter(|f| job.params.contains(&f.field)) {
+            for &v in fp.grid {
+                let mut t = cur.clone();
+                t.generations
+                    .entry(job.key.clone())
+                    .or_default()
+                    .insert(fp.field.to_string(), v);
+                if t == cur {
+                    continue;
+                }
+                let obj = eval(&t, sim)?;
+                if obj.0 < best.0 || (obj.0 == best.0 && obj.1 < best.1 - 1e-9) {
+                    best = obj;
+                    cur = t;
+                    log.push(FitStep {
+                        round,
+                        field: fp.field.to_string(),
+                        value: v,
+                        objective: obj.1,
+                    });
+                }
+            }
+        }
+    }
+    Ok((
+        cur.generations.get(&job.key).cloned().unwrap_or_default(),
+        log,
+    ))
+}
+
+/// Builds the report from every job's result (`results[i]` is job `i`'s): the in-sample table
+/// and logs, then each fold's table (the in-sample table without the fold's keys, plus its
+/// refits) predicting the fold's rows, pooled into the held-out aggregates.
+pub fn assemble_fit(
+    points_csv: &str,
+    plan: &FitPlan,
+    results: &[KeyFitResult],
+    sim: &mut Simulator,
+) -> Result<FitReport, ValidateError> {
+    if results.len() != plan.jobs.len() {
+        return Err(ValidateError::Fitted(format!(
+            "{} job results for {} jobs",
+            results.len(),
+            plan.jobs.len()
+        )));
+    }
+    let pts = parse_points(points_csv)?;
+    let mut sources: Vec<&str> = Vec::new();
+    for p in &pts {
+        if !sources.contains(&p.source.as_str()) {
+            sources.push(p.source.as_str());
+        }
+    }
+    let mut table = FittedEfficiencies {
+        description: format!(
+            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per GPU generation and vLLM release line (`<generation>@<era>`), {} rounds (held-out folds {}), objective = mean over sources of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
+            pts.len(),
+            sources.join(" + "),
+            plan.rounds,
+            plan.held_out_rounds
+        ),
+        ..Default::default()
+    };
+    let mut logs = BTreeMap::new();
+    for &i in &plan.in_sample {
+        let key = plan.jobs[i].key.clone();
+        table.generations.insert(key.clone(), results[i].0.clone());
+        logs.insert(key, results[i].1.clone());
+    }
+    let mut by_source = Vec::new();
+    let mut by_family = Vec::new();
+    for fold in &plan.folds {
+        let mut t = table.clone();
+        for k in &fold.keys {
+            t.generations.remove(k);
+        }
+        for &i in &fold.jobs {
+            t.generations
+                .insert(plan.jobs[i].key.clone(), results[i].0.clone());
+        }
+        let o = ValidateOptions {
+            only_lines: Some(fold.test.clone()),
+            efficiencies: Some(t),
+            ..Default::default()
+        };
+        let predicted = run_with(points_csv, &o, sim)?.points;
+        match fold.grouping {
+            Grouping::Source => by_source.extend(predicted),
+            Grouping::Family => by_family.extend(predicted),
+        }
+    }
+    by_source.sort_by_key(|p| p.line);
+    by_family.sort_by_key(|p| p.line);
+    let mut held_out = aggregate(&by_source, "leave-one-source-out", &|_| true);
+    held_out.extend(aggregate(&by_family, "leave-one-family-out", &|_| true));
+    for fam in FAMILIES {
+        held_out.extend(aggregate(
+            &by_family,
+            &format!("leave-one-family-out: {fam}"),
+            &|p| p.model_family == *fam,
+        ));
+    }
+    Ok(FitReport {
+        table,
+        logs,
+        held_out,
+    })
+}

@@ -1,0 +1,104 @@
+//! The fit as independent jobs (`validate::plan_fit` / `run_fit_job` / `assemble_fit`): the jobs
+//! run in any order give exactly `validate::fit_all`'s report, and the plan has one in-sample job
+//! per calibration key and per fold the keys that hold the left-out rows. Runs on a small subset
+//! of the shipped calibration rows (two sources, two calibration keys, dense and MoE models) with
+//! one coordinate-descent pass, so it stays fast.
+
+use servesim_core::validate::{self, Grouping};
+
+const CSV_A: &str = include_str!("../data/calibration/measured-points.csv");
+
+/// Header plus the inference-sim Llama-2-7B and Mixtral rows (H100, vLLM 0.15.1) and the gpustack
+/// Qwen3-8B rows (H100, vLLM 0.10/0.11).
+fn subset() -> String {
+    let mut out = String::new();
+    for (i, line) in CSV_A.lines().enumerate() {
+        let keep = i == 0
+            || (line.starts_with("inference-sim/training")
+                && (line.contains("Llama-2-7b-hf") || line.contains("Mixtral")))
+            || (line.starts_with("gpustack") && line.contains("Qwen/Qwen3-8B,"));
+        if keep {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn sim() -> impl FnMut(
+    &validate::PointSetup,
+    &serde_json::Value,
+) -> Result<servesim_core::metrics::LevelResult, String> {
+    |s, e| validate::simulate(s, e)
+}
+
+#[test]
+fn the_plan_lists_one_job_per_key_and_the_keys_of_each_fold() {
+    let csv = subset();
+    let plan = validate::plan_fit(&csv, 1, 1).unwrap();
+    let keys: Vec<&str> = plan
+        .in_sample
+        .iter()
+        .map(|&i| plan.jobs[i].key.as_str())
+        .collect();
+    assert_eq!(keys, ["hopper@vllm-0.11", "hopper@vllm-0.15"]);
+    // Every row is in exactly one in-sample job.
+    let rows = validate::parse_points(&csv).unwrap();
+    let mut covered: Vec<usize> = plan
+        .in_sample
+        .iter()
+        .flat_map(|&i| plan.jobs[i].lines.clone())
+        .collect();
+    covered.sort_unstable();
+    assert_eq!(covered, rows.iter().map(|p| p.line).collect::<Vec<_>>());
+    // Leave-one-source-out: each source is alone on its key, so its fold refits nothing and
+    // predicts its rows with the key dropped (literature table).
+    let sources: Vec<&validate::FoldPlan> = plan
+        .folds
+        .iter()
+        .filter(|f| f.grouping == Grouping::Source)
+        .collect();
+    assert_eq!(sources.len(), 2);
+    assert!(sources
+        .iter()
+        .all(|f| f.jobs.is_empty() && f.keys.len() == 1));
+    // Leave-one-family-out: the MoE fold (Mixtral) refits hopper@vllm-0.15 on the Llama rows only.
+    let moe = plan
+        .folds
+        .iter()
+        .find(|f| f.grouping == Grouping::Family && f.group == "MoE")
+        .unwrap();
+    assert_eq!(moe.keys, ["hopper@vllm-0.15"]);
+    assert_eq!(moe.jobs.len(), 1);
+    let job = &plan.jobs[moe.jobs[0]];
+    assert!(job.lines.iter().all(|l| !moe.test.contains(l)));
+    assert!(!job.lines.is_empty());
+    // Two models at most per fold key: only the broad factors are fitted.
+    assert_eq!(job.params.len(), 4);
+    assert!(plan.jobs.iter().all(|j| j.cost() > 0));
+}
+
+#[test]
+fn jobs_run_in_any_order_give_fit_alls_report() {
+    let csv = subset();
+    let sequential = validate::fit_all(&csv, 1, 1, &mut sim()).unwrap();
+    let plan = validate::plan_fit(&csv, 1, 1).unwrap();
+    // Run the jobs last to first, each with its own simulator, as threads would.
+    let mut results: Vec<Option<validate::KeyFitResult>> = vec![None; plan.jobs.len()];
+    for i in (0..plan.jobs.len()).rev() {
+        results[i] = Some(validate::run_fit_job(&csv, &plan.jobs[i], &mut sim()).unwrap());
+    }
+    let results: Vec<validate::KeyFitResult> = results.into_iter().map(Option::unwrap).collect();
+    let assembled = validate::assemble_fit(&csv, &plan, &results, &mut sim()).unwrap();
+    assert_eq!(assembled, sequential);
+    // The fit changed something and the held-out scopes are all there.
+    assert!(sequential.table.generations.values().any(|m| !m.is_empty()));
+    for scope in ["leave-one-source-out", "leave-one-family-out"] {
+        assert!(sequential
+            .held_out
+            .iter()
+            .any(|a| a.scope == scope && a.n > 0));
+    }
+    // A wrong number of results is an error, not a panic.
+    assert!(validate::assemble_fit(&csv, &plan, &results[1..], &mut sim()).is_err());
+}
