@@ -11,7 +11,7 @@ use crate::engine::{IdMap, Request, Segment};
 use crate::rng::{hash2, Rng, Stream};
 use crate::units::Ticks;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// Which router.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -311,15 +311,50 @@ pub trait ReplicaView {
 
 /// Approximate prefix index: which replica was sent which prompt blocks (chained hashes of
 /// `block` tokens), LRU-bounded per replica (llm-d's prefix-cache plugin).
+///
+/// One node per (replica, block) it holds, in a slab: each node sits on two intrusive lists,
+/// its replica's LRU list (oldest first; a block sent again moves to the tail) and its block's
+/// holder list (the replicas holding that block, in no order). Recording a block costs one hash
+/// lookup (and an eviction three), matching a block one lookup plus its holders, and nothing
+/// is allocated per request once the slab has grown.
 struct PrefixIndex {
     block: u64,
     cap: u64,
-    holders: IdMap<Vec<u32>>,
-    stamps: Vec<IdMap<u64>>,
-    by_stamp: Vec<BTreeMap<u64, u64>>,
-    clock: u64,
+    /// Per replica: block hash -> its node.
+    node_of: Vec<IdMap<u32>>,
+    /// Block hash -> the first node of its holder list (present only while someone holds it).
+    holders: IdMap<u32>,
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+    /// Per replica: its LRU list (oldest at `head`) and length.
+    lru: Vec<Lru>,
     hashes: Vec<u64>,
     segs: Vec<Segment>,
+    /// Scratch for [`PrefixIndex::matches`]: blocks matched per replica (all 0 between calls)
+    /// and the replicas touched.
+    counts: Vec<u32>,
+    touched: Vec<u32>,
+}
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+struct Node {
+    hash: u64,
+    replica: u32,
+    /// The replica's LRU list.
+    lprev: u32,
+    lnext: u32,
+    /// The block's holder list.
+    bprev: u32,
+    bnext: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Lru {
+    head: u32,
+    tail: u32,
+    len: u64,
 }
 
 impl PrefixIndex {
@@ -327,12 +362,22 @@ impl PrefixIndex {
         PrefixIndex {
             block,
             cap,
+            node_of: (0..n).map(|_| IdMap::default()).collect(),
             holders: IdMap::default(),
-            stamps: (0..n).map(|_| IdMap::default()).collect(),
-            by_stamp: (0..n).map(|_| BTreeMap::new()).collect(),
-            clock: 0,
+            nodes: Vec::new(),
+            free: Vec::new(),
+            lru: vec![
+                Lru {
+                    head: NIL,
+                    tail: NIL,
+                    len: 0
+                };
+                n as usize
+            ],
             hashes: Vec::new(),
             segs: Vec::new(),
+            counts: vec![0; n as usize],
+            touched: Vec::new(),
         }
     }
 
@@ -378,59 +423,129 @@ impl PrefixIndex {
     /// llm-d's `matchLongestPrefix` (`approximateprefix/plugin.go`): walk the blocks in order,
     /// stop at the first block no replica holds, and count for each replica the blocks of that
     /// run it holds. Sorted by replica.
-    fn matches(&self, out: &mut Vec<(u32, u32)>) {
+    fn matches(&mut self, out: &mut Vec<(u32, u32)>) {
         out.clear();
         for h in &self.hashes {
-            let Some(holders) = self.holders.get(h).filter(|v| !v.is_empty()) else {
+            let Some(&first) = self.holders.get(h) else {
                 break;
             };
-            // Merge the (sorted) holders into the (sorted) counts.
-            let mut k = 0;
-            for &r in holders {
-                while k < out.len() && out[k].0 < r {
-                    k += 1;
+            let mut n = first;
+            while n != NIL {
+                let node = &self.nodes[n as usize];
+                let c = &mut self.counts[node.replica as usize];
+                if *c == 0 {
+                    self.touched.push(node.replica);
                 }
-                if k < out.len() && out[k].0 == r {
-                    out[k].1 += 1;
-                } else {
-                    out.insert(k, (r, 1));
-                }
-                k += 1;
+                *c += 1;
+                n = node.bnext;
             }
+        }
+        self.touched.sort_unstable();
+        for &r in &self.touched {
+            out.push((r, std::mem::take(&mut self.counts[r as usize])));
+        }
+        self.touched.clear();
+    }
+
+    /// Unlinks node `n` from replica `r`'s LRU list.
+    fn lru_unlink(&mut self, r: usize, n: u32) {
+        let Node { lprev, lnext, .. } = self.nodes[n as usize];
+        match lprev {
+            NIL => self.lru[r].head = lnext,
+            p => self.nodes[p as usize].lnext = lnext,
+        }
+        match lnext {
+            NIL => self.lru[r].tail = lprev,
+            q => self.nodes[q as usize].lprev = lprev,
         }
     }
 
-    /// Records that replica `r` now holds the hashed blocks (most recently used).
+    /// Appends node `n` to replica `r`'s LRU list (most recently used).
+    fn lru_push(&mut self, r: usize, n: u32) {
+        let tail = self.lru[r].tail;
+        {
+            let node = &mut self.nodes[n as usize];
+            node.lprev = tail;
+            node.lnext = NIL;
+        }
+        match tail {
+            NIL => self.lru[r].head = n,
+            t => self.nodes[t as usize].lnext = n,
+        }
+        self.lru[r].tail = n;
+    }
+
+    /// Records that replica `r` now holds the hashed blocks (most recently used), evicting its
+    /// least recently used blocks beyond the capacity.
     fn insert(&mut self, r: u32) {
         let ri = r as usize;
         for i in 0..self.hashes.len() {
             let h = self.hashes[i];
-            self.clock += 1;
-            let c = self.clock;
-            if let Some(old) = self.stamps[ri].insert(h, c) {
-                self.by_stamp[ri].remove(&old);
-            } else {
-                let v = self.holders.entry(h).or_default();
-                if let Err(p) = v.binary_search(&r) {
-                    v.insert(p, r);
+            if let Some(&n) = self.node_of[ri].get(&h) {
+                if self.lru[ri].tail != n {
+                    self.lru_unlink(ri, n);
+                    self.lru_push(ri, n);
                 }
+                continue;
             }
-            self.by_stamp[ri].insert(c, h);
-            while self.by_stamp[ri].len() as u64 > self.cap {
-                let Some((_, oldest)) = self.by_stamp[ri].pop_first() else {
-                    break;
-                };
-                self.stamps[ri].remove(&oldest);
-                if let Some(v) = self.holders.get_mut(&oldest) {
-                    if let Ok(p) = v.binary_search(&r) {
-                        v.remove(p);
-                    }
-                    if v.is_empty() {
-                        self.holders.remove(&oldest);
-                    }
+            let node = Node {
+                hash: h,
+                replica: r,
+                lprev: NIL,
+                lnext: NIL,
+                bprev: NIL,
+                bnext: NIL,
+            };
+            let n = match self.free.pop() {
+                Some(n) => {
+                    self.nodes[n as usize] = node;
+                    n
                 }
+                None => {
+                    self.nodes.push(node);
+                    (self.nodes.len() - 1) as u32
+                }
+            };
+            self.node_of[ri].insert(h, n);
+            // Front of the block's holder list.
+            let head = self.holders.entry(h).or_insert(NIL);
+            let old = *head;
+            *head = n;
+            if old != NIL {
+                self.nodes[n as usize].bnext = old;
+                self.nodes[old as usize].bprev = n;
+            }
+            self.lru_push(ri, n);
+            self.lru[ri].len += 1;
+            while self.lru[ri].len > self.cap {
+                let oldest = self.lru[ri].head;
+                self.evict(ri, oldest);
             }
         }
+    }
+
+    /// Drops node `n` (replica `r`'s least recently used block) from every list.
+    fn evict(&mut self, r: usize, n: u32) {
+        let Node {
+            hash, bprev, bnext, ..
+        } = self.nodes[n as usize];
+        self.lru_unlink(r, n);
+        self.lru[r].len -= 1;
+        self.node_of[r].remove(&hash);
+        match bprev {
+            NIL => {
+                if bnext == NIL {
+                    self.holders.remove(&hash);
+                } else if let Some(head) = self.holders.get_mut(&hash) {
+                    *head = bnext;
+                }
+            }
+            p => self.nodes[p as usize].bnext = bnext,
+        }
+        if bnext != NIL {
+            self.nodes[bnext as usize].bprev = bprev;
+        }
+        self.free.push(n);
     }
 }
 
@@ -451,6 +566,8 @@ pub struct Router {
     next_refresh: Ticks,
     prefix: Option<PrefixIndex>,
     matched: Vec<(u32, u32)>,
+    /// Scratch: the matched replicas tied at the best score.
+    tied: Vec<u32>,
     rng: Rng,
     /// Requests routed to each replica (whole run).
     pub routed: Vec<u64>,
@@ -490,6 +607,7 @@ impl Router {
                 PrefixIndex::new(n, block, cap)
             }),
             matched: Vec::new(),
+            tied: Vec::new(),
             rng: Rng::stream(seed, Stream::Router),
             routed: vec![0; n as usize],
         }
@@ -606,7 +724,8 @@ impl Router {
         let best = best?;
         // Ties: the matched replicas scoring `best`, and (when the best unmatched one scores
         // `best`) the unmatched, unsaturated replicas of its run in the snapshot order.
-        let mut tied_m: Vec<u32> = Vec::new();
+        let mut tied_m = std::mem::take(&mut self.tied);
+        tied_m.clear();
         for &(r, m) in &self.matched {
             if !self.saturated(r) && self.base[r as usize] + wp * m as f64 / total as f64 == best {
                 tied_m.push(r);
@@ -622,20 +741,29 @@ impl Router {
             }
             _ => 0..0,
         };
+        let pick = self.pick_tied(&tied_m, run);
+        self.tied = tied_m;
+        Some(pick)
+    }
+
+    /// Uniform over the tied replicas: `tied_m` (matched) and the unmatched, unsaturated ones
+    /// at snapshot positions `run`.
+    fn pick_tied(&mut self, tied_m: &[u32], run: std::ops::Range<usize>) -> u32 {
+        let is_matched = |m: &[(u32, u32)], r: u32| m.binary_search_by_key(&r, |e| e.0).is_ok();
         let slots = tied_m.len() + run.len();
         if slots == 1 {
-            return Some(tied_m.first().copied().unwrap_or(self.order[run.start]));
+            return tied_m.first().copied().unwrap_or(self.order[run.start]);
         }
-        // Uniform over the tied replicas: draw a slot, redraw when it names a matched or
-        // saturated replica of the run (such a slot is not a candidate); at least one slot is.
+        // Draw a slot, redraw when it names a matched or saturated replica of the run (such a
+        // slot is not a candidate); at least one slot is.
         loop {
             let k = self.rng.range_u64(0, slots as u64 - 1) as usize;
             if k < tied_m.len() {
-                return Some(tied_m[k]);
+                return tied_m[k];
             }
             let r = self.order[run.start + k - tied_m.len()];
             if !self.saturated(r) && !is_matched(&self.matched, r) {
-                return Some(r);
+                return r;
             }
         }
     }
