@@ -84,35 +84,54 @@ impl IndexedHeap {
         self.pos[self.heap[b].1 as usize] = b as u32;
     }
 
-    fn up(&mut self, mut i: usize) {
+    /// Moves the entry at `i` towards the root while it is smaller than its parent (a hole
+    /// walks up; each parent moved down is written once).
+    fn up(&mut self, i: usize) {
+        let e = self.heap[i];
+        let mut i = i;
         while i > 0 {
             let parent = (i - 1) / 2;
-            if self.heap[i] < self.heap[parent] {
-                self.swap(i, parent);
+            let p = self.heap[parent];
+            if e < p {
+                self.heap[i] = p;
+                self.pos[p.1 as usize] = i as u32;
                 i = parent;
             } else {
                 break;
             }
         }
+        self.heap[i] = e;
+        self.pos[e.1 as usize] = i as u32;
     }
 
-    fn down(&mut self, mut i: usize) {
+    /// Moves the entry at `i` towards the leaves while a child is smaller (a hole walks down;
+    /// each child moved up is written once).
+    fn down(&mut self, i: usize) {
         let n = self.heap.len();
+        let e = self.heap[i];
+        let mut i = i;
         loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut m = i;
-            if l < n && self.heap[l] < self.heap[m] {
-                m = l;
-            }
-            if r < n && self.heap[r] < self.heap[m] {
-                m = r;
-            }
-            if m == i {
+            let l = 2 * i + 1;
+            if l >= n {
                 break;
             }
-            self.swap(i, m);
-            i = m;
+            let r = l + 1;
+            let c = if r < n && self.heap[r] < self.heap[l] {
+                r
+            } else {
+                l
+            };
+            let ce = self.heap[c];
+            if ce < e {
+                self.heap[i] = ce;
+                self.pos[ce.1 as usize] = i as u32;
+                i = c;
+            } else {
+                break;
+            }
         }
+        self.heap[i] = e;
+        self.pos[e.1 as usize] = i as u32;
     }
 }
 

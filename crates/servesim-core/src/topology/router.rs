@@ -312,20 +312,21 @@ pub trait ReplicaView {
 /// Approximate prefix index: which replica was sent which prompt blocks (chained hashes of
 /// `block` tokens), LRU-bounded per replica (llm-d's prefix-cache plugin).
 ///
-/// One node per (replica, block) it holds, in a slab: each node sits on two intrusive lists,
-/// its replica's LRU list (oldest first; a block sent again moves to the tail) and its block's
-/// holder list (the replicas holding that block, in no order). Recording a block costs one hash
-/// lookup (and an eviction three), matching a block one lookup plus its holders, and nothing
-/// is allocated per request once the slab has grown.
+/// One slot per block someone holds (found by its hash), listing its holders as (replica,
+/// node) pairs in no order; one node per (replica, block) in a slab, on its replica's LRU list
+/// (oldest first; a block sent again moves to the tail). Recording a block costs one hash
+/// lookup plus a scan of its holders, an eviction a scan of the evicted block's holders (and a
+/// hash removal when it was the last), and nothing is allocated per request once the slabs
+/// have grown.
 struct PrefixIndex {
     block: u64,
     cap: u64,
-    /// Per replica: block hash -> its node.
-    node_of: Vec<IdMap<u32>>,
-    /// Block hash -> the first node of its holder list (present only while someone holds it).
-    holders: IdMap<u32>,
+    /// Block hash -> its slot in `slots` (present only while someone holds it).
+    slot_of: IdMap<u32>,
+    slots: Vec<BlockSlot>,
+    free_slots: Vec<u32>,
     nodes: Vec<Node>,
-    free: Vec<u32>,
+    free_nodes: Vec<u32>,
     /// Per replica: its LRU list (oldest at `head`) and length.
     lru: Vec<Lru>,
     hashes: Vec<u64>,
@@ -338,16 +339,58 @@ struct PrefixIndex {
 
 const NIL: u32 = u32::MAX;
 
+/// A held block: its hash and holders, `(replica, node)`, the first inline and the rest in
+/// `more` (kept, emptied, when the slot is freed and reused).
+struct BlockSlot {
+    hash: u64,
+    len: u32,
+    first: (u32, u32),
+    more: Vec<(u32, u32)>,
+}
+
+impl BlockSlot {
+    /// The node of replica `r`'s holding, if it holds the block.
+    #[inline]
+    fn find(&self, r: u32) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        if self.first.0 == r {
+            return Some(self.first.1);
+        }
+        self.more.iter().find(|e| e.0 == r).map(|e| e.1)
+    }
+
+    #[inline]
+    fn add(&mut self, r: u32, n: u32) {
+        if self.len == 0 {
+            self.first = (r, n);
+        } else {
+            self.more.push((r, n));
+        }
+        self.len += 1;
+    }
+
+    /// Removes replica `r`'s holding (which exists).
+    fn remove(&mut self, r: u32) {
+        if self.first.0 == r {
+            if let Some(last) = self.more.pop() {
+                self.first = last;
+            }
+        } else if let Some(i) = self.more.iter().position(|e| e.0 == r) {
+            self.more.swap_remove(i);
+        }
+        self.len -= 1;
+    }
+}
+
 #[derive(Clone, Copy)]
 struct Node {
-    hash: u64,
+    slot: u32,
     replica: u32,
     /// The replica's LRU list.
     lprev: u32,
     lnext: u32,
-    /// The block's holder list.
-    bprev: u32,
-    bnext: u32,
 }
 
 #[derive(Clone, Copy)]
@@ -362,10 +405,11 @@ impl PrefixIndex {
         PrefixIndex {
             block,
             cap,
-            node_of: (0..n).map(|_| IdMap::default()).collect(),
-            holders: IdMap::default(),
+            slot_of: IdMap::default(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
             nodes: Vec::new(),
-            free: Vec::new(),
+            free_nodes: Vec::new(),
             lru: vec![
                 Lru {
                     head: NIL,
@@ -426,18 +470,16 @@ impl PrefixIndex {
     fn matches(&mut self, out: &mut Vec<(u32, u32)>) {
         out.clear();
         for h in &self.hashes {
-            let Some(&first) = self.holders.get(h) else {
+            let Some(&b) = self.slot_of.get(h) else {
                 break;
             };
-            let mut n = first;
-            while n != NIL {
-                let node = &self.nodes[n as usize];
-                let c = &mut self.counts[node.replica as usize];
+            let slot = &self.slots[b as usize];
+            for &(r, _) in std::iter::once(&slot.first).chain(slot.more.iter()) {
+                let c = &mut self.counts[r as usize];
                 if *c == 0 {
-                    self.touched.push(node.replica);
+                    self.touched.push(r);
                 }
                 *c += 1;
-                n = node.bnext;
             }
         }
         self.touched.sort_unstable();
@@ -481,7 +523,28 @@ impl PrefixIndex {
         let ri = r as usize;
         for i in 0..self.hashes.len() {
             let h = self.hashes[i];
-            if let Some(&n) = self.node_of[ri].get(&h) {
+            let b = match self.slot_of.entry(h) {
+                std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let b = match self.free_slots.pop() {
+                        Some(b) => {
+                            self.slots[b as usize].hash = h;
+                            b
+                        }
+                        None => {
+                            self.slots.push(BlockSlot {
+                                hash: h,
+                                len: 0,
+                                first: (NIL, NIL),
+                                more: Vec::new(),
+                            });
+                            (self.slots.len() - 1) as u32
+                        }
+                    };
+                    *e.insert(b)
+                }
+            };
+            if let Some(n) = self.slots[b as usize].find(r) {
                 if self.lru[ri].tail != n {
                     self.lru_unlink(ri, n);
                     self.lru_push(ri, n);
@@ -489,14 +552,12 @@ impl PrefixIndex {
                 continue;
             }
             let node = Node {
-                hash: h,
+                slot: b,
                 replica: r,
                 lprev: NIL,
                 lnext: NIL,
-                bprev: NIL,
-                bnext: NIL,
             };
-            let n = match self.free.pop() {
+            let n = match self.free_nodes.pop() {
                 Some(n) => {
                     self.nodes[n as usize] = node;
                     n
@@ -506,15 +567,7 @@ impl PrefixIndex {
                     (self.nodes.len() - 1) as u32
                 }
             };
-            self.node_of[ri].insert(h, n);
-            // Front of the block's holder list.
-            let head = self.holders.entry(h).or_insert(NIL);
-            let old = *head;
-            *head = n;
-            if old != NIL {
-                self.nodes[n as usize].bnext = old;
-                self.nodes[old as usize].bprev = n;
-            }
+            self.slots[b as usize].add(r, n);
             self.lru_push(ri, n);
             self.lru[ri].len += 1;
             while self.lru[ri].len > self.cap {
@@ -524,28 +577,21 @@ impl PrefixIndex {
         }
     }
 
-    /// Drops node `n` (replica `r`'s least recently used block) from every list.
+    /// Drops node `n` (replica `r`'s least recently used block) from its LRU list and its
+    /// block's holders, and the block when nobody holds it any more.
     fn evict(&mut self, r: usize, n: u32) {
-        let Node {
-            hash, bprev, bnext, ..
-        } = self.nodes[n as usize];
+        let Node { slot, replica, .. } = self.nodes[n as usize];
+        debug_assert_eq!(replica as usize, r);
         self.lru_unlink(r, n);
         self.lru[r].len -= 1;
-        self.node_of[r].remove(&hash);
-        match bprev {
-            NIL => {
-                if bnext == NIL {
-                    self.holders.remove(&hash);
-                } else if let Some(head) = self.holders.get_mut(&hash) {
-                    *head = bnext;
-                }
-            }
-            p => self.nodes[p as usize].bnext = bnext,
+        let s = &mut self.slots[slot as usize];
+        s.remove(replica);
+        if s.len == 0 {
+            let h = s.hash;
+            self.slot_of.remove(&h);
+            self.free_slots.push(slot);
         }
-        if bnext != NIL {
-            self.nodes[bnext as usize].bprev = bprev;
-        }
-        self.free.push(n);
+        self.free_nodes.push(n);
     }
 }
 
