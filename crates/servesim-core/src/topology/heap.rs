@@ -86,9 +86,9 @@ impl IndexedHeap {
 
     /// Moves the entry at `i` towards the root while it is smaller than its parent (a hole
     /// walks up; each parent moved down is written once).
-    fn up(&mut self, i: usize) {
-        let e = self.heap[i];
-        let mut i = i;
+    fn up(&mut self, start: usize) {
+        let e = self.heap[start];
+        let mut i = start;
         while i > 0 {
             let parent = (i - 1) / 2;
             let p = self.heap[parent];
@@ -100,16 +100,18 @@ impl IndexedHeap {
                 break;
             }
         }
-        self.heap[i] = e;
-        self.pos[e.1 as usize] = i as u32;
+        if i != start {
+            self.heap[i] = e;
+            self.pos[e.1 as usize] = i as u32;
+        }
     }
 
     /// Moves the entry at `i` towards the leaves while a child is smaller (a hole walks down;
     /// each child moved up is written once).
-    fn down(&mut self, i: usize) {
+    fn down(&mut self, start: usize) {
         let n = self.heap.len();
-        let e = self.heap[i];
-        let mut i = i;
+        let e = self.heap[start];
+        let mut i = start;
         loop {
             let l = 2 * i + 1;
             if l >= n {
@@ -130,8 +132,10 @@ impl IndexedHeap {
                 break;
             }
         }
-        self.heap[i] = e;
-        self.pos[e.1 as usize] = i as u32;
+        if i != start {
+            self.heap[i] = e;
+            self.pos[e.1 as usize] = i as u32;
+        }
     }
 }
 
