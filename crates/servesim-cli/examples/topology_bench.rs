@@ -1,12 +1,13 @@
 //! Topology benchmark (docs/performance.md, "Replicas (topology)"): the cost per simulated event
 //! as the number of replicas grows, and the named cases of issue 9's targets.
 //!
-//! - `[round-robin|least-requests|llm-d] [SECONDS] [MAX_REPLICAS]` (the curve): each replica is
-//!   Llama-3.1-8B on one H100 at 16 closed-loop clients (1024 input, 128 output tokens, every
-//!   prompt unique), one level of SECONDS simulated seconds at 1, 4, 16, ... MAX_REPLICAS
-//!   replicas, so the work per replica is the same at every size; the figure that must stay flat
-//!   is wall time per engine step and per simulated event (engine steps x 2 + requests x 3:
-//!   send, front-end delivery, finish).
+//! - `[round-robin|least-requests|llm-d] [SECONDS] [MAX_REPLICAS] [MIN_REPLICAS]` (the curve):
+//!   each replica is Llama-3.1-8B on one H100 at 16 closed-loop clients (1024 input, 128 output
+//!   tokens, every prompt unique), one level of SECONDS simulated seconds at MIN_REPLICAS
+//!   (default 1), 4x that, ... up to MAX_REPLICAS replicas, so the work per replica is the same
+//!   at every size; the figure that must stay flat is wall time (or instructions) per engine
+//!   step and per simulated event (engine steps x 2 + requests x 3: send, front-end delivery,
+//!   finish).
 //! - `prefix-heavy`: 8 replicas behind the llm-d router (default weights) on a prefix-heavy
 //!   workload (shared system prompts and agentic sessions), the class of run issue 9 compares
 //!   with BLIS's weighted router.
@@ -19,9 +20,7 @@
 
 use servesim_core::scenario::Scenario;
 use servesim_core::topology::{parse_router, RawTopology};
-use servesim_core::workload::{
-    RawAgentic, RawArrival, RawContent, RawLengthDist, RawSharedPrefix,
-};
+use servesim_core::workload::{RawAgentic, RawArrival, RawContent, RawLengthDist, RawSharedPrefix};
 use std::time::Instant;
 
 fn topo(replicas: u32, router: &str) -> RawTopology {
@@ -39,13 +38,13 @@ fn one_level(s: &mut Scenario, clients: f64, secs: f64) {
     s.sweep.concurrency = Some(vec![clients]);
 }
 
-fn curve(router: &str, secs: f64, max: u32) {
+fn curve(router: &str, secs: f64, min: u32, max: u32) {
     println!("router {router}, {secs} simulated s per run, 16 clients per replica");
     println!(
         "{:>9} {:>10} {:>12} {:>10} {:>12} {:>14}",
         "replicas", "wall s", "steps", "requests", "ns/step", "ns/event"
     );
-    let mut n = 1u32;
+    let mut n = min.max(1);
     while n <= max {
         let mut s = Scenario::default_scenario();
         one_level(&mut s, 16.0 * n as f64, secs);
@@ -239,7 +238,8 @@ fn main() {
         router => {
             let secs: f64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(30.0);
             let max: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1024);
-            curve(router, secs, max)
+            let min: u32 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1);
+            curve(router, secs, min, max)
         }
     }
 }
