@@ -1137,4 +1137,69 @@ mod tests {
         ix.matches(&mut m);
         assert!(m.is_empty());
     }
+
+    /// The index against a plain model of llm-d's per-replica LRUs (a list per replica, most
+    /// recent last; matching walks the hashes and scans every list): the same matches after
+    /// each of many random prompts (shared heads, partial blocks, repeats) sent to random
+    /// replicas, with a capacity small enough that evictions run all the time.
+    #[test]
+    fn prefix_index_matches_a_plain_lru_model() {
+        let (n, cap) = (5u32, 40usize);
+        let mut ix = PrefixIndex::new(n, 16, cap as u64);
+        let mut model: Vec<Vec<u64>> = vec![Vec::new(); n as usize];
+        let mut rng = Rng::new(17);
+        let mut m = Vec::new();
+        let (mut matched, mut evicted) = (0, 0);
+        for i in 0..4000u64 {
+            let head = rng.range_u64(0, 3);
+            let mut prompt = vec![Segment {
+                stream: 100 + head,
+                start: 0,
+                len: rng.range_u64(0, 3) * 16 + rng.range_u64(0, 20),
+            }];
+            if rng.next_f64() < 0.7 {
+                prompt.push(Segment {
+                    stream: 200 + rng.range_u64(0, 30),
+                    start: 0,
+                    len: rng.range_u64(1, 200),
+                });
+            }
+            ix.hash_prompt(&prompt);
+            ix.matches(&mut m);
+            let mut want: Vec<(u32, u32)> = Vec::new();
+            for h in &ix.hashes {
+                let holders: Vec<u32> = (0..n)
+                    .filter(|&r| model[r as usize].contains(h))
+                    .collect();
+                if holders.is_empty() {
+                    break;
+                }
+                for r in holders {
+                    match want.iter_mut().find(|e| e.0 == r) {
+                        Some(e) => e.1 += 1,
+                        None => want.push((r, 1)),
+                    }
+                }
+            }
+            want.sort_unstable();
+            assert_eq!(m, want, "request {i}");
+            matched += usize::from(!m.is_empty());
+            let r = rng.range_u64(0, n as u64 - 1) as u32;
+            ix.insert(r);
+            let lru = &mut model[r as usize];
+            for &h in &ix.hashes {
+                if let Some(p) = lru.iter().position(|&x| x == h) {
+                    lru.remove(p);
+                }
+                lru.push(h);
+                if lru.len() > cap {
+                    lru.remove(0);
+                    evicted += 1;
+                }
+            }
+            assert_eq!(ix.lru[r as usize].len, lru.len() as u64);
+        }
+        // the comparison covered both
+        assert!(matched > 1000 && evicted > 1000, "{matched} {evicted}");
+    }
 }
