@@ -123,20 +123,26 @@ fn run_timed(name: &str, s: &Scenario) {
     let steps: u64 = res.levels.iter().map(|l| l.totals.steps).sum();
     let reqs: u64 = res.levels.iter().map(|l| l.totals.submitted).sum();
     let events = 2 * steps + 3 * reqs;
+    // Per-replica prefix-cache hit rates of the last level (small clusters only; `-`: no
+    // prompt looked up on that replica in the window).
     let hit = res
         .topology
-        .first()
+        .last()
+        .filter(|t| t.replicas.len() <= 16)
         .map(|t| {
             let h: Vec<String> = t
                 .replicas
                 .iter()
-                .map(|r| format!("{:.2}", r.prefix_cache_hit_rate.unwrap_or(0.0)))
+                .map(|r| {
+                    r.prefix_cache_hit_rate
+                        .map_or("-".to_string(), |h| format!("{h:.2}"))
+                })
                 .collect();
-            h.join(" ")
+            format!("; hit rate per replica {}", h.join(" "))
         })
         .unwrap_or_default();
     println!(
-        "{name:>14}: {wall:.3} s wall, {} levels, {steps} steps, {reqs} requests, {:.1} ns/event; hit rate per replica {hit}",
+        "{name:>14}: {wall:.3} s wall, {} levels, {steps} steps, {reqs} requests, {:.1} ns/event{hit}",
         res.levels.len(),
         wall * 1e9 / events.max(1) as f64
     );

@@ -1168,9 +1168,7 @@ mod tests {
             ix.matches(&mut m);
             let mut want: Vec<(u32, u32)> = Vec::new();
             for h in &ix.hashes {
-                let holders: Vec<u32> = (0..n)
-                    .filter(|&r| model[r as usize].contains(h))
-                    .collect();
+                let holders: Vec<u32> = (0..n).filter(|&r| model[r as usize].contains(h)).collect();
                 if holders.is_empty() {
                     break;
                 }
