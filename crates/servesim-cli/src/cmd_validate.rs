@@ -62,7 +62,26 @@ pub struct ValidateArgs {
     pub scenario_of: Option<usize>,
 }
 
+/// Whether `p` is the validation set, which no fit may read: the file
+/// `data/validation/measured-points-validation.csv` (docs/accuracy.md "Validation set (never fitted)").
+pub fn is_validation_set(p: &std::path::Path) -> bool {
+    let s = p.to_string_lossy().replace('\\', "/");
+    s.contains("data/validation/")
+        || p.file_name().is_some_and(|n| {
+            n.to_string_lossy()
+                .starts_with("measured-points-validation")
+        })
+}
+
 pub fn run_validate(a: &ValidateArgs) -> Result<()> {
+    if a.fit || a.write_summary {
+        if let Some(p) = a.points.iter().find(|p| is_validation_set(p)) {
+            anyhow::bail!(
+                "{} is the validation set, which no fit reads: --fit and --write-summary take only the calibration CSVs in crates/servesim-core/data/calibration. Fix: validate it without --fit / --write-summary (docs/accuracy.md \"Validation set (never fitted)\")",
+                p.display()
+            );
+        }
+    }
     let mut texts = Vec::new();
     for p in &a.points {
         texts.push(crate::input::read_text(p)?);

@@ -181,3 +181,44 @@ fn validate_reports_per_point_and_aggregates_for_one_source() {
     assert_ne!(code, 0);
     assert!(err.contains("nosuchsource"), "{err}");
 }
+
+#[test]
+fn validate_never_fits_on_the_validation_set() {
+    let holdout = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../servesim-core/data/validation/measured-points-validation.csv")
+        .display()
+        .to_string();
+    let out_dir = std::env::temp_dir().join(format!("servesim-holdout-{}", std::process::id()));
+    let fit_out = out_dir.join("efficiencies.json").display().to_string();
+    let summary_out = out_dir.join("summary.json").display().to_string();
+    // Alone or combined with the calibration CSV, --fit and --write-summary refuse it before
+    // reading anything, and write nothing.
+    for args in [
+        vec!["validate", &holdout, "--fit", "--fit-out", &fit_out],
+        vec![
+            "validate",
+            &calibration(),
+            &holdout,
+            "--fit",
+            "--fit-out",
+            &fit_out,
+        ],
+        vec![
+            "validate",
+            &holdout,
+            "--write-summary",
+            "--summary-out",
+            &summary_out,
+        ],
+    ] {
+        let (code, _, err) = servesim(&args);
+        assert_ne!(code, 0, "{args:?} must fail");
+        assert!(err.contains("validation set, which no fit reads"), "{err}");
+        assert!(err.contains("Fix:"), "{err}");
+    }
+    assert!(!out_dir.exists(), "nothing may be written");
+    // Validating it (no fit) works.
+    let (code, out, err) = servesim(&["validate", &holdout, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"points\""), "{out}");
+}

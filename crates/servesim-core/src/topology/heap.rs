@@ -7,10 +7,27 @@ use crate::units::Ticks;
 
 const NONE: u32 = u32::MAX;
 
+/// `(time, index)` as one integer ordered as the pair (time first, then index), so a
+/// comparison is one integer comparison.
+#[inline]
+fn key(t: Ticks, i: u32) -> u128 {
+    ((t.0 as u128) << 32) | i as u128
+}
+
+#[inline]
+fn index_of(k: u128) -> u32 {
+    k as u32
+}
+
+#[inline]
+fn time_of(k: u128) -> Ticks {
+    Ticks((k >> 32) as u64)
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct IndexedHeap {
-    /// Binary heap of (time, index).
-    heap: Vec<(Ticks, u32)>,
+    /// Binary heap of `key(time, index)`.
+    heap: Vec<u128>,
     /// Position of each index in `heap`, or `NONE`.
     pos: Vec<u32>,
 }
@@ -27,7 +44,7 @@ impl IndexedHeap {
     /// The smallest `(time, index)`.
     #[inline]
     pub fn peek(&self) -> Option<(Ticks, u32)> {
-        self.heap.first().copied()
+        self.heap.first().map(|&k| (time_of(k), index_of(k)))
     }
 
     pub fn len(&self) -> usize {
@@ -46,7 +63,7 @@ impl IndexedHeap {
             (NONE, None) => {}
             (NONE, Some(t)) => {
                 let at = self.heap.len();
-                self.heap.push((t, i));
+                self.heap.push(key(t, i));
                 self.pos[i as usize] = at as u32;
                 self.up(at);
             }
@@ -63,12 +80,13 @@ impl IndexedHeap {
             }
             (p, Some(t)) => {
                 let p = p as usize;
-                let old = self.heap[p].0;
-                if old == t {
+                let old = self.heap[p];
+                let new = key(t, i);
+                if old == new {
                     return;
                 }
-                self.heap[p].0 = t;
-                if t < old {
+                self.heap[p] = new;
+                if new < old {
                     self.up(p);
                 } else {
                     self.down(p);
@@ -80,38 +98,59 @@ impl IndexedHeap {
     #[inline]
     fn swap(&mut self, a: usize, b: usize) {
         self.heap.swap(a, b);
-        self.pos[self.heap[a].1 as usize] = a as u32;
-        self.pos[self.heap[b].1 as usize] = b as u32;
+        self.pos[index_of(self.heap[a]) as usize] = a as u32;
+        self.pos[index_of(self.heap[b]) as usize] = b as u32;
     }
 
-    fn up(&mut self, mut i: usize) {
+    /// Moves the entry at `start` towards the root while it is smaller than its parent (a hole
+    /// walks up; each parent moved down is written once).
+    fn up(&mut self, start: usize) {
+        let e = self.heap[start];
+        let mut i = start;
         while i > 0 {
             let parent = (i - 1) / 2;
-            if self.heap[i] < self.heap[parent] {
-                self.swap(i, parent);
+            let p = self.heap[parent];
+            if e < p {
+                self.heap[i] = p;
+                self.pos[index_of(p) as usize] = i as u32;
                 i = parent;
             } else {
                 break;
             }
         }
+        if i != start {
+            self.heap[i] = e;
+            self.pos[index_of(e) as usize] = i as u32;
+        }
     }
 
-    fn down(&mut self, mut i: usize) {
+    /// Moves the entry at `start` towards the leaves while a child is smaller (a hole walks
+    /// down; each child moved up is written once).
+    fn down(&mut self, start: usize) {
         let n = self.heap.len();
+        let e = self.heap[start];
+        let mut i = start;
         loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut m = i;
-            if l < n && self.heap[l] < self.heap[m] {
-                m = l;
-            }
-            if r < n && self.heap[r] < self.heap[m] {
-                m = r;
-            }
-            if m == i {
+            let l = 2 * i + 1;
+            if l >= n {
                 break;
             }
-            self.swap(i, m);
-            i = m;
+            let mut c = l;
+            if l + 1 < n && self.heap[l + 1] < self.heap[l] {
+                c = l + 1;
+            }
+            let ce = self.heap[c];
+            if ce < e {
+                self.heap[i] = ce;
+                self.pos[index_of(ce) as usize] = i as u32;
+                i = c;
+            } else {
+                break;
+            }
+        }
+        if i != start {
+            self.heap[i] = e;
+            self.pos[index_of(e) as usize] = i as u32;
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::engine::{IdMap, Request, Segment};
 use crate::rng::{hash2, Rng, Stream};
 use crate::units::Ticks;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// Which router.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -311,15 +311,93 @@ pub trait ReplicaView {
 
 /// Approximate prefix index: which replica was sent which prompt blocks (chained hashes of
 /// `block` tokens), LRU-bounded per replica (llm-d's prefix-cache plugin).
+///
+/// One slot per block someone holds (found by its hash), listing its holders as (replica,
+/// node) pairs in no order; one node per (replica, block) in a slab, on its replica's LRU list
+/// (oldest first; a block sent again moves to the tail). Recording a block costs one hash
+/// lookup plus a scan of its holders, an eviction a scan of the evicted block's holders (and a
+/// hash removal when it was the last), and nothing is allocated per request once the slabs
+/// have grown.
 struct PrefixIndex {
     block: u64,
     cap: u64,
-    holders: IdMap<Vec<u32>>,
-    stamps: Vec<IdMap<u64>>,
-    by_stamp: Vec<BTreeMap<u64, u64>>,
-    clock: u64,
+    /// Block hash -> its slot in `slots` (present only while someone holds it).
+    slot_of: IdMap<u32>,
+    slots: Vec<BlockSlot>,
+    free_slots: Vec<u32>,
+    nodes: Vec<Node>,
+    free_nodes: Vec<u32>,
+    /// Per replica: its LRU list (oldest at `head`) and length.
+    lru: Vec<Lru>,
     hashes: Vec<u64>,
     segs: Vec<Segment>,
+    /// Scratch for [`PrefixIndex::matches`]: blocks matched per replica (all 0 between calls)
+    /// and the replicas touched.
+    counts: Vec<u32>,
+    touched: Vec<u32>,
+}
+
+const NIL: u32 = u32::MAX;
+
+/// A held block: its hash and holders, `(replica, node)`, the first inline and the rest in
+/// `more` (kept, emptied, when the slot is freed and reused).
+struct BlockSlot {
+    hash: u64,
+    len: u32,
+    first: (u32, u32),
+    more: Vec<(u32, u32)>,
+}
+
+impl BlockSlot {
+    /// The node of replica `r`'s holding, if it holds the block.
+    #[inline]
+    fn find(&self, r: u32) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        if self.first.0 == r {
+            return Some(self.first.1);
+        }
+        self.more.iter().find(|e| e.0 == r).map(|e| e.1)
+    }
+
+    #[inline]
+    fn add(&mut self, r: u32, n: u32) {
+        if self.len == 0 {
+            self.first = (r, n);
+        } else {
+            self.more.push((r, n));
+        }
+        self.len += 1;
+    }
+
+    /// Removes replica `r`'s holding (which exists).
+    fn remove(&mut self, r: u32) {
+        if self.first.0 == r {
+            if let Some(last) = self.more.pop() {
+                self.first = last;
+            }
+        } else if let Some(i) = self.more.iter().position(|e| e.0 == r) {
+            self.more.swap_remove(i);
+        }
+        self.len -= 1;
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Node {
+    slot: u32,
+    replica: u32,
+    /// The replica's LRU list.
+    lprev: u32,
+    lnext: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Lru {
+    head: u32,
+    tail: u32,
+    len: u64,
 }
 
 impl PrefixIndex {
@@ -327,12 +405,23 @@ impl PrefixIndex {
         PrefixIndex {
             block,
             cap,
-            holders: IdMap::default(),
-            stamps: (0..n).map(|_| IdMap::default()).collect(),
-            by_stamp: (0..n).map(|_| BTreeMap::new()).collect(),
-            clock: 0,
+            slot_of: IdMap::default(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            nodes: Vec::new(),
+            free_nodes: Vec::new(),
+            lru: vec![
+                Lru {
+                    head: NIL,
+                    tail: NIL,
+                    len: 0
+                };
+                n as usize
+            ],
             hashes: Vec::new(),
             segs: Vec::new(),
+            counts: vec![0; n as usize],
+            touched: Vec::new(),
         }
     }
 
@@ -378,59 +467,131 @@ impl PrefixIndex {
     /// llm-d's `matchLongestPrefix` (`approximateprefix/plugin.go`): walk the blocks in order,
     /// stop at the first block no replica holds, and count for each replica the blocks of that
     /// run it holds. Sorted by replica.
-    fn matches(&self, out: &mut Vec<(u32, u32)>) {
+    fn matches(&mut self, out: &mut Vec<(u32, u32)>) {
         out.clear();
         for h in &self.hashes {
-            let Some(holders) = self.holders.get(h).filter(|v| !v.is_empty()) else {
+            let Some(&b) = self.slot_of.get(h) else {
                 break;
             };
-            // Merge the (sorted) holders into the (sorted) counts.
-            let mut k = 0;
-            for &r in holders {
-                while k < out.len() && out[k].0 < r {
-                    k += 1;
+            let slot = &self.slots[b as usize];
+            for &(r, _) in std::iter::once(&slot.first).chain(slot.more.iter()) {
+                let c = &mut self.counts[r as usize];
+                if *c == 0 {
+                    self.touched.push(r);
                 }
-                if k < out.len() && out[k].0 == r {
-                    out[k].1 += 1;
-                } else {
-                    out.insert(k, (r, 1));
-                }
-                k += 1;
+                *c += 1;
             }
+        }
+        self.touched.sort_unstable();
+        for &r in &self.touched {
+            out.push((r, std::mem::take(&mut self.counts[r as usize])));
+        }
+        self.touched.clear();
+    }
+
+    /// Unlinks node `n` from replica `r`'s LRU list.
+    fn lru_unlink(&mut self, r: usize, n: u32) {
+        let Node { lprev, lnext, .. } = self.nodes[n as usize];
+        match lprev {
+            NIL => self.lru[r].head = lnext,
+            p => self.nodes[p as usize].lnext = lnext,
+        }
+        match lnext {
+            NIL => self.lru[r].tail = lprev,
+            q => self.nodes[q as usize].lprev = lprev,
         }
     }
 
-    /// Records that replica `r` now holds the hashed blocks (most recently used).
+    /// Appends node `n` to replica `r`'s LRU list (most recently used).
+    fn lru_push(&mut self, r: usize, n: u32) {
+        let tail = self.lru[r].tail;
+        {
+            let node = &mut self.nodes[n as usize];
+            node.lprev = tail;
+            node.lnext = NIL;
+        }
+        match tail {
+            NIL => self.lru[r].head = n,
+            t => self.nodes[t as usize].lnext = n,
+        }
+        self.lru[r].tail = n;
+    }
+
+    /// Records that replica `r` now holds the hashed blocks (most recently used), evicting its
+    /// least recently used blocks beyond the capacity.
     fn insert(&mut self, r: u32) {
         let ri = r as usize;
         for i in 0..self.hashes.len() {
             let h = self.hashes[i];
-            self.clock += 1;
-            let c = self.clock;
-            if let Some(old) = self.stamps[ri].insert(h, c) {
-                self.by_stamp[ri].remove(&old);
-            } else {
-                let v = self.holders.entry(h).or_default();
-                if let Err(p) = v.binary_search(&r) {
-                    v.insert(p, r);
+            let b = match self.slot_of.entry(h) {
+                std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let b = match self.free_slots.pop() {
+                        Some(b) => {
+                            self.slots[b as usize].hash = h;
+                            b
+                        }
+                        None => {
+                            self.slots.push(BlockSlot {
+                                hash: h,
+                                len: 0,
+                                first: (NIL, NIL),
+                                more: Vec::new(),
+                            });
+                            (self.slots.len() - 1) as u32
+                        }
+                    };
+                    *e.insert(b)
                 }
+            };
+            if let Some(n) = self.slots[b as usize].find(r) {
+                if self.lru[ri].tail != n {
+                    self.lru_unlink(ri, n);
+                    self.lru_push(ri, n);
+                }
+                continue;
             }
-            self.by_stamp[ri].insert(c, h);
-            while self.by_stamp[ri].len() as u64 > self.cap {
-                let Some((_, oldest)) = self.by_stamp[ri].pop_first() else {
-                    break;
-                };
-                self.stamps[ri].remove(&oldest);
-                if let Some(v) = self.holders.get_mut(&oldest) {
-                    if let Ok(p) = v.binary_search(&r) {
-                        v.remove(p);
-                    }
-                    if v.is_empty() {
-                        self.holders.remove(&oldest);
-                    }
+            let node = Node {
+                slot: b,
+                replica: r,
+                lprev: NIL,
+                lnext: NIL,
+            };
+            let n = match self.free_nodes.pop() {
+                Some(n) => {
+                    self.nodes[n as usize] = node;
+                    n
                 }
+                None => {
+                    self.nodes.push(node);
+                    (self.nodes.len() - 1) as u32
+                }
+            };
+            self.slots[b as usize].add(r, n);
+            self.lru_push(ri, n);
+            self.lru[ri].len += 1;
+            while self.lru[ri].len > self.cap {
+                let oldest = self.lru[ri].head;
+                self.evict(ri, oldest);
             }
         }
+    }
+
+    /// Drops node `n` (replica `r`'s least recently used block) from its LRU list and its
+    /// block's holders, and the block when nobody holds it any more.
+    fn evict(&mut self, r: usize, n: u32) {
+        let Node { slot, replica, .. } = self.nodes[n as usize];
+        debug_assert_eq!(replica as usize, r);
+        self.lru_unlink(r, n);
+        self.lru[r].len -= 1;
+        let s = &mut self.slots[slot as usize];
+        s.remove(replica);
+        if s.len == 0 {
+            let h = s.hash;
+            self.slot_of.remove(&h);
+            self.free_slots.push(slot);
+        }
+        self.free_nodes.push(n);
     }
 }
 
@@ -451,6 +612,8 @@ pub struct Router {
     next_refresh: Ticks,
     prefix: Option<PrefixIndex>,
     matched: Vec<(u32, u32)>,
+    /// Scratch: the matched replicas tied at the best score.
+    tied: Vec<u32>,
     rng: Rng,
     /// Requests routed to each replica (whole run).
     pub routed: Vec<u64>,
@@ -490,6 +653,7 @@ impl Router {
                 PrefixIndex::new(n, block, cap)
             }),
             matched: Vec::new(),
+            tied: Vec::new(),
             rng: Rng::stream(seed, Stream::Router),
             routed: vec![0; n as usize],
         }
@@ -606,7 +770,8 @@ impl Router {
         let best = best?;
         // Ties: the matched replicas scoring `best`, and (when the best unmatched one scores
         // `best`) the unmatched, unsaturated replicas of its run in the snapshot order.
-        let mut tied_m: Vec<u32> = Vec::new();
+        let mut tied_m = std::mem::take(&mut self.tied);
+        tied_m.clear();
         for &(r, m) in &self.matched {
             if !self.saturated(r) && self.base[r as usize] + wp * m as f64 / total as f64 == best {
                 tied_m.push(r);
@@ -622,20 +787,29 @@ impl Router {
             }
             _ => 0..0,
         };
+        let pick = self.pick_tied(&tied_m, run);
+        self.tied = tied_m;
+        Some(pick)
+    }
+
+    /// Uniform over the tied replicas: `tied_m` (matched) and the unmatched, unsaturated ones
+    /// at snapshot positions `run`.
+    fn pick_tied(&mut self, tied_m: &[u32], run: std::ops::Range<usize>) -> u32 {
+        let is_matched = |m: &[(u32, u32)], r: u32| m.binary_search_by_key(&r, |e| e.0).is_ok();
         let slots = tied_m.len() + run.len();
         if slots == 1 {
-            return Some(tied_m.first().copied().unwrap_or(self.order[run.start]));
+            return tied_m.first().copied().unwrap_or(self.order[run.start]);
         }
-        // Uniform over the tied replicas: draw a slot, redraw when it names a matched or
-        // saturated replica of the run (such a slot is not a candidate); at least one slot is.
+        // Draw a slot, redraw when it names a matched or saturated replica of the run (such a
+        // slot is not a candidate); at least one slot is.
         loop {
             let k = self.rng.range_u64(0, slots as u64 - 1) as usize;
             if k < tied_m.len() {
-                return Some(tied_m[k]);
+                return tied_m[k];
             }
             let r = self.order[run.start + k - tied_m.len()];
             if !self.saturated(r) && !is_matched(&self.matched, r) {
-                return Some(r);
+                return r;
             }
         }
     }
@@ -962,5 +1136,68 @@ mod tests {
         ix.hash_prompt(&req(0, 1, 64).prompt);
         ix.matches(&mut m);
         assert!(m.is_empty());
+    }
+
+    /// The index against a plain model of llm-d's per-replica LRUs (a list per replica, most
+    /// recent last; matching walks the hashes and scans every list): the same matches after
+    /// each of many random prompts (shared heads, partial blocks, repeats) sent to random
+    /// replicas, with a capacity small enough that evictions run all the time.
+    #[test]
+    fn prefix_index_matches_a_plain_lru_model() {
+        let (n, cap) = (5u32, 40usize);
+        let mut ix = PrefixIndex::new(n, 16, cap as u64);
+        let mut model: Vec<Vec<u64>> = vec![Vec::new(); n as usize];
+        let mut rng = Rng::new(17);
+        let mut m = Vec::new();
+        let (mut matched, mut evicted) = (0, 0);
+        for i in 0..4000u64 {
+            let head = rng.range_u64(0, 3);
+            let mut prompt = vec![Segment {
+                stream: 100 + head,
+                start: 0,
+                len: rng.range_u64(0, 3) * 16 + rng.range_u64(0, 20),
+            }];
+            if rng.next_f64() < 0.7 {
+                prompt.push(Segment {
+                    stream: 200 + rng.range_u64(0, 30),
+                    start: 0,
+                    len: rng.range_u64(1, 200),
+                });
+            }
+            ix.hash_prompt(&prompt);
+            ix.matches(&mut m);
+            let mut want: Vec<(u32, u32)> = Vec::new();
+            for h in &ix.hashes {
+                let holders: Vec<u32> = (0..n).filter(|&r| model[r as usize].contains(h)).collect();
+                if holders.is_empty() {
+                    break;
+                }
+                for r in holders {
+                    match want.iter_mut().find(|e| e.0 == r) {
+                        Some(e) => e.1 += 1,
+                        None => want.push((r, 1)),
+                    }
+                }
+            }
+            want.sort_unstable();
+            assert_eq!(m, want, "request {i}");
+            matched += usize::from(!m.is_empty());
+            let r = rng.range_u64(0, n as u64 - 1) as u32;
+            ix.insert(r);
+            let lru = &mut model[r as usize];
+            for &h in &ix.hashes {
+                if let Some(p) = lru.iter().position(|&x| x == h) {
+                    lru.remove(p);
+                }
+                lru.push(h);
+                if lru.len() > cap {
+                    lru.remove(0);
+                    evicted += 1;
+                }
+            }
+            assert_eq!(ix.lru[r as usize].len, lru.len() as u64);
+        }
+        // the comparison covered both
+        assert!(matched > 1000 && evicted > 1000, "{matched} {evicted}");
     }
 }

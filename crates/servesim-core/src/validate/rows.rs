@@ -37,6 +37,32 @@ pub const MODEL_FILE_ALIASES: &[(&str, &str, &str)] = &[
         "meta-llama/Meta-Llama-3.1-405B",
         "AMD Quark FP8 checkpoint of the same architecture",
     ),
+    // Names used only by the validation set (data/validation/measured-points-validation.csv).
+    (
+        "amd/Llama-3.3-70B-Instruct-FP8-KV",
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "AMD Quark FP8 checkpoint of Llama-3.3-70B-Instruct, which has the Llama-3.1-70B architecture",
+    ),
+    (
+        "amd/Llama-3.3-70B-Instruct-MXFP4-Preview",
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "AMD Quark MXFP4 checkpoint of Llama-3.3-70B-Instruct, which has the Llama-3.1-70B architecture",
+    ),
+    (
+        "moonshotai/Kimi-K2-Thinking",
+        "moonshotai/Kimi-K2-Instruct",
+        "the Kimi-K2 architecture (DeepseekV3, MLA, 384 experts) with INT4 W4A16 routed experts; the precision comes from weight_dtype",
+    ),
+    (
+        "nvidia/Kimi-K2.5-NVFP4",
+        "moonshotai/Kimi-K2-Instruct",
+        "Kimi-K2.5's language model has the Kimi-K2 architecture (its vision tower is not modelled; text-only rows); NVFP4 run as fp4 on every linear layer",
+    ),
+    (
+        "DeepSeek-R1-0528-AWQ",
+        "deepseek-ai/DeepSeek-R1",
+        "an AWQ (int4 weight-only) upload of DeepSeek-R1-0528 whose uploader the source does not name",
+    ),
 ];
 
 /// Variant suffixes that keep the architecture (checkpoint revisions and quantised uploads).
