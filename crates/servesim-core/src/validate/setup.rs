@@ -242,7 +242,9 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     {
         if shared_prefix_from_workload(&p.workload).is_none() {
             // Open loop without shared prefixes: Poisson (the workload says so) or constant
-            // arrivals of `num_requests` requests; the measured run lasts n / rate.
+            // arrivals of `num_requests` requests, run until the last one finishes: `vllm bench
+            // serve` and guidellm end the benchmark at the last response and divide by that
+            // duration (request-count mode, docs/metrics.md: window [0, last finish]).
             let n = p.num_requests.ok_or_else(|| {
                 bad(
                     p.line,
@@ -255,13 +257,12 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
             let (input, output) = lengths_of(p, n, &mut notes)?;
             let poisson = p.workload.to_ascii_lowercase().contains("poisson");
             let kind = if poisson { "poisson" } else { "constant" };
-            let dur = n / rate;
             notes.push(format!(
-                "{kind} arrivals at {rate} req/s for {n} requests: simulated {dur:.1} s, no warm-up (the benchmark counts every request)"
+                "{kind} arrivals at {rate} req/s for {n} requests, simulated until the last one finishes, every request measured (the benchmark's duration ends at the last response)"
             ));
             (
                 json!({"type": kind, "rate": rate}),
-                json!({"request_rates": [rate], "duration_s": dur, "warmup_s": 0.0}),
+                json!({"request_rates": [rate], "num_requests": n}),
                 format!("{kind} {rate} req/s, {n} requests"),
                 input,
                 output,
