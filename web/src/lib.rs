@@ -13,6 +13,7 @@ pub mod form;
 pub mod form_offload;
 pub mod form_pd;
 pub mod protocol;
+pub mod search_tools;
 pub mod table;
 
 // ---- browser only ----
