@@ -13,7 +13,9 @@ pub mod form;
 pub mod form_offload;
 pub mod form_pd;
 pub mod protocol;
+pub mod search_chart;
 pub mod search_tools;
+pub mod search_view;
 pub mod table;
 
 // ---- browser only ----

@@ -22,7 +22,11 @@ pub enum ToSearch {
     /// Validate the search and list its candidates.
     SearchSpace { id: u32, search: String },
     /// Evaluate candidate `index` of the search (prune = the CLI's default, cheap bounds on).
-    SearchEvaluate { id: u32, search: String, index: usize },
+    SearchEvaluate {
+        id: u32,
+        search: String,
+        index: usize,
+    },
     /// Assemble the outcomes (`outcomes[i]` = candidate i's [`WireOutcome`] JSON) into the report.
     SearchAssemble {
         id: u32,
@@ -374,7 +378,7 @@ pub fn answer(msg: &ToSearch) -> FromSearch {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::core_api::Scenario;
 
@@ -384,10 +388,8 @@ mod tests {
         base.sweep.concurrency = Some(vec![1.0, 8.0]);
         base.sweep.duration_s = Some(20.0);
         base.sweep.warmup_s = Some(2.0);
-        base.sweep.sla = vec![serde_json::from_str(
-            r#"{"metric":"ttft_ms_p50","op":"<","value":200}"#,
-        )
-        .unwrap()];
+        base.sweep.sla =
+            vec![serde_json::from_str(r#"{"metric":"ttft_ms_p50","op":"<","value":200}"#).unwrap()];
         serde_json::json!({
             "base": serde_json::from_str::<serde_json::Value>(&base.to_json()).unwrap(),
             "gpus": ["H100-SXM", "H200"],
@@ -429,7 +431,10 @@ mod tests {
             outcomes: outs,
         }) {
             FromSearch::SearchReport { report, links, .. } => {
-                assert!(report == want, "the page's report is the CLI's, byte for byte");
+                assert!(
+                    report == want,
+                    "the page's report is the CLI's, byte for byte"
+                );
                 assert_eq!(links.len(), n);
                 assert!(links[0].starts_with("s=v1."));
             }
