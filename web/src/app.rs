@@ -19,6 +19,7 @@ use wasm_bindgen::prelude::*;
 
 mod command_ui;
 mod offload_ui;
+mod search_ui;
 mod tools;
 mod topology_ui;
 use wasm_bindgen::JsCast;
@@ -647,6 +648,7 @@ fn App() -> impl IntoView {
                 <StaleBanner st=st/>
                 <ResultsTable st=st/>
                 <Charts st=st/>
+                {search_ui::search_panel(st)}
                 <crate::compare_ui::ComparePanel compare=st.compare
                     current=Signal::derive(move || st.scenario.get().ok())/>
             </section>
