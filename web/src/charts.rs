@@ -12,6 +12,8 @@ use servesim_core::sweep::{Gate, GateOp};
 pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
+    /// Drawn dashed (a pinned run's curve, `pins::overlay`).
+    pub dashed: bool,
 }
 
 /// A reference line: vertical (`x = value`) or horizontal (`y = value`).
@@ -77,6 +79,7 @@ impl Theme {
 fn series_of(rows: &[LevelResult], label: &str, x: MetricOrLevel, y: MetricId) -> Series {
     Series {
         label: label.into(),
+        dashed: false,
         points: rows
             .iter()
             .filter_map(|r| {
@@ -500,15 +503,29 @@ where
     let label_style = ("sans-serif", 12).into_font().color(&theme.text);
     for (i, s) in spec.series.iter().enumerate() {
         let color = theme.series[i % theme.series.len()];
-        chart
-            .draw_series(LineSeries::new(
-                s.points.iter().copied(),
-                color.stroke_width(2),
-            ))?
-            .label(s.label.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-            });
+        if s.dashed {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    s.points.iter().copied(),
+                    5,
+                    3,
+                    color.stroke_width(2),
+                ))?
+                .label(s.label.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 5, y)], color.stroke_width(2))
+                });
+        } else {
+            chart
+                .draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    color.stroke_width(2),
+                ))?
+                .label(s.label.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+        }
         chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
     }
     for r in &spec.ref_lines {
@@ -565,6 +582,7 @@ mod tests {
                 .map(|(i, points)| Series {
                     label: format!("s{i}"),
                     points,
+                    dashed: false,
                 })
                 .collect(),
             ref_lines: Vec::new(),
@@ -727,6 +745,7 @@ mod tests {
             series: vec![Series {
                 label: "a".into(),
                 points: vec![(8.0, 5.0)],
+                dashed: false,
             }],
             ref_lines: vec![],
             highlight: None,
