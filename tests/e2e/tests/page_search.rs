@@ -84,6 +84,11 @@ async fn a_small_search_equals_the_cli_and_its_winner_opens_with_the_same_number
             tokio::time::sleep(Duration::from_millis(500)).await;
             wait_text(&c, "#cap-kv-tokens").await?;
             let link = c.current_url().await?.to_string();
+            c.execute(
+                "document.querySelector('#run-btn').scrollIntoView({block: 'center'});",
+                vec![],
+            )
+            .await?;
             let (run_status, sweep, _) = run_and_report(&c, 300).await?;
             if !run_status.starts_with("Done") {
                 return Err(run_status.into());
@@ -134,31 +139,31 @@ async fn a_small_search_equals_the_cli_and_its_winner_opens_with_the_same_number
     // The winner's link is its scenario, and its sweep gives the search's numbers.
     let code = link.split("#s=").nth(1).expect("a scenario link");
     let opened = Scenario::from_json(&servesim_core::share::decode(code).unwrap()).unwrap();
-    assert_eq!(opened, best.candidate.scenario);
+    assert_eq!(opened.to_json(), best.candidate.scenario.to_json());
     assert!(
         sweep == native_report_of_link(&link),
         "the winner's sweep in the page equals the CLI's sweep of its scenario"
     );
-    let sv: serde_json::Value = serde_json::from_str(&sweep).unwrap();
+    // The page's sweep is the native sweep byte for byte (above); its levels, exactly as
+    // computed (not through a JSON parse), carry the search's numbers.
+    let run = opened.resolve().unwrap().run().unwrap();
     let search_levels = match &best.outcome {
         search::Outcome::Evaluated { levels, .. } => levels.clone(),
         o => panic!("{o:?}"),
     };
     let mut compared = 0;
-    for l in sv["levels"].as_array().unwrap() {
-        let level = l["concurrency"].as_f64().unwrap();
+    for l in &run.levels {
+        let level = l.level.value();
         let s = search_levels
             .iter()
             .find(|p| p.level == level)
             .expect("every sweep level is in the search");
         assert_eq!(
-            l["output_tokens_per_s_per_gpu"].as_f64(),
-            Some(s.output_tokens_per_s_per_gpu),
+            l.output_tokens_per_s_per_gpu, s.output_tokens_per_s_per_gpu,
             "level {level}"
         );
         assert_eq!(
-            l["e2e_tokens_per_s_per_user"].as_f64(),
-            s.e2e_tokens_per_s_per_user,
+            l.e2e_tokens_per_s_per_user, s.e2e_tokens_per_s_per_user,
             "level {level}"
         );
         compared += 1;
