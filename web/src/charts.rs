@@ -12,8 +12,19 @@ use servesim_core::sweep::{Gate, GateOp};
 pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
-    /// Drawn dashed (a pinned run's curve, `pins::overlay`).
-    pub dashed: bool,
+    /// How the points are drawn.
+    pub style: SeriesStyle,
+}
+
+/// A series' look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeriesStyle {
+    /// A line through the points, each point a dot.
+    Line,
+    /// A dashed line through the points (a pinned run's curve, `pins::overlay`).
+    Dashed,
+    /// Dots only (the search's levels, `search_chart`).
+    Points,
 }
 
 /// A reference line: vertical (`x = value`) or horizontal (`y = value`).
@@ -79,7 +90,7 @@ impl Theme {
 fn series_of(rows: &[LevelResult], label: &str, x: MetricOrLevel, y: MetricId) -> Series {
     Series {
         label: label.into(),
-        dashed: false,
+        style: SeriesStyle::Line,
         points: rows
             .iter()
             .filter_map(|r| {
@@ -503,28 +514,40 @@ where
     let label_style = ("sans-serif", 12).into_font().color(&theme.text);
     for (i, s) in spec.series.iter().enumerate() {
         let color = theme.series[i % theme.series.len()];
-        if s.dashed {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    s.points.iter().copied(),
-                    5,
-                    3,
-                    color.stroke_width(2),
-                ))?
-                .label(s.label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 5, y)], color.stroke_width(2))
-                });
-        } else {
-            chart
-                .draw_series(LineSeries::new(
-                    s.points.iter().copied(),
-                    color.stroke_width(2),
-                ))?
-                .label(s.label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                });
+        let legend = s.label.as_str();
+        match s.style {
+            SeriesStyle::Dashed => {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        s.points.iter().copied(),
+                        5,
+                        3,
+                        color.stroke_width(2),
+                    ))?
+                    .label(legend)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 5, y)], color.stroke_width(2))
+                    });
+            }
+            SeriesStyle::Line => {
+                chart
+                    .draw_series(LineSeries::new(
+                        s.points.iter().copied(),
+                        color.stroke_width(2),
+                    ))?
+                    .label(legend)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                    });
+            }
+            SeriesStyle::Points => {
+                chart
+                    .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
+                    .label(legend)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x + 6, y), (x + 8, y)], color.stroke_width(5))
+                    });
+            }
         }
         chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
     }
@@ -582,7 +605,7 @@ mod tests {
                 .map(|(i, points)| Series {
                     label: format!("s{i}"),
                     points,
-                    dashed: false,
+                    style: SeriesStyle::Line,
                 })
                 .collect(),
             ref_lines: Vec::new(),
@@ -745,7 +768,7 @@ mod tests {
             series: vec![Series {
                 label: "a".into(),
                 points: vec![(8.0, 5.0)],
-                dashed: false,
+                style: SeriesStyle::Line,
             }],
             ref_lines: vec![],
             highlight: None,

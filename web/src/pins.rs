@@ -169,7 +169,7 @@ pub fn overlay(current: &mut [ChartSpec], pins: &[(String, Vec<ChartSpec>)]) {
                 for s in &p.series {
                     let mut s = s.clone();
                     s.label = format!("{label}: {}", s.label);
-                    s.dashed = true;
+                    s.style = crate::charts::SeriesStyle::Dashed;
                     c.series.push(s);
                 }
             }
@@ -193,7 +193,11 @@ mod tests {
     fn pins_travel_in_their_own_link_part_and_old_links_are_unchanged() {
         let s = Scenario::default_scenario();
         let frag = crate::core_api::fragment_for(&s);
-        assert_eq!(with_pins(&frag, &[]), frag, "no pins: the link is as before");
+        assert_eq!(
+            with_pins(&frag, &[]),
+            frag,
+            "no pins: the link is as before"
+        );
         let f = with_pins(&format!("{frag}&m=v1.abc"), &two());
         assert!(f.starts_with(&format!("{frag}&m=v1.abc&p=v1.")), "{f}");
         let code = pins_part(&f).unwrap();
@@ -203,7 +207,10 @@ mod tests {
         // Replacing pins replaces the part.
         let g = with_pins(&f, &two()[..1]);
         assert_eq!(g.matches("p=").count(), 1);
-        assert_eq!(decode(&pins_part(&g).unwrap()).unwrap(), two()[..1].to_vec());
+        assert_eq!(
+            decode(&pins_part(&g).unwrap()).unwrap(),
+            two()[..1].to_vec()
+        );
         assert!(pins_part(&frag).is_none());
     }
 
@@ -229,7 +236,11 @@ mod tests {
         let d = diff(&p[0].1, &c);
         assert_eq!(d.len(), 1);
         assert_eq!(
-            (d[0].path.as_str(), d[0].pinned.as_str(), d[0].current.as_str()),
+            (
+                d[0].path.as_str(),
+                d[0].pinned.as_str(),
+                d[0].current.as_str()
+            ),
             ("engine.max_num_seqs", "-", "64")
         );
     }
@@ -246,21 +257,28 @@ mod tests {
             series: vec![crate::charts::Series {
                 label: label.into(),
                 points: vec![(1.0, y)],
-                dashed: false,
+                style: crate::charts::SeriesStyle::Line,
             }],
             ref_lines: vec![],
             highlight: None,
         };
-        let mut cur = vec![spec("throughput", "output tok/s", 1.0), spec("ttft", "p50", 2.0)];
+        let mut cur = vec![
+            spec("throughput", "output tok/s", 1.0),
+            spec("ttft", "p50", 2.0),
+        ];
         let pinned = vec![(
             "pin 1".to_string(),
-            vec![spec("ttft", "p50", 3.0), spec("throughput", "output tok/s", 4.0)],
+            vec![
+                spec("ttft", "p50", 3.0),
+                spec("throughput", "output tok/s", 4.0),
+            ],
         )];
         overlay(&mut cur, &pinned);
         assert_eq!(cur[0].series.len(), 2);
         assert_eq!(cur[0].series[1].label, "pin 1: output tok/s");
         assert_eq!(cur[0].series[1].points, vec![(1.0, 4.0)]);
-        assert!(cur[0].series[1].dashed && !cur[0].series[0].dashed);
+        assert_eq!(cur[0].series[1].style, crate::charts::SeriesStyle::Dashed);
+        assert_eq!(cur[0].series[0].style, crate::charts::SeriesStyle::Line);
         assert_eq!(cur[1].series[1].points, vec![(1.0, 3.0)]);
         let mut svg = String::new();
         {
@@ -268,6 +286,9 @@ mod tests {
             let root = SVGBackend::with_string(&mut svg, (640, 360)).into_drawing_area();
             crate::charts::draw(&root, &cur[0], &crate::charts::Theme::LIGHT).unwrap();
         }
-        assert!(svg.contains("pin 1: output tok/s"), "the legend names the pin");
+        assert!(
+            svg.contains("pin 1: output tok/s"),
+            "the legend names the pin"
+        );
     }
 }

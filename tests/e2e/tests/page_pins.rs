@@ -57,7 +57,10 @@ async fn a_pinned_run_shows_its_diff_travels_in_the_link_and_reopens_with_the_sa
     .await;
     assert_eq!(pinned.len(), 2, "both levels of the pinned run");
     assert!(diff.contains("tp"), "{diff}");
-    assert!(link.contains("&p=v1."), "the pin travels in the link: {link}");
+    assert!(
+        link.contains("&p=v1."),
+        "the pin travels in the link: {link}"
+    );
     let code = link.split("&p=").nth(1).unwrap();
     let pins = servesim_web::pins::decode(code).unwrap();
     assert_eq!(pins.len(), 1);
@@ -74,11 +77,15 @@ async fn a_pinned_run_shows_its_diff_travels_in_the_link_and_reopens_with_the_sa
             let r = async {
                 c.goto(&link).await?;
                 wait_text(&c, "#cap-kv-tokens").await?;
-                wait_until("the pin simulated again", Duration::from_secs(120), || async {
-                    Ok(text_of(&c, "#pins .pin-status")
-                        .await?
-                        .filter(|t| t.starts_with("simulated again from the link")))
-                })
+                wait_until(
+                    "the pin simulated again",
+                    Duration::from_secs(120),
+                    || async {
+                        Ok(text_of(&c, "#pins .pin-status")
+                            .await?
+                            .filter(|t| t.starts_with("simulated again from the link")))
+                    },
+                )
                 .await?;
                 pin_values(&c).await
             }
@@ -87,7 +94,10 @@ async fn a_pinned_run_shows_its_diff_travels_in_the_link_and_reopens_with_the_sa
         }
     })
     .await;
-    assert_eq!(reopened, pinned, "the reopened pin has the pinned run's numbers");
+    assert_eq!(
+        reopened, pinned,
+        "the reopened pin has the pinned run's numbers"
+    );
     // And a native run of the pinned scenario gives them too.
     let r = base().resolve().unwrap();
     let native = r.run().unwrap();

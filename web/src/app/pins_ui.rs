@@ -82,14 +82,18 @@ fn ensure_worker(st: State) -> Result<(), String> {
             FromWorker::Level { id, result, .. } => {
                 ROWS.with(|r| r.borrow_mut().entry(id).or_default().push(*result));
                 let n = ROWS.with(|r| r.borrow().get(&id).map_or(0, Vec::len));
-                set_pin(st, id, |p| p.status = format!("simulating again: {n} levels done"));
+                set_pin(st, id, |p| {
+                    p.status = format!("simulating again: {n} levels done")
+                });
             }
             FromWorker::Done {
                 id,
                 operating_point,
                 ..
             } => {
-                let rows = ROWS.with(|r| r.borrow_mut().remove(&id)).unwrap_or_default();
+                let rows = ROWS
+                    .with(|r| r.borrow_mut().remove(&id))
+                    .unwrap_or_default();
                 set_pin(st, id, |p| {
                     p.rows = Some(rows);
                     p.op = operating_point;
@@ -135,11 +139,11 @@ pub(super) fn load_pins(st: State, frag: &str) -> Option<String> {
     let old = st.pins.get_untracked();
     let mut next = Vec::new();
     for (label, scenario) in wanted {
-        if let Some(p) = old.iter().find(|p| p.scenario == scenario && p.rows.is_some()) {
-            next.push(PinRun {
-                label,
-                ..p.clone()
-            });
+        if let Some(p) = old
+            .iter()
+            .find(|p| p.scenario == scenario && p.rows.is_some())
+        {
+            next.push(PinRun { label, ..p.clone() });
             continue;
         }
         if let Err(e) = ensure_worker(st) {

@@ -9,7 +9,8 @@
 
 use super::{effective_theme, State};
 use crate::browser;
-use crate::search_chart::{self, FrontierSpec};
+use crate::charts;
+use crate::search_chart::frontier_spec;
 use crate::search_tools::{FromSearch, ToSearch, WireCandidate};
 use crate::search_view::{default_price, search_form_key, SearchOptions, SearchView};
 use crate::table;
@@ -427,7 +428,7 @@ pub(super) fn search_panel(st: State) -> impl IntoView {
         c.set_height(360);
         if let Some(backend) = plotters_canvas::CanvasBackend::with_canvas_object(c.clone()) {
             let root = plotters::prelude::IntoDrawingArea::into_drawing_area(backend);
-            if let Err(e) = search_chart::draw(&root, &FrontierSpec::of(&v), &theme) {
+            if let Err(e) = charts::draw(&root, &frontier_spec(&v), &theme) {
                 web_sys::console::error_1(&e.into());
             }
         }
@@ -441,9 +442,9 @@ pub(super) fn search_panel(st: State) -> impl IntoView {
             let root = plotters::prelude::IntoDrawingArea::into_drawing_area(
                 plotters::prelude::SVGBackend::with_string(&mut svg, (800, 460)),
             );
-            if search_chart::draw(
+            if charts::draw(
                 &root,
-                &FrontierSpec::of(&v),
+                &frontier_spec(&v),
                 &effective_theme(&st.theme.get_untracked()),
             )
             .is_err()
