@@ -119,10 +119,12 @@ fn ensure_worker(st: State) -> Result<(), String> {
 }
 
 /// Loads a link's pins (the `p=` part of `frag`): unchanged pins are kept with their results;
-/// others are simulated again. Returns the decoder's message for a damaged part.
+/// others are simulated again. A fragment without `p=` (a search candidate's link, a link made
+/// elsewhere) leaves the pins as they are, so runs can be compared across scenarios opened by
+/// link; Remove takes a pin away. Returns the decoder's message for a damaged part.
 pub(super) fn load_pins(st: State, frag: &str) -> Option<String> {
     let wanted = match pins::pins_part(frag).map(|c| pins::decode(&c)) {
-        None => Vec::new(),
+        None => return None,
         Some(Ok(p)) => p,
         Some(Err(e)) => return Some(e),
     };

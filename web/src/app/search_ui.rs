@@ -493,18 +493,23 @@ pub(super) fn search_panel(st: State) -> impl IntoView {
                 <p id=id><strong>{title}</strong>" "<a href=href>{c.label.clone()}</a></p>
             })
         };
-        let ranked = v
-            .ranking_by_throughput
-            .iter()
-            .enumerate()
-            .map(|(r, &i)| row(&v, i, r + 1))
-            .collect_view();
-        let by_cost = v
-            .ranking_by_cost
-            .iter()
-            .enumerate()
-            .map(|(r, &i)| row(&v, i, r + 1))
-            .collect_view();
+        let table = |id: &'static str, order: &[usize]| {
+            let body = order
+                .iter()
+                .enumerate()
+                .map(|(r, &i)| row(&v, i, r + 1))
+                .collect_view();
+            view! {
+                <div class="table-wrap"><table class="results" id=id>
+                    <thead><tr>
+                        <th>"#"</th><th>"candidate"</th><th>"GPUs"</th><th>"level at SLA"</th>
+                        <th>"output tok/s per GPU"</th><th>"E2E tok/s per user"</th><th>"TTFT p50 ms"</th>
+                        <th>"$/M output tok"</th><th>"scenario"</th>
+                    </tr></thead>
+                    <tbody>{body}</tbody>
+                </table></div>
+            }
+        };
         let not_sim = v
             .not_simulated()
             .into_iter()
@@ -516,28 +521,14 @@ pub(super) fn search_panel(st: State) -> impl IntoView {
             .filter(|c| c.outcome.status == "evaluated" && c.outcome.operating_point.is_none())
             .map(|c| view! { <li>{format!("{}: no level passes the SLA", c.label)}</li> })
             .collect_view();
-        let head = view! {
-            <thead><tr>
-                <th>"#"</th><th>"candidate"</th><th>"GPUs"</th><th>"level at SLA"</th>
-                <th>"output tok/s per GPU"</th><th>"E2E tok/s per user"</th><th>"TTFT p50 ms"</th>
-                <th>"$/M output tok"</th><th>"scenario"</th>
-            </tr></thead>
-        };
-        let head2 = view! {
-            <thead><tr>
-                <th>"#"</th><th>"candidate"</th><th>"GPUs"</th><th>"level at SLA"</th>
-                <th>"output tok/s per GPU"</th><th>"E2E tok/s per user"</th><th>"TTFT p50 ms"</th>
-                <th>"$/M output tok"</th><th>"scenario"</th>
-            </tr></thead>
-        };
         Some(view! {
             <p id="search-summary">{summary}</p>
             {best("Most output tok/s per GPU at the SLA:", "search-best-throughput", v.ranking_by_throughput.first().copied())}
             {best("Lowest $ per million output tokens at the SLA:", "search-best-cost", v.ranking_by_cost.first().copied())}
             <h3>"Ranked by output tok/s per GPU at the SLA"</h3>
-            <div class="table-wrap"><table class="results" id="search-ranking">{head}<tbody>{ranked}</tbody></table></div>
+            {table("search-ranking", &v.ranking_by_throughput)}
             <h3>"Ranked by $ per million output tokens"</h3>
-            <div class="table-wrap"><table class="results" id="search-cost">{head2}<tbody>{by_cost}</tbody></table></div>
+            {table("search-cost", &v.ranking_by_cost)}
             <h3>"Not at the SLA"</h3>
             <ul id="search-pruned">{not_sim}{no_sla}</ul>
         })
