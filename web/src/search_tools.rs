@@ -147,7 +147,7 @@ pub enum WireOutcome {
     },
     Evaluated {
         levels: Vec<WireLevel>,
-        operating_point: Option<WirePoint>,
+        operating_point: Option<Box<WirePoint>>,
         skipped_levels: Vec<String>,
     },
 }
@@ -179,16 +179,18 @@ impl WireOutcome {
                         usd_per_m_input_tokens: opt(l.usd_per_m_input_tokens),
                     })
                     .collect(),
-                operating_point: operating_point.as_ref().map(|p| WirePoint {
-                    level: num(p.level),
-                    basis: p.basis.clone(),
-                    output_tokens_per_s: num(p.output_tokens_per_s),
-                    output_tokens_per_s_per_gpu: num(p.output_tokens_per_s_per_gpu),
-                    e2e_tokens_per_s_per_user: opt(p.e2e_tokens_per_s_per_user),
-                    ttft_ms_p50: opt(p.ttft_ms_p50),
-                    usd_per_m_output_tokens: opt(p.usd_per_m_output_tokens),
-                    usd_per_m_input_tokens: opt(p.usd_per_m_input_tokens),
-                    level_in_budget: num(p.level_in_budget),
+                operating_point: operating_point.as_ref().map(|p| {
+                    Box::new(WirePoint {
+                        level: num(p.level),
+                        basis: p.basis.clone(),
+                        output_tokens_per_s: num(p.output_tokens_per_s),
+                        output_tokens_per_s_per_gpu: num(p.output_tokens_per_s_per_gpu),
+                        e2e_tokens_per_s_per_user: opt(p.e2e_tokens_per_s_per_user),
+                        ttft_ms_p50: opt(p.ttft_ms_p50),
+                        usd_per_m_output_tokens: opt(p.usd_per_m_output_tokens),
+                        usd_per_m_input_tokens: opt(p.usd_per_m_input_tokens),
+                        level_in_budget: num(p.level_in_budget),
+                    })
                 }),
                 skipped_levels: skipped_levels.iter().map(|x| num(*x)).collect(),
             },
