@@ -46,12 +46,12 @@ impl Bound {
         format!("must be {}", self.range_text())
     }
     fn range_text(&self) -> String {
-        format!(
-            "between {} and {} {}",
-            fmt_num(self.min),
-            fmt_num(self.max),
-            self.unit
-        )
+        let t = format!("between {} and {}", fmt_num(self.min), fmt_num(self.max));
+        if self.unit.is_empty() {
+            t
+        } else {
+            format!("{t} {}", self.unit)
+        }
     }
 }
 

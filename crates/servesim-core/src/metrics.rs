@@ -230,11 +230,12 @@ pub struct CpuOffloadStats {
     pub evictions: u64,
     pub load_wait_ms_mean: Option<f64>,
     pub load_wait_s_total: f64,
-    pub host_link_gb_s_mean: f64,
+    /// `None` when the window has zero length.
+    pub host_link_gb_s_mean: Option<f64>,
 }
 
 impl CpuOffloadStats {
-    fn of(d: &OffloadStats, _gpu_hit: u64, looked_up: u64, win_s: f64) -> CpuOffloadStats {
+    fn of(d: &OffloadStats, _gpu_hit: u64, looked_up: u64, win_s: Option<f64>) -> CpuOffloadStats {
         CpuOffloadStats {
             cpu_hit_tokens: d.hit_tokens,
             cpu_hit_rate: (looked_up > 0).then(|| d.hit_tokens as f64 / looked_up as f64),
@@ -246,11 +247,7 @@ impl CpuOffloadStats {
             evictions: d.evictions,
             load_wait_ms_mean: (d.loads > 0).then(|| d.load_wait_ns as f64 / 1e6 / d.loads as f64),
             load_wait_s_total: d.load_wait_ns as f64 / 1e9,
-            host_link_gb_s_mean: if win_s > 0.0 {
-                (d.loaded_bytes + d.stored_bytes) as f64 / win_s / 1e9
-            } else {
-                0.0
-            },
+            host_link_gb_s_mean: win_s.map(|w| (d.loaded_bytes + d.stored_bytes) as f64 / w / 1e9),
         }
     }
 }
@@ -468,10 +465,12 @@ pub struct LevelResult {
     /// Requests whose latencies are measured (arrived at or after the window start and finished
     /// by its end).
     pub measured_requests: u64,
-    pub requests_per_s: f64,
-    pub input_tokens_per_s: f64,
-    pub output_tokens_per_s: f64,
-    pub output_tokens_per_s_per_gpu: f64,
+    /// Window rates (`completed / window`, tokens / window): `None` (JSON `null`) when the window
+    /// has zero length or no request completed in it ([`LevelResult::no_value`] says which).
+    pub requests_per_s: Option<f64>,
+    pub input_tokens_per_s: Option<f64>,
+    pub output_tokens_per_s: Option<f64>,
+    pub output_tokens_per_s_per_gpu: Option<f64>,
     pub output_tokens_per_s_per_user: Option<f64>,
     pub e2e_tokens_per_s_per_user: Option<f64>,
     pub interactivity: Option<f64>,
@@ -490,13 +489,19 @@ pub struct LevelResult {
     pub cpu_offload: Option<CpuOffloadStats>,
     pub e2e_s: Option<Dist>,
     pub queueing_ms_mean: Option<f64>,
-    pub kv_utilization_mean: f64,
+    /// Time-weighted over the window: `None` when the window has zero length.
+    pub kv_utilization_mean: Option<f64>,
     pub kv_utilization_peak: f64,
     pub prefix_cache_hit_rate: Option<f64>,
     pub preemptions: u64,
-    pub mean_running_batch: f64,
+    /// Time-weighted over the window: `None` when the window has zero length.
+    pub mean_running_batch: Option<f64>,
     pub rejected_requests: u64,
     pub totals: RunTotals,
+    /// Why the window rates are absent (zero-length window, no completed request); omitted
+    /// when they have values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_value: Option<String>,
 }
 
 impl LevelResult {
@@ -504,10 +509,10 @@ impl LevelResult {
     pub fn get(&self, m: MetricId) -> Option<f64> {
         match m {
             MetricId::CompletedRequests => Some(self.completed_requests as f64),
-            MetricId::RequestsPerS => Some(self.requests_per_s),
-            MetricId::InputTokensPerS => Some(self.input_tokens_per_s),
-            MetricId::OutputTokensPerS => Some(self.output_tokens_per_s),
-            MetricId::OutputTokensPerSPerGpu => Some(self.output_tokens_per_s_per_gpu),
+            MetricId::RequestsPerS => self.requests_per_s,
+            MetricId::InputTokensPerS => self.input_tokens_per_s,
+            MetricId::OutputTokensPerS => self.output_tokens_per_s,
+            MetricId::OutputTokensPerSPerGpu => self.output_tokens_per_s_per_gpu,
             MetricId::OutputTokensPerSPerUser => self.output_tokens_per_s_per_user,
             MetricId::E2eTokensPerSPerUser => self.e2e_tokens_per_s_per_user,
             MetricId::Interactivity => self.interactivity,
@@ -516,16 +521,35 @@ impl LevelResult {
             MetricId::TpotMsMean => self.tpot_ms_mean,
             MetricId::E2eS(s) => self.e2e_s.map(|d| d.get(s)),
             MetricId::QueueingMsMean => self.queueing_ms_mean,
-            MetricId::KvUtilizationMean => Some(self.kv_utilization_mean),
+            MetricId::KvUtilizationMean => self.kv_utilization_mean,
             MetricId::KvUtilizationPeak => Some(self.kv_utilization_peak),
             MetricId::PrefixCacheHitRate => self.prefix_cache_hit_rate,
             MetricId::Preemptions => Some(self.preemptions as f64),
-            MetricId::MeanRunningBatch => Some(self.mean_running_batch),
+            MetricId::MeanRunningBatch => self.mean_running_batch,
             MetricId::RejectedRequests => Some(self.rejected_requests as f64),
             MetricId::CpuHitRate => self.cpu_offload.as_ref().and_then(|c| c.cpu_hit_rate),
         }
     }
 }
+
+/// Why a level's window rates have no value, or `None` when they have one: a window of zero
+/// length, or a window in which no request completed (docs/metrics.md "Window").
+pub fn no_value_reason(window_ns: u64, completed: u64) -> Option<&'static str> {
+    if window_ns == 0 {
+        Some(NO_VALUE_EMPTY_WINDOW)
+    } else if completed == 0 {
+        Some(NO_VALUE_NO_COMPLETED)
+    } else {
+        None
+    }
+}
+
+/// [`LevelResult::no_value`] for a window of zero length.
+pub const NO_VALUE_EMPTY_WINDOW: &str =
+    "the measurement window has zero length, so no rate can be measured; lengthen the duration (sweep.duration_s) or the run (sweep.num_requests)";
+/// [`LevelResult::no_value`] for a window without a completed request.
+pub const NO_VALUE_NO_COMPLETED: &str =
+    "no request completed in the measurement window, so no rate can be measured; lengthen the duration (sweep.duration_s) or shorten the warm-up (sweep.warmup_s)";
 
 fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
     let (mut s, mut n) = (0.0, 0u64);
@@ -553,7 +577,8 @@ impl Collector {
         gpus: u32,
         totals: RunTotals,
     ) -> LevelResult {
-        let win_ns = we.0.saturating_sub(ws.0).max(1);
+        let win_len = we.0.saturating_sub(ws.0);
+        let win_ns = win_len.max(1);
         let win_s = win_ns as f64 / 1e9;
         let in_window = |t: Ticks| t >= ws && t <= we;
 
@@ -743,6 +768,9 @@ impl Collector {
             }
         }
 
+        let reason = no_value_reason(win_len, done.len() as u64);
+        let rate = |x: f64| reason.is_none().then_some(x);
+        let over_window = |x: f64| (win_len > 0).then_some(x);
         LevelResult {
             level,
             window_s: Window {
@@ -751,10 +779,10 @@ impl Collector {
             },
             completed_requests: done.len() as u64,
             measured_requests: measured.len() as u64,
-            requests_per_s: done.len() as f64 / win_s,
-            input_tokens_per_s: input_tps,
-            output_tokens_per_s: output_tps,
-            output_tokens_per_s_per_gpu: output_tps / gpus.max(1) as f64,
+            requests_per_s: rate(done.len() as f64 / win_s),
+            input_tokens_per_s: rate(input_tps),
+            output_tokens_per_s: rate(output_tps),
+            output_tokens_per_s_per_gpu: rate(output_tps / gpus.max(1) as f64),
             output_tokens_per_s_per_user: per_user,
             e2e_tokens_per_s_per_user: e2e_per_user,
             interactivity: tpot.filter(|t| *t > 0.0).map(|t| 1000.0 / t),
@@ -770,17 +798,18 @@ impl Collector {
                         d.add(x);
                     }
                 }
-                CpuOffloadStats::of(&d, h, q, win_s)
+                CpuOffloadStats::of(&d, h, q, (win_len > 0).then_some(win_s))
             }),
             e2e_s: e2e,
             queueing_ms_mean: queueing,
-            kv_utilization_mean: kv_int / (win_ns as f64 * n_engines),
+            kv_utilization_mean: over_window(kv_int / (win_ns as f64 * n_engines)),
             kv_utilization_peak: kv_peak,
             prefix_cache_hit_rate: (q > 0).then(|| h as f64 / q as f64),
             preemptions: self.preemptions.iter().filter(|t| in_window(**t)).count() as u64,
-            mean_running_batch: batch_int / (win_ns as f64 * n_engines),
+            mean_running_batch: over_window(batch_int / (win_ns as f64 * n_engines)),
             rejected_requests: self.rejections.len() as u64,
             totals,
+            no_value: reason.map(str::to_string),
         }
     }
 }
