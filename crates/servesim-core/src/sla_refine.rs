@@ -5,7 +5,7 @@
 //! docs/metrics.md "Refined operating point".
 
 use crate::metrics::LevelResult;
-use crate::sweep::{level_verdict, run_level_plan, SweepError, SweepSpec};
+use crate::sweep::{level_verdict, run_level_plan_streamed, SweepError, SweepSpec};
 use crate::topology::SimPlan;
 use crate::workload::{Level, WorkloadSpec};
 use serde::{Deserialize, Serialize};
@@ -98,7 +98,7 @@ pub fn refine_operating_point_observed(
             }
             _ => break,
         };
-        let (r, _, _) = run_level_plan(plan, workload, spec, mid)?;
+        let (r, _) = run_level_plan_streamed(plan, workload, spec, mid)?;
         let verdict = level_verdict(&spec.sla, &r);
         let ok = verdict == Some(true);
         on_step(&r, ok);

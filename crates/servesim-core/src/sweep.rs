@@ -392,6 +392,25 @@ pub fn run_level_plan(
     run_plan_level(plan, workload, spec, level, &mut |_| {}, Collector::new())
 }
 
+/// [`run_level_plan`] with a streaming collector ([`Collector::streaming`]): the same result in
+/// less memory, without the per-request records (for callers that only need the result).
+pub fn run_level_plan_streamed(
+    plan: &SimPlan,
+    workload: &WorkloadSpec,
+    spec: &SweepSpec,
+    level: Level,
+) -> Result<(LevelResult, Option<TopologyLevel>), SweepError> {
+    run_plan_level(
+        plan,
+        workload,
+        spec,
+        level,
+        &mut |_| {},
+        Collector::streaming(),
+    )
+    .map(|(r, _, t)| (r, t))
+}
+
 /// The SLA crossing between the last passing and the first failing level.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Crossing {
@@ -621,7 +640,7 @@ impl<'m> SweepRunner<'m> {
         progress: &mut dyn FnMut(f64),
     ) -> Option<Result<&LevelResult, SweepError>> {
         let level = *self.levels.get(self.results.len())?;
-        let col = self.spare.take().unwrap_or_default();
+        let col = self.spare.take().unwrap_or_else(Collector::streaming);
         match run_plan_level(&self.plan, &self.workload, &self.spec, level, progress, col) {
             Ok((r, col, topo)) => {
                 self.spare = Some(col);

@@ -15,7 +15,7 @@ use crate::dtype::KvCacheDtype;
 use crate::metric::MetricId;
 use crate::metrics::LevelResult;
 use crate::scenario::{GpuRef, ResolvedScenario, Scenario};
-use crate::sweep::{run_level_plan, GateOp};
+use crate::sweep::{run_level_plan_streamed, GateOp};
 use crate::topology::{RawPool, RawTopology};
 use crate::workload::Level;
 use serde::{Deserialize, Serialize};
@@ -1004,8 +1004,8 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
                         }
                         _ => Level::RequestRate(rf.highest_passing),
                     };
-                    match run_level_plan(&r.plan(), &r.workload, &r.sweep, lvl) {
-                        Ok((l, _, _)) if pass(&l) => Some((l, "refined")),
+                    match run_level_plan_streamed(&r.plan(), &r.workload, &r.sweep, lvl) {
+                        Ok((l, _)) if pass(&l) => Some((l, "refined")),
                         Ok(_) => None,
                         Err(e) => {
                             return Outcome::Failed {
