@@ -3,7 +3,10 @@
 //!
 //! The [`Collector`] is an engine [`Observer`]: it stores compact per-step and per-request
 //! records during a run; [`Collector::level_result`] computes every metric for a measurement
-//! window afterwards (pooled ITL percentiles use per-step weights, not per-token lists).
+//! window afterwards (pooled ITL percentiles use per-step weights, not per-token lists). A
+//! streaming collector ([`Collector::streaming`], what sweeps use) given the window before the
+//! run folds what only feeds aggregates as it arrives and keeps only the percentiles' inputs,
+//! with the same results bit for bit (docs/metrics.md "Memory budget").
 
 use crate::engine::{FinishedRequest, Observer, OffloadStats, RejectReason, StepRecord};
 use crate::metric::{MetricId, Stat};
@@ -60,7 +63,7 @@ pub struct Collector {
 
 /// A measured request as the streamed metrics need it (40 bytes).
 #[derive(Clone, Copy, Debug)]
-struct Sample {
+pub(crate) struct Sample {
     arrival: Ticks,
     first_scheduled: Ticks,
     first_token: Ticks,
@@ -118,7 +121,7 @@ struct Stream {
     offload_window: OffloadStats,
     offload_total: OffloadStats,
     /// Measured requests reported before the step of their last token (folded at that step).
-    pending: Vec<FinishedRequest>,
+    pending: std::collections::VecDeque<FinishedRequest>,
 }
 
 impl Collector {
@@ -147,6 +150,18 @@ impl Collector {
             self.streaming_on = true;
         }
     }
+    /// Streaming collectors: folds what is still pending (requests reported before the step of
+    /// their last token) before [`Collector::level_result`]. A no-op otherwise.
+    pub fn flush(&mut self) {
+        if let Some(st) = self.stream.as_mut().filter(|_| self.streaming_on) {
+            while let Some(r) = st.pending.pop_front() {
+                debug_assert!(st.ready(&r), "a run's steps are recorded by the level's end");
+                if st.ready(&r) {
+                    st.fold_runs(&r);
+                }
+            }
+        }
+    }
     /// Whether records are folded as they arrive (a streaming collector given a window).
     pub fn is_streaming(&self) -> bool {
         self.streaming_on
@@ -165,14 +180,25 @@ impl Collector {
             _ => self.rejections.len() as u64,
         }
     }
-    /// Records held now, for the memory budget: (per-request records, per-step records).
-    pub fn held_records(&self) -> (u64, u64) {
+    /// Bytes the records held now take, by the estimates of `crate::budget`, with `in_flight`
+    /// requests and `clients` closed-loop clients.
+    pub fn held_bytes(&self, in_flight: u64, clients: u64) -> u64 {
         match &self.stream {
-            Some(st) if self.streaming_on => (
-                st.measured.len() as u64,
-                st.engines.iter().map(|e| e.ends.len() as u64).sum(),
+            Some(st) if self.streaming_on => crate::budget::held_bytes_streamed(
+                (st.measured.len() + st.pending.len()) as u64,
+                in_flight,
+                st.engines
+                    .iter()
+                    .map(|e| (e.ends.len() + e.contrib.len()) as u64)
+                    .sum(),
+                clients,
             ),
-            _ => (self.finished.len() as u64, self.num_steps()),
+            _ => crate::budget::held_bytes(
+                self.finished.len() as u64,
+                in_flight,
+                self.num_steps(),
+                clients,
+            ),
         }
     }
     /// Empties the collector for another run, keeping its buffers' capacity (a sweep reuses
@@ -470,17 +496,12 @@ impl Stream {
         }
         log.ends.push(s.end.0);
         log.diff.push(0);
-        if !self.pending.is_empty() {
-            let recorded = s.index + 1;
-            let ready: Vec<FinishedRequest>;
-            (ready, self.pending) = std::mem::take(&mut self.pending)
-                .into_iter()
-                .partition(|r| {
-                    r.engine as usize == e && r.decode_runs.iter().all(|&(_, b)| b < recorded)
-                });
-            for r in &ready {
-                self.fold_runs(r);
+        while let Some(r) = self.pending.front() {
+            if !self.ready(r) {
+                break;
             }
+            let r = self.pending.pop_front().expect("front exists");
+            self.fold_runs(&r);
         }
     }
 
@@ -513,11 +534,19 @@ impl Stream {
             let log = &self.engines[e];
             log.base + log.ends.len() as u64
         };
-        if r.decode_runs.iter().any(|&(_, b)| b >= recorded) {
-            self.pending.push(r.clone());
+        // Folded in finish order (the per-token ITL samples' order is the full collector's).
+        if !self.pending.is_empty() || r.decode_runs.iter().any(|&(_, b)| b >= recorded) {
+            self.pending.push_back(r.clone());
             return;
         }
         self.fold_runs(r);
+    }
+
+    /// Whether the steps of `r`'s decode runs are all recorded.
+    fn ready(&self, r: &FinishedRequest) -> bool {
+        let log = &self.engines[r.engine as usize];
+        let recorded = log.base + log.ends.len() as u64;
+        r.decode_runs.iter().all(|&(_, b)| b < recorded)
     }
 
     /// Folds the decode runs and other gaps of a measured request whose steps are recorded.
@@ -927,6 +956,7 @@ impl Collector {
     ) -> LevelResult {
         if let Some(st) = self.stream.as_ref().filter(|_| self.streaming_on) {
             debug_assert_eq!((st.ws, st.we), (ws, we), "the window given before the run");
+            debug_assert!(st.pending.is_empty(), "flush() before level_result");
             return self.level_result_streamed(st, level, gpus, totals);
         }
         let win_len = we.0.saturating_sub(ws.0);

@@ -981,6 +981,7 @@ fn run(
         Stop::Duration { duration, warmup } => (warmup, duration),
         Stop::Requests(_) => (Ticks::ZERO, guard.now),
     };
+    col.flush();
     let r = col.level_result(level, rws, rwe, spec.gpus, totals);
     let log = if keep_log {
         std::mem::take(&mut sim.handoffs)

@@ -512,8 +512,7 @@ impl LevelGuard {
                 Stop::Requests(n) => col.finished_count() as f64 / n.max(1) as f64,
             };
             progress(fraction.clamp(0.0, 1.0));
-            let (records, steps) = col.held_records();
-            let held = crate::budget::held_bytes(records, in_flight(), steps, self.clients);
+            let held = col.held_bytes(in_flight(), self.clients);
             if held > spec.memory_budget {
                 let setting = match (&w.arrival, spec.stop) {
                     (_, Stop::Requests(_)) => "sweep.num_requests",
@@ -701,6 +700,7 @@ pub fn run_plan_level(
         }
     });
     drop(tap);
+    col.flush();
     let r = col.level_result(level, ws, we, spec.gpus, totals);
     Ok((r, col, topo))
 }
