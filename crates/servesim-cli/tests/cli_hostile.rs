@@ -279,7 +279,10 @@ fn an_empty_window_gives_no_value_in_table_json_and_csv() {
     assert!(l["output_tokens_per_s"].is_null(), "{l}");
     assert!(l["output_tokens_per_s_per_gpu"].is_null(), "{l}");
     assert!(l["requests_per_s"].is_null(), "{l}");
-    assert!(l["no_value"].as_str().unwrap().contains("no request completed"));
+    assert!(l["no_value"]
+        .as_str()
+        .unwrap()
+        .contains("no request completed"));
     let mut csv_args = args.clone();
     csv_args.push("--csv");
     let (code, out, _) = servesim(&csv_args);

@@ -81,8 +81,8 @@ pub fn level_estimate(
     } else {
         BYTES_PER_SAMPLE
     };
-    let bytes = clients * (BYTES_PER_CLIENT + BYTES_PER_IN_FLIGHT) as f64
-        + requests * per_request as f64;
+    let bytes =
+        clients * (BYTES_PER_CLIENT + BYTES_PER_IN_FLIGHT) as f64 + requests * per_request as f64;
     let what = if num_requests.is_some() && requests > clients {
         "sweep.num_requests"
     } else {

@@ -155,7 +155,10 @@ impl Collector {
     pub fn flush(&mut self) {
         if let Some(st) = self.stream.as_mut().filter(|_| self.streaming_on) {
             while let Some(r) = st.pending.pop_front() {
-                debug_assert!(st.ready(&r), "a run's steps are recorded by the level's end");
+                debug_assert!(
+                    st.ready(&r),
+                    "a run's steps are recorded by the level's end"
+                );
                 if st.ready(&r) {
                     st.fold_runs(&r);
                 }
@@ -1297,7 +1300,12 @@ impl Collector {
         // Engine 0's running sums, then the later engines' terms in order: the full log's order.
         let n_engines = self.kv_total.len().max(1) as f64;
         let (mut kv_int, mut batch_int) = (st.kv_int0, st.batch_int0);
-        for log in st.engines.iter().skip(1).take(self.kv_total.len().saturating_sub(1)) {
+        for log in st
+            .engines
+            .iter()
+            .skip(1)
+            .take(self.kv_total.len().saturating_sub(1))
+        {
             for &(k, b) in &log.contrib {
                 kv_int += k;
                 batch_int += b;

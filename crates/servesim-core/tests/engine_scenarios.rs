@@ -79,7 +79,10 @@ fn check_invariants(r: &LevelResult, col: &Collector) {
         let sum: u64 = itls.iter().map(|x| x.0).sum();
         assert_eq!(sum, f.finish.0 - f.first_token.0, "ITLs sum to E2E - TTFT");
     }
-    assert!(r.kv_utilization_peak <= 1.0 && r.kv_utilization_mean.unwrap() <= r.kv_utilization_peak + 1e-12);
+    assert!(
+        r.kv_utilization_peak <= 1.0
+            && r.kv_utilization_mean.unwrap() <= r.kv_utilization_peak + 1e-12
+    );
 }
 
 #[test]
@@ -395,7 +398,8 @@ fn operating_point_interpolates_in_log_level() {
     assert_eq!(op.highest_passing, Some(a.level.value()));
     // per-GPU throughput is half the total with 2 GPUs
     assert!(
-        (a.output_tokens_per_s_per_gpu.unwrap() * 2.0 - a.output_tokens_per_s.unwrap()).abs() < 1e-9
+        (a.output_tokens_per_s_per_gpu.unwrap() * 2.0 - a.output_tokens_per_s.unwrap()).abs()
+            < 1e-9
     );
     assert_eq!(operating_point(&res.levels, &[]), None);
 }

@@ -457,7 +457,10 @@ fn an_empty_window_gives_no_value_not_zero() {
     let res = r.run().unwrap();
     let l = &res.levels[0];
     assert_eq!(l.completed_requests, 0);
-    assert!(l.window_s.end > l.window_s.start, "front-end latency: non-empty window");
+    assert!(
+        l.window_s.end > l.window_s.start,
+        "front-end latency: non-empty window"
+    );
     assert_eq!(l.output_tokens_per_s, None);
     assert_eq!(l.output_tokens_per_s_per_gpu, None);
     assert_eq!(l.requests_per_s, None);
@@ -479,7 +482,11 @@ fn an_empty_window_gives_no_value_not_zero() {
     let op = operating_point(&res.levels, gates).unwrap();
     assert_eq!(op.highest_passing, None);
     assert_eq!(op.undecided, vec![1.0, 2.0]);
-    assert!(op.summary.contains("neither passes nor fails"), "{}", op.summary);
+    assert!(
+        op.summary.contains("neither passes nor fails"),
+        "{}",
+        op.summary
+    );
 
     // With no front-end delay and every request rejected at t = 0, the window [0, 0] is empty.
     set(&mut v, "efficiencies/api_latency_completions_s", json!(0));

@@ -1037,16 +1037,16 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
     // rate (a gate on another metric) gives no operating point rather than 0 tok/s.
     let operating_point = op_level.and_then(|(l, basis)| {
         Some(OperatingPoint {
-        level: l.level.value(),
-        basis: basis.to_string(),
-        output_tokens_per_s: l.output_tokens_per_s?,
-        output_tokens_per_s_per_gpu: l.output_tokens_per_s_per_gpu?,
-        e2e_tokens_per_s_per_user: l.e2e_tokens_per_s_per_user,
-        ttft_ms_p50: l.ttft_ms.map(|d| d.p50),
-        usd_per_m_output_tokens: usd(l.output_tokens_per_s),
-        usd_per_m_input_tokens: usd(l.input_tokens_per_s),
-        level_in_budget: l.level.value() * fit,
-    })
+            level: l.level.value(),
+            basis: basis.to_string(),
+            output_tokens_per_s: l.output_tokens_per_s?,
+            output_tokens_per_s_per_gpu: l.output_tokens_per_s_per_gpu?,
+            e2e_tokens_per_s_per_user: l.e2e_tokens_per_s_per_user,
+            ttft_ms_p50: l.ttft_ms.map(|d| d.p50),
+            usd_per_m_output_tokens: usd(l.output_tokens_per_s),
+            usd_per_m_input_tokens: usd(l.input_tokens_per_s),
+            level_in_budget: l.level.value() * fit,
+        })
     });
     Outcome::Evaluated {
         levels,
