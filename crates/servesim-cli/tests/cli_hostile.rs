@@ -294,3 +294,31 @@ fn an_empty_window_gives_no_value_in_table_json_and_csv() {
         .unwrap();
     assert_eq!(lines[1].split(',').nth(col), Some(""));
 }
+
+/// A measured file with 200,000 distinct levels is refused at once (each level is a whole
+/// simulation: it would run for hours), naming the sweep's level list and the limit.
+#[test]
+fn a_measured_file_with_too_many_levels_is_refused_at_once() {
+    let scenario = scenario_file("many-levels-base.json");
+    let csv = tmp("many-levels.csv");
+    let mut text = String::from("concurrency,output_tokens_per_s\n");
+    for i in 1..=200_000 {
+        text.push_str(&format!("{i},{}\n", 1000 + i % 7));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let t = std::time::Instant::now();
+    let (code, _, err) = servesim(&[
+        "compare",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--measured",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let line = err.lines().find(|l| l.starts_with("error:")).unwrap_or(&err);
+    for w in ["sweep.concurrency", "at most 1000 levels", "200000"] {
+        assert!(line.contains(w), "`{w}` not in: {err}");
+    }
+    assert!(t.elapsed().as_secs() < 30, "{:?}", t.elapsed());
+}

@@ -66,6 +66,10 @@ pub const REQUEST_RATE: Bound = Bound {
     max: 1e6,
     unit: "requests/s",
 };
+/// Most levels one sweep runs (a benchmark sweeps tens; each level is a whole simulation, so a
+/// list of 200,000 measured levels would run for hours).
+pub const MAX_SWEEP_LEVELS: usize = 1000;
+
 /// Clients and burst sizes (`arrival.concurrency`, `arrival.count`, `sweep.concurrency`).
 pub const CONCURRENCY: Bound = Bound {
     min: 1.0,

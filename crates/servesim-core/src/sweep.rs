@@ -231,6 +231,23 @@ impl RawSweepSpec {
                 "give either `concurrency` or `request_rates`, not both",
             ));
         }
+        for (field, n) in [
+            ("concurrency", self.concurrency.as_ref().map_or(0, Vec::len)),
+            (
+                "request_rates",
+                self.request_rates.as_ref().map_or(0, Vec::len),
+            ),
+        ] {
+            if n > bounds::MAX_SWEEP_LEVELS {
+                return Err(spec_err(
+                    field,
+                    format!(
+                        "at most {} levels per sweep (got {n}); keep fewer levels (a measured file: fewer rows per arm)",
+                        bounds::MAX_SWEEP_LEVELS
+                    ),
+                ));
+            }
+        }
         if let Some(c) = &self.concurrency {
             for v in c {
                 levels.push(Level::Concurrency(bounded_count(
