@@ -316,7 +316,10 @@ fn a_measured_file_with_too_many_levels_is_refused_at_once() {
     ]);
     assert_eq!(code, 1, "{err}");
     assert!(!err.contains("panicked"), "{err}");
-    let line = err.lines().find(|l| l.starts_with("error:")).unwrap_or(&err);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or(&err);
     for w in ["sweep.concurrency", "at most 1000 levels", "200000"] {
         assert!(line.contains(w), "`{w}` not in: {err}");
     }

@@ -267,7 +267,7 @@ impl Collector {
             _ => self.preemptions.len() as u64,
         }
     }
-    /// End time of step `index` of `engine`.
+    /// End time of step `index` of `engine` (full collectors: [`Collector::new`]).
     pub fn step_end(&self, engine: u32, index: u64) -> Ticks {
         self.steps[engine as usize][index as usize].end
     }
@@ -305,7 +305,7 @@ impl Collector {
             _ => self.steps.iter().map(|v| v.len() as u64).sum(),
         }
     }
-    /// Start and end of step `index` of `engine`.
+    /// Start and end of step `index` of `engine` (full collectors: [`Collector::new`]).
     pub fn step_span(&self, engine: u32, index: u64) -> (Ticks, Ticks) {
         let s = &self.steps[engine as usize][index as usize];
         (s.start, s.end)
@@ -317,7 +317,8 @@ impl Collector {
             .map_or(0, |v| v.len() as u64)
     }
 
-    /// The inter-token latencies of one finished request (ns), in order: decode-step gaps and
+    /// Full collectors ([`Collector::new`]): the inter-token latencies of one finished request
+    /// (ns), in order: decode-step gaps and
     /// the gaps of tokens produced by recompute prefills. Used by tests and exporters; the level
     /// metrics use the weighted form.
     pub fn request_itls(&self, r: &FinishedRequest) -> Vec<Ticks> {
