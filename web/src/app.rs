@@ -1487,7 +1487,7 @@ fn RunPanel(st: State) -> impl IntoView {
                         <p id="op-refined"><strong>{format!("Refined by simulation ({} extra run{}): ", r.steps.len(), if r.steps.len() == 1 { "" } else { "s" })}</strong>
                             {format!("{} = {}{} passes every gate, {} = {}{} fails → {} output tok/s per GPU.",
                                 what.0, lv(r.highest_passing), what.1, what.0, lv(r.lowest_failing), what.1,
-                                fmt_num(r.highest_passing_output_tokens_per_s_per_gpu))}</p>
+                                r.highest_passing_output_tokens_per_s_per_gpu.map(fmt_num).unwrap_or_else(|| "no value".into()))}</p>
                     }.into_any(),
                     Err(e) => view! { <p id="op-refined" class="error-text">{format!("Could not refine by simulation: {e}")}</p> }.into_any(),
                 });
@@ -1567,8 +1567,14 @@ fn ResultsTable(st: State) -> impl IntoView {
                                 let unmeasured = r.measured_requests == 0;
                                 let cells = cols2.iter().map(|m| {
                                     let v = r.get(*m);
-                                    let title = (v.is_none() && unmeasured).then_some(UNMEASURED_TITLE);
-                                    view! { <td class="num" data-metric=m.name() title=title data-value=v.map(|v| format!("{v}")).unwrap_or_default()>{v.map(|v| table::fmt_metric(*m, v)).unwrap_or_else(|| "—".into())}</td> }
+                                    // A window rate without a value says so, with the reason.
+                                    let no_value = v.is_none().then_some(r.no_value.as_deref()).flatten().filter(|_| table::is_window_rate(*m));
+                                    let title = match no_value {
+                                        Some(why) => Some(format!("no value: {why}")),
+                                        None => (v.is_none() && unmeasured).then(|| UNMEASURED_TITLE.to_string()),
+                                    };
+                                    let text = v.map(|v| table::fmt_metric(*m, v)).unwrap_or_else(|| if no_value.is_some() { "no value".into() } else { "—".into() });
+                                    view! { <td class="num" data-metric=m.name() title=title data-value=v.map(|v| format!("{v}")).unwrap_or_default()>{text}</td> }
                                 }).collect_view();
                                 view! { <tr class:op-row=is_op class:unmeasured=unmeasured data-unmeasured=unmeasured.then_some("true")><th scope="row" class="num">{table::fmt_level(&r.level)}{unmeasured.then_some(" *")}</th>{cells}</tr> }
                             }).collect_view()

@@ -183,7 +183,7 @@ pub fn chart_specs(
     let highest = op.and_then(|o| o.highest_passing).and_then(|h| {
         rows.iter()
             .find(|r| r.level.value() == h)
-            .and_then(|r| Some((r.get(pareto_x)?, r.output_tokens_per_s_per_gpu)))
+            .and_then(|r| Some((r.get(pareto_x)?, r.output_tokens_per_s_per_gpu?)))
     });
     let mut specs = vec![
         ChartSpec {
@@ -684,7 +684,7 @@ mod tests {
             p,
             (
                 r.levels[0].e2e_tokens_per_s_per_user.unwrap(),
-                r.levels[0].output_tokens_per_s_per_gpu
+                r.levels[0].output_tokens_per_s_per_gpu.unwrap()
             )
         );
     }

@@ -79,7 +79,7 @@ pub(super) fn offload_results(st: State) -> impl IntoView {
                         <td>{format!("{:.3}", c.loaded_bytes_per_rank as f64 / 1e9)}</td>
                         <td>{format!("{:.3}", c.stored_bytes_per_rank as f64 / 1e9)}</td>
                         <td>{opt(c.load_wait_ms_mean, 2)}</td>
-                        <td>{format!("{:.2}", c.host_link_gb_s_mean)}</td>
+                        <td>{c.host_link_gb_s_mean.map_or_else(|| "no value".into(), |v| format!("{v:.2}"))}</td>
                     </tr>
                 }
             })

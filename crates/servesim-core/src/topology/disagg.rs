@@ -688,6 +688,9 @@ fn run(
     keep_log: bool,
 ) -> Result<(LevelResult, Collector, TopologyLevel, Vec<HandoffLog>), SweepError> {
     col.clear();
+    if let Stop::Duration { duration, warmup } = spec.stop {
+        col.set_window(warmup, duration);
+    }
     let w = workload.at_level(level)?;
     let mut guard = LevelGuard::new(&w, level, spec)?;
     let limit = guard.limit;
@@ -836,8 +839,8 @@ fn run(
     };
     let totals = RunTotals {
         submitted: gen.issued(),
-        completed: tap.inner.finished().len() as u64,
-        rejected: tap.inner.rejected().len() as u64,
+        completed: tap.inner.finished_count(),
+        rejected: tap.inner.rejected_count(),
         in_flight_at_end: sim.in_flight(),
         preemptions: tap.inner.preemption_count(),
         steps: tap.inner.num_steps(),
@@ -978,6 +981,7 @@ fn run(
         Stop::Duration { duration, warmup } => (warmup, duration),
         Stop::Requests(_) => (Ticks::ZERO, guard.now),
     };
+    col.flush();
     let r = col.level_result(level, rws, rwe, spec.gpus, totals);
     let log = if keep_log {
         std::mem::take(&mut sim.handoffs)
