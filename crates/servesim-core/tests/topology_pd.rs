@@ -423,6 +423,13 @@ fn decode_worker_with_offload_stacked_on_nixl() {
         let out = run(&r, Level::Concurrency(c));
         check_invariants(&r, &out);
         assert!(out.0.completed_requests > 0);
+        // The decode tier's activity reaches the level: it stores the blocks it holds and is
+        // never looked up for a transferred prompt (its KV arrives over NIXL), so none of the
+        // prompt tokens looked up (in the prefill pool) came from it.
+        let cpu = out.0.cpu_offload.as_ref().expect("cpu_offload section");
+        assert!(cpu.stored_bytes_per_rank > 0, "{cpu:?}");
+        assert_eq!((cpu.cpu_hit_tokens, cpu.loads), (0, 0), "{cpu:?}");
+        assert_eq!(cpu.cpu_hit_rate, Some(0.0), "{cpu:?}");
     }
 }
 

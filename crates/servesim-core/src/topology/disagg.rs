@@ -30,7 +30,8 @@ use super::transfer::{KvPath, KvTransferModel};
 use super::IndexedHeap;
 use crate::engine::cluster::dp_route;
 use crate::engine::{
-    Engine, FinishedRequest, IdMap, Observer, RejectReason, Request, SimError, StepRecord,
+    Engine, FinishedRequest, IdMap, Observer, OffloadStats, RejectReason, Request, SimError,
+    StepRecord,
 };
 use crate::metrics::{Collector, Dist, LevelResult, RunTotals};
 use crate::sweep::{Stop, SweepError, SweepSpec};
@@ -231,6 +232,11 @@ impl Observer for PdTap<'_> {
         if e < self.nd {
             self.inner.on_spec_step(e, end, accepted, drafted)
         }
+    }
+    /// Every pool's CPU tier counts in the level's `cpu_offload` (the recipe's tier sits on the
+    /// decode workers; docs/topology.md "CPU offload tier in a pool").
+    fn on_offload(&mut self, e: u32, t: Ticks, d: &OffloadStats) {
+        self.inner.on_offload(e, t, d)
     }
 }
 
