@@ -19,6 +19,8 @@ use wasm_bindgen::prelude::*;
 
 mod command_ui;
 mod offload_ui;
+mod pins_ui;
+mod search_ui;
 mod tools;
 mod topology_ui;
 use wasm_bindgen::JsCast;
@@ -118,6 +120,8 @@ struct State {
     /// How far the running level has got (0..=1), from the worker's `LevelProgress`.
     level_frac: RwSignal<f64>,
     compare: crate::compare_ui::CompareState,
+    /// Pinned runs (`pins_ui`), overlaid on the charts and carried in the link.
+    pins: RwSignal<Vec<pins_ui::PinRun>>,
 }
 
 /// Mounts the page.
@@ -409,6 +413,9 @@ fn cancel_run(st: State) {
 }
 
 fn load_fragment(st: State, frag: &str) {
+    if let Some(e) = pins_ui::load_pins(st, frag) {
+        st.notice.set(Some(e));
+    }
     match core_api::scenario_from_fragment(&crate::compare_ui::link::scenario_part(frag)) {
         Ok(Some(s)) => {
             let f = Form::from_scenario(&s);
@@ -561,8 +568,13 @@ fn App() -> impl IntoView {
         elapsed_ms: RwSignal::new(None),
         level_frac: RwSignal::new(0.0),
         compare: crate::compare_ui::CompareState::new(),
+        pins: RwSignal::new(Vec::new()),
     };
     spawn_worker(st);
+    // A link's pinned runs (`&p=`) are simulated again.
+    if let Some(e) = pins_ui::load_pins(st, &browser::hash()) {
+        st.notice.set(Some(e));
+    }
     // A running sweep whose worker has gone silent is reported and the worker replaced
     // (`protocol::DEFAULT_STALL_MS`, or `?stall_ms=N` in the page's address).
     let stall_ms = crate::protocol::stall_ms_from_query(
@@ -599,7 +611,14 @@ fn App() -> impl IntoView {
             // A scenario the link cannot carry (a large trace) leaves no fragment: a link that
             // cannot be reopened is never made (the Copy link card offers the file instead).
             let frag = match core_api::share_link(&s) {
-                core_api::ShareLink::Fits(f) => st.compare.fragment(&f),
+                core_api::ShareLink::Fits(f) => {
+                    let pinned: Vec<(String, Scenario)> = st.pins.with(|p| {
+                        p.iter()
+                            .map(|x| (x.label.clone(), x.scenario.clone()))
+                            .collect()
+                    });
+                    crate::pins::with_pins(&st.compare.fragment(&f), &pinned)
+                }
                 core_api::ShareLink::TooLarge { .. } => String::new(),
             };
             if frag != browser::hash() {
@@ -647,6 +666,8 @@ fn App() -> impl IntoView {
                 <StaleBanner st=st/>
                 <ResultsTable st=st/>
                 <Charts st=st/>
+                {pins_ui::pins_panel(st)}
+                {search_ui::search_panel(st)}
                 <crate::compare_ui::ComparePanel compare=st.compare
                     current=Signal::derive(move || st.scenario.get().ok())/>
             </section>
@@ -1466,7 +1487,7 @@ fn RunPanel(st: State) -> impl IntoView {
                         <p id="op-refined"><strong>{format!("Refined by simulation ({} extra run{}): ", r.steps.len(), if r.steps.len() == 1 { "" } else { "s" })}</strong>
                             {format!("{} = {}{} passes every gate, {} = {}{} fails → {} output tok/s per GPU.",
                                 what.0, lv(r.highest_passing), what.1, what.0, lv(r.lowest_failing), what.1,
-                                fmt_num(r.highest_passing_output_tokens_per_s_per_gpu))}</p>
+                                r.highest_passing_output_tokens_per_s_per_gpu.map(fmt_num).unwrap_or_else(|| "no value".into()))}</p>
                     }.into_any(),
                     Err(e) => view! { <p id="op-refined" class="error-text">{format!("Could not refine by simulation: {e}")}</p> }.into_any(),
                 });
@@ -1528,6 +1549,7 @@ fn ResultsTable(st: State) -> impl IntoView {
                 <h2 id="res-title">"Results"</h2>
                 <div class="btn-row">
                     <button class="btn small" id="export-csv" title="Every metric, as servesim sweep --csv" disabled=move || st.report.with(|r| r.is_none()) on:click=export_csv>"CSV"</button>
+                    {pins_ui::pin_button(st)}
                     <button class="btn small" id="export-json" title="The sweep report, byte for byte what servesim sweep --scenario S --json prints" disabled=move || st.report.with(|r| r.is_none()) on:click=export_json>"JSON"</button>
                 </div>
             </div>
@@ -1545,8 +1567,14 @@ fn ResultsTable(st: State) -> impl IntoView {
                                 let unmeasured = r.measured_requests == 0;
                                 let cells = cols2.iter().map(|m| {
                                     let v = r.get(*m);
-                                    let title = (v.is_none() && unmeasured).then_some(UNMEASURED_TITLE);
-                                    view! { <td class="num" data-metric=m.name() title=title data-value=v.map(|v| format!("{v}")).unwrap_or_default()>{v.map(|v| table::fmt_metric(*m, v)).unwrap_or_else(|| "—".into())}</td> }
+                                    // A window rate without a value says so, with the reason.
+                                    let no_value = v.is_none().then_some(r.no_value.as_deref()).flatten().filter(|_| table::is_window_rate(*m));
+                                    let title = match no_value {
+                                        Some(why) => Some(format!("no value: {why}")),
+                                        None => (v.is_none() && unmeasured).then(|| UNMEASURED_TITLE.to_string()),
+                                    };
+                                    let text = v.map(|v| table::fmt_metric(*m, v)).unwrap_or_else(|| if no_value.is_some() { "no value".into() } else { "—".into() });
+                                    view! { <td class="num" data-metric=m.name() title=title data-value=v.map(|v| format!("{v}")).unwrap_or_default()>{text}</td> }
                                 }).collect_view();
                                 view! { <tr class:op-row=is_op class:unmeasured=unmeasured data-unmeasured=unmeasured.then_some("true")><th scope="row" class="num">{table::fmt_level(&r.level)}{unmeasured.then_some(" *")}</th>{cells}</tr> }
                             }).collect_view()
@@ -1586,6 +1614,24 @@ fn unmeasured_note(levels: &[String], by_requests: bool) -> String {
     )
 }
 
+/// Each pin with results: its label and its charts (`track`: inside an effect).
+fn pinned_specs(st: State, log: bool, track: bool) -> Vec<(String, Vec<charts::ChartSpec>)> {
+    let pins = if track {
+        st.pins.get()
+    } else {
+        st.pins.get_untracked()
+    };
+    pins.iter()
+        .filter_map(|p| {
+            let rows = p.rows.as_ref()?;
+            Some((
+                p.label.clone(),
+                charts::chart_specs(&p.scenario, rows, p.op.as_ref(), log),
+            ))
+        })
+        .collect()
+}
+
 #[component]
 fn Charts(st: State) -> impl IntoView {
     let keys = ["throughput", "per_user", "ttft", "itl", "pareto"];
@@ -1598,7 +1644,8 @@ fn Charts(st: State) -> impl IntoView {
         let Some(s) = st.results_for.get() else {
             return;
         };
-        let specs = charts::chart_specs(&s, &rows, op.as_ref(), log);
+        let mut specs = charts::chart_specs(&s, &rows, op.as_ref(), log);
+        crate::pins::overlay(&mut specs, &pinned_specs(st, log, true));
         for (spec, r) in specs.iter().zip(refs.iter()) {
             let Some(canvas) = r.get() else { continue };
             let w = canvas.client_width().max(320) as u32;
@@ -1627,12 +1674,9 @@ fn Charts(st: State) -> impl IntoView {
             return;
         };
         let rows = st.rows.get_untracked();
-        let specs = charts::chart_specs(
-            &s,
-            &rows,
-            st.op.get_untracked().as_ref(),
-            st.log_latency.get_untracked(),
-        );
+        let log = st.log_latency.get_untracked();
+        let mut specs = charts::chart_specs(&s, &rows, st.op.get_untracked().as_ref(), log);
+        crate::pins::overlay(&mut specs, &pinned_specs(st, log, false));
         let mut svg = String::new();
         {
             let root = plotters::prelude::IntoDrawingArea::into_drawing_area(

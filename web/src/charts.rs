@@ -12,6 +12,19 @@ use servesim_core::sweep::{Gate, GateOp};
 pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
+    /// How the points are drawn.
+    pub style: SeriesStyle,
+}
+
+/// A series' look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeriesStyle {
+    /// A line through the points, each point a dot.
+    Line,
+    /// A dashed line through the points (a pinned run's curve, `pins::overlay`).
+    Dashed,
+    /// Dots only (the search's levels, `search_chart`).
+    Points,
 }
 
 /// A reference line: vertical (`x = value`) or horizontal (`y = value`).
@@ -77,6 +90,7 @@ impl Theme {
 fn series_of(rows: &[LevelResult], label: &str, x: MetricOrLevel, y: MetricId) -> Series {
     Series {
         label: label.into(),
+        style: SeriesStyle::Line,
         points: rows
             .iter()
             .filter_map(|r| {
@@ -169,7 +183,7 @@ pub fn chart_specs(
     let highest = op.and_then(|o| o.highest_passing).and_then(|h| {
         rows.iter()
             .find(|r| r.level.value() == h)
-            .and_then(|r| Some((r.get(pareto_x)?, r.output_tokens_per_s_per_gpu)))
+            .and_then(|r| Some((r.get(pareto_x)?, r.output_tokens_per_s_per_gpu?)))
     });
     let mut specs = vec![
         ChartSpec {
@@ -500,15 +514,41 @@ where
     let label_style = ("sans-serif", 12).into_font().color(&theme.text);
     for (i, s) in spec.series.iter().enumerate() {
         let color = theme.series[i % theme.series.len()];
-        chart
-            .draw_series(LineSeries::new(
-                s.points.iter().copied(),
-                color.stroke_width(2),
-            ))?
-            .label(s.label.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-            });
+        let legend = s.label.as_str();
+        match s.style {
+            SeriesStyle::Dashed => {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        s.points.iter().copied(),
+                        5,
+                        3,
+                        color.stroke_width(2),
+                    ))?
+                    .label(legend)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 5, y)], color.stroke_width(2))
+                    });
+            }
+            SeriesStyle::Line => {
+                chart
+                    .draw_series(LineSeries::new(
+                        s.points.iter().copied(),
+                        color.stroke_width(2),
+                    ))?
+                    .label(legend)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                    });
+            }
+            SeriesStyle::Points => {
+                chart
+                    .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
+                    .label(legend)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x + 6, y), (x + 8, y)], color.stroke_width(5))
+                    });
+            }
+        }
         chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
     }
     for r in &spec.ref_lines {
@@ -565,6 +605,7 @@ mod tests {
                 .map(|(i, points)| Series {
                     label: format!("s{i}"),
                     points,
+                    style: SeriesStyle::Line,
                 })
                 .collect(),
             ref_lines: Vec::new(),
@@ -643,7 +684,7 @@ mod tests {
             p,
             (
                 r.levels[0].e2e_tokens_per_s_per_user.unwrap(),
-                r.levels[0].output_tokens_per_s_per_gpu
+                r.levels[0].output_tokens_per_s_per_gpu.unwrap()
             )
         );
     }
@@ -727,6 +768,7 @@ mod tests {
             series: vec![Series {
                 label: "a".into(),
                 points: vec![(8.0, 5.0)],
+                style: SeriesStyle::Line,
             }],
             ref_lines: vec![],
             highlight: None,

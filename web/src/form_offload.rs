@@ -3,7 +3,9 @@
 //! sizes people set, `cpu_bytes_to_use` and `blocks_per_chunk`, with an exact round trip. Other
 //! keys of the config are kept from the scenario the form was loaded from; a config the form has
 //! no controls for (a `MultiConnector` stack, `NixlConnector` alone) is kept as it is and edited in
-//! the Scenario JSON box. Only syntax is checked here; the core validates the rest.
+//! the Scenario JSON box. A disaggregated pool's tier is the same fields over the recipe's stack,
+//! `MultiConnector` of `NixlConnector` then the offload connector ([`OffloadForm::of_stacked`],
+//! [`OffloadForm::apply_stacked`]). Only syntax is checked here; the core validates the rest.
 
 use crate::form::FieldErrors;
 use servesim_core::offload::{RawKvTransferConfig, RawOffloadExtra};
@@ -25,6 +27,23 @@ pub const CONNECTORS: [(&str, &str); 3] = [
     ),
 ];
 pub const KEEP: &str = "keep";
+
+/// The form keys of one offload tier's fields (the engine's, or a pool's).
+pub struct OffloadKeys {
+    pub connector: &'static str,
+    pub cpu_bytes: &'static str,
+    pub blocks_per_chunk: &'static str,
+}
+
+/// The engine's tier (`engine.kv_transfer_config`).
+pub const ENGINE_KEYS: OffloadKeys = OffloadKeys {
+    connector: CONNECTOR,
+    cpu_bytes: CPU_BYTES,
+    blocks_per_chunk: BLOCKS_PER_CHUNK,
+};
+
+/// The P/D transfer connector a pool's tier is stacked on.
+pub const NIXL: &str = "NixlConnector";
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OffloadForm {
@@ -75,6 +94,77 @@ impl OffloadForm {
         old: Option<RawKvTransferConfig>,
         e: &mut FieldErrors,
     ) -> Option<RawKvTransferConfig> {
+        self.apply_keyed(old, &ENGINE_KEYS, e)
+    }
+
+    /// The fields of a disaggregated pool's `kv_transfer_config`: the offload connector of a
+    /// `MultiConnector` stack of exactly `NixlConnector` then an offload connector (the recipe's
+    /// decode worker); no config = no tier; any other config is kept as it is ([`KEEP`]).
+    pub fn of_stacked(c: Option<&RawKvTransferConfig>) -> OffloadForm {
+        let Some(c) = c else {
+            return OffloadForm::default();
+        };
+        match stacked_offload(c) {
+            Some(inner) => OffloadForm::of(Some(inner)),
+            None => OffloadForm {
+                connector: KEEP.into(),
+                kept: c.kv_connector.clone().unwrap_or_else(|| "unnamed".into()),
+                ..OffloadForm::default()
+            },
+        }
+    }
+
+    /// A pool's `kv_transfer_config` with these fields over `old`: the offload connector stacked
+    /// on `NixlConnector` under `MultiConnector` (both `kv_both`, as the recipe writes it); the
+    /// stack's other keys are kept when `old` is such a stack.
+    pub fn apply_stacked(
+        &self,
+        old: Option<RawKvTransferConfig>,
+        k: &OffloadKeys,
+        e: &mut FieldErrors,
+    ) -> Option<RawKvTransferConfig> {
+        let name = self.connector.trim();
+        if name == KEEP {
+            return old;
+        }
+        if name.is_empty() {
+            return None;
+        }
+        let old_inner = old.as_ref().and_then(stacked_offload).cloned();
+        let inner = self.apply_keyed(old_inner, k, e)?;
+        let mut stack = old
+            .filter(|o| stacked_offload(o).is_some())
+            .unwrap_or_else(|| RawKvTransferConfig {
+                kv_connector: Some("MultiConnector".into()),
+                kv_role: Some("kv_both".into()),
+                kv_connector_extra_config: Some(RawOffloadExtra {
+                    connectors: Some(vec![RawKvTransferConfig {
+                        kv_connector: Some(NIXL.into()),
+                        kv_role: Some("kv_both".into()),
+                        ..RawKvTransferConfig::default()
+                    }]),
+                    ..RawOffloadExtra::default()
+                }),
+                ..RawKvTransferConfig::default()
+            });
+        if let Some(list) = stack
+            .kv_connector_extra_config
+            .as_mut()
+            .and_then(|x| x.connectors.as_mut())
+        {
+            list.truncate(1);
+            list.push(inner);
+        }
+        Some(stack)
+    }
+
+    /// The config with these fields over `old`, errors on `k`'s keys.
+    pub fn apply_keyed(
+        &self,
+        old: Option<RawKvTransferConfig>,
+        k: &OffloadKeys,
+        e: &mut FieldErrors,
+    ) -> Option<RawKvTransferConfig> {
         let name = self.connector.trim();
         if name == KEEP {
             return old;
@@ -83,7 +173,7 @@ impl OffloadForm {
             return None;
         }
         if !is_offload(name) {
-            e.insert(CONNECTOR, "choose a connector".into());
+            e.insert(k.connector, "choose a connector".into());
             return old;
         }
         let mut c = old
@@ -100,7 +190,7 @@ impl OffloadForm {
                 Ok(v) if v.is_finite() => Some(v),
                 _ => {
                     e.insert(
-                        CPU_BYTES,
+                        k.cpu_bytes,
                         "a number of bytes (e.g. 68719476736 for 64 GiB)".into(),
                     );
                     None
@@ -112,7 +202,7 @@ impl OffloadForm {
             t => match t.parse::<i64>() {
                 Ok(v) => Some(v),
                 Err(_) => {
-                    e.insert(BLOCKS_PER_CHUNK, "a whole number".into());
+                    e.insert(k.blocks_per_chunk, "a whole number".into());
                     None
                 }
             },
@@ -122,16 +212,46 @@ impl OffloadForm {
     }
 }
 
+/// The offload connector of a `MultiConnector` stack of exactly `NixlConnector` then an offload
+/// connector (None for any other config).
+fn stacked_offload(c: &RawKvTransferConfig) -> Option<&RawKvTransferConfig> {
+    if c.kv_connector.as_deref() != Some("MultiConnector") {
+        return None;
+    }
+    let x = c.kv_connector_extra_config.as_ref()?;
+    let only_connectors = RawOffloadExtra {
+        connectors: x.connectors.clone(),
+        ..RawOffloadExtra::default()
+    };
+    if *x != only_connectors {
+        return None;
+    }
+    match x.connectors.as_deref()? {
+        [nixl, inner]
+            if nixl.kv_connector.as_deref() == Some(NIXL)
+                && inner.kv_connector.as_deref().is_some_and(is_offload) =>
+        {
+            Some(inner)
+        }
+        _ => None,
+    }
+}
+
 /// The form key of a core error under `engine.kv_transfer_config` (None for other paths).
 pub fn offload_form_key(path: &str) -> Option<&'static str> {
     let rest = path.strip_prefix("engine.kv_transfer_config")?;
-    Some(if rest.ends_with("cpu_bytes_to_use") {
-        CPU_BYTES
+    Some(offload_key_of(rest, &ENGINE_KEYS))
+}
+
+/// The key of `k` a core error path below a `kv_transfer_config` names.
+pub fn offload_key_of(rest: &str, k: &OffloadKeys) -> &'static str {
+    if rest.ends_with("cpu_bytes_to_use") {
+        k.cpu_bytes
     } else if rest.ends_with("blocks_per_chunk") {
-        BLOCKS_PER_CHUNK
+        k.blocks_per_chunk
     } else {
-        CONNECTOR
-    })
+        k.connector
+    }
 }
 
 #[cfg(test)]

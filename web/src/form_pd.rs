@@ -2,10 +2,13 @@
 //! the scenario's `topology.prefill`, `topology.decode` and `topology.kv_transfer` as text fields,
 //! with an exact round trip (`PdForm::of(t).apply(t) == t`). Only syntax is checked here; ranges and
 //! combinations are the core's (`Scenario::resolve`), whose errors come back on these keys
-//! (`core_api::form_key`). What a pool has and the form does not show (its router, its other engine
-//! settings) is kept from the scenario the form was loaded from.
+//! (`core_api::form_key`). A pool's CPU KV offload tier is `form_offload`'s fields over the
+//! pool's `kv_transfer_config`, stacked on the NIXL transfer connector (`MultiConnector`, as the
+//! recipe's decode worker runs it). What a pool has and the form does not show (its router, its
+//! other engine settings) is kept from the scenario the form was loaded from.
 
 use crate::form::FieldErrors;
+use crate::form_offload::{offload_key_of, OffloadForm, OffloadKeys};
 use servesim_core::deploy::RawEngineSettings;
 use servesim_core::scenario::GpuRef;
 use servesim_core::topology::{KvPath, RawKvTransfer, RawPool, RawTopology};
@@ -21,6 +24,8 @@ pub struct PoolForm {
     pub replicas: String,
     /// The pool's own `--max-num-batched-tokens` (the recipe's prefill worker runs 16384).
     pub max_num_batched_tokens: String,
+    /// The pool's CPU KV offload tier, stacked on NIXL (`OffloadForm::of_stacked`).
+    pub offload: OffloadForm,
 }
 
 /// The form keys of a pool's fields, in display order: (field, key, label).
@@ -32,6 +37,8 @@ pub struct PoolKeys {
     pub ep: &'static str,
     pub replicas: &'static str,
     pub max_num_batched_tokens: &'static str,
+    /// The pool's offload tier fields.
+    pub offload: OffloadKeys,
     /// Errors about the pool that no single field holds.
     pub pool: &'static str,
 }
@@ -44,6 +51,11 @@ pub const PREFILL_KEYS: PoolKeys = PoolKeys {
     ep: "prefill_ep",
     replicas: "prefill_replicas",
     max_num_batched_tokens: "prefill_max_num_batched_tokens",
+    offload: OffloadKeys {
+        connector: "prefill_offload_connector",
+        cpu_bytes: "prefill_offload_cpu_bytes",
+        blocks_per_chunk: "prefill_offload_blocks_per_chunk",
+    },
     pool: "prefill_pool",
 };
 
@@ -55,6 +67,11 @@ pub const DECODE_KEYS: PoolKeys = PoolKeys {
     ep: "decode_ep",
     replicas: "decode_replicas",
     max_num_batched_tokens: "decode_max_num_batched_tokens",
+    offload: OffloadKeys {
+        connector: "decode_offload_connector",
+        cpu_bytes: "decode_offload_cpu_bytes",
+        blocks_per_chunk: "decode_offload_blocks_per_chunk",
+    },
     pool: "decode_pool",
 };
 
@@ -94,6 +111,11 @@ impl PoolForm {
             ep: text(p.ep),
             replicas: text(p.replicas),
             max_num_batched_tokens: text(p.engine.as_ref().and_then(|e| e.max_num_batched_tokens)),
+            offload: OffloadForm::of_stacked(
+                p.engine
+                    .as_ref()
+                    .and_then(|e| e.kv_transfer_config.as_ref()),
+            ),
         }
     }
 
@@ -111,6 +133,9 @@ impl PoolForm {
         let mnbt = opt_i64(e, k.max_num_batched_tokens, &self.max_num_batched_tokens);
         let mut engine = p.engine.take().unwrap_or_default();
         engine.max_num_batched_tokens = mnbt;
+        engine.kv_transfer_config =
+            self.offload
+                .apply_stacked(engine.kv_transfer_config.take(), &k.offload, e);
         p.engine = (engine != RawEngineSettings::default()).then_some(engine);
         p
     }
@@ -247,6 +272,9 @@ pub fn pd_form_key(path: &str) -> Option<&'static str> {
         "ep" => k.ep,
         "replicas" => k.replicas,
         "engine" if rest.ends_with("max_num_batched_tokens") => k.max_num_batched_tokens,
+        "engine" if rest.starts_with("engine.kv_transfer_config") => {
+            offload_key_of(rest, &k.offload)
+        }
         _ => k.pool,
     })
 }
@@ -285,6 +313,99 @@ mod tests {
             let f = crate::form::Form::from_scenario(&s);
             assert_eq!(f.to_scenario(), Ok(s));
         }
+    }
+
+    fn offload_seed() -> Scenario {
+        let text = include_str!("../../tests/scenarios/recipe-1p1d-dsv4-pro-16xh200-offload.json");
+        Scenario::from_json(text).unwrap()
+    }
+
+    #[test]
+    fn the_offload_seeds_decode_tier_shows_in_its_pool_fields_and_round_trips() {
+        let s = offload_seed();
+        let f = crate::form::Form::from_scenario(&s);
+        assert_eq!(f.pd.decode.offload.connector, "SimpleCPUOffloadConnector");
+        assert_eq!(f.pd.decode.offload.cpu_bytes_to_use, "");
+        assert_eq!(
+            f.pd.prefill.offload.connector, "",
+            "the prefill pool has no tier"
+        );
+        assert_eq!(f.offload.connector, "", "the engine's own tier is separate");
+        assert_eq!(f.to_scenario(), Ok(s.clone()));
+        // Form -> scenario -> form is the identity too.
+        let back = crate::form::Form::from_scenario(&f.to_scenario().unwrap());
+        assert_eq!(back.pd, f.pd);
+    }
+
+    #[test]
+    fn choosing_the_decode_tier_on_the_1p1d_seed_writes_the_recipes_stack() {
+        let mut f = crate::form::Form::from_scenario(&seed());
+        f.pd.decode.offload.connector = "SimpleCPUOffloadConnector".into();
+        assert_eq!(
+            f.to_scenario(),
+            Ok(offload_seed()),
+            "the offload seed, exactly"
+        );
+        // Sizes go to the stacked offload connector; NIXL stays first.
+        f.pd.decode.offload.connector = "OffloadingConnector".into();
+        f.pd.decode.offload.cpu_bytes_to_use = "68719476736".into();
+        f.pd.decode.offload.blocks_per_chunk = "4".into();
+        let s = f.to_scenario().unwrap();
+        let c = s.topology.as_ref().unwrap().decode.as_ref().unwrap();
+        let cfg = c
+            .engine
+            .as_ref()
+            .unwrap()
+            .kv_transfer_config
+            .clone()
+            .unwrap();
+        assert_eq!(cfg.kv_connector.as_deref(), Some("MultiConnector"));
+        let list = cfg.kv_connector_extra_config.unwrap().connectors.unwrap();
+        assert_eq!(list[0].kv_connector.as_deref(), Some("NixlConnector"));
+        assert_eq!(list[1].kv_connector.as_deref(), Some("OffloadingConnector"));
+        let x = list[1].kv_connector_extra_config.clone().unwrap();
+        assert_eq!(
+            (x.cpu_bytes_to_use, x.blocks_per_chunk),
+            (Some(68719476736.0), Some(4))
+        );
+        assert!(s.resolve().is_ok(), "the core accepts the stack");
+        // Off again: the pool is the seed's.
+        f.pd.decode.offload.connector = String::new();
+        assert_eq!(f.to_scenario(), Ok(seed()));
+        // Bad text names the pool's field.
+        f.pd.decode.offload.connector = "OffloadingConnector".into();
+        f.pd.decode.offload.blocks_per_chunk = "four".into();
+        let e = f.to_scenario().unwrap_err();
+        assert!(e.contains_key("decode_offload_blocks_per_chunk"), "{e:?}");
+        assert_eq!(
+            pd_form_key(
+                "topology.decode.engine.kv_transfer_config.kv_connector_extra_config.cpu_bytes_to_use"
+            ),
+            Some("decode_offload_cpu_bytes")
+        );
+        assert_eq!(
+            pd_form_key("topology.decode.engine.kv_transfer_config.kv_connector"),
+            Some("decode_offload_connector")
+        );
+    }
+
+    #[test]
+    fn a_pool_stack_the_fields_cannot_show_is_kept() {
+        let mut s = offload_seed();
+        let pool = s.topology.as_mut().unwrap().decode.as_mut().unwrap();
+        let cfg = pool
+            .engine
+            .as_mut()
+            .unwrap()
+            .kv_transfer_config
+            .as_mut()
+            .unwrap();
+        let x = cfg.kv_connector_extra_config.as_mut().unwrap();
+        x.connectors.as_mut().unwrap().reverse();
+        let f = crate::form::Form::from_scenario(&s);
+        assert_eq!(f.pd.decode.offload.connector, crate::form_offload::KEEP);
+        assert_eq!(f.pd.decode.offload.kept, "MultiConnector");
+        assert_eq!(f.to_scenario(), Ok(s));
     }
 
     #[test]

@@ -12,7 +12,11 @@ pub mod core_api;
 pub mod form;
 pub mod form_offload;
 pub mod form_pd;
+pub mod pins;
 pub mod protocol;
+pub mod search_chart;
+pub mod search_tools;
+pub mod search_view;
 pub mod table;
 
 // ---- browser only ----

@@ -50,6 +50,20 @@ pub fn column_title(m: MetricId) -> String {
     format!("{}{def}", m.name())
 }
 
+/// Whether a metric is a rate over the measurement window, absent (shown as "no value" with the
+/// level's `no_value` reason) when the window has zero length or no completed request.
+pub fn is_window_rate(m: MetricId) -> bool {
+    matches!(
+        m,
+        MetricId::OutputTokensPerS
+            | MetricId::OutputTokensPerSPerGpu
+            | MetricId::InputTokensPerS
+            | MetricId::RequestsPerS
+            | MetricId::MeanRunningBatch
+            | MetricId::KvUtilizationMean
+    )
+}
+
 /// A metric's value as the table shows it: fractions as percentages with one decimal, counts
 /// as whole numbers, everything else with [`fmt_num`].
 pub fn fmt_metric(m: MetricId, v: f64) -> String {
@@ -236,7 +250,7 @@ mod tests {
             .position(|h| *h == "output_tokens_per_s")
             .unwrap();
         let v: f64 = lines[2].split(',').nth(col).unwrap().parse().unwrap();
-        assert_eq!(v, res.levels[1].output_tokens_per_s);
+        assert_eq!(Some(v), res.levels[1].output_tokens_per_s);
     }
 
     #[test]

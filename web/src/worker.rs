@@ -63,6 +63,12 @@ pub fn start() {
         let Some(text) = ev.data().as_string() else {
             return;
         };
+        // A search worker's messages (`search_tools`): one candidate per message, synchronous.
+        if let Ok(msg) = crate::search_tools::ToSearch::from_json(&text) {
+            let answer = crate::search_tools::answer(&msg);
+            let _ = scope2.post_message(&JsValue::from_str(&answer.to_json()));
+            return;
+        }
         match ToWorker::from_json(&text) {
             Ok(msg @ (ToWorker::Run { .. } | ToWorker::Predict { .. })) => {
                 let id = match &msg {

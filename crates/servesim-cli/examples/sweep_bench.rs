@@ -89,7 +89,7 @@ fn bench(name: &str, json: &str) {
     let out_tokens: f64 = res
         .levels
         .iter()
-        .map(|l| l.output_tokens_per_s * l.totals.simulated_s)
+        .map(|l| l.output_tokens_per_s.unwrap_or(0.0) * l.totals.simulated_s)
         .sum();
     println!(
         "{name}: {} levels, {:.0} simulated s in {:.3} s wall (resolve {:.4} s); {steps} steps, {reqs} requests, ~{:.3e} output tokens; {:.3e} simulated output tok per wall s; {:.3e} steps per wall s; peak heap {:.1} MiB",
@@ -106,10 +106,10 @@ fn bench(name: &str, json: &str) {
         println!(
             "  {:>6} out_tok/s={:>9.1} ttft_p50={:>9.1} ms itl_p50={:>7.2} ms batch={:>6.1} kv_peak={:.2} hit={:.2} preempt={} steps={}",
             l.level.value(),
-            l.output_tokens_per_s,
+            l.output_tokens_per_s.unwrap_or(f64::NAN),
             l.ttft_ms.map(|d| d.p50).unwrap_or(f64::NAN),
             l.itl_ms.map(|d| d.p50).unwrap_or(f64::NAN),
-            l.mean_running_batch,
+            l.mean_running_batch.unwrap_or(f64::NAN),
             l.kv_utilization_peak,
             l.prefix_cache_hit_rate.unwrap_or(f64::NAN),
             l.preemptions,

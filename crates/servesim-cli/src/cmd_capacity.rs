@@ -92,7 +92,7 @@ fn print_main(r: &CapacityReport) {
         r.max_model_len,
         r.max_num_batched_tokens,
         r.max_num_seqs,
-        r.gpu_memory_utilization
+        servesim_core::bounds::fmt_num(r.gpu_memory_utilization)
     );
     println!();
     println!("Per GPU                      GiB");

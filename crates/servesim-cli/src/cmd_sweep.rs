@@ -436,6 +436,14 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     }
 }
 
+/// A window rate: "no value" when absent (the level's `no_value` says why, below the table).
+fn rate(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) => format!("{x:.digits$}"),
+        None => "no value".into(),
+    }
+}
+
 pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
     let scenario = build_scenario(a, m)?;
     if a.print_scenario {
@@ -454,11 +462,11 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
         let l = step?;
         done += 1;
         eprintln!(
-            "[{}/{}] {}: {:.0} output tok/s, TTFT p50 {} ms, ITL p50 {} ms ({:.2} s elapsed)",
+            "[{}/{}] {}: {} output tok/s, TTFT p50 {} ms, ITL p50 {} ms ({:.2} s elapsed)",
             done,
             total,
             level_label(l),
-            l.output_tokens_per_s,
+            rate(l.output_tokens_per_s, 0),
             opt(l.ttft_ms.map(|d| d.p50), 1),
             opt(l.itl_ms.map(|d| d.p50), 2),
             t0.elapsed().as_secs_f64()
@@ -471,10 +479,14 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
             Some(r) => {
                 for s in &r.steps {
                     eprintln!(
-                        "refine: level {} {} ({:.2} tok/s/GPU)",
+                        "refine: level {} {} ({} tok/s/GPU)",
                         s.level,
-                        if s.passes { "passes" } else { "fails" },
-                        s.output_tokens_per_s_per_gpu
+                        match s.passes {
+                            Some(true) => "passes",
+                            Some(false) => "fails",
+                            None => "has no value for a gate (neither passes nor fails)",
+                        },
+                        rate(s.output_tokens_per_s_per_gpu, 2)
                     );
                 }
                 eprintln!("SLA operating point (refined): {}", r.summary);
@@ -580,11 +592,11 @@ fn print_table(
     );
     for l in &res.levels {
         println!(
-            "{:>10} {:>9} {:>10.1} {:>10.1} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7} {:>6}",
+            "{:>10} {:>9} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7} {:>6}",
             level_label(l),
             l.completed_requests,
-            l.output_tokens_per_s,
-            l.output_tokens_per_s_per_gpu,
+            rate(l.output_tokens_per_s, 1),
+            rate(l.output_tokens_per_s_per_gpu, 1),
             opt(l.output_tokens_per_s_per_user, 1),
             opt(l.e2e_tokens_per_s_per_user, 1),
             opt(l.ttft_ms.map(|d| d.p50), 1),
@@ -596,6 +608,11 @@ fn print_table(
         );
     }
     println!("(TTFT and ITL in ms; window per level: warm-up excluded)");
+    for l in &res.levels {
+        if let Some(why) = &l.no_value {
+            println!("{}: no value: {why}", level_label(l));
+        }
+    }
     if res.levels.iter().any(|l| l.cpu_offload.is_some()) {
         println!();
         println!("CPU KV offload tier (bytes per rank over the host link):");
@@ -613,7 +630,7 @@ fn print_table(
         for l in &res.levels {
             let Some(c) = &l.cpu_offload else { continue };
             println!(
-                "{:>10} {:>12} {:>8} {:>7} {:>12.3} {:>12.3} {:>11} {:>9.2}",
+                "{:>10} {:>12} {:>8} {:>7} {:>12.3} {:>12.3} {:>11} {:>9}",
                 level_label(l),
                 c.cpu_hit_tokens,
                 opt(c.cpu_hit_rate, 3),
@@ -621,7 +638,7 @@ fn print_table(
                 c.loaded_bytes_per_rank as f64 / 1e9,
                 c.stored_bytes_per_rank as f64 / 1e9,
                 opt(c.load_wait_ms_mean, 2),
-                c.host_link_gb_s_mean,
+                rate(c.host_link_gb_s_mean, 2),
             );
         }
     }

@@ -201,3 +201,127 @@ fn a_closed_pipe_ends_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.trim().is_empty(), "quiet: {err}");
 }
+
+/// Tiny accepted values are printed compactly (`1e-300`, not a 300-digit decimal), in the
+/// capacity report, the does-not-fit reason and the printed vLLM command.
+#[test]
+fn tiny_values_are_printed_compactly() {
+    let (code, out, err) = servesim(&[
+        "capacity",
+        "--model",
+        "meta-llama/Meta-Llama-3.1-8B",
+        "--gpu",
+        "h100",
+        "--gpu-memory-utilization",
+        "1e-300",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("gpu_memory_utilization 1e-300"), "{out}");
+    assert!(!out.contains("0.00000000000000000000"), "{out}");
+    let mut args: Vec<&str> = BASE.to_vec();
+    args.extend(["--gpu-memory-utilization", "1e-300", "--concurrency", "1"]);
+    let (code, _, err) = servesim(&args);
+    assert_eq!(code, 1);
+    assert!(err.contains("x 1e-300)"), "{err}");
+    assert!(err.len() < 700, "{err}");
+}
+
+/// A range with no unit reads "between 0.001 and 100 (got ...)", without a doubled space.
+#[test]
+fn range_messages_have_no_doubled_space() {
+    let dir = tmp("gamma-cv");
+    let p = scenario_file("gamma-cv-base.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v["workload"]["arrival"] = serde_json::json!({"type": "gamma", "rate": 2, "cv": 1e-160});
+    v["sweep"] = serde_json::json!({"request_rates": [2], "duration_s": 20});
+    std::fs::write(&dir, v.to_string()).unwrap();
+    refused(
+        &["sweep", "--scenario", dir.to_str().unwrap()],
+        &["workload.arrival.cv", "between 0.001 and 100 (got 1e-160)"],
+    );
+}
+
+/// A level whose window holds no completed request shows "no value" (with the reason) in the
+/// table, `null` in the JSON and an empty cell in the CSV, never 0 tok/s.
+#[test]
+fn an_empty_window_gives_no_value_in_table_json_and_csv() {
+    let mut args: Vec<&str> = BASE.to_vec();
+    args.extend([
+        "--max-model-len",
+        "2048",
+        "--isl",
+        "4096",
+        "--concurrency",
+        "1",
+        "--num-requests",
+        "3",
+    ]);
+    let (code, out, err) = servesim(&args);
+    assert_eq!(code, 0, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("c=1 "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(row.contains("no value"), "{row}");
+    assert!(!row.contains(" 0.0 "), "{row}");
+    assert!(
+        out.contains("c=1: no value: no request completed in the measurement window"),
+        "{out}"
+    );
+    assert!(err.contains("no value output tok/s"), "{err}");
+    let mut json_args = args.clone();
+    json_args.push("--json");
+    let (code, out, err) = servesim(&json_args);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let l = &v["levels"][0];
+    assert!(l["output_tokens_per_s"].is_null(), "{l}");
+    assert!(l["output_tokens_per_s_per_gpu"].is_null(), "{l}");
+    assert!(l["requests_per_s"].is_null(), "{l}");
+    assert!(l["no_value"]
+        .as_str()
+        .unwrap()
+        .contains("no request completed"));
+    let mut csv_args = args.clone();
+    csv_args.push("--csv");
+    let (code, out, _) = servesim(&csv_args);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = out.lines().collect();
+    let col = lines[0]
+        .split(',')
+        .position(|h| h == "output_tokens_per_s")
+        .unwrap();
+    assert_eq!(lines[1].split(',').nth(col), Some(""));
+}
+
+/// A measured file with 200,000 distinct levels is refused at once (each level is a whole
+/// simulation: it would run for hours), naming the sweep's level list and the limit.
+#[test]
+fn a_measured_file_with_too_many_levels_is_refused_at_once() {
+    let scenario = scenario_file("many-levels-base.json");
+    let csv = tmp("many-levels.csv");
+    let mut text = String::from("concurrency,output_tokens_per_s\n");
+    for i in 1..=200_000 {
+        text.push_str(&format!("{i},{}\n", 1000 + i % 7));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let t = std::time::Instant::now();
+    let (code, _, err) = servesim(&[
+        "compare",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--measured",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or(&err);
+    for w in ["sweep.concurrency", "at most 1000 levels", "200000"] {
+        assert!(line.contains(w), "`{w}` not in: {err}");
+    }
+    assert!(t.elapsed().as_secs() < 30, "{:?}", t.elapsed());
+}

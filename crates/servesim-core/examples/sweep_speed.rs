@@ -61,10 +61,10 @@ fn main() {
             println!(
                 "  c={:>4} out_tok/s={:>8.0} ttft_p50={:>9.1} ms itl_mean={:>6.1} ms batch={:>6.1} kv_peak={:.2} hit={:.2} preempt={}",
                 l.level.value(),
-                l.output_tokens_per_s,
+                l.output_tokens_per_s.unwrap_or(f64::NAN),
                 l.ttft_ms.map(|d| d.p50).unwrap_or(f64::NAN),
                 l.itl_ms.map(|d| d.mean).unwrap_or(f64::NAN),
-                l.mean_running_batch,
+                l.mean_running_batch.unwrap_or(f64::NAN),
                 l.kv_utilization_peak,
                 l.prefix_cache_hit_rate.unwrap_or(f64::NAN),
                 l.preemptions

@@ -46,12 +46,12 @@ impl Bound {
         format!("must be {}", self.range_text())
     }
     fn range_text(&self) -> String {
-        format!(
-            "between {} and {} {}",
-            fmt_num(self.min),
-            fmt_num(self.max),
-            self.unit
-        )
+        let t = format!("between {} and {}", fmt_num(self.min), fmt_num(self.max));
+        if self.unit.is_empty() {
+            t
+        } else {
+            format!("{t} {}", self.unit)
+        }
     }
 }
 
@@ -66,6 +66,10 @@ pub const REQUEST_RATE: Bound = Bound {
     max: 1e6,
     unit: "requests/s",
 };
+/// Most levels one sweep runs (a benchmark sweeps tens; each level is a whole simulation, so a
+/// list of 200,000 measured levels would run for hours).
+pub const MAX_SWEEP_LEVELS: usize = 1000;
+
 /// Clients and burst sizes (`arrival.concurrency`, `arrival.count`, `sweep.concurrency`).
 pub const CONCURRENCY: Bound = Bound {
     min: 1.0,

@@ -25,6 +25,13 @@ pub const BYTES_PER_IN_FLIGHT: u64 =
 pub const BYTES_PER_CLIENT: u64 = 96;
 /// Bytes per engine step record kept for the level's metrics.
 pub const BYTES_PER_STEP: u64 = 64;
+/// Streaming collectors (duration mode, `metrics::Collector::streaming`): bytes per measured
+/// request's sample (the sample, twice for a growing vector, and the TTFT / E2E sort buffers
+/// at the level's end).
+pub const BYTES_PER_SAMPLE: u64 = (2 * std::mem::size_of::<crate::metrics::Sample>() + 24) as u64;
+/// Streaming collectors: bytes per step kept for the pooled ITL (its end time and weight,
+/// twice for a growing vector, and the (gap, weight) pair at the level's end).
+pub const BYTES_PER_STREAMED_STEP: u64 = 2 * (8 + 4) + 16;
 
 /// Bytes the records held so far take (the running check).
 pub fn held_bytes(finished: u64, in_flight: u64, steps: u64, clients: u64) -> u64 {
@@ -32,6 +39,15 @@ pub fn held_bytes(finished: u64, in_flight: u64, steps: u64, clients: u64) -> u6
         .saturating_mul(BYTES_PER_FINISHED)
         .saturating_add(in_flight.saturating_mul(BYTES_PER_IN_FLIGHT))
         .saturating_add(steps.saturating_mul(BYTES_PER_STEP))
+        .saturating_add(clients.saturating_mul(BYTES_PER_CLIENT))
+}
+
+/// [`held_bytes`] for a streaming collector: measured requests' samples and the window's steps.
+pub fn held_bytes_streamed(samples: u64, in_flight: u64, steps: u64, clients: u64) -> u64 {
+    samples
+        .saturating_mul(BYTES_PER_SAMPLE)
+        .saturating_add(in_flight.saturating_mul(BYTES_PER_IN_FLIGHT))
+        .saturating_add(steps.saturating_mul(BYTES_PER_STREAMED_STEP))
         .saturating_add(clients.saturating_mul(BYTES_PER_CLIENT))
 }
 
@@ -59,8 +75,14 @@ pub fn level_estimate(
         },
         (_, Level::Concurrency(c)) => (c as f64, 0.0, "sweep.concurrency"),
     };
-    let bytes = clients * (BYTES_PER_CLIENT + BYTES_PER_IN_FLIGHT) as f64
-        + requests * BYTES_PER_FINISHED as f64;
+    // Duration mode streams its records: a finished request leaves at most a sample.
+    let per_request = if num_requests.is_some() {
+        BYTES_PER_FINISHED
+    } else {
+        BYTES_PER_SAMPLE
+    };
+    let bytes =
+        clients * (BYTES_PER_CLIENT + BYTES_PER_IN_FLIGHT) as f64 + requests * per_request as f64;
     let what = if num_requests.is_some() && requests > clients {
         "sweep.num_requests"
     } else {

@@ -503,7 +503,7 @@ fn compute_inner(
                 weights as f64 / GIB as f64,
                 budget as f64 / GIB as f64,
                 visible as f64 / GIB as f64,
-                e.gpu_memory_utilization
+                crate::bounds::fmt_num(e.gpu_memory_utilization)
             ),
             Some("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.".to_string()),
             per_req as i64 - kv_available,

@@ -3,7 +3,10 @@
 //!
 //! The [`Collector`] is an engine [`Observer`]: it stores compact per-step and per-request
 //! records during a run; [`Collector::level_result`] computes every metric for a measurement
-//! window afterwards (pooled ITL percentiles use per-step weights, not per-token lists).
+//! window afterwards (pooled ITL percentiles use per-step weights, not per-token lists). A
+//! streaming collector ([`Collector::streaming`], what sweeps use) given the window before the
+//! run folds what only feeds aggregates as it arrives and keeps only the percentiles' inputs,
+//! with the same results bit for bit (docs/metrics.md "Memory budget").
 
 use crate::engine::{FinishedRequest, Observer, OffloadStats, RejectReason, StepRecord};
 use crate::metric::{MetricId, Stat};
@@ -52,11 +55,154 @@ pub struct Collector {
     /// Latest event time seen, and whether time ever went backwards.
     last_t: Ticks,
     pub clock_went_back: bool,
+    /// Streaming mode ([`Collector::streaming`]): with the window known before the run, the
+    /// per-step and per-request records that only feed aggregates are folded as they arrive.
+    stream: Option<Box<Stream>>,
+    streaming_on: bool,
+}
+
+/// A measured request as the streamed metrics need it (40 bytes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sample {
+    arrival: Ticks,
+    first_scheduled: Ticks,
+    first_token: Ticks,
+    finish: Ticks,
+    output_len: u64,
+}
+
+/// One engine's step log in streaming mode: the end times from the last step that ended before
+/// the window on (`ends[i]` is step `base + i`), the measured requests' decode runs as a
+/// difference array over them (`diff.len() == ends.len() + 1`), and for engines after the
+/// first the steps' window contributions (`u x overlap`, `seqs x overlap`), kept so that the
+/// time averages add up in the same order as the full log's (engine by engine), bit for bit.
+#[derive(Default)]
+struct EngineLog {
+    base: u64,
+    ends: Vec<u64>,
+    diff: Vec<i32>,
+    contrib: Vec<(f64, f64)>,
+}
+
+/// What a streaming collector keeps (docs/metrics.md "Memory budget").
+#[derive(Default)]
+struct Stream {
+    ws: Ticks,
+    we: Ticks,
+    engines: Vec<EngineLog>,
+    /// Engine 0's running window sums (the first terms of the engine-by-engine sums).
+    kv_int0: f64,
+    batch_int0: f64,
+    kv_peak: f64,
+    /// Peak KV blocks in use over all steps, with the pool size.
+    kv_peak_blocks: (u64, u64),
+    output_tokens: u64,
+    steps: u64,
+    finished: u64,
+    rejected: u64,
+    preemptions: u64,
+    preemptions_in_window: u64,
+    done: u64,
+    done_prompt: u64,
+    measured: Vec<Sample>,
+    extra_itls: Vec<u64>,
+    /// Speculative decoding: per-token ITL samples of measured requests, and the window's
+    /// acceptance counts.
+    itl_per_token: Vec<(f64, u64)>,
+    spec_any: bool,
+    spec_drafts: u64,
+    spec_draft_tokens: u64,
+    spec_accepted: u64,
+    spec_per_pos: Vec<u64>,
+    /// Prompt tokens looked up and hit at first admissions in the window.
+    adm_lookup: u64,
+    adm_hit: u64,
+    offload_any: bool,
+    offload_window: OffloadStats,
+    offload_total: OffloadStats,
+    /// Measured requests reported before the step of their last token (folded at that step).
+    pending: std::collections::VecDeque<FinishedRequest>,
 }
 
 impl Collector {
+    /// A collector that keeps every record (`finished`, step spans, per-request ITLs): for tests
+    /// and exporters.
     pub fn new() -> Collector {
         Collector::default()
+    }
+    /// A collector for sweeps: when [`Collector::set_window`] gives the window before the run
+    /// (duration mode), it folds what only feeds aggregates as it arrives, so its memory grows
+    /// with the measured requests and the window's steps only (docs/metrics.md "Memory
+    /// budget"); its [`Collector::level_result`] is bit for bit the full collector's. Without a
+    /// window (request-count mode) it keeps every record, as [`Collector::new`].
+    pub fn streaming() -> Collector {
+        Collector {
+            stream: Some(Box::default()),
+            ..Collector::default()
+        }
+    }
+    /// Streaming collectors: the level's window `[ws, we]`, before the run (after
+    /// [`Collector::clear`]). A full collector ignores it.
+    pub fn set_window(&mut self, ws: Ticks, we: Ticks) {
+        if let Some(st) = &mut self.stream {
+            st.ws = ws;
+            st.we = we;
+            self.streaming_on = true;
+        }
+    }
+    /// Streaming collectors: folds what is still pending (requests reported before the step of
+    /// their last token) before [`Collector::level_result`]. A no-op otherwise.
+    pub fn flush(&mut self) {
+        if let Some(st) = self.stream.as_mut().filter(|_| self.streaming_on) {
+            while let Some(r) = st.pending.pop_front() {
+                debug_assert!(
+                    st.ready(&r),
+                    "a run's steps are recorded by the level's end"
+                );
+                if st.ready(&r) {
+                    st.fold_runs(&r);
+                }
+            }
+        }
+    }
+    /// Whether records are folded as they arrive (a streaming collector given a window).
+    pub fn is_streaming(&self) -> bool {
+        self.streaming_on
+    }
+    /// Requests finished over the whole run.
+    pub fn finished_count(&self) -> u64 {
+        match &self.stream {
+            Some(st) if self.streaming_on => st.finished,
+            _ => self.finished.len() as u64,
+        }
+    }
+    /// Requests rejected over the whole run.
+    pub fn rejected_count(&self) -> u64 {
+        match &self.stream {
+            Some(st) if self.streaming_on => st.rejected,
+            _ => self.rejections.len() as u64,
+        }
+    }
+    /// Bytes the records held now take, by the estimates of `crate::budget`, with `in_flight`
+    /// requests and `clients` closed-loop clients.
+    pub fn held_bytes(&self, in_flight: u64, clients: u64) -> u64 {
+        match &self.stream {
+            Some(st) if self.streaming_on => crate::budget::held_bytes_streamed(
+                (st.measured.len() + st.pending.len()) as u64,
+                in_flight,
+                st.engines
+                    .iter()
+                    .map(|e| (e.ends.len() + e.contrib.len()) as u64)
+                    .sum(),
+                clients,
+            ),
+            _ => crate::budget::held_bytes(
+                self.finished.len() as u64,
+                in_flight,
+                self.num_steps(),
+                clients,
+            ),
+        }
     }
     /// Empties the collector for another run, keeping its buffers' capacity (a sweep reuses
     /// one collector for all levels instead of growing fresh buffers each level).
@@ -75,6 +221,30 @@ impl Collector {
         self.offload.clear();
         self.last_t = Ticks::ZERO;
         self.clock_went_back = false;
+        self.streaming_on = false;
+        if let Some(st) = &mut self.stream {
+            // keep the buffers' capacity for the next level
+            let mut engines = std::mem::take(&mut st.engines);
+            for e in &mut engines {
+                e.base = 0;
+                e.ends.clear();
+                e.diff.clear();
+                e.contrib.clear();
+            }
+            let mut measured = std::mem::take(&mut st.measured);
+            measured.clear();
+            let mut extra = std::mem::take(&mut st.extra_itls);
+            extra.clear();
+            let mut per_token = std::mem::take(&mut st.itl_per_token);
+            per_token.clear();
+            **st = Stream {
+                engines,
+                measured,
+                extra_itls: extra,
+                itl_per_token: per_token,
+                ..Stream::default()
+            };
+        }
     }
     fn see(&mut self, t: Ticks) {
         if t < self.last_t {
@@ -92,14 +262,20 @@ impl Collector {
         self.arrivals
     }
     pub fn preemption_count(&self) -> u64 {
-        self.preemptions.len() as u64
+        match &self.stream {
+            Some(st) if self.streaming_on => st.preemptions,
+            _ => self.preemptions.len() as u64,
+        }
     }
-    /// End time of step `index` of `engine`.
+    /// End time of step `index` of `engine` (full collectors: [`Collector::new`]).
     pub fn step_end(&self, engine: u32, index: u64) -> Ticks {
         self.steps[engine as usize][index as usize].end
     }
     /// Peak KV blocks in use over all steps, and the pool size.
     pub fn kv_peak_blocks(&self) -> (u64, u64) {
+        if let Some(st) = self.stream.as_ref().filter(|_| self.streaming_on) {
+            return st.kv_peak_blocks;
+        }
         let mut peak = (0, 0);
         for (log, &total) in self.steps.iter().zip(&self.kv_total) {
             for s in log {
@@ -112,6 +288,9 @@ impl Collector {
     }
     /// The CPU offload tier's totals over the whole run (`None` without a tier).
     pub fn offload_totals(&self) -> Option<OffloadStats> {
+        if let Some(st) = self.stream.as_ref().filter(|_| self.streaming_on) {
+            return st.offload_any.then_some(st.offload_total);
+        }
         (!self.offload.is_empty()).then(|| {
             let mut d = OffloadStats::default();
             for (_, x) in &self.offload {
@@ -121,9 +300,12 @@ impl Collector {
         })
     }
     pub fn num_steps(&self) -> u64 {
-        self.steps.iter().map(|v| v.len() as u64).sum()
+        match &self.stream {
+            Some(st) if self.streaming_on => st.steps,
+            _ => self.steps.iter().map(|v| v.len() as u64).sum(),
+        }
     }
-    /// Start and end of step `index` of `engine`.
+    /// Start and end of step `index` of `engine` (full collectors: [`Collector::new`]).
     pub fn step_span(&self, engine: u32, index: u64) -> (Ticks, Ticks) {
         let s = &self.steps[engine as usize][index as usize];
         (s.start, s.end)
@@ -135,7 +317,8 @@ impl Collector {
             .map_or(0, |v| v.len() as u64)
     }
 
-    /// The inter-token latencies of one finished request (ns), in order: decode-step gaps and
+    /// Full collectors ([`Collector::new`]): the inter-token latencies of one finished request
+    /// (ns), in order: decode-step gaps and
     /// the gaps of tokens produced by recompute prefills. Used by tests and exporters; the level
     /// metrics use the weighted form.
     pub fn request_itls(&self, r: &FinishedRequest) -> Vec<Ticks> {
@@ -158,25 +341,58 @@ impl Observer for Collector {
     }
     fn on_rejected(&mut self, _e: u32, t: Ticks, _id: u64, reason: &RejectReason) {
         self.see(t);
-        self.rejections.push((t, reason.clone()));
+        match self.stream.as_mut().filter(|_| self.streaming_on) {
+            Some(st) => st.rejected += 1,
+            None => self.rejections.push((t, reason.clone())),
+        }
     }
     fn on_scheduled(&mut self, _e: u32, t: Ticks, _id: u64, prompt: u64, cached: u64) {
         self.see(t);
-        self.admissions.push((t, prompt, cached));
+        match self.stream.as_mut().filter(|_| self.streaming_on) {
+            Some(st) => {
+                if t >= st.ws && t <= st.we {
+                    st.adm_lookup += prompt;
+                    st.adm_hit += cached;
+                }
+            }
+            None => self.admissions.push((t, prompt, cached)),
+        }
     }
     fn on_preempted(&mut self, _e: u32, t: Ticks, _id: u64) {
         self.see(t);
-        self.preemptions.push(t);
+        match self.stream.as_mut().filter(|_| self.streaming_on) {
+            Some(st) => {
+                st.preemptions += 1;
+                if t >= st.ws && t <= st.we {
+                    st.preemptions_in_window += 1;
+                }
+            }
+            None => self.preemptions.push(t),
+        }
     }
     fn on_finished(&mut self, r: &FinishedRequest) {
         self.on_finished_owned(r.clone());
     }
     fn on_finished_owned(&mut self, r: FinishedRequest) {
         self.see(r.finish);
-        self.finished.push(r);
+        match self.stream.as_mut().filter(|_| self.streaming_on) {
+            Some(st) => st.finished(&r),
+            None => self.finished.push(r),
+        }
     }
     fn on_step(&mut self, s: &StepRecord) {
         self.see(s.end);
+        if let Some(st) = self.stream.as_mut().filter(|_| self.streaming_on) {
+            let e = s.engine as usize;
+            if self.kv_total.len() <= e {
+                self.kv_total.resize(e + 1, 0);
+            }
+            if st.steps_of(e) == 0 {
+                self.kv_total[e] = s.kv_total_blocks;
+            }
+            st.step(s, self.kv_total[e]);
+            return;
+        }
         let e = s.engine as usize;
         if self.kv_total.len() <= e {
             if self.steps.len() <= e {
@@ -200,9 +416,33 @@ impl Observer for Collector {
         });
     }
     fn on_offload(&mut self, _e: u32, t: Ticks, d: &OffloadStats) {
+        if let Some(st) = self.stream.as_mut().filter(|_| self.streaming_on) {
+            st.offload_any = true;
+            st.offload_total.add(d);
+            if t >= st.ws && t <= st.we {
+                st.offload_window.add(d);
+            }
+            return;
+        }
         self.offload.push((t, *d));
     }
     fn on_spec_step(&mut self, _e: u32, end: Ticks, accepted: &[u64], drafted: &[u64]) {
+        if let Some(st) = self.stream.as_mut().filter(|_| self.streaming_on) {
+            st.spec_any = true;
+            if end > st.ws && end <= st.we {
+                let k = accepted.len();
+                if st.spec_per_pos.len() < k {
+                    st.spec_per_pos.resize(k, 0);
+                }
+                st.spec_drafts += drafted.first().copied().unwrap_or(0);
+                st.spec_draft_tokens += drafted.iter().sum::<u64>();
+                st.spec_accepted += accepted.iter().sum::<u64>();
+                for (x, y) in st.spec_per_pos.iter_mut().zip(accepted) {
+                    *x += y;
+                }
+            }
+            return;
+        }
         self.spec_steps.push(SpecLite {
             end,
             pos: self.spec_pos.len() as u32,
@@ -210,6 +450,147 @@ impl Observer for Collector {
         });
         self.spec_pos.extend_from_slice(accepted);
         self.spec_pos.extend_from_slice(drafted);
+    }
+}
+
+impl Stream {
+    fn steps_of(&self, e: usize) -> usize {
+        self.engines.get(e).map_or(0, |l| l.ends.len())
+    }
+    /// Folds one step: window sums (engine 0 directly, later engines' contributions kept in
+    /// order), the peak, and its end time while a measured request may still need it.
+    fn step(&mut self, s: &StepRecord, total: u64) {
+        let e = s.engine as usize;
+        if self.engines.len() <= e {
+            self.engines.resize_with(e + 1, EngineLog::default);
+        }
+        self.steps += 1;
+        if s.kv_used_blocks >= self.kv_peak_blocks.0 {
+            self.kv_peak_blocks = (s.kv_used_blocks, total);
+        }
+        let (ws, we) = (self.ws, self.we);
+        if s.end > ws && s.end <= we {
+            self.output_tokens += s.output_tokens.min(u32::MAX as u64);
+        }
+        let ov = overlap(s.start, s.end, ws, we);
+        let u = s.kv_used_blocks as f64 / total.max(1) as f64;
+        if ov > 0 || (s.start >= ws && s.start <= we) {
+            self.kv_peak = self.kv_peak.max(u);
+        }
+        let (kv, batch) = (u * ov as f64, s.num_seqs as f64 * ov as f64);
+        let log = &mut self.engines[e];
+        if e == 0 {
+            self.kv_int0 += kv;
+            self.batch_int0 += batch;
+        } else if ov > 0 {
+            // a zero term adds nothing to a non-negative sum: only overlapping steps are kept
+            log.contrib.push((kv, batch));
+        }
+        // A measured request arrived at or after the window start, so its first decode step
+        // starts after it and the step before that is at the latest the last one ending
+        // before the window: earlier end times are never read.
+        if s.end < ws {
+            log.ends.clear();
+            log.diff.clear();
+            log.base = s.index;
+        }
+        debug_assert_eq!(log.base + log.ends.len() as u64, s.index);
+        if log.diff.is_empty() {
+            log.diff.push(0);
+        }
+        log.ends.push(s.end.0);
+        log.diff.push(0);
+        while let Some(r) = self.pending.front() {
+            if !self.ready(r) {
+                break;
+            }
+            let r = self.pending.pop_front().expect("front exists");
+            self.fold_runs(&r);
+        }
+    }
+
+    /// Folds one finished request: counts, and for a measured one its sample, its decode runs
+    /// into the engine's weights and its other gaps.
+    fn finished(&mut self, r: &FinishedRequest) {
+        self.finished += 1;
+        if !(r.finish >= self.ws && r.finish <= self.we) {
+            return;
+        }
+        self.done += 1;
+        self.done_prompt += r.prompt_len;
+        if r.arrival < self.ws {
+            return;
+        }
+        self.measured.push(Sample {
+            arrival: r.arrival,
+            first_scheduled: r.first_scheduled,
+            first_token: r.first_token,
+            finish: r.finish,
+            output_len: r.output_len,
+        });
+        let e = r.engine as usize;
+        if self.engines.len() <= e {
+            self.engines.resize_with(e + 1, EngineLog::default);
+        }
+        // An engine reports a request finishing in a step before the step itself: its runs
+        // are folded once the step is recorded.
+        let recorded = {
+            let log = &self.engines[e];
+            log.base + log.ends.len() as u64
+        };
+        // Folded in finish order (the per-token ITL samples' order is the full collector's).
+        if !self.pending.is_empty() || r.decode_runs.iter().any(|&(_, b)| b >= recorded) {
+            self.pending.push_back(r.clone());
+            return;
+        }
+        self.fold_runs(r);
+    }
+
+    /// Whether the steps of `r`'s decode runs are all recorded.
+    fn ready(&self, r: &FinishedRequest) -> bool {
+        let log = &self.engines[r.engine as usize];
+        let recorded = log.base + log.ends.len() as u64;
+        r.decode_runs.iter().all(|&(_, b)| b < recorded)
+    }
+
+    /// Folds the decode runs and other gaps of a measured request whose steps are recorded.
+    fn fold_runs(&mut self, r: &FinishedRequest) {
+        let log = &mut self.engines[r.engine as usize];
+        let gap = |ends: &[u64], base: u64, j: u64| -> u64 {
+            let i = (j - base) as usize;
+            ends[i] - ends[i - 1]
+        };
+        let mut c = r.chunk_tokens.iter();
+        for &(a, b) in &r.decode_runs {
+            debug_assert!(
+                a > log.base && b < log.base + log.ends.len() as u64,
+                "run {a}..={b} outside the kept steps {}..{} (engine {}, arrival {:?}, window start {:?})",
+                log.base,
+                log.base + log.ends.len() as u64,
+                r.engine,
+                r.arrival,
+                self.ws
+            );
+            if a <= log.base || b >= log.base + log.ends.len() as u64 {
+                continue;
+            }
+            log.diff[(a - log.base) as usize] += 1;
+            log.diff[(b + 1 - log.base) as usize] -= 1;
+            if self.spec_any || !r.chunk_tokens.is_empty() {
+                for j in a..=b {
+                    let n = c.next().copied().unwrap_or(1).max(1) as u64;
+                    let g = gap(&log.ends, log.base, j) as f64;
+                    self.itl_per_token.push((g / n as f64 / 1e6, n));
+                }
+            }
+        }
+        for g in &r.extra_itls {
+            self.extra_itls.push(g.0);
+            if self.spec_any || !r.chunk_tokens.is_empty() {
+                let n = c.next().copied().unwrap_or(1).max(1) as u64;
+                self.itl_per_token.push((g.0 as f64 / n as f64 / 1e6, n));
+            }
+        }
     }
 }
 
@@ -230,11 +611,12 @@ pub struct CpuOffloadStats {
     pub evictions: u64,
     pub load_wait_ms_mean: Option<f64>,
     pub load_wait_s_total: f64,
-    pub host_link_gb_s_mean: f64,
+    /// `None` when the window has zero length.
+    pub host_link_gb_s_mean: Option<f64>,
 }
 
 impl CpuOffloadStats {
-    fn of(d: &OffloadStats, _gpu_hit: u64, looked_up: u64, win_s: f64) -> CpuOffloadStats {
+    fn of(d: &OffloadStats, _gpu_hit: u64, looked_up: u64, win_s: Option<f64>) -> CpuOffloadStats {
         CpuOffloadStats {
             cpu_hit_tokens: d.hit_tokens,
             cpu_hit_rate: (looked_up > 0).then(|| d.hit_tokens as f64 / looked_up as f64),
@@ -246,11 +628,7 @@ impl CpuOffloadStats {
             evictions: d.evictions,
             load_wait_ms_mean: (d.loads > 0).then(|| d.load_wait_ns as f64 / 1e6 / d.loads as f64),
             load_wait_s_total: d.load_wait_ns as f64 / 1e9,
-            host_link_gb_s_mean: if win_s > 0.0 {
-                (d.loaded_bytes + d.stored_bytes) as f64 / win_s / 1e9
-            } else {
-                0.0
-            },
+            host_link_gb_s_mean: win_s.map(|w| (d.loaded_bytes + d.stored_bytes) as f64 / w / 1e9),
         }
     }
 }
@@ -468,10 +846,12 @@ pub struct LevelResult {
     /// Requests whose latencies are measured (arrived at or after the window start and finished
     /// by its end).
     pub measured_requests: u64,
-    pub requests_per_s: f64,
-    pub input_tokens_per_s: f64,
-    pub output_tokens_per_s: f64,
-    pub output_tokens_per_s_per_gpu: f64,
+    /// Window rates (`completed / window`, tokens / window): `None` (JSON `null`) when the window
+    /// has zero length or no request completed in it ([`LevelResult::no_value`] says which).
+    pub requests_per_s: Option<f64>,
+    pub input_tokens_per_s: Option<f64>,
+    pub output_tokens_per_s: Option<f64>,
+    pub output_tokens_per_s_per_gpu: Option<f64>,
     pub output_tokens_per_s_per_user: Option<f64>,
     pub e2e_tokens_per_s_per_user: Option<f64>,
     pub interactivity: Option<f64>,
@@ -490,13 +870,19 @@ pub struct LevelResult {
     pub cpu_offload: Option<CpuOffloadStats>,
     pub e2e_s: Option<Dist>,
     pub queueing_ms_mean: Option<f64>,
-    pub kv_utilization_mean: f64,
+    /// Time-weighted over the window: `None` when the window has zero length.
+    pub kv_utilization_mean: Option<f64>,
     pub kv_utilization_peak: f64,
     pub prefix_cache_hit_rate: Option<f64>,
     pub preemptions: u64,
-    pub mean_running_batch: f64,
+    /// Time-weighted over the window: `None` when the window has zero length.
+    pub mean_running_batch: Option<f64>,
     pub rejected_requests: u64,
     pub totals: RunTotals,
+    /// Why the window rates are absent (zero-length window, no completed request); omitted
+    /// when they have values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_value: Option<String>,
 }
 
 impl LevelResult {
@@ -504,10 +890,10 @@ impl LevelResult {
     pub fn get(&self, m: MetricId) -> Option<f64> {
         match m {
             MetricId::CompletedRequests => Some(self.completed_requests as f64),
-            MetricId::RequestsPerS => Some(self.requests_per_s),
-            MetricId::InputTokensPerS => Some(self.input_tokens_per_s),
-            MetricId::OutputTokensPerS => Some(self.output_tokens_per_s),
-            MetricId::OutputTokensPerSPerGpu => Some(self.output_tokens_per_s_per_gpu),
+            MetricId::RequestsPerS => self.requests_per_s,
+            MetricId::InputTokensPerS => self.input_tokens_per_s,
+            MetricId::OutputTokensPerS => self.output_tokens_per_s,
+            MetricId::OutputTokensPerSPerGpu => self.output_tokens_per_s_per_gpu,
             MetricId::OutputTokensPerSPerUser => self.output_tokens_per_s_per_user,
             MetricId::E2eTokensPerSPerUser => self.e2e_tokens_per_s_per_user,
             MetricId::Interactivity => self.interactivity,
@@ -516,16 +902,35 @@ impl LevelResult {
             MetricId::TpotMsMean => self.tpot_ms_mean,
             MetricId::E2eS(s) => self.e2e_s.map(|d| d.get(s)),
             MetricId::QueueingMsMean => self.queueing_ms_mean,
-            MetricId::KvUtilizationMean => Some(self.kv_utilization_mean),
+            MetricId::KvUtilizationMean => self.kv_utilization_mean,
             MetricId::KvUtilizationPeak => Some(self.kv_utilization_peak),
             MetricId::PrefixCacheHitRate => self.prefix_cache_hit_rate,
             MetricId::Preemptions => Some(self.preemptions as f64),
-            MetricId::MeanRunningBatch => Some(self.mean_running_batch),
+            MetricId::MeanRunningBatch => self.mean_running_batch,
             MetricId::RejectedRequests => Some(self.rejected_requests as f64),
             MetricId::CpuHitRate => self.cpu_offload.as_ref().and_then(|c| c.cpu_hit_rate),
         }
     }
 }
+
+/// Why a level's window rates have no value, or `None` when they have one: a window of zero
+/// length, or a window in which no request completed (docs/metrics.md "Window").
+pub fn no_value_reason(window_ns: u64, completed: u64) -> Option<&'static str> {
+    if window_ns == 0 {
+        Some(NO_VALUE_EMPTY_WINDOW)
+    } else if completed == 0 {
+        Some(NO_VALUE_NO_COMPLETED)
+    } else {
+        None
+    }
+}
+
+/// [`LevelResult::no_value`] for a window of zero length.
+pub const NO_VALUE_EMPTY_WINDOW: &str =
+    "the measurement window has zero length, so no rate can be measured; lengthen the duration (sweep.duration_s) or the run (sweep.num_requests)";
+/// [`LevelResult::no_value`] for a window without a completed request.
+pub const NO_VALUE_NO_COMPLETED: &str =
+    "no request completed in the measurement window, so no rate can be measured; lengthen the duration (sweep.duration_s) or shorten the warm-up (sweep.warmup_s)";
 
 fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
     let (mut s, mut n) = (0.0, 0u64);
@@ -553,7 +958,13 @@ impl Collector {
         gpus: u32,
         totals: RunTotals,
     ) -> LevelResult {
-        let win_ns = we.0.saturating_sub(ws.0).max(1);
+        if let Some(st) = self.stream.as_ref().filter(|_| self.streaming_on) {
+            debug_assert_eq!((st.ws, st.we), (ws, we), "the window given before the run");
+            debug_assert!(st.pending.is_empty(), "flush() before level_result");
+            return self.level_result_streamed(st, level, gpus, totals);
+        }
+        let win_len = we.0.saturating_sub(ws.0);
+        let win_ns = win_len.max(1);
         let win_s = win_ns as f64 / 1e9;
         let in_window = |t: Ticks| t >= ws && t <= we;
 
@@ -743,6 +1154,9 @@ impl Collector {
             }
         }
 
+        let reason = no_value_reason(win_len, done.len() as u64);
+        let rate = |x: f64| reason.is_none().then_some(x);
+        let over_window = |x: f64| (win_len > 0).then_some(x);
         LevelResult {
             level,
             window_s: Window {
@@ -751,10 +1165,10 @@ impl Collector {
             },
             completed_requests: done.len() as u64,
             measured_requests: measured.len() as u64,
-            requests_per_s: done.len() as f64 / win_s,
-            input_tokens_per_s: input_tps,
-            output_tokens_per_s: output_tps,
-            output_tokens_per_s_per_gpu: output_tps / gpus.max(1) as f64,
+            requests_per_s: rate(done.len() as f64 / win_s),
+            input_tokens_per_s: rate(input_tps),
+            output_tokens_per_s: rate(output_tps),
+            output_tokens_per_s_per_gpu: rate(output_tps / gpus.max(1) as f64),
             output_tokens_per_s_per_user: per_user,
             e2e_tokens_per_s_per_user: e2e_per_user,
             interactivity: tpot.filter(|t| *t > 0.0).map(|t| 1000.0 / t),
@@ -770,17 +1184,172 @@ impl Collector {
                         d.add(x);
                     }
                 }
-                CpuOffloadStats::of(&d, h, q, win_s)
+                CpuOffloadStats::of(&d, h, q, (win_len > 0).then_some(win_s))
             }),
             e2e_s: e2e,
             queueing_ms_mean: queueing,
-            kv_utilization_mean: kv_int / (win_ns as f64 * n_engines),
+            kv_utilization_mean: over_window(kv_int / (win_ns as f64 * n_engines)),
             kv_utilization_peak: kv_peak,
             prefix_cache_hit_rate: (q > 0).then(|| h as f64 / q as f64),
             preemptions: self.preemptions.iter().filter(|t| in_window(**t)).count() as u64,
-            mean_running_batch: batch_int / (win_ns as f64 * n_engines),
+            mean_running_batch: over_window(batch_int / (win_ns as f64 * n_engines)),
             rejected_requests: self.rejections.len() as u64,
             totals,
+            no_value: reason.map(str::to_string),
+        }
+    }
+}
+
+impl Collector {
+    /// [`Collector::level_result`] from a streaming collector's folded records: the same
+    /// formulas over the same values, in the same order, so the same bits.
+    fn level_result_streamed(
+        &self,
+        st: &Stream,
+        level: Level,
+        gpus: u32,
+        totals: RunTotals,
+    ) -> LevelResult {
+        let (ws, we) = (st.ws, st.we);
+        let win_len = we.0.saturating_sub(ws.0);
+        let win_ns = win_len.max(1);
+        let win_s = win_ns as f64 / 1e9;
+        let measured = &st.measured;
+
+        let output_tps = st.output_tokens as f64 / win_s;
+        let input_tps = st.done_prompt as f64 / win_s;
+        let ttft = Dist::of_ints_scaled(
+            measured
+                .iter()
+                .map(|r| r.first_token.0 - r.arrival.0)
+                .collect(),
+            1e6,
+        );
+        let e2e = Dist::of_ints_scaled(
+            measured.iter().map(|r| r.finish.0 - r.arrival.0).collect(),
+            1e9,
+        );
+        let tpot = mean(
+            measured
+                .iter()
+                .filter(|r| r.output_len > 1)
+                .map(|r| (r.finish.0 - r.first_token.0) as f64 / 1e6 / (r.output_len - 1) as f64),
+        );
+        let per_user = mean(
+            measured
+                .iter()
+                .filter(|r| r.finish > r.arrival)
+                .map(|r| r.output_len as f64 / ((r.finish.0 - r.arrival.0) as f64 / 1e9)),
+        );
+        let queueing = mean(
+            measured
+                .iter()
+                .map(|r| (r.first_scheduled.0 - r.arrival.0) as f64 / 1e6),
+        );
+
+        // Pooled ITL: the weights of each engine's steps from its difference array.
+        let mut itl: Vec<(u64, u64)> = Vec::new();
+        for log in &st.engines {
+            let mut w = 0i64;
+            for (i, d) in log.diff.iter().take(log.ends.len()).enumerate() {
+                w += *d as i64;
+                if w > 0 && i > 0 {
+                    itl.push((log.ends[i] - log.ends[i - 1], w as u64));
+                }
+            }
+        }
+        itl.extend(st.extra_itls.iter().map(|&g| (g, 1)));
+        let itl = Dist::weighted_ns_as_ms(itl);
+
+        let spec_on = st.spec_any;
+        let itl_per_token = if spec_on {
+            Dist::weighted(st.itl_per_token.clone())
+        } else {
+            None
+        };
+        let spec_stats = spec_on.then(|| {
+            let (drafts, dtok, acc) = (st.spec_drafts, st.spec_draft_tokens, st.spec_accepted);
+            SpecDecodeStats {
+                num_drafts: drafts,
+                num_draft_tokens: dtok,
+                num_accepted_tokens: acc,
+                mean_acceptance_length: (drafts > 0).then(|| 1.0 + acc as f64 / drafts as f64),
+                draft_acceptance_rate: (dtok > 0).then(|| acc as f64 / dtok as f64),
+                acceptance_rate_per_pos: st
+                    .spec_per_pos
+                    .iter()
+                    .map(|&x| {
+                        if drafts > 0 {
+                            x as f64 / drafts as f64
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect(),
+            }
+        });
+        let itl_for_rate = if spec_on { &itl_per_token } else { &itl };
+        let e2e_per_user = match (&ttft, itl_for_rate) {
+            (Some(tt), Some(it)) => {
+                let osl = measured.iter().map(|r| r.output_len as f64).sum::<f64>()
+                    / measured.len() as f64;
+                Some(osl / (tt.mean / 1e3 + osl * it.mean / 1e3))
+            }
+            _ => None,
+        };
+
+        // Engine 0's running sums, then the later engines' terms in order: the full log's order.
+        let n_engines = self.kv_total.len().max(1) as f64;
+        let (mut kv_int, mut batch_int) = (st.kv_int0, st.batch_int0);
+        for log in st
+            .engines
+            .iter()
+            .skip(1)
+            .take(self.kv_total.len().saturating_sub(1))
+        {
+            for &(k, b) in &log.contrib {
+                kv_int += k;
+                batch_int += b;
+            }
+        }
+        let (q, h) = (st.adm_lookup, st.adm_hit);
+        let done = st.done;
+        let reason = no_value_reason(win_len, done);
+        let rate = |x: f64| reason.is_none().then_some(x);
+        let over_window = |x: f64| (win_len > 0).then_some(x);
+        LevelResult {
+            level,
+            window_s: Window {
+                start: ws.as_secs_f64(),
+                end: we.as_secs_f64(),
+            },
+            completed_requests: done,
+            measured_requests: measured.len() as u64,
+            requests_per_s: rate(done as f64 / win_s),
+            input_tokens_per_s: rate(input_tps),
+            output_tokens_per_s: rate(output_tps),
+            output_tokens_per_s_per_gpu: rate(output_tps / gpus.max(1) as f64),
+            output_tokens_per_s_per_user: per_user,
+            e2e_tokens_per_s_per_user: e2e_per_user,
+            interactivity: tpot.filter(|t| *t > 0.0).map(|t| 1000.0 / t),
+            ttft_ms: ttft,
+            itl_ms: itl,
+            tpot_ms_mean: tpot,
+            itl_per_token_ms: itl_per_token,
+            spec_decode: spec_stats,
+            cpu_offload: st.offload_any.then(|| {
+                CpuOffloadStats::of(&st.offload_window, h, q, (win_len > 0).then_some(win_s))
+            }),
+            e2e_s: e2e,
+            queueing_ms_mean: queueing,
+            kv_utilization_mean: over_window(kv_int / (win_ns as f64 * n_engines)),
+            kv_utilization_peak: st.kv_peak,
+            prefix_cache_hit_rate: (q > 0).then(|| h as f64 / q as f64),
+            preemptions: st.preemptions_in_window,
+            mean_running_batch: over_window(batch_int / (win_ns as f64 * n_engines)),
+            rejected_requests: st.rejected,
+            totals,
+            no_value: reason.map(str::to_string),
         }
     }
 }

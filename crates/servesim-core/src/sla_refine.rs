@@ -5,17 +5,18 @@
 //! docs/metrics.md "Refined operating point".
 
 use crate::metrics::LevelResult;
-use crate::sweep::{run_level_plan, SweepError, SweepSpec};
+use crate::sweep::{level_verdict, run_level_plan_streamed, SweepError, SweepSpec};
 use crate::topology::SimPlan;
 use crate::workload::{Level, WorkloadSpec};
 use serde::{Deserialize, Serialize};
 
-/// One bisection step: a simulated level and whether it passes every gate.
+/// One bisection step: a simulated level and whether it passes every gate (`null` when the
+/// level has no value for some gate: it neither passes nor fails, and the bisection stops).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RefineStep {
     pub level: f64,
-    pub passes: bool,
-    pub output_tokens_per_s_per_gpu: f64,
+    pub passes: Option<bool>,
+    pub output_tokens_per_s_per_gpu: Option<f64>,
 }
 
 /// The refined operating point.
@@ -28,7 +29,7 @@ pub struct Refinement {
     pub steps: Vec<RefineStep>,
     /// The highest simulated level that passes (the bracket's lower end if no step passed).
     pub highest_passing: f64,
-    pub highest_passing_output_tokens_per_s_per_gpu: f64,
+    pub highest_passing_output_tokens_per_s_per_gpu: Option<f64>,
     /// The lowest simulated level that fails.
     pub lowest_failing: f64,
     /// e.g. "C = 28 passes, C = 29 fails (simulated; 5 bisection steps)".
@@ -63,14 +64,20 @@ pub fn refine_operating_point_observed(
     if spec.sla.is_empty() {
         return Ok(None);
     }
-    let pass = |r: &LevelResult| spec.sla.iter().all(|g| g.passes(r));
-    let Some(i) = results.iter().position(|r| !pass(r)) else {
+    // Levels without a value for some gate neither pass nor fail: the bracket is between
+    // decided levels, as in `sweep::operating_point`.
+    let decided: Vec<(&LevelResult, bool)> = results
+        .iter()
+        .filter_map(|r| level_verdict(&spec.sla, r).map(|p| (r, p)))
+        .collect();
+    let Some(i) = decided.iter().position(|(_, p)| !p) else {
         return Ok(None);
     };
     if i == 0 {
         return Ok(None);
     }
-    let (a, b) = (&results[i - 1], &results[i]);
+    let (a, b) = (decided[i - 1].0, decided[i].0);
+    let mut undecided_at = None;
     let mut lo = a.level;
     let mut hi = b.level;
     let mut lo_tput = a.output_tokens_per_s_per_gpu;
@@ -91,14 +98,19 @@ pub fn refine_operating_point_observed(
             }
             _ => break,
         };
-        let (r, _, _) = run_level_plan(plan, workload, spec, mid)?;
-        let ok = pass(&r);
+        let (r, _) = run_level_plan_streamed(plan, workload, spec, mid)?;
+        let verdict = level_verdict(&spec.sla, &r);
+        let ok = verdict == Some(true);
         on_step(&r, ok);
         steps.push(RefineStep {
             level: mid.value(),
-            passes: ok,
+            passes: verdict,
             output_tokens_per_s_per_gpu: r.output_tokens_per_s_per_gpu,
         });
+        if verdict.is_none() {
+            undecided_at = Some(mid.value());
+            break;
+        }
         if ok {
             lo = mid;
             lo_tput = r.output_tokens_per_s_per_gpu;
@@ -110,15 +122,20 @@ pub fn refine_operating_point_observed(
         Level::Concurrency(_) => "C",
         Level::RequestRate(_) => "rate",
     };
-    let summary = format!(
-        "{prefix} = {} passes, {prefix} = {} fails -> {:.2} tok/s/GPU (simulated; {} bisection step(s) between the sweep levels {} and {})",
+    let mut summary = format!(
+        "{prefix} = {} passes, {prefix} = {} fails -> {} tok/s/GPU (simulated; {} bisection step(s) between the sweep levels {} and {})",
         lo.value(),
         hi.value(),
-        lo_tput,
+        lo_tput.map_or("no value".to_string(), |t| format!("{t:.2}")),
         steps.len(),
         a.level.value(),
         b.level.value()
     );
+    if let Some(u) = undecided_at {
+        summary.push_str(&format!(
+            "; stopped at {prefix} = {u}, which has no value for a gate (neither passes nor fails)"
+        ));
+    }
     Ok(Some(Refinement {
         lower: a.level.value(),
         upper: b.level.value(),

@@ -66,18 +66,34 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// Whether a level passes this gate (a missing metric fails).
+    /// Whether a level passes this gate; `None` when the level has no value for the metric (no
+    /// measured request, or a window without a rate): such a level neither passes nor fails.
+    pub fn verdict(&self, r: &LevelResult) -> Option<bool> {
+        r.get(self.metric).map(|v| match self.op {
+            GateOp::Ge => v >= self.value,
+            GateOp::Gt => v > self.value,
+            GateOp::Le => v <= self.value,
+            GateOp::Lt => v < self.value,
+        })
+    }
+    /// Whether a level passes this gate (a level without a value does not pass it).
     pub fn passes(&self, r: &LevelResult) -> bool {
-        match r.get(self.metric) {
-            None => false,
-            Some(v) => match self.op {
-                GateOp::Ge => v >= self.value,
-                GateOp::Gt => v > self.value,
-                GateOp::Le => v <= self.value,
-                GateOp::Lt => v < self.value,
-            },
+        self.verdict(r) == Some(true)
+    }
+}
+
+/// A level against every gate: `Some(false)` when any gate fails, `None` when none fails but
+/// some gate has no value at this level (the level neither passes nor fails), else `Some(true)`.
+pub fn level_verdict(gates: &[Gate], r: &LevelResult) -> Option<bool> {
+    let mut undecided = false;
+    for g in gates {
+        match g.verdict(r) {
+            Some(false) => return Some(false),
+            None => undecided = true,
+            Some(true) => {}
         }
     }
+    (!undecided).then_some(true)
 }
 
 /// A sweep as written (JSON).
@@ -214,6 +230,23 @@ impl RawSweepSpec {
                 "request_rates",
                 "give either `concurrency` or `request_rates`, not both",
             ));
+        }
+        for (field, n) in [
+            ("concurrency", self.concurrency.as_ref().map_or(0, Vec::len)),
+            (
+                "request_rates",
+                self.request_rates.as_ref().map_or(0, Vec::len),
+            ),
+        ] {
+            if n > bounds::MAX_SWEEP_LEVELS {
+                return Err(spec_err(
+                    field,
+                    format!(
+                        "at most {} levels per sweep (got {n}); keep fewer levels (a measured file: fewer rows per arm)",
+                        bounds::MAX_SWEEP_LEVELS
+                    ),
+                ));
+            }
         }
         if let Some(c) = &self.concurrency {
             for v in c {
@@ -376,6 +409,25 @@ pub fn run_level_plan(
     run_plan_level(plan, workload, spec, level, &mut |_| {}, Collector::new())
 }
 
+/// [`run_level_plan`] with a streaming collector ([`Collector::streaming`]): the same result in
+/// less memory, without the per-request records (for callers that only need the result).
+pub fn run_level_plan_streamed(
+    plan: &SimPlan,
+    workload: &WorkloadSpec,
+    spec: &SweepSpec,
+    level: Level,
+) -> Result<(LevelResult, Option<TopologyLevel>), SweepError> {
+    run_plan_level(
+        plan,
+        workload,
+        spec,
+        level,
+        &mut |_| {},
+        Collector::streaming(),
+    )
+    .map(|(r, _, t)| (r, t))
+}
+
 /// The SLA crossing between the last passing and the first failing level.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Crossing {
@@ -397,6 +449,9 @@ pub struct OperatingPoint {
     pub crossing: Option<Crossing>,
     /// e.g. "C ~ 6.4 -> 19.9 tok/s/GPU".
     pub summary: String,
+    /// Levels without a value for some gate's metric (neither passing nor failing; skipped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undecided: Vec<f64>,
 }
 
 /// Finds the operating point of levels sorted by increasing level value. The crossing is
@@ -408,10 +463,20 @@ pub fn operating_point(levels: &[LevelResult], gates: &[Gate]) -> Option<Operati
     if gates.is_empty() || levels.is_empty() {
         return None;
     }
-    let pass = |r: &LevelResult| gates.iter().all(|g| g.passes(r));
-    let highest = levels
+    // Levels without a value for some gate neither pass nor fail: they are left out.
+    let undecided: Vec<f64> = levels
         .iter()
-        .filter(|r| pass(r))
+        .filter(|r| level_verdict(gates, r).is_none())
+        .map(|r| r.level.value())
+        .collect();
+    let decided: Vec<(&LevelResult, bool)> = levels
+        .iter()
+        .filter_map(|r| level_verdict(gates, r).map(|p| (r, p)))
+        .collect();
+    let highest = decided
+        .iter()
+        .filter(|(_, p)| *p)
+        .map(|(r, _)| *r)
         .max_by(|a, b| a.level.value().total_cmp(&b.level.value()));
     let prefix = if let Some(c) = levels.first() {
         if let Level::Concurrency(_) = c.level {
@@ -423,9 +488,9 @@ pub fn operating_point(levels: &[LevelResult], gates: &[Gate]) -> Option<Operati
         "C"
     };
     let mut crossing = None;
-    if let Some(i) = levels.iter().position(|r| !pass(r)) {
+    if let Some(i) = decided.iter().position(|(_, p)| !p) {
         if i > 0 {
-            let (a, b) = (&levels[i - 1], &levels[i]);
+            let (a, b) = (decided[i - 1].0, decided[i].0);
             let mut f: f64 = 1.0;
             for g in gates.iter().filter(|g| !g.passes(b)) {
                 let fg = match (a.get(g.metric), b.get(g.metric)) {
@@ -438,33 +503,58 @@ pub fn operating_point(levels: &[LevelResult], gates: &[Gate]) -> Option<Operati
             }
             let (la, lb) = (a.level.value(), b.level.value());
             let lvl = libm::exp(libm::log(la) + f * (libm::log(lb) - libm::log(la)));
-            let ta = a.output_tokens_per_s_per_gpu;
-            let tb = b.output_tokens_per_s_per_gpu;
-            crossing = Some(Crossing {
-                level: lvl,
-                output_tokens_per_s_per_gpu: ta + f * (tb - ta),
-                lower: la,
-                upper: lb,
-            });
+            // Without a throughput at either end there is nothing to interpolate.
+            if let (Some(ta), Some(tb)) =
+                (a.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_gpu)
+            {
+                crossing = Some(Crossing {
+                    level: lvl,
+                    output_tokens_per_s_per_gpu: ta + f * (tb - ta),
+                    lower: la,
+                    upper: lb,
+                });
+            }
         }
     }
-    let summary = match (&crossing, highest) {
+    let tput = |t: Option<f64>| t.map_or("no value".to_string(), |t| format!("{t:.2}"));
+    let mut summary = match (&crossing, highest) {
         (Some(c), _) => format!(
             "{prefix} ~ {:.2} -> {:.2} tok/s/GPU",
             c.level, c.output_tokens_per_s_per_gpu
         ),
-        (None, Some(h)) => format!(
-            "{prefix} = {} -> {:.2} tok/s/GPU (every level passes)",
+        (None, Some(h)) if decided.iter().all(|(_, p)| *p) => format!(
+            "{prefix} = {} -> {} tok/s/GPU (every level passes)",
             h.level.value(),
-            h.output_tokens_per_s_per_gpu
+            tput(h.output_tokens_per_s_per_gpu)
         ),
+        (None, Some(h)) => format!(
+            "{prefix} = {} -> {} tok/s/GPU (highest passing level)",
+            h.level.value(),
+            tput(h.output_tokens_per_s_per_gpu)
+        ),
+        (None, None) if decided.is_empty() => "no level has a value for every gate".to_string(),
         (None, None) => "no level passes the SLA".to_string(),
     };
+    if !undecided.is_empty() {
+        let list: Vec<String> = undecided.iter().map(|v| format!("{v}")).collect();
+        summary.push_str(&format!(
+            "; {} {} without a value for a gate (neither passes nor fails): {}",
+            if undecided.len() == 1 {
+                "level"
+            } else {
+                "levels"
+            },
+            if prefix == "C" { "(C)" } else { "(rate)" },
+            list.join(", ")
+        ));
+    }
     Some(OperatingPoint {
         highest_passing: highest.map(|h| h.level.value()),
-        highest_passing_output_tokens_per_s_per_gpu: highest.map(|h| h.output_tokens_per_s_per_gpu),
+        highest_passing_output_tokens_per_s_per_gpu: highest
+            .and_then(|h| h.output_tokens_per_s_per_gpu),
         crossing,
         summary,
+        undecided,
     })
 }
 
@@ -567,7 +657,7 @@ impl<'m> SweepRunner<'m> {
         progress: &mut dyn FnMut(f64),
     ) -> Option<Result<&LevelResult, SweepError>> {
         let level = *self.levels.get(self.results.len())?;
-        let col = self.spare.take().unwrap_or_default();
+        let col = self.spare.take().unwrap_or_else(Collector::streaming);
         match run_plan_level(&self.plan, &self.workload, &self.spec, level, progress, col) {
             Ok((r, col, topo)) => {
                 self.spare = Some(col);

@@ -206,7 +206,7 @@ fn metric_missing_on_one_side_is_skipped_per_level_and_reported() {
     close(ttft.signed_mean_pct, -20.0);
     assert_eq!(
         ttft.skipped,
-        vec![(16.0, "not predicted at this level".to_string())]
+        vec![(16.0, servesim_core::compare::NO_PREDICTION.to_string())]
     );
 }
 

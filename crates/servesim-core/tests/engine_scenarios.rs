@@ -79,7 +79,10 @@ fn check_invariants(r: &LevelResult, col: &Collector) {
         let sum: u64 = itls.iter().map(|x| x.0).sum();
         assert_eq!(sum, f.finish.0 - f.first_token.0, "ITLs sum to E2E - TTFT");
     }
-    assert!(r.kv_utilization_peak <= 1.0 && r.kv_utilization_mean <= r.kv_utilization_peak + 1e-12);
+    assert!(
+        r.kv_utilization_peak <= 1.0
+            && r.kv_utilization_mean.unwrap() <= r.kv_utilization_peak + 1e-12
+    );
 }
 
 #[test]
@@ -93,7 +96,7 @@ fn invariants_hold_on_a_closed_loop_level() {
     assert_eq!(r.window_s.start, 10.0);
     assert_eq!(r.window_s.end, 120.0);
     // closed loop at c=16: never more than 16 in flight
-    assert!(r.mean_running_batch <= 16.0 + 1e-9);
+    assert!(r.mean_running_batch.unwrap() <= 16.0 + 1e-9);
     assert!(r.totals.in_flight_at_end <= 16);
 }
 
@@ -202,8 +205,8 @@ fn throughput_rises_then_saturates_itl_rises_ttft_rises_after_saturation() {
         let (a, b) = (&l[i - 1], &l[i]);
         // throughput non-decreasing up to saturation (within 2% noise after it)
         assert!(
-            b.output_tokens_per_s >= a.output_tokens_per_s * 0.98,
-            "tput fell {} -> {}",
+            b.output_tokens_per_s.unwrap() >= a.output_tokens_per_s.unwrap() * 0.98,
+            "tput fell {:?} -> {:?}",
             a.output_tokens_per_s,
             b.output_tokens_per_s
         );
@@ -214,9 +217,10 @@ fn throughput_rises_then_saturates_itl_rises_ttft_rises_after_saturation() {
     let ttft = |i: usize| l[i].ttft_ms.unwrap().p50;
     assert!(ttft(7) > 3.0 * ttft(5), "{} vs {}", ttft(7), ttft(5));
     assert!(l[7].queueing_ms_mean.unwrap() > 100.0 * l[4].queueing_ms_mean.unwrap().max(0.01));
-    assert!(l[7].mean_running_batch <= 32.0 + 1e-9 && l[7].mean_running_batch > 30.0);
+    let batch = l[7].mean_running_batch.unwrap();
+    assert!(batch <= 32.0 + 1e-9 && batch > 30.0);
     // throughput at 128 equals throughput at 32 (saturated)
-    let r = l[7].output_tokens_per_s / l[5].output_tokens_per_s;
+    let r = l[7].output_tokens_per_s.unwrap() / l[5].output_tokens_per_s.unwrap();
     assert!((0.95..1.05).contains(&r), "{r}");
 }
 
@@ -393,7 +397,10 @@ fn operating_point_interpolates_in_log_level() {
     assert!(op.summary.starts_with("C ~ "), "{}", op.summary);
     assert_eq!(op.highest_passing, Some(a.level.value()));
     // per-GPU throughput is half the total with 2 GPUs
-    assert!((a.output_tokens_per_s_per_gpu * 2.0 - a.output_tokens_per_s).abs() < 1e-9);
+    assert!(
+        (a.output_tokens_per_s_per_gpu.unwrap() * 2.0 - a.output_tokens_per_s.unwrap()).abs()
+            < 1e-9
+    );
     assert_eq!(operating_point(&res.levels, &[]), None);
 }
 

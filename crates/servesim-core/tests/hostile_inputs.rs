@@ -438,3 +438,85 @@ fn requests_longer_than_max_model_len_are_warned_about() {
     let r = Scenario::default_scenario().resolve().unwrap();
     assert!(r.warnings().is_empty());
 }
+
+/// A level whose window holds no completed request, or has zero length, reports no value for
+/// its window rates (JSON `null`, with the reason), not 0 tok/s; an SLA gate on such a metric
+/// neither passes nor fails it.
+#[test]
+fn an_empty_window_gives_no_value_not_zero() {
+    use servesim_core::metrics::{NO_VALUE_EMPTY_WINDOW, NO_VALUE_NO_COMPLETED};
+    use servesim_core::sweep::{level_verdict, operating_point};
+    // Every request is rejected (prompt over max_model_len), so nothing completes.
+    let mut v = base();
+    set(&mut v, "engine/max_model_len", json!(2048));
+    v["workload"]["requests"]["input"] = json!({"type": "constant", "tokens": 4096});
+    v["sweep"] = json!({"concurrency": [1, 2], "num_requests": 4,
+                        "sla": [{"metric": "output_tokens_per_s_per_gpu", "op": ">=", "value": 1}]});
+    let s = Scenario::from_json(&v.to_string()).unwrap();
+    let r = s.resolve().unwrap();
+    let res = r.run().unwrap();
+    let l = &res.levels[0];
+    assert_eq!(l.completed_requests, 0);
+    assert!(
+        l.window_s.end > l.window_s.start,
+        "front-end latency: non-empty window"
+    );
+    assert_eq!(l.output_tokens_per_s, None);
+    assert_eq!(l.output_tokens_per_s_per_gpu, None);
+    assert_eq!(l.requests_per_s, None);
+    assert_eq!(l.input_tokens_per_s, None);
+    assert_eq!(l.no_value.as_deref(), Some(NO_VALUE_NO_COMPLETED));
+    // kv use and batch are time averages over a non-empty window: 0 is a measured value
+    assert_eq!(l.kv_utilization_mean, Some(0.0));
+    let j: Value = serde_json::from_str(
+        &servesim_core::scenario::SweepReport::new(&s, &r, &res).to_json_pretty(),
+    )
+    .unwrap();
+    let jl = &j["levels"][0];
+    assert!(jl["output_tokens_per_s"].is_null(), "{jl}");
+    assert!(jl["requests_per_s"].is_null());
+    assert_eq!(jl["no_value"], json!(NO_VALUE_NO_COMPLETED));
+    // the gate has no value at either level: no verdict, and the operating point says so
+    let gates = &r.sweep.sla;
+    assert_eq!(level_verdict(gates, l), None);
+    let op = operating_point(&res.levels, gates).unwrap();
+    assert_eq!(op.highest_passing, None);
+    assert_eq!(op.undecided, vec![1.0, 2.0]);
+    assert!(
+        op.summary.contains("neither passes nor fails"),
+        "{}",
+        op.summary
+    );
+
+    // With no front-end delay and every request rejected at t = 0, the window [0, 0] is empty.
+    set(&mut v, "efficiencies/api_latency_completions_s", json!(0));
+    set(&mut v, "efficiencies/api_latency_chat_s", json!(0));
+    set(&mut v, "efficiencies/api_serial_per_request_s", json!(0));
+    v["workload"]["arrival"] = json!({"type": "burst", "count": 4});
+    v["sweep"] = json!({"concurrency": [4], "num_requests": 4});
+    let s = Scenario::from_json(&v.to_string()).unwrap();
+    let res = s.resolve().unwrap().run().unwrap();
+    let l = &res.levels[0];
+    assert_eq!(l.window_s.start, l.window_s.end, "{:?}", l.window_s);
+    assert_eq!(l.output_tokens_per_s, None);
+    assert_eq!(l.kv_utilization_mean, None);
+    assert_eq!(l.mean_running_batch, None);
+    assert_eq!(l.no_value.as_deref(), Some(NO_VALUE_EMPTY_WINDOW));
+}
+
+/// Levels with values keep them and serialise no `no_value` (goldens unchanged).
+#[test]
+fn a_window_with_completed_requests_has_rates_and_no_reason() {
+    let mut v = base();
+    v["sweep"] = json!({"concurrency": [2], "duration_s": 20});
+    let s = Scenario::from_json(&v.to_string()).unwrap();
+    let r = s.resolve().unwrap();
+    let res = r.run().unwrap();
+    let l = &res.levels[0];
+    assert!(l.completed_requests > 0);
+    assert!(l.output_tokens_per_s.unwrap() > 0.0);
+    assert!(l.no_value.is_none());
+    assert!(!servesim_core::scenario::SweepReport::new(&s, &r, &res)
+        .to_json_pretty()
+        .contains("no_value"));
+}

@@ -28,8 +28,12 @@ fn check_invariants(r: &ResolvedScenario, res: &LevelResult, col: &Collector) {
         let sum: u64 = col.request_itls(f).iter().map(|x| x.0).sum();
         assert_eq!(sum, f.finish.0 - f.first_token.0);
     }
-    let per_gpu = res.output_tokens_per_s / r.sweep.gpus as f64;
-    assert!((res.output_tokens_per_s_per_gpu - per_gpu).abs() <= 1e-9 * per_gpu.max(1.0));
+    if let (Some(out), Some(got)) = (res.output_tokens_per_s, res.output_tokens_per_s_per_gpu) {
+        let per_gpu = out / r.sweep.gpus as f64;
+        assert!((got - per_gpu).abs() <= 1e-9 * per_gpu.max(1.0));
+    } else {
+        assert!(res.no_value.is_some(), "absent rates come with a reason");
+    }
     if let (Some(ttft), Some(e2e)) = (res.ttft_ms, res.e2e_s) {
         assert!(ttft.mean <= e2e.mean * 1000.0 + 1e-9);
     }

@@ -148,7 +148,8 @@ fn costs_follow_the_formula_and_candidates_rerun_as_scenarios() {
                     if let Some(u) = l.e2e_tokens_per_s_per_user {
                         assert!(
                             !(u > f.e2e_tokens_per_s_per_user
-                                && l.output_tokens_per_s_per_gpu > f.output_tokens_per_s_per_gpu),
+                                && l.output_tokens_per_s_per_gpu
+                                    .is_some_and(|t| t > f.output_tokens_per_s_per_gpu)),
                             "{f:?} dominated by {} level {}",
                             c.candidate.label,
                             l.level

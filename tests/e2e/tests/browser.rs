@@ -144,7 +144,7 @@ async fn a_sweep_in_the_page_equals_the_native_cli_report_byte_for_byte() {
                 // Each chart canvas has non-background pixels.
                 let chart_px = c
                     .execute(
-                        "return [...document.querySelectorAll('.chart canvas')].map(cv => {
+                        "return [...document.querySelectorAll('#charts-card .chart canvas')].map(cv => {
                         const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
                         let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] !== d[0] || d[i+1] !== d[1] || d[i+2] !== d[2]) n++;
                         return n; });",

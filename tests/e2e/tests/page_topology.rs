@@ -126,6 +126,98 @@ async fn the_1p1d_seed_edited_or_opened_in_the_page_gives_the_cli_report() {
     );
 }
 
+/// The recipe's 1P1D seed with the decode worker's CPU KV offload tier stacked on NIXL
+/// (`MultiConnector`: NixlConnector, then SimpleCPUOffloadConnector at its 8 GiB default;
+/// tests/scenarios/recipe-1p1d-dsv4-pro-16xh200-offload.json), with the same short sweep.
+fn seed_1p1d_offload() -> Scenario {
+    let text = std::fs::read_to_string(
+        repo_root().join("tests/scenarios/recipe-1p1d-dsv4-pro-16xh200-offload.json"),
+    )
+    .unwrap();
+    let mut s = Scenario::from_json(&text).unwrap();
+    s.sweep.concurrency = Some(vec![2.0, 16.0]);
+    s.sweep.duration_s = Some(60.0);
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_decode_pools_offload_tier_is_a_field_and_its_link_gives_the_cli_report() {
+    let want = seed_1p1d_offload();
+    // Edited: the 1P1D seed, then the decode pool's tier chosen in its pool.
+    let start = fragment_for(&seed_1p1d());
+    let link = with_browser("pd-offload-edit", |c, base| async move {
+        let r = async {
+            c.goto(&format!("{base}#{start}")).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            choose(
+                &c,
+                "#f-decode_offload_connector",
+                "SimpleCPUOffloadConnector",
+            )
+            .await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            Ok(c.current_url().await?.to_string())
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert_eq!(
+        scenario_of_link(&link),
+        want,
+        "the decode pool's field writes the recipe's MultiConnector stack"
+    );
+
+    // Opened: the offload seed's own link shows the tier in the decode pool and runs.
+    let frag = fragment_for(&want);
+    let (fields, tier, report) = with_browser("pd-offload-open", |c, base| async move {
+        let r = async {
+            c.goto(&format!("{base}#{frag}")).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            let fields = (
+                value_of(&c, "#f-decode_offload_connector").await?,
+                value_of(&c, "#f-prefill_offload_connector").await?,
+                value_of(&c, "#f-offload_connector").await?,
+            );
+            let tier = wait_text(&c, "#cap-cpu-tier").await?;
+            let (status, report, _) = run_and_report(&c, 600).await?;
+            if !status.starts_with("Done") {
+                return Err(status.into());
+            }
+            Ok((fields, tier, report))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert_eq!(
+        fields,
+        (
+            "SimpleCPUOffloadConnector".to_string(),
+            String::new(),
+            String::new()
+        )
+    );
+    // The capacity card is the decode pool's, with its tier's line as `servesim capacity` prints it.
+    let r = want.resolve().unwrap();
+    let line = r
+        .capacity
+        .cpu_tier
+        .as_ref()
+        .expect("the decode pool's tier");
+    assert_eq!(tier, line.summary_line());
+    assert!(
+        tier.starts_with("CPU KV tier (SimpleCPUOffloadConnector)"),
+        "{tier}"
+    );
+    let native = native_report_of_link(&format!("x#{}", fragment_for(&want)));
+    assert!(
+        report == native,
+        "the page's report equals `servesim sweep --scenario offload-seed --json --refine-sla 8` byte for byte"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_offload_tier_field_shows_its_capacity_line_and_metrics_as_the_cli() {
     // OffloadingConnector with a 16 GiB tier in chunks of 4 blocks (docs/engine.md), on the

@@ -1,44 +1,57 @@
 //! The CPU KV offload tier on the page (docs/engine.md "CPU KV offload tier"): the engine's
 //! `--kv-transfer-config` connector and sizes (`form_offload`), and the per-level `cpu_offload`
 //! metrics of the last run (the table `servesim sweep` prints under "CPU KV offload tier"). The
-//! tier's capacity line is the capacity card's (`CapacityView::cpu_tier`).
+//! tier's capacity line is the capacity card's (`CapacityView::cpu_tier`). A P/D pool's tier uses
+//! the same fields (`tier_fields`, laid out in `topology_ui`).
 
 use super::{field_with, State};
 use crate::form::Form;
-use crate::form_offload::{BLOCKS_PER_CHUNK, CONNECTOR, CONNECTORS, CPU_BYTES, KEEP};
+use crate::form_offload::{OffloadForm, OffloadKeys, CONNECTORS, ENGINE_KEYS, KEEP};
 use crate::table;
 use leptos::prelude::*;
 
-/// The offload tier's fields.
+/// The engine's offload tier fields.
 pub(super) fn offload_fields(st: State) -> impl IntoView {
-    let err = move || st.errors.with(|e| e.get(CONNECTOR).cloned());
-    let connector = Memo::new(move |_| st.form.with(|f| f.offload.connector.clone()));
-    let kept = move || st.form.with(|f| f.offload.kept.clone());
     view! {
         <fieldset id="offload">
             <legend>"CPU KV offload tier (--kv-transfer-config)"</legend>
-            <div class="field" class:invalid=move || err().is_some()>
-                <label for="f-offload_connector">"Connector"</label>
-                <select id="f-offload_connector"
-                    prop:value=move || connector.get()
-                    on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| f.offload.connector = v) }>
-                    {CONNECTORS.iter().map(|(v, l)| view! { <option value=*v>{*l}</option> }).collect_view()}
-                    <Show when=move || connector.get() == KEEP>
-                        <option value=KEEP>{move || format!("as in the scenario JSON ({})", kept())}</option>
-                    </Show>
-                </select>
-                <div class="field-error" id="e-offload_connector" role="alert">{err}</div>
-            </div>
-            <Show when=move || { let c = connector.get(); !c.is_empty() && c != KEEP }>
-                <div class="grid2">
-                    {field_with(st, CPU_BYTES, "cpu_bytes_to_use (blank: the connector's default)".into(), "bytes",
-                        |f: &Form| f.offload.cpu_bytes_to_use.clone(), |f: &mut Form, v| f.offload.cpu_bytes_to_use = v)}
-                    {field_with(st, BLOCKS_PER_CHUNK, "blocks_per_chunk (blank: 1)".into(), "",
-                        |f: &Form| f.offload.blocks_per_chunk.clone(), |f: &mut Form, v| f.offload.blocks_per_chunk = v)}
-                </div>
-            </Show>
-            <p class="hint">"OffloadingConnector's cpu_bytes_to_use is the whole engine's (all TP ranks); SimpleCPUOffloadConnector's is per rank and needs prefix caching. A MultiConnector stack (NIXL + offload, e.g. a P/D decode worker) is edited in the Scenario JSON box."</p>
+            {tier_fields(st, &ENGINE_KEYS, |f| &f.offload, |f| &mut f.offload)}
+            <p class="hint">"OffloadingConnector's cpu_bytes_to_use is the whole engine's (all TP ranks); SimpleCPUOffloadConnector's is per rank and needs prefix caching. A disaggregated pool's tier is set in its pool (stacked on NIXL); other MultiConnector stacks are edited in the Scenario JSON box."</p>
         </fieldset>
+    }
+}
+
+/// One tier's connector select and sizes, on `k`'s keys (the engine's, or a P/D pool's).
+pub(super) fn tier_fields(
+    st: State,
+    k: &'static OffloadKeys,
+    get: fn(&Form) -> &OffloadForm,
+    get_mut: fn(&mut Form) -> &mut OffloadForm,
+) -> impl IntoView {
+    let err = move || st.errors.with(|e| e.get(k.connector).cloned());
+    let connector = Memo::new(move |_| st.form.with(|f| get(f).connector.clone()));
+    let kept = move || st.form.with(|f| get(f).kept.clone());
+    view! {
+        <div class="field" class:invalid=move || err().is_some()>
+            <label for=format!("f-{}", k.connector)>"Connector"</label>
+            <select id=format!("f-{}", k.connector)
+                prop:value=move || connector.get()
+                on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| get_mut(f).connector = v) }>
+                {CONNECTORS.iter().map(|(v, l)| view! { <option value=*v>{*l}</option> }).collect_view()}
+                <Show when=move || connector.get() == KEEP>
+                    <option value=KEEP>{move || format!("as in the scenario JSON ({})", kept())}</option>
+                </Show>
+            </select>
+            <div class="field-error" id=format!("e-{}", k.connector) role="alert">{err}</div>
+        </div>
+        <Show when=move || { let c = connector.get(); !c.is_empty() && c != KEEP }>
+            <div class="grid2">
+                {field_with(st, k.cpu_bytes, "cpu_bytes_to_use (blank: the connector's default)".into(), "bytes",
+                    move |f: &Form| get(f).cpu_bytes_to_use.clone(), move |f: &mut Form, v| get_mut(f).cpu_bytes_to_use = v)}
+                {field_with(st, k.blocks_per_chunk, "blocks_per_chunk (blank: 1)".into(), "",
+                    move |f: &Form| get(f).blocks_per_chunk.clone(), move |f: &mut Form, v| get_mut(f).blocks_per_chunk = v)}
+            </div>
+        </Show>
     }
 }
 
@@ -66,7 +79,7 @@ pub(super) fn offload_results(st: State) -> impl IntoView {
                         <td>{format!("{:.3}", c.loaded_bytes_per_rank as f64 / 1e9)}</td>
                         <td>{format!("{:.3}", c.stored_bytes_per_rank as f64 / 1e9)}</td>
                         <td>{opt(c.load_wait_ms_mean, 2)}</td>
-                        <td>{format!("{:.2}", c.host_link_gb_s_mean)}</td>
+                        <td>{c.host_link_gb_s_mean.map_or_else(|| "no value".into(), |v| format!("{v:.2}"))}</td>
                     </tr>
                 }
             })

@@ -4,6 +4,7 @@
 //! results of the last run (read from the core's `SweepReport`, the tables `servesim sweep`
 //! prints). Every value comes from the core through `core_api`; this file only lays it out.
 
+use super::offload_ui::tier_fields;
 use super::{field_with, State};
 use crate::core_api::{self, PdSummary, RouterChoice, TopologySummary};
 use crate::form::Form;
@@ -129,6 +130,23 @@ fn pool_fields(
             move |f: &mut Form, v| s(get_mut(f), v),
         )
     };
+    let tier = if k.role == "prefill" {
+        tier_fields(
+            st,
+            &k.offload,
+            |f| &f.pd.prefill.offload,
+            |f| &mut f.pd.prefill.offload,
+        )
+        .into_any()
+    } else {
+        tier_fields(
+            st,
+            &k.offload,
+            |f| &f.pd.decode.offload,
+            |f| &mut f.pd.decode.offload,
+        )
+        .into_any()
+    };
     view! {
         <fieldset class="pd-pool" id=format!("pool-{}", k.role)>
             <legend>{title}</legend>
@@ -142,6 +160,10 @@ fn pool_fields(
                 {f(k.ep, "EP", "", |p| &p.ep, |p, v| p.ep = v)}
                 {f(k.max_num_batched_tokens, "--max-num-batched-tokens", "tok", |p| &p.max_num_batched_tokens, |p, v| p.max_num_batched_tokens = v)}
             </div>
+            <fieldset class="pd-offload" id=format!("pool-{}-offload", k.role)>
+                <legend>"CPU KV offload tier (stacked on NIXL)"</legend>
+                {tier}
+            </fieldset>
             <div class="field-error" id=format!("e-{}", k.pool) role="alert">{err}</div>
         </fieldset>
     }

@@ -30,7 +30,7 @@ pub use headers::{alias_table, classify_header, HeaderClass};
 pub use kvlog::parse_kv_cache_tokens;
 pub use score::{
     level_label, score_all, score_arm, ArmScore, ComparisonReport, LevelPoint, MetricScore,
-    ScoreOptions, SignPattern,
+    ScoreOptions, SignPattern, NO_PREDICTION,
 };
 
 use crate::metric::MetricId;

@@ -8,6 +8,10 @@ use crate::metric::MetricId;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Why a measured metric is not scored at a level where the simulation has no value for it (no
+/// request measured, or a window rate without a value: docs/metrics.md "Window").
+pub const NO_PREDICTION: &str = "not predicted at this level: the simulated level has no value for it (no request measured or completed in its window; lengthen the duration)";
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScoreOptions {
     /// The name in "<name> high at every level" and in the error definition. Default "ServeSim".
@@ -202,7 +206,7 @@ pub fn score_arm(
                 continue;
             };
             let Some(pv) = p.get(&metric) else {
-                skipped.push((*level, "not predicted at this level".to_string()));
+                skipped.push((*level, NO_PREDICTION.to_string()));
                 continue;
             };
             if *mv == 0.0 {

@@ -15,7 +15,7 @@ use crate::dtype::KvCacheDtype;
 use crate::metric::MetricId;
 use crate::metrics::LevelResult;
 use crate::scenario::{GpuRef, ResolvedScenario, Scenario};
-use crate::sweep::{run_level_plan, GateOp};
+use crate::sweep::{run_level_plan_streamed, GateOp};
 use crate::topology::{RawPool, RawTopology};
 use crate::workload::Level;
 use serde::{Deserialize, Serialize};
@@ -733,7 +733,8 @@ pub enum Outcome {
 pub struct LevelPoint {
     pub level: f64,
     pub passes_sla: bool,
-    pub output_tokens_per_s_per_gpu: f64,
+    /// `None` when the level's window has no rate (docs/metrics.md "Window").
+    pub output_tokens_per_s_per_gpu: Option<f64>,
     pub e2e_tokens_per_s_per_user: Option<f64>,
     pub ttft_ms_p50: Option<f64>,
     pub usd_per_m_output_tokens: Option<f64>,
@@ -966,7 +967,9 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
     // all the candidate's GPUs (both pools when disaggregated)
     let gpus = r.sweep.gpus;
     let price = c.usd_per_gpu_hour;
-    let usd = |tps: f64| price.and_then(|p| cost::usd_per_million_tokens(gpus, p, tps));
+    let usd = |tps: Option<f64>| {
+        price.and_then(|p| tps.and_then(|t| cost::usd_per_million_tokens(gpus, p, t)))
+    };
     let levels: Vec<LevelPoint> = result
         .levels
         .iter()
@@ -1001,8 +1004,8 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
                         }
                         _ => Level::RequestRate(rf.highest_passing),
                     };
-                    match run_level_plan(&r.plan(), &r.workload, &r.sweep, lvl) {
-                        Ok((l, _, _)) if pass(&l) => Some((l, "refined")),
+                    match run_level_plan_streamed(&r.plan(), &r.workload, &r.sweep, lvl) {
+                        Ok((l, _)) if pass(&l) => Some((l, "refined")),
                         Ok(_) => None,
                         Err(e) => {
                             return Outcome::Failed {
@@ -1030,16 +1033,20 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
         }
     };
     let fit = (space.max_gpus / c.num_gpus.max(1)) as f64;
-    let operating_point = op_level.map(|(l, basis)| OperatingPoint {
-        level: l.level.value(),
-        basis: basis.to_string(),
-        output_tokens_per_s: l.output_tokens_per_s,
-        output_tokens_per_s_per_gpu: l.output_tokens_per_s_per_gpu,
-        e2e_tokens_per_s_per_user: l.e2e_tokens_per_s_per_user,
-        ttft_ms_p50: l.ttft_ms.map(|d| d.p50),
-        usd_per_m_output_tokens: usd(l.output_tokens_per_s),
-        usd_per_m_input_tokens: usd(l.input_tokens_per_s),
-        level_in_budget: l.level.value() * fit,
+    // A passing level has measured requests, hence completed ones and a rate; one without a
+    // rate (a gate on another metric) gives no operating point rather than 0 tok/s.
+    let operating_point = op_level.and_then(|(l, basis)| {
+        Some(OperatingPoint {
+            level: l.level.value(),
+            basis: basis.to_string(),
+            output_tokens_per_s: l.output_tokens_per_s?,
+            output_tokens_per_s_per_gpu: l.output_tokens_per_s_per_gpu?,
+            e2e_tokens_per_s_per_user: l.e2e_tokens_per_s_per_user,
+            ttft_ms_p50: l.ttft_ms.map(|d| d.p50),
+            usd_per_m_output_tokens: usd(l.output_tokens_per_s),
+            usd_per_m_input_tokens: usd(l.input_tokens_per_s),
+            level_in_budget: l.level.value() * fit,
+        })
     });
     Outcome::Evaluated {
         levels,
@@ -1137,13 +1144,15 @@ pub fn assemble(space: &SearchSpace, mut results: Vec<CandidateResult>) -> Searc
     for (i, r) in results.iter().enumerate() {
         if let Outcome::Evaluated { levels, .. } = &r.outcome {
             for l in levels {
-                if let Some(u) = l.e2e_tokens_per_s_per_user {
-                    if u.is_finite() && l.output_tokens_per_s_per_gpu.is_finite() {
+                if let (Some(u), Some(t)) =
+                    (l.e2e_tokens_per_s_per_user, l.output_tokens_per_s_per_gpu)
+                {
+                    if u.is_finite() && t.is_finite() {
                         pts.push(FrontierPoint {
                             candidate: i,
                             level: l.level,
                             e2e_tokens_per_s_per_user: u,
-                            output_tokens_per_s_per_gpu: l.output_tokens_per_s_per_gpu,
+                            output_tokens_per_s_per_gpu: t,
                         });
                     }
                 }

@@ -30,7 +30,8 @@ use super::transfer::{KvPath, KvTransferModel};
 use super::IndexedHeap;
 use crate::engine::cluster::dp_route;
 use crate::engine::{
-    Engine, FinishedRequest, IdMap, Observer, RejectReason, Request, SimError, StepRecord,
+    Engine, FinishedRequest, IdMap, Observer, OffloadStats, RejectReason, Request, SimError,
+    StepRecord,
 };
 use crate::metrics::{Collector, Dist, LevelResult, RunTotals};
 use crate::sweep::{Stop, SweepError, SweepSpec};
@@ -231,6 +232,11 @@ impl Observer for PdTap<'_> {
         if e < self.nd {
             self.inner.on_spec_step(e, end, accepted, drafted)
         }
+    }
+    /// Every pool's CPU tier counts in the level's `cpu_offload` (the recipe's tier sits on the
+    /// decode workers; docs/topology.md "CPU offload tier in a pool").
+    fn on_offload(&mut self, e: u32, t: Ticks, d: &OffloadStats) {
+        self.inner.on_offload(e, t, d)
     }
 }
 
@@ -688,6 +694,9 @@ fn run(
     keep_log: bool,
 ) -> Result<(LevelResult, Collector, TopologyLevel, Vec<HandoffLog>), SweepError> {
     col.clear();
+    if let Stop::Duration { duration, warmup } = spec.stop {
+        col.set_window(warmup, duration);
+    }
     let w = workload.at_level(level)?;
     let mut guard = LevelGuard::new(&w, level, spec)?;
     let limit = guard.limit;
@@ -836,8 +845,8 @@ fn run(
     };
     let totals = RunTotals {
         submitted: gen.issued(),
-        completed: tap.inner.finished().len() as u64,
-        rejected: tap.inner.rejected().len() as u64,
+        completed: tap.inner.finished_count(),
+        rejected: tap.inner.rejected_count(),
         in_flight_at_end: sim.in_flight(),
         preemptions: tap.inner.preemption_count(),
         steps: tap.inner.num_steps(),
@@ -978,6 +987,7 @@ fn run(
         Stop::Duration { duration, warmup } => (warmup, duration),
         Stop::Requests(_) => (Ticks::ZERO, guard.now),
     };
+    col.flush();
     let r = col.level_result(level, rws, rwe, spec.gpus, totals);
     let log = if keep_log {
         std::mem::take(&mut sim.handoffs)

@@ -162,7 +162,7 @@ impl RouterSpec {
                 return Err(terr(
                     "router.refresh_interval_ms",
                     ms,
-                    "give a refresh interval between 0 and 3,600,000 ms (llm-d default 50)",
+                    "give a refresh interval above 0 and at most 3,600,000 ms (llm-d default 50)",
                 ));
             }
             s.refresh = Ticks::from_secs_f64(ms / 1e3).max(Ticks(1));

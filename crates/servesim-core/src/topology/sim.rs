@@ -509,15 +509,10 @@ impl LevelGuard {
         if self.events.is_multiple_of(PROGRESS_EVERY_EVENTS) {
             let fraction = match spec.stop {
                 Stop::Duration { duration, .. } => self.now.0 as f64 / duration.0.max(1) as f64,
-                Stop::Requests(n) => col.finished().len() as f64 / n.max(1) as f64,
+                Stop::Requests(n) => col.finished_count() as f64 / n.max(1) as f64,
             };
             progress(fraction.clamp(0.0, 1.0));
-            let held = crate::budget::held_bytes(
-                col.finished().len() as u64,
-                in_flight(),
-                col.num_steps(),
-                self.clients,
-            );
+            let held = col.held_bytes(in_flight(), self.clients);
             if held > spec.memory_budget {
                 let setting = match (&w.arrival, spec.stop) {
                     (_, Stop::Requests(_)) => "sweep.num_requests",
@@ -565,6 +560,9 @@ pub fn run_plan_level(
         return super::disagg::run_disagg_level(plan, dis, workload, spec, level, progress, col);
     }
     col.clear();
+    if let Stop::Duration { duration, warmup } = spec.stop {
+        col.set_window(warmup, duration);
+    }
     let w = workload.at_level(level)?;
     let mut guard = LevelGuard::new(&w, level, spec)?;
     let limit = guard.limit;
@@ -657,8 +655,8 @@ pub fn run_plan_level(
     };
     let totals = RunTotals {
         submitted: gen.issued(),
-        completed: tap.inner.finished().len() as u64,
-        rejected: tap.inner.rejected().len() as u64,
+        completed: tap.inner.finished_count(),
+        rejected: tap.inner.rejected_count(),
         in_flight_at_end: sim.in_flight(),
         preemptions: tap.inner.preemption_count(),
         steps: tap.inner.num_steps(),
@@ -702,6 +700,7 @@ pub fn run_plan_level(
         }
     });
     drop(tap);
+    col.flush();
     let r = col.level_result(level, ws, we, spec.gpus, totals);
     Ok((r, col, topo))
 }

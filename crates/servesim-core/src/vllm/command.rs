@@ -706,7 +706,10 @@ pub fn to_vllm_command(s: &Scenario) -> String {
     num(&mut a, "max-num-seqs", e.max_num_seqs);
     num(&mut a, "max-num-batched-tokens", e.max_num_batched_tokens);
     if let Some(u) = e.gpu_memory_utilization {
-        a.push(format!("--gpu-memory-utilization {u}"));
+        a.push(format!(
+            "--gpu-memory-utilization {}",
+            crate::bounds::fmt_num(u)
+        ));
     }
     num(&mut a, "block-size", e.block_size);
     match e.enable_prefix_caching {
