@@ -71,6 +71,18 @@ pub(crate) struct Sample {
     output_len: u64,
 }
 
+impl Sample {
+    fn of(r: &FinishedRequest) -> Sample {
+        Sample {
+            arrival: r.arrival,
+            first_scheduled: r.first_scheduled,
+            first_token: r.first_token,
+            finish: r.finish,
+            output_len: r.output_len,
+        }
+    }
+}
+
 /// One engine's step log in streaming mode: the end times from the last step that ended before
 /// the window on (`ends[i]` is step `base + i`), the measured requests' decode runs as a
 /// difference array over them (`diff.len() == ends.len() + 1`), and for engines after the
@@ -521,13 +533,7 @@ impl Stream {
         if r.arrival < self.ws {
             return;
         }
-        self.measured.push(Sample {
-            arrival: r.arrival,
-            first_scheduled: r.first_scheduled,
-            first_token: r.first_token,
-            finish: r.finish,
-            output_len: r.output_len,
-        });
+        self.measured.push(Sample::of(r));
         let e = r.engine as usize;
         if self.engines.len() <= e {
             self.engines.resize_with(e + 1, EngineLog::default);
@@ -963,9 +969,6 @@ impl Collector {
             debug_assert!(st.pending.is_empty(), "flush() before level_result");
             return self.level_result_streamed(st, level, gpus, totals);
         }
-        let win_len = we.0.saturating_sub(ws.0);
-        let win_ns = win_len.max(1);
-        let win_s = win_ns as f64 / 1e9;
         let in_window = |t: Ticks| t >= ws && t <= we;
 
         let done: Vec<&FinishedRequest> = self
@@ -983,38 +986,6 @@ impl Collector {
             .filter(|s| s.end > ws && s.end <= we)
             .map(|s| s.output_tokens as u64)
             .sum();
-        let output_tps = output_tokens as f64 / win_s;
-        let input_tps = done.iter().map(|r| r.prompt_len).sum::<u64>() as f64 / win_s;
-
-        let ttft = Dist::of_ints_scaled(
-            measured
-                .iter()
-                .map(|r| r.first_token.0 - r.arrival.0)
-                .collect(),
-            1e6,
-        );
-        let e2e = Dist::of_ints_scaled(
-            measured.iter().map(|r| r.finish.0 - r.arrival.0).collect(),
-            1e9,
-        );
-        let tpot = mean(
-            measured
-                .iter()
-                .filter(|r| r.output_len > 1)
-                .map(|r| (r.finish.0 - r.first_token.0) as f64 / 1e6 / (r.output_len - 1) as f64),
-        );
-        let per_user = mean(
-            measured
-                .iter()
-                .filter(|r| r.finish > r.arrival)
-                .map(|r| r.output_len as f64 / ((r.finish.0 - r.arrival.0) as f64 / 1e9)),
-        );
-        let queueing = mean(
-            measured
-                .iter()
-                .map(|r| (r.first_scheduled.0 - r.arrival.0) as f64 / 1e6),
-        );
-
         // Pooled ITL: each decode step j of a measured request contributes the gap
         // end(j) - end(j-1); weights per step come from a difference array over the runs.
         let extra: usize = measured.iter().map(|r| r.extra_itls.len()).sum();
@@ -1056,11 +1027,9 @@ impl Collector {
                 itl.push((g.0, 1));
             }
         }
-        let itl = Dist::weighted_ns_as_ms(itl);
 
-        // Speculative decoding: per-token ITL from the chunk sizes.
-        let spec_on = !self.spec_steps.is_empty();
-        let itl_per_token = if spec_on {
+        // Speculative decoding: per-token ITL from the chunk sizes, and the window's acceptance.
+        let spec = (!self.spec_steps.is_empty()).then(|| {
             let mut v: Vec<(f64, u64)> = Vec::new();
             for r in &measured {
                 let log = &self.steps[r.engine as usize];
@@ -1077,11 +1046,6 @@ impl Collector {
                     v.push((g.0 as f64 / n as f64 / 1e6, n));
                 }
             }
-            Dist::weighted(v)
-        } else {
-            None
-        };
-        let spec_stats = spec_on.then(|| {
             let (mut drafts, mut dtok, mut acc) = (0u64, 0u64, 0u64);
             let mut per_pos: Vec<u64> = Vec::new();
             for st in self.spec_steps.iter().filter(|s| s.end > ws && s.end <= we) {
@@ -1099,38 +1063,18 @@ impl Collector {
                     *x += y;
                 }
             }
-            SpecDecodeStats {
-                num_drafts: drafts,
-                num_draft_tokens: dtok,
-                num_accepted_tokens: acc,
-                mean_acceptance_length: (drafts > 0).then(|| 1.0 + acc as f64 / drafts as f64),
-                draft_acceptance_rate: (dtok > 0).then(|| acc as f64 / dtok as f64),
-                acceptance_rate_per_pos: per_pos
-                    .iter()
-                    .map(|&x| {
-                        if drafts > 0 {
-                            x as f64 / drafts as f64
-                        } else {
-                            0.0
-                        }
-                    })
-                    .collect(),
-            }
+            (
+                v,
+                SpecSums {
+                    drafts,
+                    draft_tokens: dtok,
+                    accepted: acc,
+                    per_pos,
+                },
+            )
         });
-        // With several tokens per chunk the recipe's per-user rate uses the per-token ITL.
-        let itl_for_rate = if spec_on { &itl_per_token } else { &itl };
-
-        let e2e_per_user = match (&ttft, itl_for_rate) {
-            (Some(tt), Some(it)) => {
-                let osl = measured.iter().map(|r| r.output_len as f64).sum::<f64>()
-                    / measured.len() as f64;
-                Some(osl / (tt.mean / 1e3 + osl * it.mean / 1e3))
-            }
-            _ => None,
-        };
 
         // Engines that reported (after `clear`, `steps` may keep emptied logs beyond them).
-        let n_engines = self.kv_total.len().max(1) as f64;
         let (mut kv_int, mut batch_int, mut kv_peak) = (0.0, 0.0, 0.0f64);
         for (s, &total) in self
             .steps
@@ -1146,63 +1090,52 @@ impl Collector {
             kv_int += u * ov as f64;
             batch_int += s.num_seqs as f64 * ov as f64;
         }
-        let (mut q, mut h) = (0u64, 0u64);
+        let (mut lookups, mut hits) = (0u64, 0u64);
         for &(t, p, c) in &self.admissions {
             if in_window(t) {
-                q += p;
-                h += c;
+                lookups += p;
+                hits += c;
             }
         }
-
-        let reason = no_value_reason(win_len, done.len() as u64);
-        let rate = |x: f64| reason.is_none().then_some(x);
-        let over_window = |x: f64| (win_len > 0).then_some(x);
-        LevelResult {
+        let samples: Vec<Sample> = measured.iter().map(|r| Sample::of(r)).collect();
+        WindowTotals {
             level,
-            window_s: Window {
-                start: ws.as_secs_f64(),
-                end: we.as_secs_f64(),
-            },
-            completed_requests: done.len() as u64,
-            measured_requests: measured.len() as u64,
-            requests_per_s: rate(done.len() as f64 / win_s),
-            input_tokens_per_s: rate(input_tps),
-            output_tokens_per_s: rate(output_tps),
-            output_tokens_per_s_per_gpu: rate(output_tps / gpus.max(1) as f64),
-            output_tokens_per_s_per_user: per_user,
-            e2e_tokens_per_s_per_user: e2e_per_user,
-            interactivity: tpot.filter(|t| *t > 0.0).map(|t| 1000.0 / t),
-            ttft_ms: ttft,
-            itl_ms: itl,
-            tpot_ms_mean: tpot,
-            itl_per_token_ms: itl_per_token,
-            spec_decode: spec_stats,
-            cpu_offload: (!self.offload.is_empty()).then(|| {
+            ws,
+            we,
+            gpus,
+            totals,
+            done: done.len() as u64,
+            done_prompt: done.iter().map(|r| r.prompt_len).sum::<u64>(),
+            output_tokens,
+            measured: &samples,
+            itl,
+            spec,
+            n_engines: self.kv_total.len().max(1) as f64,
+            kv_int,
+            batch_int,
+            kv_peak,
+            lookups,
+            hits,
+            offload: (!self.offload.is_empty()).then(|| {
                 let mut d = OffloadStats::default();
                 for (t, x) in &self.offload {
                     if in_window(*t) {
                         d.add(x);
                     }
                 }
-                CpuOffloadStats::of(&d, h, q, (win_len > 0).then_some(win_s))
+                d
             }),
-            e2e_s: e2e,
-            queueing_ms_mean: queueing,
-            kv_utilization_mean: over_window(kv_int / (win_ns as f64 * n_engines)),
-            kv_utilization_peak: kv_peak,
-            prefix_cache_hit_rate: (q > 0).then(|| h as f64 / q as f64),
             preemptions: self.preemptions.iter().filter(|t| in_window(**t)).count() as u64,
-            mean_running_batch: over_window(batch_int / (win_ns as f64 * n_engines)),
-            rejected_requests: self.rejections.len() as u64,
-            totals,
-            no_value: reason.map(str::to_string),
+            rejected: self.rejections.len() as u64,
         }
+        .result()
     }
 }
 
 impl Collector {
-    /// [`Collector::level_result`] from a streaming collector's folded records: the same
-    /// formulas over the same values, in the same order, so the same bits.
+    /// [`Collector::level_result`] from a streaming collector's folded records: the same sums over
+    /// the same values, in the same order, into the same formulas ([`WindowTotals::result`]), so
+    /// the same bits.
     fn level_result_streamed(
         &self,
         st: &Stream,
@@ -1210,14 +1143,121 @@ impl Collector {
         gpus: u32,
         totals: RunTotals,
     ) -> LevelResult {
-        let (ws, we) = (st.ws, st.we);
+        // Pooled ITL: the weights of each engine's steps from its difference array.
+        let mut itl: Vec<(u64, u64)> = Vec::new();
+        for log in &st.engines {
+            let mut w = 0i64;
+            for (i, d) in log.diff.iter().take(log.ends.len()).enumerate() {
+                w += *d as i64;
+                if w > 0 && i > 0 {
+                    itl.push((log.ends[i] - log.ends[i - 1], w as u64));
+                }
+            }
+        }
+        itl.extend(st.extra_itls.iter().map(|&g| (g, 1)));
+        // Engine 0's running sums, then the later engines' terms in order: the full log's order.
+        let (mut kv_int, mut batch_int) = (st.kv_int0, st.batch_int0);
+        for log in st
+            .engines
+            .iter()
+            .skip(1)
+            .take(self.kv_total.len().saturating_sub(1))
+        {
+            for &(k, b) in &log.contrib {
+                kv_int += k;
+                batch_int += b;
+            }
+        }
+        WindowTotals {
+            level,
+            ws: st.ws,
+            we: st.we,
+            gpus,
+            totals,
+            done: st.done,
+            done_prompt: st.done_prompt,
+            output_tokens: st.output_tokens,
+            measured: &st.measured,
+            itl,
+            spec: st.spec_any.then(|| {
+                (
+                    st.itl_per_token.clone(),
+                    SpecSums {
+                        drafts: st.spec_drafts,
+                        draft_tokens: st.spec_draft_tokens,
+                        accepted: st.spec_accepted,
+                        per_pos: st.spec_per_pos.clone(),
+                    },
+                )
+            }),
+            n_engines: self.kv_total.len().max(1) as f64,
+            kv_int,
+            batch_int,
+            kv_peak: st.kv_peak,
+            lookups: st.adm_lookup,
+            hits: st.adm_hit,
+            offload: st.offload_any.then_some(st.offload_window),
+            preemptions: st.preemptions_in_window,
+            rejected: st.rejected,
+        }
+        .result()
+    }
+}
+
+/// Speculative decoding's acceptance counts over a window.
+struct SpecSums {
+    drafts: u64,
+    draft_tokens: u64,
+    accepted: u64,
+    per_pos: Vec<u64>,
+}
+
+/// What a level's metrics are computed from, however the records were kept (every record, or
+/// folded as they arrived): window sums and counts, the measured requests' timestamps and the
+/// pooled ITL samples. [`WindowTotals::result`] is the one place the formulas of docs/metrics.md
+/// turn them into a [`LevelResult`].
+struct WindowTotals<'a> {
+    level: Level,
+    ws: Ticks,
+    we: Ticks,
+    gpus: u32,
+    totals: RunTotals,
+    /// Requests finished in the window, and their prompt tokens.
+    done: u64,
+    done_prompt: u64,
+    /// Output tokens of the steps that ended in the window.
+    output_tokens: u64,
+    /// Requests that arrived and finished in the window.
+    measured: &'a [Sample],
+    /// (inter-token gap ns, weight) over the measured requests' decode steps and extra gaps.
+    itl: Vec<(u64, u64)>,
+    /// Speculative decoding only: per-token ITL samples (ms, weight) and the acceptance counts.
+    spec: Option<(Vec<(f64, u64)>, SpecSums)>,
+    n_engines: f64,
+    /// Time integrals over the window of KV use (fraction x ns) and running batch (seqs x ns),
+    /// summed engine by engine, and the peak KV use.
+    kv_int: f64,
+    batch_int: f64,
+    kv_peak: f64,
+    /// Prompt tokens looked up and hit at admissions in the window.
+    lookups: u64,
+    hits: u64,
+    /// The CPU tier's activity in the window, when the deployment has one.
+    offload: Option<OffloadStats>,
+    preemptions: u64,
+    rejected: u64,
+}
+
+impl WindowTotals<'_> {
+    fn result(self) -> LevelResult {
+        let (ws, we) = (self.ws, self.we);
         let win_len = we.0.saturating_sub(ws.0);
         let win_ns = win_len.max(1);
         let win_s = win_ns as f64 / 1e9;
-        let measured = &st.measured;
+        let measured = self.measured;
 
-        let output_tps = st.output_tokens as f64 / win_s;
-        let input_tps = st.done_prompt as f64 / win_s;
+        let output_tps = self.output_tokens as f64 / win_s;
+        let input_tps = self.done_prompt as f64 / win_s;
         let ttft = Dist::of_ints_scaled(
             measured
                 .iter()
@@ -1246,48 +1286,36 @@ impl Collector {
                 .iter()
                 .map(|r| (r.first_scheduled.0 - r.arrival.0) as f64 / 1e6),
         );
+        let itl = Dist::weighted_ns_as_ms(self.itl);
 
-        // Pooled ITL: the weights of each engine's steps from its difference array.
-        let mut itl: Vec<(u64, u64)> = Vec::new();
-        for log in &st.engines {
-            let mut w = 0i64;
-            for (i, d) in log.diff.iter().take(log.ends.len()).enumerate() {
-                w += *d as i64;
-                if w > 0 && i > 0 {
-                    itl.push((log.ends[i] - log.ends[i - 1], w as u64));
-                }
+        let spec_on = self.spec.is_some();
+        let (itl_per_token, spec_stats) = match self.spec {
+            Some((v, sums)) => {
+                let drafts = sums.drafts;
+                let (dtok, acc) = (sums.draft_tokens, sums.accepted);
+                let stats = SpecDecodeStats {
+                    num_drafts: drafts,
+                    num_draft_tokens: dtok,
+                    num_accepted_tokens: acc,
+                    mean_acceptance_length: (drafts > 0).then(|| 1.0 + acc as f64 / drafts as f64),
+                    draft_acceptance_rate: (dtok > 0).then(|| acc as f64 / dtok as f64),
+                    acceptance_rate_per_pos: sums
+                        .per_pos
+                        .iter()
+                        .map(|&x| {
+                            if drafts > 0 {
+                                x as f64 / drafts as f64
+                            } else {
+                                0.0
+                            }
+                        })
+                        .collect(),
+                };
+                (Dist::weighted(v), Some(stats))
             }
-        }
-        itl.extend(st.extra_itls.iter().map(|&g| (g, 1)));
-        let itl = Dist::weighted_ns_as_ms(itl);
-
-        let spec_on = st.spec_any;
-        let itl_per_token = if spec_on {
-            Dist::weighted(st.itl_per_token.clone())
-        } else {
-            None
+            None => (None, None),
         };
-        let spec_stats = spec_on.then(|| {
-            let (drafts, dtok, acc) = (st.spec_drafts, st.spec_draft_tokens, st.spec_accepted);
-            SpecDecodeStats {
-                num_drafts: drafts,
-                num_draft_tokens: dtok,
-                num_accepted_tokens: acc,
-                mean_acceptance_length: (drafts > 0).then(|| 1.0 + acc as f64 / drafts as f64),
-                draft_acceptance_rate: (dtok > 0).then(|| acc as f64 / dtok as f64),
-                acceptance_rate_per_pos: st
-                    .spec_per_pos
-                    .iter()
-                    .map(|&x| {
-                        if drafts > 0 {
-                            x as f64 / drafts as f64
-                        } else {
-                            0.0
-                        }
-                    })
-                    .collect(),
-            }
-        });
+        // With several tokens per chunk the recipe's per-user rate uses the per-token ITL.
         let itl_for_rate = if spec_on { &itl_per_token } else { &itl };
         let e2e_per_user = match (&ttft, itl_for_rate) {
             (Some(tt), Some(it)) => {
@@ -1298,27 +1326,14 @@ impl Collector {
             _ => None,
         };
 
-        // Engine 0's running sums, then the later engines' terms in order: the full log's order.
-        let n_engines = self.kv_total.len().max(1) as f64;
-        let (mut kv_int, mut batch_int) = (st.kv_int0, st.batch_int0);
-        for log in st
-            .engines
-            .iter()
-            .skip(1)
-            .take(self.kv_total.len().saturating_sub(1))
-        {
-            for &(k, b) in &log.contrib {
-                kv_int += k;
-                batch_int += b;
-            }
-        }
-        let (q, h) = (st.adm_lookup, st.adm_hit);
-        let done = st.done;
+        let (q, h) = (self.lookups, self.hits);
+        let done = self.done;
         let reason = no_value_reason(win_len, done);
         let rate = |x: f64| reason.is_none().then_some(x);
         let over_window = |x: f64| (win_len > 0).then_some(x);
+        let n_engines = self.n_engines;
         LevelResult {
-            level,
+            level: self.level,
             window_s: Window {
                 start: ws.as_secs_f64(),
                 end: we.as_secs_f64(),
@@ -1328,7 +1343,7 @@ impl Collector {
             requests_per_s: rate(done as f64 / win_s),
             input_tokens_per_s: rate(input_tps),
             output_tokens_per_s: rate(output_tps),
-            output_tokens_per_s_per_gpu: rate(output_tps / gpus.max(1) as f64),
+            output_tokens_per_s_per_gpu: rate(output_tps / self.gpus.max(1) as f64),
             output_tokens_per_s_per_user: per_user,
             e2e_tokens_per_s_per_user: e2e_per_user,
             interactivity: tpot.filter(|t| *t > 0.0).map(|t| 1000.0 / t),
@@ -1337,18 +1352,18 @@ impl Collector {
             tpot_ms_mean: tpot,
             itl_per_token_ms: itl_per_token,
             spec_decode: spec_stats,
-            cpu_offload: st.offload_any.then(|| {
-                CpuOffloadStats::of(&st.offload_window, h, q, (win_len > 0).then_some(win_s))
-            }),
+            cpu_offload: self
+                .offload
+                .map(|d| CpuOffloadStats::of(&d, h, q, (win_len > 0).then_some(win_s))),
             e2e_s: e2e,
             queueing_ms_mean: queueing,
-            kv_utilization_mean: over_window(kv_int / (win_ns as f64 * n_engines)),
-            kv_utilization_peak: st.kv_peak,
+            kv_utilization_mean: over_window(self.kv_int / (win_ns as f64 * n_engines)),
+            kv_utilization_peak: self.kv_peak,
             prefix_cache_hit_rate: (q > 0).then(|| h as f64 / q as f64),
-            preemptions: st.preemptions_in_window,
-            mean_running_batch: over_window(batch_int / (win_ns as f64 * n_engines)),
-            rejected_requests: st.rejected,
-            totals,
+            preemptions: self.preemptions,
+            mean_running_batch: over_window(self.batch_int / (win_ns as f64 * n_engines)),
+            rejected_requests: self.rejected,
+            totals: self.totals,
             no_value: reason.map(str::to_string),
         }
     }
