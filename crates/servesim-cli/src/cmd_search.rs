@@ -239,7 +239,7 @@ pub fn run_search(a: &SearchArgs, m: &ArgMatches) -> Result<()> {
                 eprintln!(
                     "[{k}/{n}] {}: {} ({:.1} s)",
                     r.candidate.label,
-                    outcome_word(&r.outcome),
+                    r.outcome.summary(),
                     t0.elapsed().as_secs_f64()
                 );
                 if let Ok(mut s) = slots.lock() {
@@ -266,21 +266,6 @@ pub fn run_search(a: &SearchArgs, m: &ArgMatches) -> Result<()> {
         print_table(&report);
     }
     Ok(())
-}
-
-fn outcome_word(o: &Outcome) -> String {
-    match o {
-        Outcome::Pruned { stage, reason } => format!("pruned ({stage:?}): {reason}"),
-        Outcome::Failed { error } => format!("failed: {error}"),
-        Outcome::Evaluated {
-            operating_point: Some(op),
-            ..
-        } => format!(
-            "level {} -> {:.1} tok/s/GPU at the SLA",
-            op.level, op.output_tokens_per_s_per_gpu
-        ),
-        Outcome::Evaluated { .. } => "no level passes the SLA".into(),
-    }
 }
 
 fn opt(v: Option<f64>, d: usize) -> String {
@@ -361,7 +346,7 @@ fn print_table(r: &SearchReport) {
     if !other.is_empty() {
         println!("\nnot at the SLA:");
         for c in other {
-            println!("  {}: {}", c.candidate.label, outcome_word(&c.outcome));
+            println!("  {}: {}", c.candidate.label, c.outcome.summary());
         }
     }
 }

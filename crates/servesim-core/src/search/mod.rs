@@ -728,6 +728,25 @@ pub enum Outcome {
     },
 }
 
+impl Outcome {
+    /// One line for progress output (`servesim search`'s `[k/n] label: ...`, the page's
+    /// per-candidate status).
+    pub fn summary(&self) -> String {
+        match self {
+            Outcome::Pruned { stage, reason } => format!("pruned ({stage:?}): {reason}"),
+            Outcome::Failed { error } => format!("failed: {error}"),
+            Outcome::Evaluated {
+                operating_point: Some(op),
+                ..
+            } => format!(
+                "level {} -> {:.1} tok/s/GPU at the SLA",
+                op.level, op.output_tokens_per_s_per_gpu
+            ),
+            Outcome::Evaluated { .. } => "no level passes the SLA".into(),
+        }
+    }
+}
+
 /// One simulated level of a candidate (a point on the frontier chart).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LevelPoint {
