@@ -363,6 +363,25 @@ fn on_off_select(
     }
 }
 
+/// Disaggregated prefill/decode candidates: none, also (with the aggregated ones) or only. The
+/// P:D and pool fields are used only when this is not "none".
+fn disagg_select(ss: SearchState) -> impl IntoView {
+    let err = move || ss.errors.with(|e| e.get("search_disagg").cloned());
+    view! {
+        <div class="field" class:invalid=move || err().is_some()>
+            <label for="f-search_disagg">"Disaggregated prefill/decode (P:D and pool fields below)"</label>
+            <select id="f-search_disagg"
+                prop:value=move || ss.opts.with(|o| o.disagg.clone())
+                on:change=move |ev| { let v = event_target_value(&ev); ss.opts.update(|o| o.disagg = v) }>
+                <option value="">"none"</option>
+                <option value="also">"also (with aggregated)"</option>
+                <option value="only">"only"</option>
+            </select>
+            <div class="field-error" id="e-search_disagg" role="alert">{err}</div>
+        </div>
+    }
+}
+
 fn fmt_opt(v: Option<f64>) -> String {
     v.map(table::fmt_num).unwrap_or_else(|| "-".into())
 }
@@ -559,6 +578,13 @@ pub(super) fn search_panel(st: State) -> impl IntoView {
                 {opt_field(ss, "search_dp", "DP sizes (blank: 1)", "e.g. 1, 2", |o| &o.dp, |o, v| o.dp = v)}
                 {on_off_select(ss, "search_ep", "Expert parallelism (default: both for MoE)", |o| &o.ep, |o, v| o.ep = v)}
                 {on_off_select(ss, "search_spec", "Speculative decoding (default: both when the scenario has it)", |o| &o.spec, |o, v| o.spec = v)}
+                {opt_field(ss, "search_kv", "KV cache dtypes (blank: the scenario's)", "e.g. auto, fp8", |o| &o.kv, |o, v| o.kv = v)}
+                {disagg_select(ss)}
+                {opt_field(ss, "search_pd_ratios", "P:D replica ratios (blank: 1:1)", "e.g. 1:1, 1:2, 2:1", |o| &o.pd_ratios, |o, v| o.pd_ratios = v)}
+                {opt_field(ss, "search_pd_prefill_tp", "Prefill pool TP sizes (blank: the TP sizes)", "e.g. 2", |o| &o.pd_prefill_tp, |o, v| o.pd_prefill_tp = v)}
+                {opt_field(ss, "search_pd_prefill_dp", "Prefill pool DP sizes (blank: the DP sizes)", "e.g. 1", |o| &o.pd_prefill_dp, |o, v| o.pd_prefill_dp = v)}
+                {opt_field(ss, "search_pd_decode_tp", "Decode pool TP sizes (blank: the TP sizes)", "e.g. 2, 4", |o| &o.pd_decode_tp, |o, v| o.pd_decode_tp = v)}
+                {opt_field(ss, "search_pd_decode_dp", "Decode pool DP sizes (blank: the DP sizes)", "e.g. 1", |o| &o.pd_decode_dp, |o, v| o.pd_decode_dp = v)}
             </div>
             <div class="grid2" id="search-prices">{prices}</div>
             <div class="field-error" id="e-search_prices" role="alert">{move || ss.errors.with(|e| e.get("search_prices").cloned())}</div>
