@@ -113,7 +113,7 @@ fn back_opt(s: &Option<String>) -> Result<Option<f64>, String> {
 pub struct WireLevel {
     pub level: String,
     pub passes_sla: bool,
-    pub output_tokens_per_s_per_gpu: String,
+    pub output_tokens_per_s_per_gpu: Option<String>,
     pub e2e_tokens_per_s_per_user: Option<String>,
     pub ttft_ms_p50: Option<String>,
     pub usd_per_m_output_tokens: Option<String>,
@@ -172,7 +172,7 @@ impl WireOutcome {
                     .map(|l| WireLevel {
                         level: num(l.level),
                         passes_sla: l.passes_sla,
-                        output_tokens_per_s_per_gpu: num(l.output_tokens_per_s_per_gpu),
+                        output_tokens_per_s_per_gpu: opt(l.output_tokens_per_s_per_gpu),
                         e2e_tokens_per_s_per_user: opt(l.e2e_tokens_per_s_per_user),
                         ttft_ms_p50: opt(l.ttft_ms_p50),
                         usd_per_m_output_tokens: opt(l.usd_per_m_output_tokens),
@@ -217,7 +217,7 @@ impl WireOutcome {
                         Ok(LevelPoint {
                             level: back(&l.level)?,
                             passes_sla: l.passes_sla,
-                            output_tokens_per_s_per_gpu: back(&l.output_tokens_per_s_per_gpu)?,
+                            output_tokens_per_s_per_gpu: back_opt(&l.output_tokens_per_s_per_gpu)?,
                             e2e_tokens_per_s_per_user: back_opt(&l.e2e_tokens_per_s_per_user)?,
                             ttft_ms_p50: back_opt(&l.ttft_ms_p50)?,
                             usd_per_m_output_tokens: back_opt(&l.usd_per_m_output_tokens)?,
@@ -450,7 +450,7 @@ pub(crate) mod tests {
             levels: vec![LevelPoint {
                 level: 0.1 + 0.2,
                 passes_sla: true,
-                output_tokens_per_s_per_gpu: 1.0 / 3.0,
+                output_tokens_per_s_per_gpu: Some(1.0 / 3.0),
                 e2e_tokens_per_s_per_user: Some(f64::MIN_POSITIVE),
                 ttft_ms_p50: None,
                 usd_per_m_output_tokens: Some(123456.789e-7),

@@ -293,6 +293,25 @@ fn strict_json_types_in_the_vllm_importer() {
         "{:?}",
         imp.unmatched
     );
+    // a numeric field vllm bench serve does not write (a misspelt metric) gets a note too,
+    // while the run's own settings and counts get none
+    let mut v: Value = serde_json::from_str(first).unwrap();
+    v["mean_ttft_msec"] = json!(61.5);
+    let imp = import_text(&v.to_string(), &ImportOptions::default()).unwrap();
+    assert!(
+        imp.unmatched
+            .iter()
+            .any(|u| u.name == "mean_ttft_msec" && u.reason.contains("not a field")),
+        "{:?}",
+        imp.unmatched
+    );
+    assert!(
+        !imp.unmatched
+            .iter()
+            .any(|u| ["num_prompts", "duration", "total_input_tokens"].contains(&u.name.as_str())),
+        "{:?}",
+        imp.unmatched
+    );
 }
 
 #[test]

@@ -104,7 +104,11 @@ async fn a_pinned_run_shows_its_diff_travels_in_the_link_and_reopens_with_the_sa
     let want: Vec<String> = native
         .levels
         .iter()
-        .map(|l| l.output_tokens_per_s.to_string())
+        .map(|l| {
+            l.output_tokens_per_s
+                .map(|v| v.to_string())
+                .unwrap_or_default()
+        })
         .collect();
     assert_eq!(pinned, want);
 }

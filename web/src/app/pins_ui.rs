@@ -231,8 +231,8 @@ pub(super) fn pins_panel(st: State) -> impl IntoView {
                     .into_iter()
                     .map(|l| {
                         view! {
-                            <li data-level=table::fmt_level(&l.level) data-value=l.output_tokens_per_s.to_string()>
-                                {format!("{}: {} output tok/s", table::fmt_level(&l.level), table::fmt_num(l.output_tokens_per_s))}
+                            <li data-level=table::fmt_level(&l.level) data-value=l.output_tokens_per_s.map(|v| v.to_string()).unwrap_or_default()>
+                                {format!("{}: {} output tok/s", table::fmt_level(&l.level), l.output_tokens_per_s.map(table::fmt_num).unwrap_or_else(|| "no value".into()))}
                             </li>
                         }
                     })

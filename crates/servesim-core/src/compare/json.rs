@@ -373,13 +373,40 @@ fn vllm_row(
             "ServeSim has mean, p50, p90 and p99 only"
         } else if k.contains("throughput") || k.contains("goodput") || k.contains("per_s") {
             "no ServeSim metric matches this field"
+        } else if VLLM_RUN_FIELDS.contains(&k.as_str()) {
+            continue; // the run's settings and counts: they describe the level, nothing to score
         } else {
-            continue; // run settings and counts (num_prompts, duration, total_input_tokens, ...)
+            "not a field of `vllm bench serve`'s result (a misspelt metric?): not used"
         };
         push_unmatched(part, k, reason);
     }
     Ok(row)
 }
+
+/// Numeric fields of a `vllm bench serve --save-result` object that describe the run rather than
+/// measure it (vllm/benchmarks/serve.py `benchmark()` result and `main()`'s additions): read for the
+/// level (`request_rate`, `max_concurrency`) or not scored, without a note. Every other numeric field
+/// that is not a metric gets a note.
+pub(crate) const VLLM_RUN_FIELDS: &[&str] = &[
+    "num_prompts",
+    "request_rate",
+    "burstiness",
+    "max_concurrency",
+    "duration",
+    "completed",
+    "failed",
+    "total_input_tokens",
+    "total_output_tokens",
+    "max_concurrent_requests",
+    "num_warmups",
+    "seed",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "ramp_up_start_rps",
+    "ramp_up_end_rps",
+];
 
 /// AIPerf metric tag (`time_to_first_token`, ...) and statistic to a ServeSim metric, or the reason
 /// it has none. Definitions: AIPerf docs/metrics_reference.md.

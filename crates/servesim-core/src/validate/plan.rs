@@ -62,6 +62,9 @@ pub struct FitPlan {
     pub folds: Vec<FoldPlan>,
 }
 
+/// A row as the plan sees it: (line, calibration key, model, source, model family).
+type PlanRow<'a> = (usize, Option<String>, &'a str, &'a str, &'a str);
+
 /// The jobs fitting every key present among `rows` (line, key, model), in key order, each on
 /// that key's rows.
 fn key_jobs(rows: &[(usize, String, &str)], rounds: usize) -> Vec<KeyFitJob> {
@@ -93,8 +96,8 @@ pub fn plan_fit(
     held_out_rounds: usize,
 ) -> Result<FitPlan, ValidateError> {
     let pts = parse_points(points_csv)?;
-    // (line, key, model, source, family) of every row with a known GPU.
-    let rows: Vec<(usize, Option<String>, &str, &str, &str)> = pts
+    // (line, key, model, source, family) of every row (key `None`: GPU not in the catalog).
+    let rows: Vec<PlanRow> = pts
         .iter()
         .map(|p| {
             (
@@ -106,7 +109,7 @@ pub fn plan_fit(
             )
         })
         .collect();
-    let keyed = |keep: &dyn Fn(&(usize, Option<String>, &str, &str, &str)) -> bool| {
+    let keyed = |keep: &dyn Fn(&PlanRow) -> bool| {
         rows.iter()
             .filter(|r| keep(r))
             .filter_map(|r| r.1.clone().map(|k| (r.0, k, r.2)))
@@ -116,7 +119,7 @@ pub fn plan_fit(
     let in_sample: Vec<usize> = (0..jobs.len()).collect();
     let mut folds = Vec::new();
     for grouping in [Grouping::Source, Grouping::Family] {
-        let group_of = |r: &(usize, Option<String>, &str, &str, &str)| -> String {
+        let group_of = |r: &PlanRow| -> String {
             match grouping {
                 Grouping::Source => r.3.to_string(),
                 Grouping::Family => r.4.to_string(),
