@@ -383,6 +383,7 @@ mod tests {
             spec: "off".into(),
             max_gpus: "4".into(),
             prices: [("H200".to_string(), "3".to_string())].into(),
+            ..SearchOptions::default()
         };
         let json = o.to_search_json(&base()).unwrap();
         let raw = RawSearch::from_json(&json).unwrap();
