@@ -30,7 +30,12 @@ fn on_off(v: &Option<Vec<bool>>) -> &'static str {
 
 fn join<T: ToString>(v: &Option<Vec<T>>) -> String {
     v.as_ref()
-        .map(|v| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))
+        .map(|v| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
         .unwrap_or_default()
 }
 
@@ -81,13 +86,14 @@ async fn time_search(file: &str) {
             if !status.starts_with("Done") {
                 return Err(status.into());
             }
-            let search_json = wait_text(&c, "#search-input").await?;
-            let report = c
+            // Both inside closed <details>: their text, not their rendered text.
+            let texts = c
                 .execute(
-                    "return document.querySelector('#search-report').textContent;",
+                    "return ['#search-input', '#search-report'].map(s => document.querySelector(s).textContent);",
                     vec![],
                 )
                 .await?;
+            let (search_json, report): (String, String) = serde_json::from_value(texts)?;
             Ok((wall, status, cores, search_json, report))
         }
         .await;
@@ -100,16 +106,30 @@ async fn time_search(file: &str) {
         "[page search timing] {file}: {wall:.1} s wall from Search to the report; page: \"{status}\"; navigator.hardwareConcurrency = {cores}; load average {}",
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
+    // What the page answered (the report's own numbers), to read against the native figures.
+    let r: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let answer = |key: &str| {
+        let i = r[key][0].as_u64()? as usize;
+        let c = &r["candidates"][i];
+        let o = &c["outcome"]["operating_point"];
+        Some(format!(
+            "{} (level {}, {} tok/s/GPU, {} $/M output tokens)",
+            c["label"], o["level"], o["output_tokens_per_s_per_gpu"], o["usd_per_m_output_tokens"]
+        ))
+    };
+    println!(
+        "[page search timing] summary {}; best tok/s/GPU: {}; lowest cost: {}",
+        r["summary"],
+        answer("ranking_by_throughput").unwrap_or_default(),
+        answer("ranking_by_cost").unwrap_or_default()
+    );
     let got = RawSearch::from_json(&search_json).unwrap();
     assert_eq!(got, want, "the page searched the file's question");
     if std::env::var("SERVESIM_TIMING_CHECK").is_ok_and(|v| v == "1") {
         let space = want.validate().unwrap();
         let native = search::run(&space, true);
         let cli = serde_json::to_string_pretty(&native).unwrap() + "\n";
-        assert!(
-            report.as_str() == Some(cli.as_str()),
-            "the page's report equals the CLI's"
-        );
+        assert!(report == cli, "the page's report equals the CLI's");
     }
 }
 
