@@ -8,7 +8,9 @@
 use crate::core_api::Scenario;
 use crate::form::FieldErrors;
 use serde::Deserialize;
+use servesim_core::dtype::KvCacheDtype;
 use servesim_core::scenario::GpuRef;
+use servesim_core::search::RawDisaggSpace;
 use std::collections::BTreeMap;
 
 /// The search options as typed. Blank = the core's default (docs/search.md "Input").
@@ -24,8 +26,21 @@ pub struct SearchOptions {
     pub ep: String,
     /// "" (default: both when the scenario has a speculative config), "off", "on", "off,on".
     pub spec: String,
+    /// KV cache dtypes, comma-separated vLLM spellings (blank: the scenario's).
+    pub kv: String,
     /// GPU budget (required).
     pub max_gpus: String,
+    /// Disaggregated prefill/decode candidates: "" (none), "also" (with the aggregated ones) or
+    /// "only" (`servesim search --disagg` / `--pd-only`).
+    pub disagg: String,
+    /// `prefill:decode` replica counts, comma-separated (blank: 1:1). Used when `disagg` is set.
+    pub pd_ratios: String,
+    /// Prefill pool TP / DP sizes (blank: the TP / DP sizes above).
+    pub pd_prefill_tp: String,
+    pub pd_prefill_dp: String,
+    /// Decode pool TP / DP sizes (blank: the TP / DP sizes above).
+    pub pd_decode_tp: String,
+    pub pd_decode_dp: String,
     /// $ per GPU-hour by GPU id (blank: the documented default).
     pub prices: BTreeMap<String, String>,
 }
@@ -134,6 +149,52 @@ impl SearchOptions {
         if let Some(v) = on_off(&mut e, "search_spec", &self.spec) {
             o.insert("speculative".into(), v.into());
         }
+        let mut kvs = Vec::new();
+        for part in self.kv.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match KvCacheDtype::parse(part) {
+                Some(k) => kvs.push(k),
+                None => {
+                    e.insert(
+                        "search_kv",
+                        format!("`{part}`: use {}", KvCacheDtype::NAMES.join(", ")),
+                    );
+                }
+            }
+        }
+        if !kvs.is_empty() {
+            o.insert("kv_cache_dtypes".into(), serde_json::json!(kvs));
+        }
+        let aggregated = match self.disagg.trim() {
+            "" => None,
+            "also" => Some(None),
+            "only" => Some(Some(false)),
+            _ => {
+                e.insert("search_disagg", "none, also or only".into());
+                None
+            }
+        };
+        if let Some(aggregated) = aggregated {
+            // The core's type, as `servesim search --disagg --pd-*` builds it.
+            let d = RawDisaggSpace {
+                pd_ratios: {
+                    let r: Vec<String> = self
+                        .pd_ratios
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(String::from)
+                        .collect();
+                    (!r.is_empty()).then_some(r)
+                },
+                prefill_tp: list(&mut e, "search_pd_prefill_tp", &self.pd_prefill_tp),
+                prefill_dp: list(&mut e, "search_pd_prefill_dp", &self.pd_prefill_dp),
+                decode_tp: list(&mut e, "search_pd_decode_tp", &self.pd_decode_tp),
+                decode_dp: list(&mut e, "search_pd_decode_dp", &self.pd_decode_dp),
+                aggregated,
+                ..RawDisaggSpace::default()
+            };
+            o.insert("disagg".into(), serde_json::json!(d));
+        }
         let mut prices = serde_json::Map::new();
         for g in self.gpu_list(base) {
             let t = self.prices.get(&g).map(|s| s.trim()).unwrap_or("");
@@ -173,6 +234,15 @@ pub fn search_form_key(field: &str) -> &'static str {
         "expert_parallel" => "search_ep",
         "speculative" => "search_spec",
         "gpu_hour_usd" => "search_prices",
+        "kv_cache_dtypes" => "search_kv",
+        "disagg" => match field {
+            "disagg.pd_ratios" => "search_pd_ratios",
+            "disagg.prefill_tp" => "search_pd_prefill_tp",
+            "disagg.prefill_dp" => "search_pd_prefill_dp",
+            "disagg.decode_tp" => "search_pd_decode_tp",
+            "disagg.decode_dp" => "search_pd_decode_dp",
+            _ => "search",
+        },
         _ => "search",
     }
 }
@@ -313,6 +383,7 @@ mod tests {
             spec: "off".into(),
             max_gpus: "4".into(),
             prices: [("H200".to_string(), "3".to_string())].into(),
+            ..SearchOptions::default()
         };
         let json = o.to_search_json(&base()).unwrap();
         let raw = RawSearch::from_json(&json).unwrap();
@@ -337,20 +408,92 @@ mod tests {
     }
 
     #[test]
+    fn disaggregated_options_write_the_cores_disagg_space() {
+        let o = SearchOptions {
+            max_gpus: "8".into(),
+            tp: "1,2,4,8".into(),
+            kv: "auto, fp8".into(),
+            disagg: "also".into(),
+            pd_ratios: "1:1, 1:2,2:1".into(),
+            pd_prefill_tp: "2".into(),
+            pd_decode_tp: "2,4".into(),
+            // Ignored unless disaggregated candidates are asked for: see the next case.
+            ..SearchOptions::default()
+        };
+        let raw = RawSearch::from_json(&o.to_search_json(&base()).unwrap()).unwrap();
+        // What `servesim search --disagg --pd-ratios 1:1,1:2,2:1 --pd-prefill-tp 2
+        // --pd-decode-tp 2,4` builds (cmd_search.rs).
+        let want = RawDisaggSpace {
+            pd_ratios: Some(vec!["1:1".into(), "1:2".into(), "2:1".into()]),
+            prefill_tp: Some(vec![2]),
+            decode_tp: Some(vec![2, 4]),
+            ..RawDisaggSpace::default()
+        };
+        assert_eq!(raw.disagg, Some(want));
+        assert_eq!(
+            raw.kv_cache_dtypes,
+            Some(vec![KvCacheDtype::Auto, KvCacheDtype::Fp8])
+        );
+        let space = raw.validate().unwrap();
+        assert_eq!(space.candidates.len(), 4 * 2 + 3 * 2 * 2);
+        // Only P/D: the CLI's --pd-only.
+        let only = SearchOptions {
+            disagg: "only".into(),
+            pd_decode_dp: "1".into(),
+            pd_prefill_dp: "1".into(),
+            ..o.clone()
+        };
+        let raw = RawSearch::from_json(&only.to_search_json(&base()).unwrap()).unwrap();
+        let d = raw.disagg.clone().unwrap();
+        assert_eq!(
+            (d.aggregated, d.prefill_dp, d.decode_dp),
+            (Some(false), Some(vec![1]), Some(vec![1]))
+        );
+        assert_eq!(raw.validate().unwrap().candidates.len(), 3 * 2 * 2);
+        // No disaggregation: the P/D fields are not part of the search.
+        let none = SearchOptions {
+            disagg: String::new(),
+            ..o
+        };
+        let raw = RawSearch::from_json(&none.to_search_json(&base()).unwrap()).unwrap();
+        assert_eq!(raw.disagg, None);
+    }
+
+    #[test]
     fn bad_options_name_their_field() {
         let o = SearchOptions {
             tp: "1,eight".into(),
             ep: "maybe".into(),
             max_gpus: "".into(),
             prices: [("H100-SXM".to_string(), "cheap".to_string())].into(),
+            kv: "fp4".into(),
+            disagg: "also".into(),
+            pd_decode_tp: "two".into(),
             ..SearchOptions::default()
         };
         let e = o.to_search_json(&base()).unwrap_err();
-        for k in ["search_tp", "search_ep", "search_max_gpus", "search_prices"] {
+        for k in [
+            "search_tp",
+            "search_ep",
+            "search_max_gpus",
+            "search_prices",
+            "search_kv",
+            "search_pd_decode_tp",
+        ] {
             assert!(e.contains_key(k), "{k}: {e:?}");
         }
         assert_eq!(search_form_key("max_gpus"), "search_max_gpus");
-        assert_eq!(search_form_key("disagg.pd_ratios"), "search");
+        assert_eq!(search_form_key("disagg.pd_ratios"), "search_pd_ratios");
+        assert_eq!(search_form_key("disagg.prefill_expert_parallel"), "search");
+        let bad_mode = SearchOptions {
+            max_gpus: "2".into(),
+            disagg: "sometimes".into(),
+            ..SearchOptions::default()
+        };
+        assert!(bad_mode
+            .to_search_json(&base())
+            .unwrap_err()
+            .contains_key("search_disagg"));
         assert_eq!(default_price("H200").map(|p| p.0), Some(3.59));
     }
 }

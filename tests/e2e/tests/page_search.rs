@@ -170,3 +170,90 @@ async fn a_small_search_equals_the_cli_and_its_winner_opens_with_the_same_number
     }
     assert_eq!(compared, 2);
 }
+
+/// A small disaggregated search (issue 14): aggregated TP1 and 1P1D (TP1 prefill + TP1 decode)
+/// of the default deployment on one GPU type. The page's search JSON carries the core's
+/// `RawDisaggSpace` as `servesim search --disagg --pd-ratios 1:1 --pd-prefill-tp 1
+/// --pd-decode-tp 1` builds it, and its report equals the CLI's byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_pd_search_equals_the_cli() {
+    let frag = fragment_for(&base());
+    let out = with_browser("search-pd", |c, base_url| async move {
+        let r = async {
+            c.goto(&format!("{base_url}#{frag}")).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            type_into(&c, "#f-search_gpus", "H100-SXM").await?;
+            type_into(&c, "#f-search_max_gpus", "2").await?;
+            type_into(&c, "#f-search_tp", "1").await?;
+            choose(&c, "#f-search_disagg", "also").await?;
+            type_into(&c, "#f-search_pd_ratios", "1:1").await?;
+            type_into(&c, "#f-search_pd_prefill_tp", "1").await?;
+            type_into(&c, "#f-search_pd_decode_tp", "1").await?;
+            c.find(Locator::Css("#search-btn")).await?.click().await?;
+            let status = wait_until("search done", Duration::from_secs(600), || async {
+                Ok(text_of(&c, "#search-status")
+                    .await?
+                    .filter(|t| t.starts_with("Done") || t.starts_with("Failed")))
+            })
+            .await?;
+            if !status.starts_with("Done") {
+                return Err(status.into());
+            }
+            let search_json = text_content(&c, "#search-input").await?;
+            let report = text_content(&c, "#search-report").await?;
+            let links = c
+                .execute(
+                    "return [...document.querySelectorAll('#search-ranking tr[data-candidate]')]
+                        .map(tr => [Number(tr.dataset.candidate), tr.querySelector('a.cand-link').href]);",
+                    vec![],
+                )
+                .await?;
+            Ok((status, search_json, report, links))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    let (status, search_json, report, links) = out;
+    println!("{status}");
+    let raw = RawSearch::from_json(&search_json).unwrap();
+    assert_eq!(raw.base.to_json(), base().to_json());
+    // What `servesim search --disagg --pd-ratios 1:1 --pd-prefill-tp 1 --pd-decode-tp 1`
+    // writes (crates/servesim-cli/src/cmd_search.rs).
+    assert_eq!(
+        raw.disagg,
+        Some(search::RawDisaggSpace {
+            pd_ratios: Some(vec!["1:1".into()]),
+            prefill_tp: Some(vec![1]),
+            decode_tp: Some(vec![1]),
+            ..Default::default()
+        })
+    );
+    let space = raw.validate().unwrap();
+    assert_eq!(space.candidates.len(), 2, "aggregated TP1 and 1P1D");
+    let native = search::run(&space, true);
+    let want = serde_json::to_string_pretty(&native).unwrap() + "\n";
+    assert!(
+        report == want,
+        "the page's P/D search report equals the CLI's byte for byte"
+    );
+    assert_eq!(native.summary.evaluated, 2, "{:?}", native.summary);
+    let pd = native
+        .candidates
+        .iter()
+        .find(|c| c.candidate.prefill.is_some())
+        .expect("a P/D candidate");
+    assert!(pd.operating_point().is_some(), "{:?}", pd.outcome);
+    // Every ranked candidate's link is its scenario (the P/D one with its pools).
+    let links: Vec<(usize, String)> = serde_json::from_value(links).unwrap();
+    assert_eq!(links.len(), native.ranking_by_throughput.len());
+    assert!(links.iter().any(|(i, _)| *i == pd.candidate.index));
+    for (i, href) in links {
+        let code = href.split("#s=").nth(1).expect("a scenario link");
+        let opened = Scenario::from_json(&servesim_core::share::decode(code).unwrap()).unwrap();
+        assert_eq!(
+            opened.to_json(),
+            native.candidates[i].candidate.scenario.to_json()
+        );
+    }
+}

@@ -339,10 +339,27 @@ fn opt_field(
     }
 }
 
-fn on_off_select(
+/// The choices of the off/on selects (expert parallelism, speculative decoding).
+const ON_OFF: &[(&str, &str)] = &[
+    ("", "default"),
+    ("off", "off"),
+    ("on", "on"),
+    ("off,on", "both"),
+];
+/// Disaggregated prefill/decode candidates: none, also (with the aggregated ones) or only. The
+/// P:D and pool fields are used only when this is not "none".
+const DISAGG: &[(&str, &str)] = &[
+    ("", "none"),
+    ("also", "also (with aggregated)"),
+    ("only", "only"),
+];
+
+/// A select bound to one search option (one routine for every select of the panel).
+fn select_field(
     ss: SearchState,
     key: &'static str,
     label: &'static str,
+    choices: &'static [(&'static str, &'static str)],
     get: fn(&SearchOptions) -> &String,
     set: fn(&mut SearchOptions, String),
 ) -> impl IntoView {
@@ -353,10 +370,7 @@ fn on_off_select(
             <select id=format!("f-{key}")
                 prop:value=move || ss.opts.with(|o| get(o).clone())
                 on:change=move |ev| { let v = event_target_value(&ev); ss.opts.update(|o| set(o, v)) }>
-                <option value="">"default"</option>
-                <option value="off">"off"</option>
-                <option value="on">"on"</option>
-                <option value="off,on">"both"</option>
+                {choices.iter().map(|(v, t)| view! { <option value=*v>{*t}</option> }).collect_view()}
             </select>
             <div class="field-error" id=format!("e-{key}") role="alert">{err}</div>
         </div>
@@ -557,8 +571,15 @@ pub(super) fn search_panel(st: State) -> impl IntoView {
                 {opt_field(ss, "search_max_gpus", "GPU budget", "", |o| &o.max_gpus, |o, v| o.max_gpus = v)}
                 {opt_field(ss, "search_tp", "TP sizes (blank: 1, 2, 4, 8 up to the budget)", "e.g. 4, 8", |o| &o.tp, |o, v| o.tp = v)}
                 {opt_field(ss, "search_dp", "DP sizes (blank: 1)", "e.g. 1, 2", |o| &o.dp, |o, v| o.dp = v)}
-                {on_off_select(ss, "search_ep", "Expert parallelism (default: both for MoE)", |o| &o.ep, |o, v| o.ep = v)}
-                {on_off_select(ss, "search_spec", "Speculative decoding (default: both when the scenario has it)", |o| &o.spec, |o, v| o.spec = v)}
+                {select_field(ss, "search_ep", "Expert parallelism (default: both for MoE)", ON_OFF, |o| &o.ep, |o, v| o.ep = v)}
+                {select_field(ss, "search_spec", "Speculative decoding (default: both when the scenario has it)", ON_OFF, |o| &o.spec, |o, v| o.spec = v)}
+                {opt_field(ss, "search_kv", "KV cache dtypes (blank: the scenario's)", "e.g. auto, fp8", |o| &o.kv, |o, v| o.kv = v)}
+                {select_field(ss, "search_disagg", "Disaggregated prefill/decode (P:D and pool fields below)", DISAGG, |o| &o.disagg, |o, v| o.disagg = v)}
+                {opt_field(ss, "search_pd_ratios", "P:D replica ratios (blank: 1:1)", "e.g. 1:1, 1:2, 2:1", |o| &o.pd_ratios, |o, v| o.pd_ratios = v)}
+                {opt_field(ss, "search_pd_prefill_tp", "Prefill pool TP sizes (blank: the TP sizes)", "e.g. 2", |o| &o.pd_prefill_tp, |o, v| o.pd_prefill_tp = v)}
+                {opt_field(ss, "search_pd_prefill_dp", "Prefill pool DP sizes (blank: the DP sizes)", "e.g. 1", |o| &o.pd_prefill_dp, |o, v| o.pd_prefill_dp = v)}
+                {opt_field(ss, "search_pd_decode_tp", "Decode pool TP sizes (blank: the TP sizes)", "e.g. 2, 4", |o| &o.pd_decode_tp, |o, v| o.pd_decode_tp = v)}
+                {opt_field(ss, "search_pd_decode_dp", "Decode pool DP sizes (blank: the DP sizes)", "e.g. 1", |o| &o.pd_decode_dp, |o, v| o.pd_decode_dp = v)}
             </div>
             <div class="grid2" id="search-prices">{prices}</div>
             <div class="field-error" id="e-search_prices" role="alert">{move || ss.errors.with(|e| e.get("search_prices").cloned())}</div>
