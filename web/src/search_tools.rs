@@ -250,22 +250,6 @@ impl WireOutcome {
     }
 }
 
-/// The CLI's progress line for an outcome (`servesim search`'s `[k/n] label: …`).
-pub fn outcome_word(o: &Outcome) -> String {
-    match o {
-        Outcome::Pruned { stage, reason } => format!("pruned ({stage:?}): {reason}"),
-        Outcome::Failed { error } => format!("failed: {error}"),
-        Outcome::Evaluated {
-            operating_point: Some(op),
-            ..
-        } => format!(
-            "level {} -> {:.1} tok/s/GPU at the SLA",
-            op.level, op.output_tokens_per_s_per_gpu
-        ),
-        Outcome::Evaluated { .. } => "no level passes the SLA".into(),
-    }
-}
-
 thread_local! {
     /// The last search validated, by its JSON (a worker evaluates many candidates of one search).
     static SPACE: RefCell<Option<(String, std::rc::Rc<SearchSpace>)>> = const { RefCell::new(None) };
@@ -293,7 +277,7 @@ pub fn evaluate(space: &SearchSpace, index: usize) -> Option<(String, String)> {
     let c = space.candidates.get(index)?;
     let r = search::evaluate(space, c, true);
     let wire = serde_json::to_string(&WireOutcome::of(&r.outcome)).unwrap_or_default();
-    Some((outcome_word(&r.outcome), wire))
+    Some((r.outcome.summary(), wire))
 }
 
 /// The report from every candidate's wire outcome, in candidate order: the core's `assemble`,
