@@ -5,7 +5,7 @@
 //! tables docs/accuracy.md publishes are the ones this run produces
 //! (`UPDATE_DOCS=1 cargo test --release -p servesim-core --test validate_holdout_set` rewrites them).
 
-use servesim_core::validate::{self, Aggregate, Family, PointResult, ValidateOptions};
+use servesim_core::validate::{self, Family, PointResult, ValidateOptions};
 use std::collections::BTreeSet;
 
 /// The validation set. It lives outside `data/calibration`: the fit and the shipped summary
@@ -186,39 +186,12 @@ fn fit_never_reads_the_validation_set() {
     );
 }
 
-/// One aggregate table row.
-fn agg_row(a: &Aggregate) -> String {
-    format!(
-        "| {} | {} | {} | {:.1}% | {:.1}% | {:+.1}% |\n",
-        a.scope,
-        a.family.name(),
-        a.n,
-        a.median_abs_pct,
-        a.mean_abs_pct,
-        a.mean_signed_pct
-    )
-}
-
-fn pct(v: Option<f64>) -> String {
-    v.map(|e| format!("{e:+.1}%")).unwrap_or_else(|| "-".into())
-}
-
-fn val(v: f64) -> String {
-    if v >= 1000.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
 /// The tables of docs/accuracy.md "Validation set (never fitted)", from a run.
 fn tables(r: &validate::ValidationReport) -> String {
     let mut s = String::new();
     s.push_str("| scope | metric | n | median abs error | mean abs error | mean signed error |\n|---|---|---|---|---|---|\n");
     for a in &r.aggregates {
-        s.push_str(&agg_row(a));
+        s.push_str(&a.markdown_row());
     }
     let families: BTreeSet<&str> = r
         .points
@@ -229,7 +202,7 @@ fn tables(r: &validate::ValidationReport) -> String {
     for f in families {
         let scope = format!("model family {f}");
         for a in validate::aggregate(&r.points, &scope, &|p: &PointResult| p.model_family == f) {
-            s.push_str(&agg_row(&a));
+            s.push_str(&a.markdown_row());
         }
     }
     s.push_str("\n| line | source | model | GPU | TP | family | out tok/s meas | sim | err | ITL/TPOT ms meas | sim | err | TTFT p50 ms meas | sim | err |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -243,9 +216,13 @@ fn tables(r: &validate::ValidationReport) -> String {
                     } else {
                         ""
                     };
-                    cells.push(format!("{}{tag}", val(c.measured)));
-                    cells.push(c.predicted.map(val).unwrap_or_else(|| "-".into()));
-                    cells.push(pct(c.signed_error_pct));
+                    cells.push(format!("{}{tag}", validate::fmt_val(c.measured)));
+                    cells.push(
+                        c.predicted
+                            .map(validate::fmt_val)
+                            .unwrap_or_else(|| "-".into()),
+                    );
+                    cells.push(validate::fmt_pct(c.signed_error_pct));
                 }
                 None => cells.extend(["-".to_string(), "-".into(), "-".into()]),
             }

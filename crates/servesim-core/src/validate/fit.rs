@@ -338,15 +338,7 @@ impl FitReport {
         }
         s.push_str("\n### Held out (pooled over folds)\n\n| scope | metric | n | median abs error | mean abs error | mean signed error |\n|---|---|---|---|---|---|\n");
         for a in &self.held_out {
-            s.push_str(&format!(
-                "| {} | {} | {} | {:.1}% | {:.1}% | {:+.1}% |\n",
-                a.scope,
-                a.family.name(),
-                a.n,
-                a.median_abs_pct,
-                a.mean_abs_pct,
-                a.mean_signed_pct
-            ));
+            s.push_str(&a.markdown_row());
         }
         s
     }

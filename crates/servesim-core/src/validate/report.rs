@@ -58,6 +58,22 @@ pub struct Aggregate {
     pub met: bool,
 }
 
+impl Aggregate {
+    /// One row of the held-out and validation-set tables:
+    /// `| scope | metric | n | median abs | mean abs | mean signed |`.
+    pub fn markdown_row(&self) -> String {
+        format!(
+            "| {} | {} | {} | {:.1}% | {:.1}% | {:+.1}% |\n",
+            self.scope,
+            self.family.name(),
+            self.n,
+            self.median_abs_pct,
+            self.mean_abs_pct,
+            self.mean_signed_pct
+        )
+    }
+}
+
 /// The whole validation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ValidationReport {
@@ -199,14 +215,16 @@ pub(super) fn short_model(m: &str) -> &str {
     m.rsplit('/').next().unwrap_or(m)
 }
 
-pub(super) fn fmt_pct(v: Option<f64>) -> String {
+/// A signed error cell of the Markdown tables (`+12.3%`, `-` when there is none).
+pub fn fmt_pct(v: Option<f64>) -> String {
     match v {
         Some(e) => format!("{e:+.1}%"),
         None => "-".into(),
     }
 }
 
-pub(super) fn fmt_val(v: f64) -> String {
+/// A measured or predicted value cell of the Markdown tables (3 significant figures or so).
+pub fn fmt_val(v: f64) -> String {
     if v >= 1000.0 {
         format!("{v:.0}")
     } else if v >= 10.0 {
