@@ -1,11 +1,7 @@
-//! The simulation of one level of a disaggregated (xPyD) plan: a prefill pool and a decode pool,
-//! a router in front of each, and the KV transfers between them (docs/topology.md,
-//! "Disaggregated prefill/decode"). Event sources, each indexed (O(log n) per event):
-//! - the workload (client sends, closed-loop wake-ups);
-//! - the prefill router's hold queue (saturation guard) and the prefill replicas' API-server
-//!   front-ends;
-//! - the engines (decode engines are indices `0 .. D`, prefill engines `D .. D + P`);
-//! - the KV transfers (a heap of completion times).
+//! Disaggregated (xPyD) serving's additions to the level's simulation (`sim.rs`): the handoff
+//! from the prefill pool (the entry pool) to the decode pool (the exit pool), an event source of
+//! its own (docs/topology.md, "Disaggregated prefill/decode"). `Simulation::build` lays out the
+//! decode engines first (indices `0 .. D`), then the prefill engines (`D .. D + P`).
 //!
 //! A request: router -> prefill replica (front-end, then vLLM's DP balancer picks the rank) ->
 //! prefilled with `max_tokens = 1` (vLLM's NIXL proxy, `do_remote_decode`) -> the decode router
@@ -15,28 +11,19 @@
 //! the decode engine admits it with `prompt - 1` tokens present and computes the last one, which
 //! samples the first streamed token (TTFT = client send to that token), then decodes the rest.
 //!
-//! Order at equal times: client sends, front-end deliveries, transfer completions, engine events
-//! by index. Observed engine events reach the collector so that the level's metrics describe the
-//! client's view: arrivals and prefix-cache admissions from the prefill pool; first tokens, steps
-//! and finishes from the decode pool; rejections and preemptions from both.
+//! The KV transfers are a heap of completion times (ties by start order); a decode engine's
+//! waiting handoffs are retried after each of its events, decode-held requests when a decode
+//! finishes.
 
-use super::lockstep::{GroupState, LockstepGroup};
-use super::router::{ReplicaView, Router, RouterSpec};
-use super::sim::{
-    budget_err, cache_info, FrontEndQueue, LevelGuard, PlanPool, ReplicaResult, SimPlan,
-    TopologyLevel,
-};
+use super::plan::{PlanPool, SimPlan, TopologyLevel};
+use super::router::RouterSpec;
+use super::sim::{imbalance, run_level, Acc, Simulation, Tap};
 use super::transfer::{KvPath, KvTransferModel};
-use super::IndexedHeap;
-use crate::engine::cluster::dp_route;
-use crate::engine::{
-    Engine, FinishedRequest, IdMap, Observer, OffloadStats, RejectReason, Request, SimError,
-    StepRecord,
-};
-use crate::metrics::{Collector, Dist, LevelResult, RunTotals};
-use crate::sweep::{Stop, SweepError, SweepSpec};
+use crate::engine::{IdMap, Observer, Request};
+use crate::metrics::{Collector, Dist, LevelResult};
+use crate::sweep::{SweepError, SweepSpec};
 use crate::units::Ticks;
-use crate::workload::{Level, WorkloadGen, WorkloadSpec};
+use crate::workload::{Level, WorkloadSpec};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -115,7 +102,7 @@ pub struct TransferStats {
 }
 
 /// A prefilled request waiting for its decode engine's blocks.
-struct Pending {
+pub(super) struct Pending {
     req: Request,
     sent: Ticks,
     prefill_engine: u32,
@@ -130,152 +117,10 @@ struct InTransfer {
     reserved: u64,
 }
 
-/// Per-engine window accumulators.
-struct Acc {
-    ws: Ticks,
-    we: Ticks,
-    busy: Vec<u64>,
-    kv_int: Vec<f64>,
-    kv_peak: Vec<f64>,
-    out_tokens: Vec<u64>,
-    prefill_tokens: Vec<u64>,
-    prompt: Vec<u64>,
-    cached: Vec<u64>,
-    completed: Vec<u64>,
-}
-
-impl Acc {
-    fn inside(&self, t: Ticks) -> bool {
-        t >= self.ws && t <= self.we
-    }
-}
-
-/// Routes observed engine events (see the module comment) and remembers what the driver acts
-/// on.
-struct PdTap<'a> {
-    inner: &'a mut Collector,
-    /// Decode engines are `0 .. nd`.
-    nd: u32,
-    /// (id, engine) finished on a decode engine or rejected anywhere since the last drain.
-    done: Vec<(u64, u32)>,
-    /// (id, prefill engine, time) prefills completed since the last drain.
-    prefilled: Vec<(u64, u32, Ticks)>,
-    /// Client send time by id, for requests on a decode engine.
-    sent: IdMap<Ticks>,
-    acc: Acc,
-}
-
-impl Observer for PdTap<'_> {
-    fn on_arrival(&mut self, e: u32, t: Ticks, id: u64) {
-        if e >= self.nd {
-            self.inner.on_arrival(e, t, id)
-        }
-    }
-    fn on_rejected(&mut self, e: u32, t: Ticks, id: u64, r: &RejectReason) {
-        self.done.push((id, e));
-        self.sent.remove(&id);
-        self.inner.on_rejected(e, t, id, r)
-    }
-    fn on_scheduled(&mut self, e: u32, t: Ticks, id: u64, p: u64, c: u64) {
-        if self.acc.inside(t) {
-            self.acc.prompt[e as usize] += p;
-            self.acc.cached[e as usize] += c;
-        }
-        if e >= self.nd {
-            self.inner.on_scheduled(e, t, id, p, c)
-        }
-    }
-    fn on_first_token(&mut self, e: u32, t: Ticks, id: u64) {
-        if e < self.nd {
-            self.inner.on_first_token(e, t, id)
-        }
-    }
-    fn on_preempted(&mut self, e: u32, t: Ticks, id: u64) {
-        self.inner.on_preempted(e, t, id)
-    }
-    fn on_finished(&mut self, r: &FinishedRequest) {
-        self.on_finished_owned(r.clone());
-    }
-    fn on_finished_owned(&mut self, mut r: FinishedRequest) {
-        if self.acc.inside(r.finish) {
-            self.acc.completed[r.engine as usize] += 1;
-        }
-        if r.engine >= self.nd {
-            self.prefilled.push((r.id, r.engine, r.finish));
-            return;
-        }
-        self.done.push((r.id, r.engine));
-        if let Some(s) = self.sent.remove(&r.id) {
-            r.arrival = s;
-        }
-        self.inner.on_finished_owned(r)
-    }
-    fn on_step(&mut self, s: &StepRecord) {
-        let a = &mut self.acc;
-        let e = s.engine as usize;
-        let lo = s.start.max(a.ws);
-        let hi = s.end.min(a.we);
-        let ov = hi.0.saturating_sub(lo.0);
-        let u = s.kv_used_blocks as f64 / s.kv_total_blocks.max(1) as f64;
-        a.busy[e] += ov;
-        a.kv_int[e] += u * ov as f64;
-        a.kv_peak[e] = a.kv_peak[e].max(u);
-        if s.end > a.ws && s.end <= a.we {
-            a.out_tokens[e] += s.output_tokens;
-            a.prefill_tokens[e] += s.num_prefill_tokens;
-        }
-        if s.engine < self.nd {
-            self.inner.on_step(s)
-        }
-    }
-    fn on_spec_step(&mut self, e: u32, end: Ticks, accepted: &[u64], drafted: &[u64]) {
-        if e < self.nd {
-            self.inner.on_spec_step(e, end, accepted, drafted)
-        }
-    }
-    /// Every pool's CPU tier counts in the level's `cpu_offload` (the recipe's tier sits on the
-    /// decode workers; docs/topology.md "CPU offload tier in a pool").
-    fn on_offload(&mut self, e: u32, t: Ticks, d: &OffloadStats) {
-        self.inner.on_offload(e, t, d)
-    }
-}
-
-/// Replicas of one pool, as its router sees them.
-struct PoolView<'e, 'm> {
-    engines: &'e [Engine<'m>],
-    dp: u32,
-}
-
-impl ReplicaView for PoolView<'_, '_> {
-    fn waiting(&self, r: u32) -> u64 {
-        let lo = (r * self.dp) as usize;
-        self.engines[lo..lo + self.dp as usize]
-            .iter()
-            .map(|e| e.num_waiting() as u64)
-            .sum()
-    }
-    fn kv_usage(&self, r: u32) -> f64 {
-        let lo = (r * self.dp) as usize;
-        self.engines[lo..lo + self.dp as usize]
-            .iter()
-            .map(|e| e.kv_used_blocks() as f64 / e.kv_total_blocks().max(1) as f64)
-            .sum::<f64>()
-            / self.dp as f64
-    }
-}
-
-struct Pd<'m, 'p> {
-    pre: &'p PlanPool<'m>,
-    dec: &'p PlanPool<'m>,
+/// The handoff source of a disaggregated level: the decode router's hold queue, the decode
+/// engines' blocks waits, the link and the transfers on it.
+pub(super) struct Handoff<'p> {
     xfer: &'p KvTransferModel,
-    nd: u32,
-    engines: Vec<Engine<'m>>,
-    engine_heap: IndexedHeap,
-    frontends: Vec<FrontEndQueue>,
-    frontend_heap: IndexedHeap,
-    router_p: Router,
-    router_d: Router,
-    held_p: VecDeque<(Request, Ticks)>,
     held_d: VecDeque<Pending>,
     /// The client's request (full output length) and its send time, while it is prefilled.
     originals: IdMap<(Request, Ticks)>,
@@ -286,58 +131,21 @@ struct Pd<'m, 'p> {
     transfers: BinaryHeap<Reverse<(Ticks, u64)>>,
     on_link: IdMap<InTransfer>,
     seq: u64,
+    /// When each prefill engine's send side / each decode engine's receive side is next free.
     send_free: Vec<Ticks>,
     recv_free: Vec<Ticks>,
-    /// Handoffs (always kept for the window's statistics; the full log only when asked).
+    /// Handoffs completed (always kept for the window's statistics).
     handoffs: Vec<HandoffLog>,
-    /// Handoff in progress per request id: (prefill engine, prefill done, reserved at,
-    /// reserved blocks, start, tokens, path).
+    /// Handoff in progress per request id.
     open: IdMap<HandoffLog>,
-    /// Per decode / prefill replica, its DP ranks' lockstep state (empty when that pool's
-    /// ranks step independently); the engine heap then holds one entry per replica of that
-    /// pool, at its first rank's index.
-    groups_d: Vec<GroupState>,
-    groups_p: Vec<GroupState>,
 }
 
-impl<'m, 'p> Pd<'m, 'p> {
-    fn new(plan: &'p SimPlan<'m>, dis: &'p DisaggPlan, seed: u64) -> Result<Self, SweepError> {
-        plan.validate()?;
-        if plan.pools.len() != 2 {
-            return Err(budget_err(
-                "topology",
-                "a disaggregated plan has exactly two pools (prefill, decode)".into(),
-            ));
-        }
-        let (pre, dec) = (&plan.pools[0], &plan.pools[1]);
-        let nd = dec.replicas * dec.dp;
-        let np = pre.replicas * pre.dp;
-        let mut engines = Vec::with_capacity((nd + np) as usize);
-        for i in 0..nd {
-            engines.push(Engine::new(i, dec.cfg.clone(), dec.model)?);
-        }
-        for i in 0..np {
-            engines.push(Engine::new(nd + i, pre.cfg.clone(), pre.model)?);
-        }
-        Ok(Pd {
-            pre,
-            dec,
+impl<'p> Handoff<'p> {
+    pub(super) fn new(dis: &'p DisaggPlan, pre: &PlanPool, dec: &PlanPool) -> Handoff<'p> {
+        let nd = (dec.replicas * dec.dp) as usize;
+        let np = (pre.replicas * pre.dp) as usize;
+        Handoff {
             xfer: &dis.transfer,
-            nd,
-            engine_heap: IndexedHeap::new(engines.len()),
-            engines,
-            frontends: (0..pre.replicas)
-                .map(|_| FrontEndQueue::default())
-                .collect(),
-            frontend_heap: IndexedHeap::new(pre.replicas as usize),
-            router_p: Router::new(&plan.router, pre.replicas, cache_info(&pre.cfg), seed),
-            router_d: Router::new(
-                &dis.decode_router,
-                dec.replicas,
-                cache_info(&dec.cfg),
-                crate::rng::hash2(seed, 0xdec0de),
-            ),
-            held_p: VecDeque::new(),
             held_d: VecDeque::new(),
             originals: IdMap::default(),
             pending: (0..nd).map(|_| VecDeque::new()).collect(),
@@ -345,247 +153,150 @@ impl<'m, 'p> Pd<'m, 'p> {
             transfers: BinaryHeap::new(),
             on_link: IdMap::default(),
             seq: 0,
-            send_free: vec![Ticks::ZERO; np as usize],
-            recv_free: vec![Ticks::ZERO; nd as usize],
+            send_free: vec![Ticks::ZERO; np],
+            recv_free: vec![Ticks::ZERO; nd],
             handoffs: Vec::new(),
             open: IdMap::default(),
-            groups_d: lockstep_groups(dec),
-            groups_p: lockstep_groups(pre),
-        })
-    }
-
-    /// Engine `i`'s lockstep group: (its state's pool and replica index, the group's first
-    /// engine, DP ranks), or `None` when its pool's ranks step independently.
-    fn group_of(&self, i: usize) -> Option<(bool, usize, usize, usize)> {
-        let nd = self.nd as usize;
-        if i < nd {
-            let dp = self.dec.dp as usize;
-            (!self.groups_d.is_empty()).then(|| (true, i / dp, i / dp * dp, dp))
-        } else {
-            let dp = self.pre.dp as usize;
-            let r = (i - nd) / dp;
-            (!self.groups_p.is_empty()).then(|| (false, r, nd + r * dp, dp))
         }
     }
 
-    /// The lockstep group `(decode?, replica, first engine, ranks)` over its engines.
-    fn group(&mut self, g: (bool, usize, usize, usize)) -> LockstepGroup<'_, 'm> {
-        let (dec, r, lo, dp) = g;
-        let st = if dec {
-            &mut self.groups_d[r]
-        } else {
-            &mut self.groups_p[r]
-        };
-        LockstepGroup::new(st, &mut self.engines[lo..lo + dp])
+    /// The earliest transfer completion.
+    #[inline]
+    pub(super) fn next_transfer(&self) -> Option<Ticks> {
+        self.transfers.peek().map(|r| r.0 .0)
     }
 
-    /// Re-keys engine `i` (with lockstep: its group, at the group's first engine).
-    fn set_engine(&mut self, i: usize) {
-        if let Some(g) = self.group_of(i) {
-            let t = self.group(g).next_event_time();
-            self.engine_heap.set(g.2 as u32, t);
-            return;
-        }
-        self.engine_heap
-            .set(i as u32, self.engines[i].next_event_time());
+    /// A request rejected by the prefill pool: it will not be handed off.
+    pub(super) fn forget(&mut self, id: u64) {
+        self.originals.remove(&id);
     }
 
-    /// Submits `req` to engine `i` at `t` (through its lockstep group when it has one).
-    fn submit_engine(
+    /// Requests held, waiting for blocks or on the link.
+    pub(super) fn in_flight(&self) -> u64 {
+        self.held_d.len() as u64 + self.n_pending + self.on_link.len() as u64
+    }
+}
+
+impl<'p> Simulation<'_, 'p> {
+    fn handoff_mut(&mut self) -> &mut Handoff<'p> {
+        self.handoff.as_mut().expect("a disaggregated plan")
+    }
+
+    /// Prefill replica `r` takes `req` (client send `sent`) at `t`: the prefill runs with
+    /// `max_tokens = 1`, the client's request waits for it.
+    pub(super) fn submit_prefill(
         &mut self,
-        i: usize,
+        r: u32,
         req: Request,
+        sent: Ticks,
         t: Ticks,
-        tap: &mut PdTap,
-    ) -> Result<(), RejectReason> {
-        let res = match self.group_of(i) {
-            Some(g) => self.group(g).submit(i - g.2, req, t, tap),
-            None => self.engines[i].submit(req, t, tap),
-        };
-        self.set_engine(i);
-        res
-    }
-
-    /// A transferred request reaches decode engine `d` at `t` with `reserved` blocks.
-    fn submit_transferred(
-        &mut self,
-        d: usize,
-        req: Request,
-        t: Ticks,
-        reserved: u64,
-        tap: &mut PdTap,
+        tap: &mut Tap,
     ) {
-        let _ = match self.group_of(d) {
-            Some(g) => self
-                .group(g)
-                .submit_transferred(d - g.2, req, t, reserved, tap),
-            None => self.engines[d].submit_transferred(req, t, reserved, tap),
-        };
-        self.set_engine(d);
-    }
-
-    /// Processes the next event of engine `i` (with lockstep: of its group) and starts the
-    /// transfers its decode ranks now have blocks for.
-    fn process_engine(&mut self, i: usize, t: Ticks, tap: &mut PdTap) -> Result<(), SimError> {
-        let (lo, n) = match self.group_of(i) {
-            Some(g) => {
-                self.group(g).process_next_event(tap)?;
-                (g.2, g.3)
-            }
-            None => {
-                self.engines[i].process_next_event(tap)?;
-                (i, 1)
-            }
-        };
-        self.set_engine(lo);
-        for d in lo..lo + n {
-            if d < self.nd as usize && !self.pending[d].is_empty() {
-                self.try_start(d, t);
-            }
-        }
-        Ok(())
-    }
-
-    /// Prefill replica `r` takes `req` (client send `sent`) at `t`.
-    fn submit_prefill(&mut self, r: u32, req: Request, sent: Ticks, t: Ticks, tap: &mut PdTap) {
-        let dp = self.pre.dp as usize;
-        let lo = self.nd as usize + r as usize * dp;
-        let i = lo + dp_route(&self.engines[lo..lo + dp]);
+        let p = self.entry;
+        let i = self.rank_for(p, r);
         // A request the decode worker would refuse is refused before its prefill.
-        if let Some(why) = self.engines[0].refusal(&req) {
+        let first_decode = self.pools[self.exit].lo as usize;
+        if let Some(why) = self.engines[first_decode].refusal(&req) {
             tap.on_arrival(i as u32, t, req.id);
             tap.on_rejected(i as u32, t, req.id, &why);
             return;
         }
-        let mut p = req.clone();
-        p.output_len = 1;
-        p.arrival = t;
+        let mut pre = req.clone();
+        pre.output_len = 1;
+        pre.arrival = t;
         let id = req.id;
-        self.originals.insert(id, (req, sent));
-        if self.submit_engine(i, p, t, tap).is_err() {
-            self.originals.remove(&id);
+        self.handoff_mut().originals.insert(id, (req, sent));
+        if self.submit_engine(p, i, pre, t, tap).is_err() {
+            self.handoff_mut().originals.remove(&id);
         }
     }
 
-    fn dispatch_prefill(&mut self, r: u32, req: Request, sent: Ticks, now: Ticks, tap: &mut PdTap) {
-        self.router_p.dispatched(r);
-        let fe = self.pre.frontend;
-        if fe.is_zero() {
-            self.submit_prefill(r, req, sent, now, tap);
-        } else {
-            let f = &mut self.frontends[r as usize];
-            let start = now.max(f.free_at);
-            f.free_at = start + fe.serial_per_request;
-            let at = f.free_at + fe.latency;
-            let mut req = req;
-            // The client's send time rides in `arrival` until the front-end delivers it.
-            req.arrival = sent;
-            let was_empty = f.queue.is_empty();
-            f.queue.push_back((at, req));
-            if was_empty {
-                self.frontend_heap.set(r, Some(at));
+    /// Prefills done since the last event: their prefill replicas are free, the client's
+    /// requests go to the decode router.
+    pub(super) fn hand_off(&mut self, t: Ticks, tap: &mut Tap) {
+        for k in 0..tap.prefilled.len() {
+            let (id, e, ready) = tap.prefilled[k];
+            let pool = &mut self.pools[self.entry];
+            pool.router.done((e - pool.lo) / pool.plan.dp);
+            if let Some((req, sent)) = self.handoff_mut().originals.remove(&id) {
+                self.route_decode(
+                    Pending {
+                        req,
+                        sent,
+                        prefill_engine: e,
+                        ready,
+                    },
+                    t,
+                );
             }
         }
-    }
-
-    fn route_prefill(&mut self, req: Request, sent: Ticks, now: Ticks, tap: &mut PdTap) {
-        if !self.held_p.is_empty() {
-            self.held_p.push_back((req, sent));
-            return;
-        }
-        let nd = self.nd as usize;
-        let view = PoolView {
-            engines: &self.engines[nd..],
-            dp: self.pre.dp,
-        };
-        match self.router_p.pick(&req, now, &view) {
-            Some(r) => self.dispatch_prefill(r, req, sent, now, tap),
-            None => self.held_p.push_back((req, sent)),
-        }
-    }
-
-    fn release_prefill_held(&mut self, now: Ticks, tap: &mut PdTap) {
-        let nd = self.nd as usize;
-        while let Some((req, _)) = self.held_p.front() {
-            let view = PoolView {
-                engines: &self.engines[nd..],
-                dp: self.pre.dp,
-            };
-            let Some(r) = self.router_p.pick(req, now, &view) else {
-                break;
-            };
-            let (req, sent) = self.held_p.pop_front().expect("held");
-            self.dispatch_prefill(r, req, sent, now, tap);
-        }
+        tap.prefilled.clear();
     }
 
     /// A prefilled request goes to a decode replica (or waits at the decode router's guard).
     fn route_decode(&mut self, p: Pending, now: Ticks) {
-        if !self.held_d.is_empty() {
-            self.held_d.push_back(p);
+        if !self.handoff_mut().held_d.is_empty() {
+            self.handoff_mut().held_d.push_back(p);
             return;
         }
-        match self.pick_decode(&p.req, now) {
+        match self.pick(self.exit, &p.req, now) {
             Some(r) => self.dispatch_decode(r, p, now),
-            None => self.held_d.push_back(p),
+            None => self.handoff_mut().held_d.push_back(p),
         }
-    }
-
-    fn pick_decode(&mut self, req: &Request, now: Ticks) -> Option<u32> {
-        let nd = self.nd as usize;
-        let view = PoolView {
-            engines: &self.engines[..nd],
-            dp: self.dec.dp,
-        };
-        self.router_d.pick(req, now, &view)
     }
 
     /// Decode replica `r` takes `p`: vLLM's DP balancer picks the rank, which queues it for
     /// blocks.
     fn dispatch_decode(&mut self, r: u32, p: Pending, now: Ticks) {
-        self.router_d.dispatched(r);
-        let dp = self.dec.dp as usize;
-        let lo = r as usize * dp;
-        let d = lo + dp_route(&self.engines[lo..lo + dp]);
-        self.pending[d].push_back(p);
-        self.n_pending += 1;
+        self.pools[self.exit].router.dispatched(r);
+        let d = self.rank_for(self.exit, r);
+        let h = self.handoff_mut();
+        h.pending[d].push_back(p);
+        h.n_pending += 1;
         self.try_start(d, now);
     }
 
-    fn release_decode_held(&mut self, now: Ticks) {
-        while let Some(p) = self.held_d.front() {
+    /// Dispatches requests held at the decode router while its guard lets them through.
+    pub(super) fn release_decode_held(&mut self, now: Ticks) {
+        while let Some(p) = self.handoff_mut().held_d.front() {
             let req = p.req.clone();
-            let Some(r) = self.pick_decode(&req, now) else {
+            let Some(r) = self.pick(self.exit, &req, now) else {
                 break;
             };
-            let p = self.held_d.pop_front().expect("held");
+            let p = self.handoff_mut().held_d.pop_front().expect("held");
             self.dispatch_decode(r, p, now);
         }
     }
 
     /// Starts the transfers of decode engine `d`'s waiting handoffs while it has blocks (FIFO:
     /// the head waits for blocks, the rest wait behind it).
-    fn try_start(&mut self, d: usize, now: Ticks) {
-        while let Some(p) = self.pending[d].front() {
-            let e = &self.engines[d];
+    pub(super) fn try_start(&mut self, d: usize, now: Ticks) {
+        let pre_lo = self.pools[self.entry].lo;
+        let dec_lo = self.pools[self.exit].lo as usize;
+        let Some(h) = self.handoff.as_mut() else {
+            return;
+        };
+        let dl = d - dec_lo;
+        while let Some(p) = h.pending[dl].front() {
+            let e = &mut self.engines[d];
             let plen = p.req.prompt_len();
             let hit = e.cached_prefix_tokens(&p.req);
             let need = e.blocks_to_reserve(&p.req);
-            if !self.engines[d].reserve_blocks(need) {
+            if !e.reserve_blocks(need) {
                 break;
             }
-            let p = self.pending[d].pop_front().expect("head");
-            self.n_pending -= 1;
-            let pe = (p.prefill_engine - self.nd) as usize;
+            let p = h.pending[dl].pop_front().expect("head");
+            h.n_pending -= 1;
+            let pe = (p.prefill_engine - pre_lo) as usize;
             let tokens = plen - hit;
-            let path = self.xfer.path_between(pe as u32, d as u32);
-            let (wire, lat) = self.xfer.times(tokens, path);
-            let start = now.max(self.send_free[pe]).max(self.recv_free[d]);
+            let path = h.xfer.path_between(pe as u32, dl as u32);
+            let (wire, lat) = h.xfer.times(tokens, path);
+            let start = now.max(h.send_free[pe]).max(h.recv_free[dl]);
             let wire_end = start + wire;
-            self.send_free[pe] = wire_end;
-            self.recv_free[d] = wire_end;
+            h.send_free[pe] = wire_end;
+            h.recv_free[dl] = wire_end;
             let done = wire_end + lat;
-            self.open.insert(
+            h.open.insert(
                 p.req.id,
                 HandoffLog {
                     id: p.req.id,
@@ -600,10 +311,10 @@ impl<'m, 'p> Pd<'m, 'p> {
                     path,
                 },
             );
-            let s = self.seq;
-            self.seq += 1;
-            self.transfers.push(Reverse((done, s)));
-            self.on_link.insert(
+            let s = h.seq;
+            h.seq += 1;
+            h.transfers.push(Reverse((done, s)));
+            h.on_link.insert(
                 s,
                 InTransfer {
                     req: p.req,
@@ -615,293 +326,50 @@ impl<'m, 'p> Pd<'m, 'p> {
         }
     }
 
-    fn in_flight(&self) -> u64 {
-        let engines: u64 = self
-            .engines
-            .iter()
-            .map(|e| (e.num_waiting() + e.num_running()) as u64)
-            .sum();
-        let fe: u64 = self.frontends.iter().map(|f| f.queue.len() as u64).sum();
-        engines
-            + fe
-            + self.held_p.len() as u64
-            + self.held_d.len() as u64
-            + self.n_pending
-            + self.on_link.len() as u64
-    }
-}
-
-/// One lockstep state per replica of `pool` when its DP ranks step together (vLLM DP + EP for
-/// MoE, `lockstep.rs`), else none.
-fn lockstep_groups(pool: &PlanPool) -> Vec<GroupState> {
-    if pool.lockstep && pool.dp > 1 {
-        (0..pool.replicas)
-            .map(|_| GroupState::new(pool.dp, pool.model))
-            .collect()
-    } else {
-        Vec::new()
-    }
-}
-
-/// [`run_disagg_level_logged`] without the log (what `run_plan_level` calls).
-pub(super) fn run_disagg_level(
-    plan: &SimPlan,
-    dis: &DisaggPlan,
-    workload: &WorkloadSpec,
-    spec: &SweepSpec,
-    level: Level,
-    progress: &mut dyn FnMut(f64),
-    col: Collector,
-) -> Result<(LevelResult, Collector, Option<TopologyLevel>), SweepError> {
-    run(plan, dis, workload, spec, level, progress, col, false).map(|(r, c, t, _)| (r, c, Some(t)))
-}
-
-/// Runs one level of a disaggregated plan and returns, with the level's results, every
-/// request's handoff (for invariant checks).
-pub fn run_disagg_level_logged(
-    plan: &SimPlan,
-    workload: &WorkloadSpec,
-    spec: &SweepSpec,
-    level: Level,
-) -> Result<(LevelResult, Collector, TopologyLevel, Vec<HandoffLog>), SweepError> {
-    let Some(dis) = plan.disagg.as_ref() else {
-        return Err(budget_err(
-            "topology",
-            "the plan has no prefill/decode pools".into(),
-        ));
-    };
-    run(
-        plan,
-        dis,
-        workload,
-        spec,
-        level,
-        &mut |_| {},
-        Collector::new(),
-        true,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run(
-    plan: &SimPlan,
-    dis: &DisaggPlan,
-    workload: &WorkloadSpec,
-    spec: &SweepSpec,
-    level: Level,
-    progress: &mut dyn FnMut(f64),
-    mut col: Collector,
-    keep_log: bool,
-) -> Result<(LevelResult, Collector, TopologyLevel, Vec<HandoffLog>), SweepError> {
-    col.clear();
-    if let Stop::Duration { duration, warmup } = spec.stop {
-        col.set_window(warmup, duration);
-    }
-    let w = workload.at_level(level)?;
-    let mut guard = LevelGuard::new(&w, level, spec)?;
-    let limit = guard.limit;
-    let max_model_len = plan.pools[1].cfg.max_model_len;
-    let mut gen = WorkloadGen::new(&w, max_model_len, limit);
-    let mut sim = Pd::new(plan, dis, w.seed)?;
-    let end = guard.end;
-    let n_eng = sim.engines.len();
-    let (ws, we) = match spec.stop {
-        Stop::Duration { duration, warmup } => (warmup, duration),
-        Stop::Requests(_) => (Ticks::ZERO, Ticks(u64::MAX)),
-    };
-    let mut tap = PdTap {
-        inner: &mut col,
-        nd: sim.nd,
-        done: Vec::new(),
-        prefilled: Vec::new(),
-        sent: IdMap::default(),
-        acc: Acc {
-            ws,
-            we,
-            busy: vec![0; n_eng],
-            kv_int: vec![0.0; n_eng],
-            kv_peak: vec![0.0; n_eng],
-            out_tokens: vec![0; n_eng],
-            prefill_tokens: vec![0; n_eng],
-            prompt: vec![0; n_eng],
-            cached: vec![0; n_eng],
-            completed: vec![0; n_eng],
-        },
-    };
-    loop {
-        let tg = gen.peek_time();
-        let tf = sim.frontend_heap.peek();
-        let tx = sim.transfers.peek().map(|r| r.0 .0);
-        let te = sim.engine_heap.peek();
-        // 0 send, 1 front-end, 2 transfer, 3 engine: the earliest, ties in that order.
-        let mut best: Option<(Ticks, u8)> = None;
-        for (t, k) in [
-            (tg, 0u8),
-            (tf.map(|x| x.0), 1),
-            (tx, 2),
-            (te.map(|x| x.0), 3),
-        ] {
-            if let Some(t) = t {
-                if best.is_none_or(|(b, _)| t < b) {
-                    best = Some((t, k));
-                }
-            }
-        }
-        let Some((t, kind)) = best else {
-            break;
+    /// The earliest transfer completes at `t`: its decode engine admits the request.
+    pub(super) fn complete_transfer(&mut self, t: Ticks, tap: &mut Tap) {
+        let h = self.handoff_mut();
+        let Some(Reverse((_, s))) = h.transfers.pop() else {
+            return;
         };
-        if !guard.event(t, spec, &w, tap.inner, || sim.in_flight(), progress)? {
-            break;
+        let x = h.on_link.remove(&s).expect("transfer on the link");
+        if let Some(log) = h.open.remove(&x.req.id) {
+            h.handoffs.push(log);
         }
-        match kind {
-            0 => {
-                let Some(req) = gen.pop() else {
-                    continue;
-                };
-                if gen.issued() > spec.max_requests {
-                    return Err(SimError::RequestCap {
-                        cap: spec.max_requests,
-                    }
-                    .into());
-                }
-                sim.route_prefill(req, t, t, &mut tap);
-            }
-            1 => {
-                let r = tf.expect("front-end event").1;
-                let f = &mut sim.frontends[r as usize];
-                if let Some((_, req)) = f.queue.pop_front() {
-                    let next = f.queue.front().map(|(t, _)| *t);
-                    sim.frontend_heap.set(r, next);
-                    let sent = req.arrival;
-                    sim.submit_prefill(r, req, sent, t, &mut tap);
-                }
-            }
-            2 => {
-                let Reverse((_, s)) = sim.transfers.pop().expect("transfer event");
-                let x = sim.on_link.remove(&s).expect("transfer on the link");
-                if let Some(h) = sim.open.remove(&x.req.id) {
-                    sim.handoffs.push(h);
-                }
-                let d = x.decode_engine as usize;
-                let mut req = x.req;
-                req.arrival = t;
-                tap.sent.insert(req.id, x.sent);
-                sim.submit_transferred(d, req, t, x.reserved, &mut tap);
-            }
-            _ => {
-                let eng = te.expect("engine event").1;
-                sim.process_engine(eng as usize, t, &mut tap)?;
-            }
-        }
-        if !tap.prefilled.is_empty() {
-            let nd = sim.nd;
-            let dp = sim.pre.dp;
-            for k in 0..tap.prefilled.len() {
-                let (id, e, ready) = tap.prefilled[k];
-                sim.router_p.done((e - nd) / dp);
-                if let Some((req, sent)) = sim.originals.remove(&id) {
-                    sim.route_decode(
-                        Pending {
-                            req,
-                            sent,
-                            prefill_engine: e,
-                            ready,
-                        },
-                        t,
-                    );
-                }
-            }
-            tap.prefilled.clear();
-            if !sim.held_p.is_empty() {
-                sim.release_prefill_held(t, &mut tap);
-            }
-        }
-        if !tap.done.is_empty() {
-            let nd = sim.nd;
-            let mut decode_done = false;
-            for k in 0..tap.done.len() {
-                let (id, e) = tap.done[k];
-                gen.on_done(id, t);
-                if e < nd {
-                    sim.router_d.done(e / sim.dec.dp);
-                    decode_done = true;
-                } else {
-                    sim.originals.remove(&id);
-                    sim.router_p.done((e - nd) / sim.pre.dp);
-                }
-            }
-            tap.done.clear();
-            if !sim.held_p.is_empty() {
-                sim.release_prefill_held(t, &mut tap);
-            }
-            if decode_done && !sim.held_d.is_empty() {
-                sim.release_decode_held(t);
-            }
-        }
+        let d = x.decode_engine as usize;
+        let mut req = x.req;
+        req.arrival = t;
+        tap.sent.insert(req.id, x.sent);
+        self.submit_transferred(d, req, t, x.reserved, tap);
     }
-    let we_real = match spec.stop {
-        Stop::Duration { duration, .. } => duration,
-        Stop::Requests(_) => guard.now,
-    };
-    let totals = RunTotals {
-        submitted: gen.issued(),
-        completed: tap.inner.finished_count(),
-        rejected: tap.inner.rejected_count(),
-        in_flight_at_end: sim.in_flight(),
-        preemptions: tap.inner.preemption_count(),
-        steps: tap.inner.num_steps(),
-        simulated_s: end.unwrap_or(guard.now).as_secs_f64(),
-        over_max_model_len: gen.over_max_model_len,
-    };
-    let acc = std::mem::replace(
-        &mut tap.acc,
-        Acc {
-            ws,
-            we,
-            busy: Vec::new(),
-            kv_int: Vec::new(),
-            kv_peak: Vec::new(),
-            out_tokens: Vec::new(),
-            prefill_tokens: Vec::new(),
-            prompt: Vec::new(),
-            cached: Vec::new(),
-            completed: Vec::new(),
-        },
-    );
-    drop(tap);
-    let win_ns = we_real.0.saturating_sub(ws.0).max(1) as f64;
+}
+
+/// The topology results of a disaggregated level (replicas of both pools, per-pool results, the
+/// transfers completed in the window `[ws, we]`) and, with `keep_log`, every handoff.
+pub(super) fn disagg_results(
+    sim: &mut Simulation,
+    plan: &SimPlan,
+    level: Level,
+    acc: &Acc,
+    ws: Ticks,
+    we: Ticks,
+    keep_log: bool,
+) -> (TopologyLevel, Vec<HandoffLog>) {
+    let dis = plan.disagg.as_ref().expect("a disaggregated plan");
+    let win_ns = we.0.saturating_sub(ws.0).max(1) as f64;
     let win_s = win_ns / 1e9;
-    let nd = sim.nd as usize;
-    let pools = [(sim.pre, nd..n_eng), (sim.dec, 0..nd)];
     let mut replicas = Vec::new();
     let mut pool_results = Vec::new();
-    for (k, (pool, range)) in pools.iter().enumerate() {
-        let sum_u = |v: &[u64], r: std::ops::Range<usize>| v[r].iter().sum::<u64>();
-        let dp = pool.dp as usize;
-        let router = if k == 0 { &sim.router_p } else { &sim.router_d };
-        for r in 0..pool.replicas as usize {
-            let ranks = range.start + r * dp..range.start + (r + 1) * dp;
-            let (p, c) = (
-                sum_u(&acc.prompt, ranks.clone()),
-                sum_u(&acc.cached, ranks.clone()),
-            );
-            replicas.push(ReplicaResult {
-                pool: pool.name.clone(),
-                replica: r as u32,
-                routed_requests: router.routed[r],
-                completed_requests: sum_u(&acc.completed, ranks.clone()),
-                output_tokens_per_s: sum_u(&acc.out_tokens, ranks.clone()) as f64 / win_s,
-                kv_utilization_mean: acc.kv_int[ranks.clone()].iter().sum::<f64>()
-                    / (win_ns * dp as f64),
-                prefix_cache_hit_rate: (p > 0).then(|| c as f64 / p as f64),
-            });
-        }
+    for (k, p) in [sim.entry, sim.exit].into_iter().enumerate() {
+        replicas.extend(sim.replica_results(p, acc, win_ns));
+        let pool = sim.pools[p].plan;
+        let range = sim.pools[p].engines();
         let n = range.len().max(1) as f64;
-        let (p, c) = (
-            sum_u(&acc.prompt, range.clone()),
-            sum_u(&acc.cached, range.clone()),
+        let (pt, c) = (
+            Acc::sum(&acc.prompt, range.clone()),
+            Acc::sum(&acc.cached, range.clone()),
         );
-        let out = sum_u(&acc.out_tokens, range.clone()) as f64 / win_s;
+        let out = Acc::sum(&acc.out_tokens, range.clone()) as f64 / win_s;
         let tp = if k == 0 {
             dis.transfer.prefill_tp
         } else {
@@ -913,23 +381,21 @@ fn run(
             replicas: pool.replicas,
             engines: range.len() as u32,
             gpus,
-            completed_requests: sum_u(&acc.completed, range.clone()),
-            busy_fraction: sum_u(&acc.busy, range.clone()) as f64 / (win_ns * n),
-            prefill_tokens_per_s: sum_u(&acc.prefill_tokens, range.clone()) as f64 / win_s,
+            completed_requests: Acc::sum(&acc.completed, range.clone()),
+            busy_fraction: Acc::sum(&acc.busy, range.clone()) as f64 / (win_ns * n),
+            prefill_tokens_per_s: Acc::sum(&acc.prefill_tokens, range.clone()) as f64 / win_s,
             output_tokens_per_s: out,
             output_tokens_per_s_per_gpu: out / gpus.max(1) as f64,
             kv_utilization_mean: acc.kv_int[range.clone()].iter().sum::<f64>() / (win_ns * n),
-            kv_utilization_peak: acc.kv_peak[range.clone()]
-                .iter()
-                .copied()
-                .fold(0.0, f64::max),
-            prefix_cache_hit_rate: (p > 0).then(|| c as f64 / p as f64),
+            kv_utilization_peak: acc.kv_peak[range].iter().copied().fold(0.0, f64::max),
+            prefix_cache_hit_rate: (pt > 0).then(|| c as f64 / pt as f64),
         });
     }
-    let inside: Vec<&HandoffLog> = sim
+    let h = sim.handoff.as_mut().expect("a disaggregated plan");
+    let inside: Vec<&HandoffLog> = h
         .handoffs
         .iter()
-        .filter(|h| h.done >= ws && h.done <= we_real)
+        .filter(|h| h.done >= ws && h.done <= we)
         .collect();
     let ms = |a: Ticks, b: Ticks| b.0.saturating_sub(a.0);
     let bytes_of = |h: &HandoffLog| dis.transfer.breakdown(h.tokens, h.path).total_bytes;
@@ -964,13 +430,7 @@ fn run(
         ),
     };
     // Imbalance over the decode replicas (they produce the client's tokens).
-    let dec_out: Vec<f64> = replicas
-        .iter()
-        .filter(|r| r.pool == sim.dec.name)
-        .map(|r| r.output_tokens_per_s)
-        .collect();
-    let mean = dec_out.iter().sum::<f64>() / dec_out.len().max(1) as f64;
-    let max = dec_out.iter().copied().fold(0.0, f64::max);
+    let dec_name = &sim.pools[sim.exit].plan.name;
     let topo = TopologyLevel {
         level: level.value(),
         router: format!(
@@ -978,21 +438,42 @@ fn run(
             plan.router.describe(),
             dis.decode_router.describe()
         ),
+        imbalance: imbalance(replicas.iter().filter(|r| &r.pool == dec_name)),
         replicas,
-        imbalance: (mean > 0.0).then(|| max / mean),
         pools: pool_results,
         transfer: Some(transfer),
     };
-    let (rws, rwe) = match spec.stop {
-        Stop::Duration { duration, warmup } => (warmup, duration),
-        Stop::Requests(_) => (Ticks::ZERO, guard.now),
-    };
-    col.flush();
-    let r = col.level_result(level, rws, rwe, spec.gpus, totals);
     let log = if keep_log {
-        std::mem::take(&mut sim.handoffs)
+        std::mem::take(&mut h.handoffs)
     } else {
         Vec::new()
     };
-    Ok((r, col, topo, log))
+    (topo, log)
+}
+
+/// Runs one level of a disaggregated plan and returns, with the level's results, every
+/// request's handoff (for invariant checks).
+pub fn run_disagg_level_logged(
+    plan: &SimPlan,
+    workload: &WorkloadSpec,
+    spec: &SweepSpec,
+    level: Level,
+) -> Result<(LevelResult, Collector, TopologyLevel, Vec<HandoffLog>), SweepError> {
+    if plan.disagg.is_none() {
+        return Err(super::guard::budget_err(
+            "topology",
+            "the plan has no prefill/decode pools".into(),
+        ));
+    }
+    let (r, c, t, log) = run_level(
+        plan,
+        workload,
+        spec,
+        level,
+        &mut |_| {},
+        Collector::new(),
+        true,
+    )?;
+    let t = t.expect("a disaggregated level reports its topology");
+    Ok((r, c, t, log))
 }

@@ -11,8 +11,10 @@
 //! replicas (indexed heaps for every event source, ordered sets for router state, no scans).
 
 mod disagg;
+mod guard;
 mod heap;
 pub mod lockstep;
+mod plan;
 pub mod pools;
 pub mod router;
 mod sim;
@@ -21,9 +23,10 @@ pub mod transfer;
 pub use disagg::{run_disagg_level_logged, DisaggPlan, HandoffLog, PoolResult, TransferStats};
 pub use heap::IndexedHeap;
 pub use lockstep::{GroupState, LockstepGroup};
+pub use plan::{PlanPool, ReplicaResult, SimPlan, TopologyLevel};
 pub use pools::{RawKvTransfer, RawPool};
 pub use router::{parse_router, EngineCacheInfo, EppWeights, RouterPolicy, RouterSpec};
-pub use sim::{run_plan_level, PlanPool, ReplicaResult, SimPlan, TopologyLevel};
+pub use sim::{earliest, run_plan_level, Source};
 pub use transfer::{KvPath, KvTransferModel, TransferBreakdown};
 
 use serde::{Deserialize, Serialize};

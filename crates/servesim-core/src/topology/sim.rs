@@ -1,180 +1,168 @@
-//! The simulation of one level over a plan of pools: explicit event sources, each indexed so the
-//! next event costs O(log n):
+//! The simulation of one level over a plan: one event loop over explicit event sources, each
+//! indexed so the next event costs O(log n) whatever the number of engines:
 //! - the workload (client sends and closed-loop wake-ups: `WorkloadGen`'s own heap);
-//! - the router (decides at send time; requests held by the saturation guard wait in a FIFO and
-//!   are dispatched when a request finishes);
-//! - one API-server front-end per replica (`FrontEnd`: serial CPU time then a latency), keyed
-//!   by the time its head request reaches the engine;
-//! - the engines (one per DP rank per replica), keyed by their next internal event.
+//! - the entry pool's router (decides at send time; requests held by the saturation guard wait in
+//!   a FIFO and are dispatched when a request finishes);
+//! - one API-server front-end per entry-pool replica (`FrontEnd`: serial CPU time then a
+//!   latency), keyed by the time its head request reaches the engine;
+//! - disaggregated plans only: the KV transfers (`disagg.rs`: prefilled requests go through the
+//!   decode pool's router, wait for the decode engine's blocks, then cross the link);
+//! - the engines of every pool (one per DP rank per replica; a lockstep group of DP ranks is one
+//!   entry), keyed by their next internal event.
 //!
-//! Order at equal times: client sends, then front-end deliveries (by replica), then engine
-//! events (by global engine index) — for one replica exactly the order of the flat loop this
-//! replaces, so single-replica results are unchanged. Inside a replica, vLLM's internal DP load
-//! balancer picks the rank (lowest `4 x waiting + running`, ties to the lowest rank;
+//! [`Simulation::build`] assembles the sources from a [`SimPlan`]: every pool's engines in one
+//! indexed heap (pools laid out one after the other; a disaggregated plan puts the decode pool
+//! first), a router per pool, the front-ends in front of the entry pool (the pool clients send
+//! to: the aggregated pool, or the prefill pool), and the KV transfers when the plan has a
+//! handoff. The loop ([`run_plan_level`]) takes the earliest event, ties in the order
+//! [`Source`] lists them: client sends, front-end deliveries (by replica), transfer completions,
+//! engine events (by global engine index). Inside a replica, vLLM's internal DP load balancer
+//! picks the rank (lowest `4 x waiting + running`, ties to the lowest rank;
 //! `engine::cluster::dp_route`).
+//!
+//! What the collector sees is the client's view: arrivals and prefix-cache admissions from the
+//! entry pool; first tokens, steps and finishes from the exit pool (the pool that streams the
+//! client's tokens: the aggregated pool, or the decode pool); rejections, preemptions and CPU
+//! tier activity from every pool.
 
+use super::disagg::{disagg_results, Handoff};
+use super::guard::LevelGuard;
 use super::lockstep::{GroupState, LockstepGroup};
-use super::router::{EngineCacheInfo, ReplicaView, Router, RouterSpec};
-use super::{IndexedHeap, MAX_ENGINES};
+use super::plan::cache_info;
+use super::router::{ReplicaView, Router, RouterSpec};
+use super::{IndexedHeap, PlanPool, ReplicaResult, SimPlan, TopologyLevel};
 use crate::engine::cluster::dp_route;
 use crate::engine::{
-    Engine, EngineConfig, FinishedRequest, IdMap, Observer, RejectReason, Request, SimError,
-    StepRecord, StepTimeModel,
+    Engine, FinishedRequest, IdMap, Observer, OffloadStats, RejectReason, Request, SimError,
+    StepRecord,
 };
 use crate::metrics::{Collector, LevelResult, RunTotals};
-use crate::sweep::{FrontEnd, Stop, SweepError, SweepSpec, PROGRESS_EVERY_EVENTS};
+use crate::sweep::{Stop, SweepError, SweepSpec};
 use crate::units::Ticks;
 use crate::workload::{Level, WorkloadGen, WorkloadSpec};
-use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-/// One pool of identical replicas.
-#[derive(Clone)]
-pub struct PlanPool<'m> {
-    /// `aggregated` (prefill and decode in one engine).
-    pub name: String,
-    /// One engine (= one DP rank) of a replica.
-    pub cfg: EngineConfig,
-    pub model: &'m dyn StepTimeModel,
-    pub replicas: u32,
-    /// DP ranks (engines) per replica.
-    pub dp: u32,
-    /// Each replica's API server.
-    pub frontend: FrontEnd,
-    /// The DP ranks of a replica step in lockstep (vLLM DP + EP for MoE; `lockstep.rs`).
-    pub lockstep: bool,
+/// An event source, in the order that breaks ties between events at the same time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Source {
+    /// The workload: a client sends a request (or a closed-loop client wakes).
+    Send,
+    /// Entry-pool replica `r`'s API server delivers its head request to the engines.
+    FrontEnd(u32),
+    /// A KV transfer completes (disaggregated plans).
+    Transfer,
+    /// Engine `i`'s next internal event (step start or end; a lockstep group at its first rank).
+    Engine(u32),
 }
 
-/// What a simulation runs: its pools and the router in front of them.
-#[derive(Clone)]
-pub struct SimPlan<'m> {
-    pub pools: Vec<PlanPool<'m>>,
-    pub router: RouterSpec,
-    /// Disaggregated serving: `pools` are `[prefill, decode]`, run by `disagg.rs`.
-    pub disagg: Option<super::DisaggPlan>,
+/// The earliest of the sources' next events (`send`, the front-ends' heap top, the transfers'
+/// earliest completion, the engines' heap top); at equal times the source listed first in
+/// [`Source`] wins, and inside the front-ends and the engines the lowest index (their heaps'
+/// order).
+#[inline]
+pub fn earliest(
+    send: Option<Ticks>,
+    frontend: Option<(Ticks, u32)>,
+    transfer: Option<Ticks>,
+    engine: Option<(Ticks, u32)>,
+) -> Option<(Ticks, Source)> {
+    let mut best = send.map(|t| (t, Source::Send));
+    if let Some((t, r)) = frontend {
+        if best.is_none_or(|(b, _)| t < b) {
+            best = Some((t, Source::FrontEnd(r)));
+        }
+    }
+    if let Some(t) = transfer {
+        if best.is_none_or(|(b, _)| t < b) {
+            best = Some((t, Source::Transfer));
+        }
+    }
+    if let Some((t, i)) = engine {
+        if best.is_none_or(|(b, _)| t < b) {
+            best = Some((t, Source::Engine(i)));
+        }
+    }
+    best
 }
 
-impl<'m> SimPlan<'m> {
-    /// One replica of `engines` DP ranks behind one front-end (the plan of a version-1 scenario
-    /// with one replica, and of the engine-level tests).
-    pub fn single(
-        cfg: &EngineConfig,
-        model: &'m dyn StepTimeModel,
-        engines: u32,
-        frontend: FrontEnd,
-    ) -> SimPlan<'m> {
-        SimPlan {
-            pools: vec![PlanPool {
-                name: "aggregated".into(),
-                cfg: cfg.clone(),
-                model,
-                replicas: 1,
-                dp: engines.max(1),
-                frontend,
-                lockstep: false,
-            }],
-            router: RouterSpec::default(),
-            disagg: None,
+/// Per-engine window accumulators (with more than one replica, or a handoff).
+pub(super) struct Acc {
+    pub(super) ws: Ticks,
+    pub(super) we: Ticks,
+    pub(super) busy: Vec<u64>,
+    pub(super) kv_int: Vec<f64>,
+    pub(super) kv_peak: Vec<f64>,
+    pub(super) out_tokens: Vec<u64>,
+    pub(super) prefill_tokens: Vec<u64>,
+    pub(super) prompt: Vec<u64>,
+    pub(super) cached: Vec<u64>,
+    pub(super) completed: Vec<u64>,
+}
+
+impl Acc {
+    fn new(ws: Ticks, we: Ticks, n: usize) -> Acc {
+        Acc {
+            ws,
+            we,
+            busy: vec![0; n],
+            kv_int: vec![0.0; n],
+            kv_peak: vec![0.0; n],
+            out_tokens: vec![0; n],
+            prefill_tokens: vec![0; n],
+            prompt: vec![0; n],
+            cached: vec![0; n],
+            completed: vec![0; n],
         }
     }
 
-    pub fn total_engines(&self) -> u64 {
-        self.pools
-            .iter()
-            .map(|p| p.replicas as u64 * p.dp as u64)
-            .sum()
+    #[inline]
+    fn inside(&self, t: Ticks) -> bool {
+        t >= self.ws && t <= self.we
     }
 
-    pub fn total_replicas(&self) -> u64 {
-        self.pools.iter().map(|p| p.replicas as u64).sum()
-    }
-
-    /// Checks the engine settings and the stated engine limit.
-    pub fn validate(&self) -> Result<(), SweepError> {
-        if self.pools.is_empty() {
-            return Err(SweepError::Spec {
-                field: "topology".into(),
-                problem: "a plan needs at least one pool".into(),
-            });
-        }
-        for p in &self.pools {
-            p.cfg.validate().map_err(SimError::from)?;
-        }
-        let n = self.total_engines();
-        if n > MAX_ENGINES as u64 {
-            return Err(SweepError::Spec {
-                field: "engines".into(),
-                problem: format!(
-                    "{n} engines exceed the simulator's limit of {MAX_ENGINES}; use fewer replicas or DP ranks"
-                ),
-            });
-        }
-        Ok(())
+    /// Sums of `v` over the engines `r`.
+    pub(super) fn sum(v: &[u64], r: std::ops::Range<usize>) -> u64 {
+        v[r].iter().sum()
     }
 }
 
-/// One replica's share of a level (routing counts over the whole run; the rest over the
-/// measurement window).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ReplicaResult {
-    pub pool: String,
-    pub replica: u32,
-    /// Requests the router sent to this replica during the whole run.
-    pub routed_requests: u64,
-    /// Requests that finished on it inside the window.
-    pub completed_requests: u64,
-    pub output_tokens_per_s: f64,
-    /// Time-averaged KV use over the window, mean over its DP ranks.
-    pub kv_utilization_mean: f64,
-    /// Prompt tokens found in its prefix cache / prompt tokens looked up, at admissions in the
-    /// window.
-    pub prefix_cache_hit_rate: Option<f64>,
+/// Forwards the engines' events to the collector as the client sees them (see the module
+/// comment; every `Observer` method: a new one must be handled here too) and remembers what the
+/// loop acts on after the event.
+pub(super) struct Tap<'a> {
+    pub(super) inner: &'a mut Collector,
+    /// Entry-pool engines `entry.0 .. entry.1`; exit-pool engines `exit.0 .. exit.1` (the same
+    /// range for an aggregated pool).
+    entry: (u32, u32),
+    exit: (u32, u32),
+    /// (request id, engine) finished on an exit engine or rejected anywhere since the last
+    /// drain.
+    pub(super) done: Vec<(u64, u32)>,
+    /// (id, engine, time) requests that finished on an entry engine that is not an exit engine
+    /// (prefills done) since the last drain.
+    pub(super) prefilled: Vec<(u64, u32, Ticks)>,
+    /// Client send time of each request whose engine arrival differs from it (front-end, router
+    /// or transfer wait), by id (only inserted, looked up and removed, never iterated).
+    pub(super) sent: IdMap<Ticks>,
+    pub(super) acc: Option<Acc>,
 }
 
-/// Per-replica results of one level (reported when a plan has more than one replica).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TopologyLevel {
-    /// The level value (concurrency or request rate).
-    pub level: f64,
-    pub router: String,
-    pub replicas: Vec<ReplicaResult>,
-    /// Load imbalance: max over replicas of output tokens/s divided by their mean (1 = even;
-    /// `null` when nothing was produced).
-    pub imbalance: Option<f64>,
-    /// Disaggregated plans: per-pool results (prefill, decode).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pools: Vec<super::PoolResult>,
-    /// Disaggregated plans: the KV transfers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transfer: Option<super::TransferStats>,
-}
-
-/// Per-engine window accumulators (only with more than one replica).
-struct PerEngine {
-    ws: Ticks,
-    we: Ticks,
-    kv_int: Vec<f64>,
-    out_tokens: Vec<u64>,
-    prompt: Vec<u64>,
-    cached: Vec<u64>,
-    completed: Vec<u64>,
-}
-
-/// Forwards engine events to the collector (every `Observer` method: a new one must be forwarded
-/// here too) and remembers finished/rejected requests.
-struct Tap<'a> {
-    inner: &'a mut Collector,
-    /// (request id, engine) finished or rejected since the last drain.
-    done: Vec<(u64, u32)>,
-    /// Client send time of each request whose engine arrival differs from it (front-end or
-    /// router wait), by id (only inserted, looked up and removed, never iterated).
-    sent: IdMap<Ticks>,
-    per: Option<PerEngine>,
+impl Tap<'_> {
+    #[inline]
+    fn is_entry(&self, e: u32) -> bool {
+        e >= self.entry.0 && e < self.entry.1
+    }
+    #[inline]
+    fn is_exit(&self, e: u32) -> bool {
+        e >= self.exit.0 && e < self.exit.1
+    }
 }
 
 impl Observer for Tap<'_> {
     fn on_arrival(&mut self, e: u32, t: Ticks, id: u64) {
-        self.inner.on_arrival(e, t, id)
+        if self.is_entry(e) {
+            self.inner.on_arrival(e, t, id)
+        }
     }
     fn on_rejected(&mut self, e: u32, t: Ticks, id: u64, r: &RejectReason) {
         self.done.push((id, e));
@@ -182,16 +170,20 @@ impl Observer for Tap<'_> {
         self.inner.on_rejected(e, t, id, r)
     }
     fn on_scheduled(&mut self, e: u32, t: Ticks, id: u64, p: u64, c: u64) {
-        if let Some(pe) = &mut self.per {
-            if t >= pe.ws && t <= pe.we {
-                pe.prompt[e as usize] += p;
-                pe.cached[e as usize] += c;
+        if let Some(a) = &mut self.acc {
+            if a.inside(t) {
+                a.prompt[e as usize] += p;
+                a.cached[e as usize] += c;
             }
         }
-        self.inner.on_scheduled(e, t, id, p, c)
+        if self.is_entry(e) {
+            self.inner.on_scheduled(e, t, id, p, c)
+        }
     }
     fn on_first_token(&mut self, e: u32, t: Ticks, id: u64) {
-        self.inner.on_first_token(e, t, id)
+        if self.is_exit(e) {
+            self.inner.on_first_token(e, t, id)
+        }
     }
     fn on_preempted(&mut self, e: u32, t: Ticks, id: u64) {
         self.inner.on_preempted(e, t, id)
@@ -200,45 +192,59 @@ impl Observer for Tap<'_> {
         self.on_finished_owned(r.clone());
     }
     fn on_finished_owned(&mut self, mut r: FinishedRequest) {
+        if let Some(a) = &mut self.acc {
+            if a.inside(r.finish) {
+                a.completed[r.engine as usize] += 1;
+            }
+        }
+        if !self.is_exit(r.engine) {
+            self.prefilled.push((r.id, r.engine, r.finish));
+            return;
+        }
         self.done.push((r.id, r.engine));
         if let Some(s) = self.sent.remove(&r.id) {
             r.arrival = s;
         }
-        if let Some(pe) = &mut self.per {
-            if r.finish >= pe.ws && r.finish <= pe.we {
-                pe.completed[r.engine as usize] += 1;
-            }
-        }
         self.inner.on_finished_owned(r)
     }
     fn on_step(&mut self, s: &StepRecord) {
-        if let Some(pe) = &mut self.per {
+        if let Some(a) = &mut self.acc {
             let e = s.engine as usize;
-            let lo = s.start.max(pe.ws);
-            let hi = s.end.min(pe.we);
+            let lo = s.start.max(a.ws);
+            let hi = s.end.min(a.we);
             let ov = hi.0.saturating_sub(lo.0);
-            pe.kv_int[e] += s.kv_used_blocks as f64 / s.kv_total_blocks.max(1) as f64 * ov as f64;
-            if s.end > pe.ws && s.end <= pe.we {
-                pe.out_tokens[e] += s.output_tokens;
+            let u = s.kv_used_blocks as f64 / s.kv_total_blocks.max(1) as f64;
+            a.busy[e] += ov;
+            a.kv_int[e] += u * ov as f64;
+            a.kv_peak[e] = a.kv_peak[e].max(u);
+            if s.end > a.ws && s.end <= a.we {
+                a.out_tokens[e] += s.output_tokens;
+                a.prefill_tokens[e] += s.num_prefill_tokens;
             }
         }
-        self.inner.on_step(s)
+        if self.is_exit(s.engine) {
+            self.inner.on_step(s)
+        }
     }
     fn on_spec_step(&mut self, e: u32, end: Ticks, accepted: &[u64], drafted: &[u64]) {
-        self.inner.on_spec_step(e, end, accepted, drafted)
+        if self.is_exit(e) {
+            self.inner.on_spec_step(e, end, accepted, drafted)
+        }
     }
-    fn on_offload(&mut self, e: u32, t: Ticks, d: &crate::engine::OffloadStats) {
+    /// Every pool's CPU tier counts in the level's `cpu_offload` (the recipe's tier sits on the
+    /// decode workers; docs/topology.md "CPU offload tier in a pool").
+    fn on_offload(&mut self, e: u32, t: Ticks, d: &OffloadStats) {
         self.inner.on_offload(e, t, d)
     }
 }
 
-/// The engines of the plan's (single, aggregated) pool, as the router sees them.
-struct Engines<'e, 'm> {
-    engines: &'e [Engine<'m>],
-    dp: u32,
+/// The replicas of one pool, as its router sees them.
+pub(super) struct PoolView<'e, 'm> {
+    pub(super) engines: &'e [Engine<'m>],
+    pub(super) dp: u32,
 }
 
-impl ReplicaView for Engines<'_, '_> {
+impl ReplicaView for PoolView<'_, '_> {
     fn waiting(&self, r: u32) -> u64 {
         let lo = (r * self.dp) as usize;
         self.engines[lo..lo + self.dp as usize]
@@ -248,8 +254,7 @@ impl ReplicaView for Engines<'_, '_> {
     }
     fn kv_usage(&self, r: u32) -> f64 {
         let lo = (r * self.dp) as usize;
-        let ranks = &self.engines[lo..lo + self.dp as usize];
-        ranks
+        self.engines[lo..lo + self.dp as usize]
             .iter()
             .map(|e| e.kv_used_blocks() as f64 / e.kv_total_blocks().max(1) as f64)
             .sum::<f64>()
@@ -257,56 +262,77 @@ impl ReplicaView for Engines<'_, '_> {
     }
 }
 
-/// What a pool's engines report to the router's auto-tune (vLLM `cache_config_info`).
-pub(super) fn cache_info(cfg: &EngineConfig) -> EngineCacheInfo {
-    EngineCacheInfo {
-        block_size: cfg.block_size,
-        num_gpu_blocks: cfg.num_gpu_blocks,
-    }
-}
-
-/// One replica's API server: requests in it (engine arrival time, request), FIFO with
-/// non-decreasing times, and when its serial worker is next free.
+/// One replica's API server: requests in it (engine arrival time, request carrying its client
+/// send time in `arrival`), FIFO with non-decreasing times, and when its serial worker is next
+/// free.
 #[derive(Default)]
 pub(super) struct FrontEndQueue {
     pub(super) queue: VecDeque<(Ticks, Request)>,
     pub(super) free_at: Ticks,
 }
 
-/// The running simulation of one level.
-struct Simulation<'m, 'p> {
-    pool: &'p PlanPool<'m>,
-    engines: Vec<Engine<'m>>,
-    engine_heap: IndexedHeap,
-    frontends: Vec<FrontEndQueue>,
-    frontend_heap: IndexedHeap,
-    router: Router,
-    /// Requests held at the router by the saturation guard: (request, client send time).
-    held: VecDeque<(Request, Ticks)>,
+/// One pool as the simulation runs it: its engines (a contiguous range of the simulation's),
+/// the router in front of its replicas, its lockstep groups.
+pub(super) struct PoolRt<'p, 'm> {
+    pub(super) plan: &'p PlanPool<'m>,
+    /// Its engines are `lo .. lo + replicas x dp`.
+    pub(super) lo: u32,
+    pub(super) router: Router,
     /// Per replica, its DP ranks' lockstep state (empty when ranks step independently); the
     /// engine heap then holds one entry per replica, at its first rank's index.
-    groups: Vec<GroupState>,
+    pub(super) groups: Vec<GroupState>,
 }
 
-impl<'m, 'p> Simulation<'m, 'p> {
-    fn new(plan: &'p SimPlan<'m>, seed: u64) -> Result<Simulation<'m, 'p>, SweepError> {
-        plan.validate()?;
-        // Only aggregated pools exist so far; the plan has exactly one.
-        let pool = &plan.pools[0];
-        let n = pool.replicas as u64 * pool.dp as u64;
-        let engines = (0..n as u32)
-            .map(|i| Engine::new(i, pool.cfg.clone(), pool.model))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Simulation {
-            pool,
-            engine_heap: IndexedHeap::new(engines.len()),
-            engines,
-            frontends: (0..pool.replicas)
-                .map(|_| FrontEndQueue::default())
-                .collect(),
-            frontend_heap: IndexedHeap::new(pool.replicas as usize),
-            router: Router::new(&plan.router, pool.replicas, cache_info(&pool.cfg), seed),
-            held: VecDeque::new(),
+impl PoolRt<'_, '_> {
+    pub(super) fn engines(&self) -> std::ops::Range<usize> {
+        let lo = self.lo as usize;
+        lo..lo + (self.plan.replicas * self.plan.dp) as usize
+    }
+}
+
+/// The running simulation of one level (see the module comment).
+pub(super) struct Simulation<'m, 'p> {
+    /// Every pool's engines, pool after pool.
+    pub(super) engines: Vec<Engine<'m>>,
+    pub(super) engine_heap: IndexedHeap,
+    /// The pools in engine order.
+    pub(super) pools: Vec<PoolRt<'p, 'm>>,
+    /// The pool clients send to, and the pool that streams their tokens (indices in `pools`).
+    pub(super) entry: usize,
+    pub(super) exit: usize,
+    /// The entry pool's replicas' API servers.
+    pub(super) frontends: Vec<FrontEndQueue>,
+    pub(super) frontend_heap: IndexedHeap,
+    /// Requests held at the entry router by the saturation guard: (request, client send time).
+    pub(super) held: VecDeque<(Request, Ticks)>,
+    /// The handoff from the entry pool to the exit pool (disaggregated plans): the decode
+    /// router's hold queue, blocks waits and the KV transfers.
+    pub(super) handoff: Option<Handoff<'p>>,
+}
+
+/// Lays out the pools' engines and assembles a [`Simulation`].
+struct Builder<'m, 'p> {
+    engines: Vec<Engine<'m>>,
+    pools: Vec<PoolRt<'p, 'm>>,
+}
+
+impl<'m, 'p> Builder<'m, 'p> {
+    /// Appends `pool`'s engines (behind a router by `router`, seeded `seed`); returns its index.
+    fn pool(
+        &mut self,
+        pool: &'p PlanPool<'m>,
+        router: &RouterSpec,
+        seed: u64,
+    ) -> Result<usize, SweepError> {
+        let lo = self.engines.len() as u32;
+        for i in 0..pool.replicas * pool.dp {
+            self.engines
+                .push(Engine::new(lo + i, pool.cfg.clone(), pool.model)?);
+        }
+        self.pools.push(PoolRt {
+            plan: pool,
+            lo,
+            router: Router::new(router, pool.replicas, cache_info(&pool.cfg), seed),
             groups: if pool.lockstep && pool.dp > 1 {
                 (0..pool.replicas)
                     .map(|_| GroupState::new(pool.dp, pool.model))
@@ -314,64 +340,201 @@ impl<'m, 'p> Simulation<'m, 'p> {
             } else {
                 Vec::new()
             },
+        });
+        Ok(self.pools.len() - 1)
+    }
+}
+
+impl<'m, 'p> Simulation<'m, 'p> {
+    /// Assembles the event sources of `plan` (routers seeded from `seed`).
+    pub(super) fn build(plan: &'p SimPlan<'m>, seed: u64) -> Result<Self, SweepError> {
+        plan.validate()?;
+        let mut b = Builder {
+            engines: Vec::with_capacity(plan.total_engines() as usize),
+            pools: Vec::with_capacity(plan.pools.len()),
+        };
+        let (entry, exit, handoff) = match &plan.disagg {
+            None => {
+                // Only aggregated pools exist without a handoff; the plan has exactly one.
+                let p = b.pool(&plan.pools[0], &plan.router, seed)?;
+                (p, p, None)
+            }
+            Some(dis) => {
+                if plan.pools.len() != 2 {
+                    return Err(super::guard::budget_err(
+                        "topology",
+                        "a disaggregated plan has exactly two pools (prefill, decode)".into(),
+                    ));
+                }
+                let (pre, dec) = (&plan.pools[0], &plan.pools[1]);
+                let d = b.pool(dec, &dis.decode_router, crate::rng::hash2(seed, 0xdec0de))?;
+                let p = b.pool(pre, &plan.router, seed)?;
+                (p, d, Some(Handoff::new(dis, pre, dec)))
+            }
+        };
+        let replicas = b.pools[entry].plan.replicas as usize;
+        Ok(Simulation {
+            engine_heap: IndexedHeap::new(b.engines.len()),
+            engines: b.engines,
+            pools: b.pools,
+            entry,
+            exit,
+            frontends: (0..replicas).map(|_| FrontEndQueue::default()).collect(),
+            frontend_heap: IndexedHeap::new(replicas),
+            held: VecDeque::new(),
+            handoff,
         })
     }
 
-    fn replica_of(&self, engine: u32) -> u32 {
-        engine / self.pool.dp
+    /// The next event of every source (see [`earliest`]).
+    #[inline]
+    pub(super) fn next_event(&self, send: Option<Ticks>) -> Option<(Ticks, Source)> {
+        earliest(
+            send,
+            self.frontend_heap.peek(),
+            self.handoff.as_ref().and_then(|h| h.next_transfer()),
+            self.engine_heap.peek(),
+        )
     }
 
-    /// Hands a request to replica `r`'s engines (vLLM's DP balancer picks the rank).
-    fn submit_to_replica(&mut self, r: u32, req: Request, t: Ticks, tap: &mut Tap) {
-        let dp = self.pool.dp as usize;
-        let lo = r as usize * dp;
-        let i = lo + dp_route(&self.engines[lo..lo + dp]);
-        if let Some(st) = self.groups.get_mut(r as usize) {
-            let mut g = LockstepGroup::new(st, &mut self.engines[lo..lo + dp]);
-            let _ = g.submit(i - lo, req, t, tap);
-            self.engine_heap.set(lo as u32, g.next_event_time());
+    /// The pool engine `i` belongs to.
+    #[inline]
+    pub(super) fn pool_of(&self, i: u32) -> usize {
+        if self.pools.len() == 1 {
+            0
+        } else {
+            self.pools.iter().rposition(|p| p.lo <= i).unwrap_or(0)
+        }
+    }
+
+    /// Engine `i`'s lockstep group in pool `p`: (replica, first engine, ranks), or `None` when
+    /// the pool's ranks step independently.
+    #[inline]
+    fn group_of(&self, p: usize, i: usize) -> Option<(usize, usize, usize)> {
+        let pool = &self.pools[p];
+        if pool.groups.is_empty() {
+            return None;
+        }
+        let dp = pool.plan.dp as usize;
+        let r = (i - pool.lo as usize) / dp;
+        Some((r, pool.lo as usize + r * dp, dp))
+    }
+
+    fn group(&mut self, p: usize, g: (usize, usize, usize)) -> LockstepGroup<'_, 'm> {
+        let (r, lo, dp) = g;
+        LockstepGroup::new(&mut self.pools[p].groups[r], &mut self.engines[lo..lo + dp])
+    }
+
+    /// Re-keys engine `i` of pool `p` (with lockstep: its group, at the group's first engine).
+    #[inline]
+    fn rekey(&mut self, p: usize, i: usize) {
+        if let Some(g) = self.group_of(p, i) {
+            let t = self.group(p, g).next_event_time();
+            self.engine_heap.set(g.1 as u32, t);
             return;
         }
-        let _ = self.engines[i].submit(req, t, tap);
         self.engine_heap
             .set(i as u32, self.engines[i].next_event_time());
     }
 
-    /// Processes the next event of engine `eng` (with lockstep: of its replica's group, keyed
-    /// at the group's first rank).
-    fn process_engine(&mut self, eng: u32, tap: &mut Tap) -> Result<(), SimError> {
-        let i = eng as usize;
-        if !self.groups.is_empty() {
-            let dp = self.pool.dp as usize;
-            let r = i / dp;
-            let lo = r * dp;
-            let mut g = LockstepGroup::new(&mut self.groups[r], &mut self.engines[lo..lo + dp]);
-            g.process_next_event(tap)?;
-            self.engine_heap.set(lo as u32, g.next_event_time());
-            return Ok(());
+    /// The engine replica `r` of pool `p` hands a new request to (vLLM's DP balancer).
+    #[inline]
+    pub(super) fn rank_for(&self, p: usize, r: u32) -> usize {
+        let pool = &self.pools[p];
+        let dp = pool.plan.dp as usize;
+        let lo = pool.lo as usize + r as usize * dp;
+        lo + dp_route(&self.engines[lo..lo + dp])
+    }
+
+    /// Submits `req` to engine `i` of pool `p` at `t` (through its lockstep group when it has
+    /// one).
+    pub(super) fn submit_engine(
+        &mut self,
+        p: usize,
+        i: usize,
+        req: Request,
+        t: Ticks,
+        tap: &mut Tap,
+    ) -> Result<(), RejectReason> {
+        let res = match self.group_of(p, i) {
+            Some(g) => self.group(p, g).submit(i - g.1, req, t, tap),
+            None => self.engines[i].submit(req, t, tap),
+        };
+        self.rekey(p, i);
+        res
+    }
+
+    /// A transferred request reaches exit engine `d` at `t` with `reserved` blocks.
+    pub(super) fn submit_transferred(
+        &mut self,
+        d: usize,
+        req: Request,
+        t: Ticks,
+        reserved: u64,
+        tap: &mut Tap,
+    ) {
+        let p = self.exit;
+        let _ = match self.group_of(p, d) {
+            Some(g) => self
+                .group(p, g)
+                .submit_transferred(d - g.1, req, t, reserved, tap),
+            None => self.engines[d].submit_transferred(req, t, reserved, tap),
+        };
+        self.rekey(p, d);
+    }
+
+    /// Processes the next event of engine `i` (with lockstep: of its group); with a handoff,
+    /// then starts the transfers its exit ranks now have blocks for.
+    fn process_engine(&mut self, i: usize, t: Ticks, tap: &mut Tap) -> Result<(), SimError> {
+        let p = self.pool_of(i as u32);
+        let (lo, n) = match self.group_of(p, i) {
+            Some(g) => {
+                self.group(p, g).process_next_event(tap)?;
+                (g.1, g.2)
+            }
+            None => {
+                self.engines[i].process_next_event(tap)?;
+                (i, 1)
+            }
+        };
+        self.rekey(p, lo);
+        if self.handoff.is_some() && p == self.exit {
+            for d in lo..lo + n {
+                self.try_start(d, t);
+            }
         }
-        self.engines[i].process_next_event(tap)?;
-        self.engine_heap.set(eng, self.engines[i].next_event_time());
         Ok(())
     }
 
-    /// Sends a request (sent by its client at `sent`) to replica `r` at `now`.
+    /// The entry pool's replica `r` takes `req` (sent by its client at `sent`) at `now`.
+    fn deliver(&mut self, r: u32, mut req: Request, sent: Ticks, now: Ticks, tap: &mut Tap) {
+        if self.handoff.is_some() {
+            self.submit_prefill(r, req, sent, now, tap);
+            return;
+        }
+        if sent != now {
+            tap.sent.insert(req.id, sent);
+            req.arrival = now;
+        }
+        let p = self.entry;
+        let i = self.rank_for(p, r);
+        let _ = self.submit_engine(p, i, req, now, tap);
+    }
+
+    /// Sends a request (sent by its client at `sent`) to the entry pool's replica `r` at `now`:
+    /// straight to its engines, or into its API server.
     fn dispatch(&mut self, r: u32, mut req: Request, sent: Ticks, now: Ticks, tap: &mut Tap) {
-        self.router.dispatched(r);
-        let fe = self.pool.frontend;
+        self.pools[self.entry].router.dispatched(r);
+        let fe = self.pools[self.entry].plan.frontend;
         if fe.is_zero() {
-            if sent != now {
-                tap.sent.insert(req.id, sent);
-                req.arrival = now;
-            }
-            self.submit_to_replica(r, req, now, tap);
+            self.deliver(r, req, sent, now, tap);
         } else {
             let f = &mut self.frontends[r as usize];
             let start = now.max(f.free_at);
             f.free_at = start + fe.serial_per_request;
             let at = f.free_at + fe.latency;
-            tap.sent.insert(req.id, sent);
-            req.arrival = at;
+            // The client's send time rides in `arrival` until the front-end delivers it.
+            req.arrival = sent;
             let was_empty = f.queue.is_empty();
             f.queue.push_back((at, req));
             if was_empty {
@@ -380,29 +543,43 @@ impl<'m, 'p> Simulation<'m, 'p> {
         }
     }
 
+    /// Replica `r`'s API server delivers its head request at `t`.
+    fn deliver_frontend(&mut self, r: u32, t: Ticks, tap: &mut Tap) {
+        let f = &mut self.frontends[r as usize];
+        if let Some((_, req)) = f.queue.pop_front() {
+            let next = f.queue.front().map(|(t, _)| *t);
+            self.frontend_heap.set(r, next);
+            let sent = req.arrival;
+            self.deliver(r, req, sent, t, tap);
+        }
+    }
+
+    /// The entry router takes a request sent at `sent` (or holds it behind earlier held ones).
     fn route(&mut self, req: Request, sent: Ticks, now: Ticks, tap: &mut Tap) {
         if !self.held.is_empty() {
             self.held.push_back((req, sent));
             return;
         }
-        let view = Engines {
-            engines: &self.engines,
-            dp: self.pool.dp,
-        };
-        match self.router.pick(&req, now, &view) {
+        match self.pick(self.entry, &req, now) {
             Some(r) => self.dispatch(r, req, sent, now, tap),
             None => self.held.push_back((req, sent)),
         }
     }
 
-    /// Dispatches held requests while the guard lets them through.
+    /// Pool `p`'s router picks a replica for `req` (`None`: its guard holds it).
+    pub(super) fn pick(&mut self, p: usize, req: &Request, now: Ticks) -> Option<u32> {
+        let pool = &mut self.pools[p];
+        let view = PoolView {
+            engines: &self.engines[pool.engines()],
+            dp: pool.plan.dp,
+        };
+        pool.router.pick(req, now, &view)
+    }
+
+    /// Dispatches requests held at the entry router while its guard lets them through.
     fn release_held(&mut self, now: Ticks, tap: &mut Tap) {
-        while let Some((req, _)) = self.held.front() {
-            let view = Engines {
-                engines: &self.engines,
-                dp: self.pool.dp,
-            };
-            let Some(r) = self.router.pick(req, now, &view) else {
+        while !self.held.is_empty() {
+            let Some(r) = self.pick_held(now) else {
                 break;
             };
             let (req, sent) = self.held.pop_front().expect("held request");
@@ -410,6 +587,52 @@ impl<'m, 'p> Simulation<'m, 'p> {
         }
     }
 
+    /// The entry router's pick for the head of the hold queue.
+    fn pick_held(&mut self, now: Ticks) -> Option<u32> {
+        let pool = &mut self.pools[self.entry];
+        let view = PoolView {
+            engines: &self.engines[pool.engines()],
+            dp: pool.plan.dp,
+        };
+        let req = &self.held.front().expect("held request").0;
+        pool.router.pick(req, now, &view)
+    }
+
+    /// After an event at `t`: prefilled requests go to the decode router; finished and rejected
+    /// requests free their clients and their routers' slots; held requests move on.
+    fn settle(&mut self, t: Ticks, gen: &mut WorkloadGen, tap: &mut Tap) {
+        if !tap.prefilled.is_empty() {
+            self.hand_off(t, tap);
+            if !self.held.is_empty() {
+                self.release_held(t, tap);
+            }
+        }
+        if !tap.done.is_empty() {
+            let mut exit_done = false;
+            for k in 0..tap.done.len() {
+                let (id, e) = tap.done[k];
+                gen.on_done(id, t);
+                let p = self.pool_of(e);
+                let pool = &mut self.pools[p];
+                pool.router.done((e - pool.lo) / pool.plan.dp);
+                if p == self.exit {
+                    exit_done = true;
+                } else if let Some(h) = &mut self.handoff {
+                    h.forget(id);
+                }
+            }
+            tap.done.clear();
+            if !self.held.is_empty() {
+                self.release_held(t, tap);
+            }
+            if exit_done && self.handoff.is_some() {
+                self.release_decode_held(t);
+            }
+        }
+    }
+
+    /// Requests in the simulation: in engines, front-ends, hold queues, blocks waits and
+    /// transfers.
     fn in_flight(&self) -> u64 {
         let engines: u64 = self
             .engines
@@ -417,148 +640,80 @@ impl<'m, 'p> Simulation<'m, 'p> {
             .map(|e| (e.num_waiting() + e.num_running()) as u64)
             .sum();
         let fe: u64 = self.frontends.iter().map(|f| f.queue.len() as u64).sum();
-        engines + fe + self.held.len() as u64
+        engines + fe + self.held.len() as u64 + self.handoff.as_ref().map_or(0, |h| h.in_flight())
+    }
+
+    /// Per-replica results of pool `p` over the window `[acc.ws, we]` (`win_ns` long).
+    pub(super) fn replica_results(&self, p: usize, acc: &Acc, win_ns: f64) -> Vec<ReplicaResult> {
+        let pool = &self.pools[p];
+        let dp = pool.plan.dp as usize;
+        let lo = pool.lo as usize;
+        (0..pool.plan.replicas as usize)
+            .map(|r| {
+                let ranks = lo + r * dp..lo + (r + 1) * dp;
+                let (pt, c) = (
+                    Acc::sum(&acc.prompt, ranks.clone()),
+                    Acc::sum(&acc.cached, ranks.clone()),
+                );
+                ReplicaResult {
+                    pool: pool.plan.name.clone(),
+                    replica: r as u32,
+                    routed_requests: pool.router.routed[r],
+                    completed_requests: Acc::sum(&acc.completed, ranks.clone()),
+                    output_tokens_per_s: Acc::sum(&acc.out_tokens, ranks.clone()) as f64
+                        / (win_ns / 1e9),
+                    kv_utilization_mean: acc.kv_int[ranks].iter().sum::<f64>()
+                        / (win_ns * dp as f64),
+                    prefix_cache_hit_rate: (pt > 0).then(|| c as f64 / pt as f64),
+                }
+            })
+            .collect()
     }
 }
 
-/// What every level loop checks, shared by the aggregated ([`run_plan_level`]) and the
-/// disaggregated (`disagg.rs`) simulation: the memory budget before the level and every
-/// [`PROGRESS_EVERY_EVENTS`] events while it runs, the simulated-time horizon, the event cap,
-/// progress, and a clock that never goes back.
-pub(super) struct LevelGuard {
-    /// Requests to issue (`num_requests` levels).
-    pub limit: Option<u64>,
-    /// The level's end (duration levels).
-    pub end: Option<Ticks>,
-    /// The time of the last event.
-    pub now: Ticks,
-    events: u64,
-    clients: u64,
-    horizon: Ticks,
+/// Load imbalance over `replicas`: max output tokens/s over their mean (`None` when nothing was
+/// produced).
+pub(super) fn imbalance<'a>(
+    replicas: impl Iterator<Item = &'a ReplicaResult> + Clone,
+) -> Option<f64> {
+    let n = replicas.clone().count().max(1) as f64;
+    let mean = replicas.clone().map(|r| r.output_tokens_per_s).sum::<f64>() / n;
+    let max = replicas.map(|r| r.output_tokens_per_s).fold(0.0, f64::max);
+    (mean > 0.0).then(|| max / mean)
 }
 
-impl LevelGuard {
-    /// Refuses a level whose settings alone exceed the memory budget (crate::budget).
-    pub(super) fn new(
-        w: &WorkloadSpec,
-        level: Level,
-        spec: &SweepSpec,
-    ) -> Result<LevelGuard, SweepError> {
-        let limit = match spec.stop {
-            Stop::Requests(n) => Some(n),
-            Stop::Duration { .. } => None,
-        };
-        let (estimate, setting) = crate::budget::level_estimate(
-            w,
-            level,
-            match spec.stop {
-                Stop::Duration { duration, .. } => Some(duration.as_secs_f64()),
-                Stop::Requests(_) => None,
-            },
-            limit,
-        );
-        if estimate > spec.memory_budget {
-            return Err(budget_err(
-                setting,
-                crate::budget::over_budget_message(estimate, spec.memory_budget, setting, true),
-            ));
-        }
-        Ok(LevelGuard {
-            limit,
-            end: match spec.stop {
-                Stop::Duration { duration, .. } => Some(duration),
-                Stop::Requests(_) => None,
-            },
-            now: Ticks::ZERO,
-            events: 0,
-            clients: match w.arrival {
-                crate::workload::Arrival::ClosedLoop { concurrency, .. } => concurrency as u64,
-                _ => 0,
-            },
-            horizon: Ticks::from_secs_f64(crate::bounds::SIM_TIME_MAX_S),
-        })
-    }
-
-    /// Takes the next event at `t`: `Ok(false)` when it lies past the level's end (stop),
-    /// an error when the level outgrows its horizon, memory budget or event cap.
-    #[inline]
-    pub(super) fn event(
-        &mut self,
-        t: Ticks,
-        spec: &SweepSpec,
-        w: &WorkloadSpec,
-        col: &Collector,
-        in_flight: impl FnOnce() -> u64,
-        progress: &mut dyn FnMut(f64),
-    ) -> Result<bool, SweepError> {
-        if self.end.is_some_and(|d| t > d) {
-            return Ok(false);
-        }
-        if t > self.horizon {
-            return Err(budget_err(
-                "num_requests",
-                format!(
-                    "the level ran past {} simulated seconds (the longest a level may cover) before its requests finished; lower num_requests or raise the request rate",
-                    crate::bounds::fmt_num(crate::bounds::SIM_TIME_MAX_S)
-                ),
-            ));
-        }
-        debug_assert!(t >= self.now, "clock went back");
-        self.now = t;
-        self.events += 1;
-        if self.events.is_multiple_of(PROGRESS_EVERY_EVENTS) {
-            let fraction = match spec.stop {
-                Stop::Duration { duration, .. } => self.now.0 as f64 / duration.0.max(1) as f64,
-                Stop::Requests(n) => col.finished_count() as f64 / n.max(1) as f64,
-            };
-            progress(fraction.clamp(0.0, 1.0));
-            let held = col.held_bytes(in_flight(), self.clients);
-            if held > spec.memory_budget {
-                let setting = match (&w.arrival, spec.stop) {
-                    (_, Stop::Requests(_)) => "sweep.num_requests",
-                    (
-                        crate::workload::Arrival::ClosedLoop { .. }
-                        | crate::workload::Arrival::Burst { .. },
-                        _,
-                    ) => "sweep.concurrency",
-                    _ => "sweep.request_rates",
-                };
-                return Err(budget_err(
-                    setting,
-                    crate::budget::over_budget_message(held, spec.memory_budget, setting, false),
-                ));
-            }
-        }
-        if self.events > spec.max_events {
-            return Err(SimError::EventCap {
-                cap: spec.max_events,
-            }
-            .into());
-        }
-        Ok(true)
-    }
-}
-
-pub(super) fn budget_err(field: &str, problem: String) -> SweepError {
-    SweepError::Spec {
-        field: field.into(),
-        problem,
-    }
-}
+/// What one level's run leaves: its result, its collector, its topology results (with more than
+/// one replica, or a handoff) and the handoff log (only when asked for).
+pub(super) type LevelRun = (
+    LevelResult,
+    Collector,
+    Option<TopologyLevel>,
+    Vec<super::HandoffLog>,
+);
 
 /// Runs one level of `plan` and returns its result, its collector and (with more than one
-/// replica) the per-replica results.
+/// replica, or disaggregated) the topology results.
 pub fn run_plan_level(
     plan: &SimPlan,
     workload: &WorkloadSpec,
     spec: &SweepSpec,
     level: Level,
     progress: &mut dyn FnMut(f64),
-    mut col: Collector,
+    col: Collector,
 ) -> Result<(LevelResult, Collector, Option<TopologyLevel>), SweepError> {
-    if let Some(dis) = &plan.disagg {
-        return super::disagg::run_disagg_level(plan, dis, workload, spec, level, progress, col);
-    }
+    run_level(plan, workload, spec, level, progress, col, false).map(|(r, c, t, _)| (r, c, t))
+}
+
+/// The event loop of one level (see the module comment); `keep_log` keeps every handoff.
+pub(super) fn run_level(
+    plan: &SimPlan,
+    workload: &WorkloadSpec,
+    spec: &SweepSpec,
+    level: Level,
+    progress: &mut dyn FnMut(f64),
+    mut col: Collector,
+    keep_log: bool,
+) -> Result<LevelRun, SweepError> {
     col.clear();
     if let Stop::Duration { duration, warmup } = spec.stop {
         col.set_window(warmup, duration);
@@ -566,93 +721,56 @@ pub fn run_plan_level(
     let w = workload.at_level(level)?;
     let mut guard = LevelGuard::new(&w, level, spec)?;
     let limit = guard.limit;
-    let max_model_len = plan.pools[0].cfg.max_model_len;
+    let mut sim = Simulation::build(plan, w.seed)?;
+    let max_model_len = sim.pools[sim.exit].plan.cfg.max_model_len;
     let mut gen = WorkloadGen::new(&w, max_model_len, limit);
-    let mut sim = Simulation::new(plan, w.seed)?;
     let end = guard.end;
-    let multi = plan.total_replicas() > 1;
     let n_eng = sim.engines.len();
-    let per = match (multi, spec.stop) {
-        (true, Stop::Duration { duration, warmup }) => Some((warmup, duration)),
-        _ => None,
+    let disagg = sim.handoff.is_some();
+    let (ws, we) = match spec.stop {
+        Stop::Duration { duration, warmup } => (warmup, duration),
+        Stop::Requests(_) => (Ticks::ZERO, Ticks(u64::MAX)),
+    };
+    let per = disagg || (plan.total_replicas() > 1 && matches!(spec.stop, Stop::Duration { .. }));
+    let range = |p: &PoolRt| {
+        let r = p.engines();
+        (r.start as u32, r.end as u32)
     };
     let mut tap = Tap {
         inner: &mut col,
+        entry: range(&sim.pools[sim.entry]),
+        exit: range(&sim.pools[sim.exit]),
         done: Vec::new(),
+        prefilled: Vec::new(),
         sent: IdMap::default(),
-        per: per.map(|(ws, we)| PerEngine {
-            ws,
-            we,
-            kv_int: vec![0.0; n_eng],
-            out_tokens: vec![0; n_eng],
-            prompt: vec![0; n_eng],
-            cached: vec![0; n_eng],
-            completed: vec![0; n_eng],
-        }),
+        acc: per.then(|| Acc::new(ws, we, n_eng)),
     };
     loop {
-        let tg = gen.peek_time();
-        let tf = sim.frontend_heap.peek();
-        // Client sends before front-end deliveries at equal times.
-        let (ta, from_frontend) = match (tg, tf) {
-            (Some(g), Some((f, r))) if f < g => (Some(f), Some(r)),
-            (None, Some((f, r))) => (Some(f), Some(r)),
-            (g, _) => (g, None),
-        };
-        let te = sim.engine_heap.peek();
-        let (t, arrival, eng) = match (ta, te) {
-            (None, None) => break,
-            (Some(a), None) => (a, true, 0),
-            (None, Some((e, i))) => (e, false, i),
-            (Some(a), Some((e, i))) => {
-                if a <= e {
-                    (a, true, 0)
-                } else {
-                    (e, false, i)
-                }
-            }
+        let Some((t, src)) = sim.next_event(gen.peek_time()) else {
+            break;
         };
         if !guard.event(t, spec, &w, tap.inner, || sim.in_flight(), progress)? {
             break;
         }
-        if let (true, Some(r)) = (arrival, from_frontend) {
-            let f = &mut sim.frontends[r as usize];
-            if let Some((_, req)) = f.queue.pop_front() {
-                let next = f.queue.front().map(|(t, _)| *t);
-                sim.frontend_heap.set(r, next);
-                sim.submit_to_replica(r, req, t, &mut tap);
-            }
-        } else if arrival {
-            let Some(req) = gen.pop() else {
-                continue;
-            };
-            if gen.issued() > spec.max_requests {
-                return Err(SimError::RequestCap {
-                    cap: spec.max_requests,
+        match src {
+            Source::Send => {
+                let Some(req) = gen.pop() else {
+                    continue;
+                };
+                if gen.issued() > spec.max_requests {
+                    return Err(SimError::RequestCap {
+                        cap: spec.max_requests,
+                    }
+                    .into());
                 }
-                .into());
+                sim.route(req, t, t, &mut tap);
             }
-            sim.route(req, t, t, &mut tap);
-        } else {
-            sim.process_engine(eng, &mut tap)?;
+            Source::FrontEnd(r) => sim.deliver_frontend(r, t, &mut tap),
+            Source::Transfer => sim.complete_transfer(t, &mut tap),
+            Source::Engine(i) => sim.process_engine(i as usize, t, &mut tap)?,
         }
-        if !tap.done.is_empty() {
-            for k in 0..tap.done.len() {
-                let (id, e) = tap.done[k];
-                gen.on_done(id, t);
-                let r = sim.replica_of(e);
-                sim.router.done(r);
-            }
-            tap.done.clear();
-            if !sim.held.is_empty() {
-                sim.release_held(t, &mut tap);
-            }
-        }
+        sim.settle(t, &mut gen, &mut tap);
     }
-    let (ws, we) = match spec.stop {
-        Stop::Duration { duration, warmup } => (warmup, duration),
-        Stop::Requests(_) => (Ticks::ZERO, guard.now),
-    };
     let totals = RunTotals {
         submitted: gen.issued(),
         completed: tap.inner.finished_count(),
@@ -663,44 +781,77 @@ pub fn run_plan_level(
         simulated_s: end.unwrap_or(guard.now).as_secs_f64(),
         over_max_model_len: gen.over_max_model_len,
     };
-    let topo = tap.per.take().map(|pe| {
-        let pool = sim.pool;
-        let win_ns = pe.we.0.saturating_sub(pe.ws.0).max(1) as f64;
-        let dp = pool.dp as usize;
-        let replicas: Vec<ReplicaResult> = (0..pool.replicas)
-            .map(|r| {
-                let ranks = r as usize * dp..(r as usize + 1) * dp;
-                let sum_u = |v: &[u64]| v[ranks.clone()].iter().sum::<u64>();
-                let (p, c) = (sum_u(&pe.prompt), sum_u(&pe.cached));
-                ReplicaResult {
-                    pool: pool.name.clone(),
-                    replica: r,
-                    routed_requests: sim.router.routed[r as usize],
-                    completed_requests: sum_u(&pe.completed),
-                    output_tokens_per_s: sum_u(&pe.out_tokens) as f64 / (win_ns / 1e9),
-                    kv_utilization_mean: pe.kv_int[ranks.clone()].iter().sum::<f64>()
-                        / (win_ns * dp as f64),
-                    prefix_cache_hit_rate: (p > 0).then(|| c as f64 / p as f64),
-                }
-            })
-            .collect();
-        let n = replicas.len().max(1) as f64;
-        let mean = replicas.iter().map(|r| r.output_tokens_per_s).sum::<f64>() / n;
-        let max = replicas
-            .iter()
-            .map(|r| r.output_tokens_per_s)
-            .fold(0.0, f64::max);
-        TopologyLevel {
-            level: level.value(),
-            router: plan.router.describe(),
-            replicas,
-            imbalance: (mean > 0.0).then(|| max / mean),
-            pools: Vec::new(),
-            transfer: None,
-        }
-    });
+    let acc = tap.acc.take();
     drop(tap);
+    // The window: the level's, or (request-count levels) from 0 to the last event.
+    let (rws, rwe) = match spec.stop {
+        Stop::Duration { duration, warmup } => (warmup, duration),
+        Stop::Requests(_) => (Ticks::ZERO, guard.now),
+    };
+    let win_ns = rwe.0.saturating_sub(rws.0).max(1) as f64;
+    let (topo, log) = match (acc, disagg) {
+        (None, _) => (None, Vec::new()),
+        (Some(acc), false) => {
+            let replicas = sim.replica_results(sim.entry, &acc, win_ns);
+            let topo = TopologyLevel {
+                level: level.value(),
+                router: plan.router.describe(),
+                imbalance: imbalance(replicas.iter()),
+                replicas,
+                pools: Vec::new(),
+                transfer: None,
+            };
+            (Some(topo), Vec::new())
+        }
+        (Some(acc), true) => {
+            let (topo, log) = disagg_results(&mut sim, plan, level, &acc, rws, rwe, keep_log);
+            (Some(topo), log)
+        }
+    };
     col.flush();
-    let r = col.level_result(level, ws, we, spec.gpus, totals);
-    Ok((r, col, topo))
+    let r = col.level_result(level, rws, rwe, spec.gpus, totals);
+    Ok((r, col, topo, log))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ties_go_to_sends_then_front_ends_then_transfers_then_engines() {
+        let t = Ticks(100);
+        let all = earliest(Some(t), Some((t, 3)), Some(t), Some((t, 0)));
+        assert_eq!(all, Some((t, Source::Send)));
+        let no_send = earliest(None, Some((t, 3)), Some(t), Some((t, 0)));
+        assert_eq!(no_send, Some((t, Source::FrontEnd(3))));
+        let xfer_engine = earliest(None, None, Some(t), Some((t, 0)));
+        assert_eq!(xfer_engine, Some((t, Source::Transfer)));
+        assert_eq!(
+            earliest(None, None, None, Some((t, 7))),
+            Some((t, Source::Engine(7)))
+        );
+        assert_eq!(earliest(None, None, None, None), None);
+        // The earliest time wins whatever its source.
+        let engine_first = earliest(
+            Some(Ticks(101)),
+            Some((Ticks(101), 0)),
+            Some(Ticks(101)),
+            Some((Ticks(99), 2)),
+        );
+        assert_eq!(engine_first, Some((Ticks(99), Source::Engine(2))));
+        let xfer_first = earliest(
+            Some(Ticks(101)),
+            Some((Ticks(100), 0)),
+            Some(Ticks(99)),
+            None,
+        );
+        assert_eq!(xfer_first, Some((Ticks(99), Source::Transfer)));
+        let fe_first = earliest(
+            Some(Ticks(101)),
+            Some((Ticks(100), 4)),
+            None,
+            Some((Ticks(100), 0)),
+        );
+        assert_eq!(fe_first, Some((Ticks(100), Source::FrontEnd(4))));
+    }
 }
