@@ -155,10 +155,10 @@ fn prefix_heavy() {
     }
 }
 
-fn sweep64(per_replica: f64) {
+fn sweep64(per_replica: f64, secs: f64) {
     let mut s = Scenario::default_scenario();
-    s.sweep.duration_s = Some(900.0);
-    s.sweep.warmup_s = Some(90.0);
+    s.sweep.duration_s = Some(secs);
+    s.sweep.warmup_s = Some(secs / 10.0);
     // 10 levels: total clients per_replica x 64 x {1/512, ..., 1/2, 1}
     let top = per_replica * 64.0;
     s.sweep.concurrency = Some(
@@ -168,7 +168,7 @@ fn sweep64(per_replica: f64) {
     );
     s.topology = Some(topo(64, "round-robin"));
     println!(
-        "64 replicas, round-robin, 10 levels x 900 s, total clients {:?}",
+        "64 replicas, round-robin, 10 levels x {secs} s, total clients {:?}",
         s.sweep.concurrency.as_ref().unwrap()
     );
     run_timed("sweep64", &s);
@@ -239,7 +239,10 @@ fn main() {
     let mode = args.first().map(String::as_str).unwrap_or("round-robin");
     match mode {
         "prefix-heavy" => prefix_heavy(),
-        "sweep64" => sweep64(args.get(1).and_then(|s| s.parse().ok()).unwrap_or(16.0)),
+        "sweep64" => sweep64(
+            args.get(1).and_then(|s| s.parse().ok()).unwrap_or(16.0),
+            args.get(2).and_then(|s| s.parse().ok()).unwrap_or(900.0),
+        ),
         "digest" => digest(args.get(1).map(String::as_str).unwrap_or("digest")),
         router => {
             let secs: f64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(30.0);

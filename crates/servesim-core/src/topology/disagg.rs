@@ -366,10 +366,10 @@ pub(super) fn disagg_results(
         let range = sim.pools[p].engines();
         let n = range.len().max(1) as f64;
         let (pt, c) = (
-            Acc::sum(&acc.prompt, range.clone()),
-            Acc::sum(&acc.cached, range.clone()),
+            acc.sum(range.clone(), |a| a.prompt),
+            acc.sum(range.clone(), |a| a.cached),
         );
-        let out = Acc::sum(&acc.out_tokens, range.clone()) as f64 / win_s;
+        let out = acc.sum(range.clone(), |a| a.out_tokens) as f64 / win_s;
         let tp = if k == 0 {
             dis.transfer.prefill_tp
         } else {
@@ -381,13 +381,13 @@ pub(super) fn disagg_results(
             replicas: pool.replicas,
             engines: range.len() as u32,
             gpus,
-            completed_requests: Acc::sum(&acc.completed, range.clone()),
-            busy_fraction: Acc::sum(&acc.busy, range.clone()) as f64 / (win_ns * n),
-            prefill_tokens_per_s: Acc::sum(&acc.prefill_tokens, range.clone()) as f64 / win_s,
+            completed_requests: acc.sum(range.clone(), |a| a.completed),
+            busy_fraction: acc.sum(range.clone(), |a| a.busy) as f64 / (win_ns * n),
+            prefill_tokens_per_s: acc.sum(range.clone(), |a| a.prefill_tokens) as f64 / win_s,
             output_tokens_per_s: out,
             output_tokens_per_s_per_gpu: out / gpus.max(1) as f64,
-            kv_utilization_mean: acc.kv_int[range.clone()].iter().sum::<f64>() / (win_ns * n),
-            kv_utilization_peak: acc.kv_peak[range].iter().copied().fold(0.0, f64::max),
+            kv_utilization_mean: acc.kv_int(range.clone()) / (win_ns * n),
+            kv_utilization_peak: acc.e[range].iter().map(|a| a.kv_peak).fold(0.0, f64::max),
             prefix_cache_hit_rate: (pt > 0).then(|| c as f64 / pt as f64),
         });
     }

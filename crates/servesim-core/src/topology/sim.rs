@@ -85,18 +85,24 @@ pub fn earliest(
     best
 }
 
+/// One engine's window accumulators (one cache line: a step touches one line per engine).
+#[derive(Clone, Copy, Default)]
+pub(super) struct EngineAcc {
+    pub(super) busy: u64,
+    pub(super) kv_int: f64,
+    pub(super) kv_peak: f64,
+    pub(super) out_tokens: u64,
+    pub(super) prefill_tokens: u64,
+    pub(super) prompt: u64,
+    pub(super) cached: u64,
+    pub(super) completed: u64,
+}
+
 /// Per-engine window accumulators (with more than one replica, or a handoff).
 pub(super) struct Acc {
     pub(super) ws: Ticks,
     pub(super) we: Ticks,
-    pub(super) busy: Vec<u64>,
-    pub(super) kv_int: Vec<f64>,
-    pub(super) kv_peak: Vec<f64>,
-    pub(super) out_tokens: Vec<u64>,
-    pub(super) prefill_tokens: Vec<u64>,
-    pub(super) prompt: Vec<u64>,
-    pub(super) cached: Vec<u64>,
-    pub(super) completed: Vec<u64>,
+    pub(super) e: Vec<EngineAcc>,
 }
 
 impl Acc {
@@ -104,14 +110,7 @@ impl Acc {
         Acc {
             ws,
             we,
-            busy: vec![0; n],
-            kv_int: vec![0.0; n],
-            kv_peak: vec![0.0; n],
-            out_tokens: vec![0; n],
-            prefill_tokens: vec![0; n],
-            prompt: vec![0; n],
-            cached: vec![0; n],
-            completed: vec![0; n],
+            e: vec![EngineAcc::default(); n],
         }
     }
 
@@ -120,9 +119,14 @@ impl Acc {
         t >= self.ws && t <= self.we
     }
 
-    /// Sums of `v` over the engines `r`.
-    pub(super) fn sum(v: &[u64], r: std::ops::Range<usize>) -> u64 {
-        v[r].iter().sum()
+    /// The sum of `f` over the engines `r`, in engine order.
+    pub(super) fn sum(&self, r: std::ops::Range<usize>, f: impl Fn(&EngineAcc) -> u64) -> u64 {
+        self.e[r].iter().map(f).sum()
+    }
+
+    /// The sum of the engines' KV-use integrals over `r`, in engine order.
+    pub(super) fn kv_int(&self, r: std::ops::Range<usize>) -> f64 {
+        self.e[r].iter().map(|a| a.kv_int).sum::<f64>()
     }
 }
 
@@ -131,8 +135,8 @@ impl Acc {
 /// loop acts on after the event.
 pub(super) struct Tap<'a> {
     pub(super) inner: &'a mut Collector,
-    /// Entry-pool engines `entry.0 .. entry.1`; exit-pool engines `exit.0 .. exit.1` (the same
-    /// range for an aggregated pool).
+    /// Entry-pool engines `entry.0 .. entry.0 + entry.1`; exit-pool engines `exit.0 .. exit.0 +
+    /// exit.1` (the same range for an aggregated pool).
     entry: (u32, u32),
     exit: (u32, u32),
     /// (request id, engine) finished on an exit engine or rejected anywhere since the last
@@ -150,11 +154,11 @@ pub(super) struct Tap<'a> {
 impl Tap<'_> {
     #[inline]
     fn is_entry(&self, e: u32) -> bool {
-        e >= self.entry.0 && e < self.entry.1
+        e.wrapping_sub(self.entry.0) < self.entry.1
     }
     #[inline]
     fn is_exit(&self, e: u32) -> bool {
-        e >= self.exit.0 && e < self.exit.1
+        e.wrapping_sub(self.exit.0) < self.exit.1
     }
 }
 
@@ -172,8 +176,9 @@ impl Observer for Tap<'_> {
     fn on_scheduled(&mut self, e: u32, t: Ticks, id: u64, p: u64, c: u64) {
         if let Some(a) = &mut self.acc {
             if a.inside(t) {
-                a.prompt[e as usize] += p;
-                a.cached[e as usize] += c;
+                let x = &mut a.e[e as usize];
+                x.prompt += p;
+                x.cached += c;
             }
         }
         if self.is_entry(e) {
@@ -194,7 +199,7 @@ impl Observer for Tap<'_> {
     fn on_finished_owned(&mut self, mut r: FinishedRequest) {
         if let Some(a) = &mut self.acc {
             if a.inside(r.finish) {
-                a.completed[r.engine as usize] += 1;
+                a.e[r.engine as usize].completed += 1;
             }
         }
         if !self.is_exit(r.engine) {
@@ -209,17 +214,18 @@ impl Observer for Tap<'_> {
     }
     fn on_step(&mut self, s: &StepRecord) {
         if let Some(a) = &mut self.acc {
-            let e = s.engine as usize;
             let lo = s.start.max(a.ws);
             let hi = s.end.min(a.we);
             let ov = hi.0.saturating_sub(lo.0);
             let u = s.kv_used_blocks as f64 / s.kv_total_blocks.max(1) as f64;
-            a.busy[e] += ov;
-            a.kv_int[e] += u * ov as f64;
-            a.kv_peak[e] = a.kv_peak[e].max(u);
-            if s.end > a.ws && s.end <= a.we {
-                a.out_tokens[e] += s.output_tokens;
-                a.prefill_tokens[e] += s.num_prefill_tokens;
+            let inside = s.end > a.ws && s.end <= a.we;
+            let x = &mut a.e[s.engine as usize];
+            x.busy += ov;
+            x.kv_int += u * ov as f64;
+            x.kv_peak = x.kv_peak.max(u);
+            if inside {
+                x.out_tokens += s.output_tokens;
+                x.prefill_tokens += s.num_prefill_tokens;
             }
         }
         if self.is_exit(s.engine) {
@@ -308,6 +314,9 @@ pub(super) struct Simulation<'m, 'p> {
     /// The handoff from the entry pool to the exit pool (disaggregated plans): the decode
     /// router's hold queue, blocks waits and the KV transfers.
     pub(super) handoff: Option<Handoff<'p>>,
+    /// One pool of independent engines, no handoff: an engine event touches that engine's heap
+    /// key only (the fast path of the single-pool sweeps).
+    plain: bool,
 }
 
 /// Lays out the pools' engines and assembles a [`Simulation`].
@@ -373,7 +382,9 @@ impl<'m, 'p> Simulation<'m, 'p> {
             }
         };
         let replicas = b.pools[entry].plan.replicas as usize;
+        let plain = b.pools.len() == 1 && b.pools[0].groups.is_empty() && handoff.is_none();
         Ok(Simulation {
+            plain,
             engine_heap: IndexedHeap::new(b.engines.len()),
             engines: b.engines,
             pools: b.pools,
@@ -485,7 +496,14 @@ impl<'m, 'p> Simulation<'m, 'p> {
 
     /// Processes the next event of engine `i` (with lockstep: of its group); with a handoff,
     /// then starts the transfers its exit ranks now have blocks for.
+    #[inline]
     fn process_engine(&mut self, i: usize, t: Ticks, tap: &mut Tap) -> Result<(), SimError> {
+        if self.plain {
+            self.engines[i].process_next_event(tap)?;
+            self.engine_heap
+                .set(i as u32, self.engines[i].next_event_time());
+            return Ok(());
+        }
         let p = self.pool_of(i as u32);
         let (lo, n) = match self.group_of(p, i) {
             Some(g) => {
@@ -600,7 +618,11 @@ impl<'m, 'p> Simulation<'m, 'p> {
 
     /// After an event at `t`: prefilled requests go to the decode router; finished and rejected
     /// requests free their clients and their routers' slots; held requests move on.
+    #[inline]
     fn settle(&mut self, t: Ticks, gen: &mut WorkloadGen, tap: &mut Tap) {
+        if tap.prefilled.is_empty() && tap.done.is_empty() {
+            return;
+        }
         if !tap.prefilled.is_empty() {
             self.hand_off(t, tap);
             if !self.held.is_empty() {
@@ -652,18 +674,17 @@ impl<'m, 'p> Simulation<'m, 'p> {
             .map(|r| {
                 let ranks = lo + r * dp..lo + (r + 1) * dp;
                 let (pt, c) = (
-                    Acc::sum(&acc.prompt, ranks.clone()),
-                    Acc::sum(&acc.cached, ranks.clone()),
+                    acc.sum(ranks.clone(), |a| a.prompt),
+                    acc.sum(ranks.clone(), |a| a.cached),
                 );
                 ReplicaResult {
                     pool: pool.plan.name.clone(),
                     replica: r as u32,
                     routed_requests: pool.router.routed[r],
-                    completed_requests: Acc::sum(&acc.completed, ranks.clone()),
-                    output_tokens_per_s: Acc::sum(&acc.out_tokens, ranks.clone()) as f64
+                    completed_requests: acc.sum(ranks.clone(), |a| a.completed),
+                    output_tokens_per_s: acc.sum(ranks.clone(), |a| a.out_tokens) as f64
                         / (win_ns / 1e9),
-                    kv_utilization_mean: acc.kv_int[ranks].iter().sum::<f64>()
-                        / (win_ns * dp as f64),
+                    kv_utilization_mean: acc.kv_int(ranks) / (win_ns * dp as f64),
                     prefix_cache_hit_rate: (pt > 0).then(|| c as f64 / pt as f64),
                 }
             })
@@ -734,7 +755,7 @@ pub(super) fn run_level(
     let per = disagg || (plan.total_replicas() > 1 && matches!(spec.stop, Stop::Duration { .. }));
     let range = |p: &PoolRt| {
         let r = p.engines();
-        (r.start as u32, r.end as u32)
+        (r.start as u32, r.len() as u32)
     };
     let mut tap = Tap {
         inner: &mut col,
