@@ -66,23 +66,36 @@ pub fn earliest(
     transfer: Option<Ticks>,
     engine: Option<(Ticks, u32)>,
 ) -> Option<(Ticks, Source)> {
-    let mut best = send.map(|t| (t, Source::Send));
-    if let Some((t, r)) = frontend {
-        if best.is_none_or(|(b, _)| t < b) {
-            best = Some((t, Source::FrontEnd(r)));
-        }
+    // Absent sources at the end of time; a later source takes over only when strictly earlier.
+    const END: u64 = u64::MAX;
+    let (f, r) = frontend.map_or((END, 0), |(t, r)| (t.0, r));
+    let (e, i) = engine.map_or((END, 0), |(t, i)| (t.0, i));
+    let (mut t, mut src) = (send.map_or(END, |t| t.0), Source::Send);
+    if f < t {
+        (t, src) = (f, Source::FrontEnd(r));
     }
-    if let Some(t) = transfer {
-        if best.is_none_or(|(b, _)| t < b) {
-            best = Some((t, Source::Transfer));
-        }
+    let x = transfer.map_or(END, |t| t.0);
+    if x < t {
+        (t, src) = (x, Source::Transfer);
     }
-    if let Some((t, i)) = engine {
-        if best.is_none_or(|(b, _)| t < b) {
-            best = Some((t, Source::Engine(i)));
-        }
+    if e < t {
+        (t, src) = (e, Source::Engine(i));
     }
-    best
+    if t == END {
+        // Nothing, or events at the last representable time: the first source present.
+        src = if send.is_some() {
+            Source::Send
+        } else if frontend.is_some() {
+            Source::FrontEnd(r)
+        } else if transfer.is_some() {
+            Source::Transfer
+        } else if engine.is_some() {
+            Source::Engine(i)
+        } else {
+            return None;
+        };
+    }
+    Some((Ticks(t), src))
 }
 
 /// One engine's window accumulators (one cache line: a step touches one line per engine).
