@@ -779,10 +779,7 @@ pub(super) fn run_level(
         sent: IdMap::default(),
         acc: per.then(|| Acc::new(ws, we, n_eng)),
     };
-    loop {
-        let Some((t, src)) = sim.next_event(gen.peek_time()) else {
-            break;
-        };
+    while let Some((t, src)) = sim.next_event(gen.peek_time()) {
         if !guard.event(t, spec, &w, tap.inner, || sim.in_flight(), progress)? {
             break;
         }
