@@ -408,32 +408,37 @@ impl RawSearch {
                 })?;
                 let mut out: Vec<Option<WeightPrecision>> = Vec::new();
                 let mut seen = Vec::new();
+                // (the first value asked, what it is served as)
+                let mut first: Vec<(WeightPrecision, WeightPrecision)> = Vec::new();
                 for &p in v {
                     if seen.contains(&p) {
                         continue;
                     }
                     seen.push(p);
                     match model.checkpoint.serving_precision(p) {
-                        Ok(e) => {
-                            if e != p {
-                                notes.push(format!(
-                                    "weight precision {}: vLLM serves this checkpoint at {} as {}",
-                                    p.name(),
-                                    p.name(),
-                                    e.name()
-                                ));
-                            }
-                            if out.contains(&Some(e)) {
+                        Ok(e) => match first.iter().find(|(_, f)| *f == e) {
+                            Some(&(q, _)) => {
                                 merged += 1;
                                 notes.push(format!(
-                                    "weight precision {} merged with {}: the same candidates for this checkpoint",
+                                    "weight precision {} merged with {}: vLLM serves this checkpoint at both as {}",
                                     p.name(),
+                                    q.name(),
                                     e.name()
                                 ));
-                            } else {
+                            }
+                            None => {
+                                if e != p {
+                                    notes.push(format!(
+                                        "weight precision {}: vLLM serves this checkpoint at {} as {}",
+                                        p.name(),
+                                        p.name(),
+                                        e.name()
+                                    ));
+                                }
+                                first.push((p, e));
                                 out.push(Some(e));
                             }
-                        }
+                        },
                         Err(why) => {
                             out.push(Some(p));
                             refused_precisions.push((p, why));
