@@ -10,7 +10,6 @@ use crate::form::FieldErrors;
 use serde::Deserialize;
 use servesim_core::dtype::KvCacheDtype;
 use servesim_core::scenario::GpuRef;
-use servesim_core::search::RawDisaggSpace;
 use std::collections::BTreeMap;
 
 /// The search options as typed. Blank = the core's default (docs/search.md "Input").
@@ -174,26 +173,35 @@ impl SearchOptions {
             }
         };
         if let Some(aggregated) = aggregated {
-            // The core's type, as `servesim search --disagg --pd-*` builds it.
-            let d = RawDisaggSpace {
-                pd_ratios: {
-                    let r: Vec<String> = self
-                        .pd_ratios
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|p| !p.is_empty())
-                        .map(String::from)
-                        .collect();
-                    (!r.is_empty()).then_some(r)
-                },
-                prefill_tp: list(&mut e, "search_pd_prefill_tp", &self.pd_prefill_tp),
-                prefill_dp: list(&mut e, "search_pd_prefill_dp", &self.pd_prefill_dp),
-                decode_tp: list(&mut e, "search_pd_decode_tp", &self.pd_decode_tp),
-                decode_dp: list(&mut e, "search_pd_decode_dp", &self.pd_decode_dp),
-                aggregated,
-                ..RawDisaggSpace::default()
-            };
-            o.insert("disagg".into(), serde_json::json!(d));
+            // The core's `RawDisaggSpace` fields, as `servesim search --disagg --pd-*` builds
+            // them (written by name like the fields above, so the page links no serializer of
+            // the core's type; the unit tests read it back with the core's type, which denies
+            // unknown fields).
+            let mut d = serde_json::Map::new();
+            let ratios: Vec<String> = self
+                .pd_ratios
+                .split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(String::from)
+                .collect();
+            if !ratios.is_empty() {
+                d.insert("pd_ratios".into(), ratios.into());
+            }
+            for (name, key, text) in [
+                ("prefill_tp", "search_pd_prefill_tp", &self.pd_prefill_tp),
+                ("prefill_dp", "search_pd_prefill_dp", &self.pd_prefill_dp),
+                ("decode_tp", "search_pd_decode_tp", &self.pd_decode_tp),
+                ("decode_dp", "search_pd_decode_dp", &self.pd_decode_dp),
+            ] {
+                if let Some(v) = list::<u32>(&mut e, key, text) {
+                    d.insert(name.into(), v.into());
+                }
+            }
+            if let Some(a) = aggregated {
+                d.insert("aggregated".into(), a.into());
+            }
+            o.insert("disagg".into(), d.into());
         }
         let mut prices = serde_json::Map::new();
         for g in self.gpu_list(base) {
@@ -367,7 +375,7 @@ impl SearchView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_core::search::RawSearch;
+    use servesim_core::search::{RawDisaggSpace, RawSearch};
 
     fn base() -> Scenario {
         Scenario::default_scenario()

@@ -7,7 +7,7 @@
 use crate::cmd_sweep::{build_scenario, SweepArgs};
 use anyhow::{bail, Context, Result};
 use clap::{ArgMatches, Args};
-use servesim_core::dtype::KvCacheDtype;
+use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
 use servesim_core::search::{
     self, CandidateResult, Outcome, RawDisaggSpace, RawSearch, SearchReport,
 };
@@ -48,6 +48,14 @@ pub struct SearchArgs {
     /// max_num_seqs values to try (default the base's).
     #[arg(long, value_delimiter = ',')]
     pub max_num_seqs_options: Option<Vec<u32>>,
+    /// Weight precisions to try: checkpoint, bf16, fp8, fp4, int4, int8 (default the base's);
+    /// each as vLLM serves the checkpoint at it (one it cannot is pruned with the reason).
+    #[arg(long, value_delimiter = ',')]
+    pub weight_precisions: Option<Vec<String>>,
+    /// max_num_batched_tokens values to try for the aggregated candidates and the prefill pool
+    /// (default the base's).
+    #[arg(long, value_delimiter = ',')]
+    pub max_num_batched_tokens_options: Option<Vec<u32>>,
     /// Replica counts to try (default 1).
     #[arg(long, value_delimiter = ',')]
     pub replica_options: Option<Vec<u32>>,
@@ -94,6 +102,13 @@ pub struct SearchArgs {
     /// Decode pool expert parallelism: off, on or off,on (default: --expert-parallel's).
     #[arg(long, value_delimiter = ',')]
     pub pd_decode_ep: Option<Vec<String>>,
+    /// Prefill pool max_num_batched_tokens values (default: --max-num-batched-tokens-options,
+    /// else the template's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_prefill_max_num_batched_tokens: Option<Vec<u32>>,
+    /// Decode pool max_num_batched_tokens values (default: the template's).
+    #[arg(long, value_delimiter = ',')]
+    pub pd_decode_max_num_batched_tokens: Option<Vec<u32>>,
     /// Disaggregated candidates only (no aggregated ones).
     #[arg(long)]
     pub pd_only: bool,
@@ -141,6 +156,20 @@ pub fn build_search(a: &SearchArgs, m: &ArgMatches) -> Result<RawSearch> {
                 .collect::<Result<Vec<_>>>()?,
         ),
     };
+    let wps = match &a.weight_precisions {
+        None => None,
+        Some(v) => Some(
+            v.iter()
+                .map(|s| {
+                    WeightPrecision::parse(s).with_context(|| {
+                        format!(
+                            "--weight-precisions {s}: use checkpoint, bf16, fp8, fp4, int4 or int8"
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?,
+        ),
+    };
     let mut prices = std::collections::BTreeMap::new();
     for p in a.gpu_hour_usd.iter().flatten() {
         let Some((g, v)) = p.split_once('=') else {
@@ -160,7 +189,9 @@ pub fn build_search(a: &SearchArgs, m: &ArgMatches) -> Result<RawSearch> {
         || a.pd_prefill_ep.is_some()
         || a.pd_decode_tp.is_some()
         || a.pd_decode_dp.is_some()
-        || a.pd_decode_ep.is_some();
+        || a.pd_decode_ep.is_some()
+        || a.pd_prefill_max_num_batched_tokens.is_some()
+        || a.pd_decode_max_num_batched_tokens.is_some();
     let disagg = if any_pd {
         Some(RawDisaggSpace {
             pd_ratios: a.pd_ratios.clone(),
@@ -178,6 +209,8 @@ pub fn build_search(a: &SearchArgs, m: &ArgMatches) -> Result<RawSearch> {
                 .as_ref()
                 .map(|v| on_off("pd-decode-ep", v))
                 .transpose()?,
+            prefill_max_num_batched_tokens: a.pd_prefill_max_num_batched_tokens.clone(),
+            decode_max_num_batched_tokens: a.pd_decode_max_num_batched_tokens.clone(),
             aggregated: a.pd_only.then_some(false),
         })
     } else {
@@ -204,6 +237,8 @@ pub fn build_search(a: &SearchArgs, m: &ArgMatches) -> Result<RawSearch> {
             .transpose()?,
         kv_cache_dtypes: kv,
         max_num_seqs: a.max_num_seqs_options.clone(),
+        weight_precisions: wps,
+        max_num_batched_tokens: a.max_num_batched_tokens_options.clone(),
         gpu_hour_usd: prices,
         refine_steps: a.refine_steps,
     })
@@ -284,6 +319,15 @@ fn print_table(r: &SearchReport) {
         s.bound,
         s.failed
     );
+    if s.merged > 0 {
+        println!(
+            "{} option value(s) merged into another (the same candidates)",
+            s.merged
+        );
+    }
+    for n in &r.notes {
+        println!("note: {n}");
+    }
     let skipped: usize = r
         .candidates
         .iter()
@@ -352,7 +396,7 @@ fn print_table(r: &SearchReport) {
 }
 
 fn print_csv(r: &SearchReport) {
-    println!("index,label,gpu,tp,dp,ep,replicas,prefill_tp,prefill_dp,prefill_ep,prefill_replicas,speculative,kv_cache_dtype,num_gpus,status,level,basis,output_tokens_per_s_per_gpu,e2e_tokens_per_s_per_user,ttft_ms_p50,usd_per_m_output_tokens,usd_per_m_input_tokens");
+    println!("index,label,gpu,tp,dp,ep,replicas,prefill_tp,prefill_dp,prefill_ep,prefill_replicas,speculative,kv_cache_dtype,num_gpus,status,level,basis,output_tokens_per_s_per_gpu,e2e_tokens_per_s_per_user,ttft_ms_p50,usd_per_m_output_tokens,usd_per_m_input_tokens,weight_precision,max_num_seqs,max_num_batched_tokens,prefill_max_num_batched_tokens");
     for c in &r.candidates {
         let k = &c.candidate;
         let status = match &c.outcome {
@@ -367,7 +411,7 @@ fn print_csv(r: &SearchReport) {
                 .map_or(String::new(), |p| f(p).to_string())
         };
         println!(
-            "{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             k.index,
             k.label,
             k.gpu,
@@ -393,6 +437,13 @@ fn print_csv(r: &SearchReport) {
             o.and_then(|o| o.usd_per_m_output_tokens)
                 .map_or(String::new(), |x| x.to_string()),
             o.and_then(|o| o.usd_per_m_input_tokens)
+                .map_or(String::new(), |x| x.to_string()),
+            k.weight_precision.map_or("", |p| p.name()),
+            k.max_num_seqs.map_or(String::new(), |x| x.to_string()),
+            k.max_num_batched_tokens
+                .map_or(String::new(), |x| x.to_string()),
+            k.prefill
+                .and_then(|p| p.max_num_batched_tokens)
                 .map_or(String::new(), |x| x.to_string()),
         );
     }

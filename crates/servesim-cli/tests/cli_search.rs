@@ -190,3 +190,109 @@ fn a_bad_pd_ratio_names_the_flag_field() {
         "{err}"
     );
 }
+
+#[test]
+fn weight_precision_and_batched_tokens_flags_write_the_search_json_and_prune_with_the_reason() {
+    let flags: Vec<&str> = vec![
+        "search",
+        "--model",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--gpu",
+        "H100",
+        "--max-gpus",
+        "2",
+        "--tp",
+        "1",
+        "--weight-precisions",
+        "checkpoint,bf16,fp8,int4",
+        "--max-num-batched-tokens-options",
+        "4096,1024",
+        "--pd-ratios",
+        "1:1",
+        "--pd-prefill-max-num-batched-tokens",
+        "8192",
+        "--pd-decode-max-num-batched-tokens",
+        "2048",
+        "--sla",
+        "e2e_tokens_per_s_per_user>=50,ttft_ms_p50<5000",
+        "--concurrency",
+        "1,8",
+        "--duration",
+        "10",
+        "--warmup",
+        "1",
+        "--refine-steps",
+        "1",
+        "--threads",
+        "2",
+    ];
+    let mut a = flags.clone();
+    a.push("--json");
+    let (code, out, err) = servesim(&a);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let c = v["candidates"].as_array().unwrap();
+    // aggregated: 3 precisions (bf16 is the checkpoint: merged) x 2 budgets; P/D 1:1: 3
+    assert_eq!(c.len(), 9, "{}", v["summary"]);
+    assert_eq!(v["summary"]["merged"], 1);
+    assert!(v["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("bf16 merged with checkpoint"));
+    assert_eq!(c[0]["max_num_batched_tokens"], 1024);
+    assert_eq!(c[0]["scenario"]["engine"]["max_num_batched_tokens"], 1024);
+    assert_eq!(c[2]["weight_precision"], "fp8");
+    assert_eq!(c[2]["scenario"]["weight_precision"], "fp8");
+    for x in c {
+        if x["weight_precision"] == "int4" {
+            assert_eq!(x["outcome"]["status"], "pruned");
+            let why = x["outcome"]["reason"].as_str().unwrap();
+            assert!(why.contains("quantizes online only to fp8"), "{why}");
+        }
+    }
+    let pd = &c[6];
+    assert_eq!(pd["prefill"]["max_num_batched_tokens"], 8192);
+    assert_eq!(pd["max_num_batched_tokens"], 2048);
+    let topo = &pd["scenario"]["topology"];
+    assert_eq!(topo["prefill"]["engine"]["max_num_batched_tokens"], 8192);
+    assert_eq!(topo["decode"]["engine"]["max_num_batched_tokens"], 2048);
+    // --print-search writes the core's search JSON; --search FILE gives the same report
+    let mut p = flags.clone();
+    p.push("--print-search");
+    let (code, search_json, err) = servesim(&p);
+    assert_eq!(code, 0, "{err}");
+    let s: Value = serde_json::from_str(&search_json).unwrap();
+    assert_eq!(s["weight_precisions"][2], "fp8");
+    assert_eq!(s["max_num_batched_tokens"][0], 4096);
+    assert_eq!(s["disagg"]["decode_max_num_batched_tokens"][0], 2048);
+    let path = std::env::temp_dir().join(format!("servesim-cli-search-wp-{}", std::process::id()));
+    std::fs::write(&path, &search_json).unwrap();
+    let (code, out2, err) = servesim(&[
+        "search",
+        "--search",
+        path.to_str().unwrap(),
+        "--threads",
+        "1",
+        "--json",
+    ]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, out2);
+    // the CSV names the new dimensions
+    let mut a = flags.clone();
+    a.push("--csv");
+    let (code, csv, err) = servesim(&a);
+    assert_eq!(code, 0, "{err}");
+    let mut lines = csv.lines();
+    assert!(lines.next().unwrap().ends_with(
+        "weight_precision,max_num_seqs,max_num_batched_tokens,prefill_max_num_batched_tokens"
+    ));
+    assert!(csv.contains(",fp8,,1024,"), "{csv}");
+    assert!(csv.contains(",checkpoint,,2048,8192"), "{csv}");
+    // a bad precision names the flag
+    let mut b = flags.clone();
+    b[10] = "checkpoint,fp6";
+    let (code, _, err) = servesim(&b);
+    assert_ne!(code, 0);
+    assert!(err.contains("--weight-precisions fp6"), "{err}");
+}

@@ -177,6 +177,18 @@ pub enum WeightPrecision {
 }
 
 impl WeightPrecision {
+    /// The scenario's spelling (`weight_precision`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WeightPrecision::Checkpoint => "checkpoint",
+            WeightPrecision::Bf16 => "bf16",
+            WeightPrecision::Fp8 => "fp8",
+            WeightPrecision::Fp4 => "fp4",
+            WeightPrecision::Int4 => "int4",
+            WeightPrecision::Int8 => "int8",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<WeightPrecision> {
         Some(match s.trim().to_ascii_lowercase().as_str() {
             "checkpoint" | "auto" => WeightPrecision::Checkpoint,
@@ -200,6 +212,21 @@ mod tests {
             assert_eq!(KvCacheDtype::parse(n).unwrap().name(), n);
         }
         assert!(KvCacheDtype::parse("int3").is_none());
+    }
+
+    #[test]
+    fn weight_precision_names_are_the_scenarios() {
+        for p in [
+            WeightPrecision::Checkpoint,
+            WeightPrecision::Bf16,
+            WeightPrecision::Fp8,
+            WeightPrecision::Fp4,
+            WeightPrecision::Int4,
+            WeightPrecision::Int8,
+        ] {
+            assert_eq!(serde_json::to_value(p).unwrap(), p.name());
+            assert_eq!(WeightPrecision::parse(p.name()), Some(p));
+        }
     }
 
     #[test]

@@ -553,14 +553,10 @@ impl Scenario {
 
     /// The deployment this scenario states (model, GPU, layout, precisions, engine settings),
     /// validated: the first step of [`Scenario::resolve`], and all `servesim capacity` needs.
-    pub fn deployment(&self) -> Result<Deployment, ScenarioError> {
-        if !(OLDEST_SCENARIO_VERSION..=SCENARIO_VERSION).contains(&self.version) {
-            return Err(ScenarioError::Version {
-                found: self.version.to_string(),
-            });
-        }
-        let model = match &self.model {
-            ModelRef::Catalog(id) => catalog::load(id).map_err(ScenarioError::Model)?,
+    /// The scenario's model (catalog entry or custom `config.json`), without the deployment.
+    pub fn model_config(&self) -> Result<ModelConfig, ScenarioError> {
+        match &self.model {
+            ModelRef::Catalog(id) => catalog::load(id).map_err(ScenarioError::Model),
             ModelRef::Custom(c) => {
                 if c.name.trim().is_empty() {
                     return Err(invalid(
@@ -570,9 +566,18 @@ impl Scenario {
                     ));
                 }
                 ModelConfig::from_hf_json(c.name.trim(), &c.config_json)
-                    .map_err(ScenarioError::Model)?
+                    .map_err(ScenarioError::Model)
             }
-        };
+        }
+    }
+
+    pub fn deployment(&self) -> Result<Deployment, ScenarioError> {
+        if !(OLDEST_SCENARIO_VERSION..=SCENARIO_VERSION).contains(&self.version) {
+            return Err(ScenarioError::Version {
+                found: self.version.to_string(),
+            });
+        }
+        let model = self.model_config()?;
         let gpu = match &self.gpu {
             GpuRef::Catalog(id) => find_gpu(id).map_err(ScenarioError::Gpu)?,
             GpuRef::Custom(raw) => raw.validate().map_err(ScenarioError::Gpu)?,

@@ -3,10 +3,13 @@
 //! search on a small space); costs follow the formula; each candidate reruns as a normal
 //! scenario with the same numbers; the frontier is undominated; bad options are refused naming
 //! the field. The same for disaggregated (P/D) spaces: per-pool capacity pruning, the decode
-//! pool's bound, both pools' GPUs in the cost.
+//! pool's bound, both pools' GPUs in the cost. Weight precision and `max_num_batched_tokens`
+//! (per pool) as dimensions: the same invariants, a precision the checkpoint cannot be served
+//! at pruned with the reason, one it already is merged.
 
+use servesim_core::dtype::WeightPrecision;
 use servesim_core::scenario::Scenario;
-use servesim_core::search::{self, Outcome, PruneStage, RawSearch};
+use servesim_core::search::{self, Outcome, PruneStage, RawSearch, SearchReport};
 use servesim_core::sweep::{GateOp, RawGate};
 
 fn base(gate_tok_s_user: f64) -> Scenario {
@@ -41,6 +44,8 @@ fn small(gate: f64) -> RawSearch {
         speculative: None,
         kv_cache_dtypes: None,
         max_num_seqs: None,
+        weight_precisions: None,
+        max_num_batched_tokens: None,
         gpu_hour_usd: [("A100-80GB".to_string(), 1.79)].into_iter().collect(),
         refine_steps: Some(3),
         stop_at_crossing: None,
@@ -226,6 +231,8 @@ fn a_moe_model_tries_expert_parallelism_and_a_spec_base_tries_both() {
         speculative: None,
         kv_cache_dtypes: None,
         max_num_seqs: None,
+        weight_precisions: None,
+        max_num_batched_tokens: None,
         gpu_hour_usd: Default::default(),
         refine_steps: None,
         stop_at_crossing: None,
@@ -435,6 +442,8 @@ fn pd_options_are_refused_naming_the_field_and_the_recipe_base_keeps_its_pools()
         speculative: None,
         kv_cache_dtypes: None,
         max_num_seqs: None,
+        weight_precisions: None,
+        max_num_batched_tokens: None,
         gpu_hour_usd: Default::default(),
         refine_steps: None,
         stop_at_crossing: None,
@@ -516,5 +525,283 @@ fn stopping_at_the_first_failing_level_never_moves_an_operating_point() {
         );
         assert_eq!(quick.ranking_by_throughput, full.ranking_by_throughput);
         assert_eq!(quick.ranking_by_cost, full.ranking_by_cost);
+    }
+}
+
+/// Pruned and unpruned reports agree: every candidate not pruned by the bound is the same, no
+/// candidate pruned by the bound passes unpruned, the rankings (so the passing set and the
+/// best) are equal, and the best is never beaten by any evaluated candidate.
+fn pruning_agrees(pruned: &SearchReport, full: &SearchReport) {
+    for (p, f) in pruned.candidates.iter().zip(&full.candidates) {
+        match &p.outcome {
+            Outcome::Pruned {
+                stage: PruneStage::Bound,
+                ..
+            } => assert!(
+                f.operating_point().is_none(),
+                "{}: pruned by the bound but passes unpruned",
+                p.candidate.label
+            ),
+            _ => assert_eq!(p, f, "{}", p.candidate.label),
+        }
+    }
+    assert_eq!(pruned.ranking_by_throughput, full.ranking_by_throughput);
+    assert_eq!(pruned.ranking_by_cost, full.ranking_by_cost);
+    if let Some(best) = pruned.best_throughput() {
+        let b = best.operating_point().unwrap().output_tokens_per_s_per_gpu;
+        for c in &full.candidates {
+            if let Some(o) = c.operating_point() {
+                assert!(o.output_tokens_per_s_per_gpu <= b, "{}", c.candidate.label);
+            }
+        }
+    }
+}
+
+#[test]
+fn weight_precision_and_batched_tokens_keep_pruning_exact_and_the_best_unbeaten() {
+    // Llama-3.1-8B (a bf16 checkpoint) on H100 and A100: checkpoint, bf16 (the checkpoint itself:
+    // merged), fp8 (online --quantization fp8), int4 (needs another checkpoint: pruned);
+    // max_num_batched_tokens 32 (below max_num_seqs 64: vLLM refuses), 256 and 4096.
+    let mut raw = small(130.0);
+    raw.tp = Some(vec![1, 2]);
+    raw.max_num_seqs = Some(vec![64]);
+    raw.weight_precisions = Some(vec![
+        WeightPrecision::Checkpoint,
+        WeightPrecision::Bf16,
+        WeightPrecision::Fp8,
+        WeightPrecision::Int4,
+    ]);
+    raw.max_num_batched_tokens = Some(vec![4096, 32, 256]);
+    let space = raw.validate().unwrap();
+    assert_eq!(space.merged, 1);
+    assert!(
+        space
+            .notes
+            .iter()
+            .any(|n| n.contains("bf16 merged with checkpoint")),
+        "{:?}",
+        space.notes
+    );
+    // 2 GPUs x 2 TP x 3 precisions x 3 budgets
+    assert_eq!(space.candidates.len(), 36);
+    let c = &space.candidates[3];
+    assert_eq!(c.weight_precision, Some(WeightPrecision::Fp8));
+    assert_eq!(c.scenario.weight_precision, WeightPrecision::Fp8);
+    assert_eq!(c.max_num_batched_tokens, Some(32));
+    assert_eq!(c.scenario.engine.max_num_batched_tokens, Some(32));
+    assert!(
+        c.label.contains("weights fp8") && c.label.contains("max_num_batched_tokens 32"),
+        "{}",
+        c.label
+    );
+    let pruned = search::run(&space, true);
+    let full = search::run(&space, false);
+    assert_eq!(pruned.summary.merged, 1);
+    for r in &pruned.candidates {
+        let c = &r.candidate;
+        if c.weight_precision == Some(WeightPrecision::Int4) {
+            match &r.outcome {
+                Outcome::Pruned {
+                    stage: PruneStage::Capacity,
+                    reason,
+                } => assert!(
+                    reason.starts_with("weight precision int4:")
+                        && reason.contains("quantizes online only to fp8"),
+                    "{reason}"
+                ),
+                o => panic!("{}: {o:?}", c.label),
+            }
+        } else if c.max_num_batched_tokens == Some(32) {
+            match &r.outcome {
+                Outcome::Pruned {
+                    stage: PruneStage::Capacity,
+                    reason,
+                } => assert!(reason.contains("max_num_batched_tokens"), "{reason}"),
+                o => panic!("{}: {o:?}", c.label),
+            }
+        }
+    }
+    assert!(pruned.summary.bound >= 1, "{:?}", pruned.summary);
+    assert!(pruned.best_throughput().is_some(), "{:?}", pruned.summary);
+    pruning_agrees(&pruned, &full);
+    // fp8 weights read half the bytes per decode step: a faster fastest step, a higher bound
+    let bound = |i: usize| {
+        search::tokens_per_s_per_user_bound(&space.candidates[i].scenario.resolve().unwrap())
+    };
+    assert!(
+        bound(5) > bound(2),
+        "fp8 {} vs checkpoint {}",
+        bound(5),
+        bound(2)
+    );
+    // the budget is the scheduler's: a different result at 256 than at 4096
+    let op = |i: usize| full.candidates[i].outcome.clone();
+    assert_ne!(op(1), op(2));
+}
+
+#[test]
+fn pd_pools_take_their_own_batched_tokens_and_pruning_stays_exact() {
+    let mut raw = pd_space(130.0);
+    raw.tp = Some(vec![2]);
+    raw.weight_precisions = Some(vec![WeightPrecision::Checkpoint, WeightPrecision::Fp8]);
+    raw.max_num_batched_tokens = Some(vec![2048]);
+    raw.disagg = Some(search::RawDisaggSpace {
+        pd_ratios: Some(vec!["1:1".into()]),
+        prefill_tp: Some(vec![2]),
+        decode_tp: Some(vec![1, 2]),
+        prefill_max_num_batched_tokens: Some(vec![1024, 8192]),
+        ..Default::default()
+    });
+    let space = raw.validate().unwrap();
+    // aggregated: TP2 x 2 precisions; P/D: 2 decode TPs x 2 precisions x 2 prefill budgets
+    assert_eq!(space.candidates.len(), 2 + 8);
+    let agg = &space.candidates[0];
+    assert_eq!(agg.scenario.engine.max_num_batched_tokens, Some(2048));
+    let pd = &space.candidates[3];
+    let p = pd.prefill.unwrap();
+    assert_eq!(p.max_num_batched_tokens, Some(8192));
+    // the decode pool keeps the template's (the base's) budget
+    assert_eq!(pd.max_num_batched_tokens, None);
+    let topo = pd.scenario.topology.as_ref().unwrap();
+    let pe = topo.prefill.as_ref().unwrap().engine.as_ref().unwrap();
+    assert_eq!(pe.max_num_batched_tokens, Some(8192));
+    // the template's other overrides carry over
+    assert_eq!(pe.gpu_memory_utilization, Some(0.3));
+    assert!(topo
+        .decode
+        .as_ref()
+        .unwrap()
+        .engine
+        .as_ref()
+        .is_none_or(|e| e.max_num_batched_tokens.is_none()));
+    assert!(
+        pd.label.contains("prefill max_num_batched_tokens 8192"),
+        "{}",
+        pd.label
+    );
+    let r = pd.scenario.resolve().unwrap();
+    assert_eq!(
+        r.disagg
+            .as_ref()
+            .unwrap()
+            .prefill
+            .deployment
+            .engine
+            .max_num_batched_tokens,
+        8192
+    );
+    // a decode list given: the decode pool's own
+    let mut raw2 = raw.clone();
+    if let Some(d) = raw2.disagg.as_mut() {
+        d.decode_max_num_batched_tokens = Some(vec![512]);
+    }
+    let s2 = raw2.validate().unwrap();
+    assert_eq!(s2.candidates[3].max_num_batched_tokens, Some(512));
+    assert!(
+        s2.candidates[3]
+            .label
+            .ends_with("decode max_num_batched_tokens 512"),
+        "{}",
+        s2.candidates[3].label
+    );
+    let pruned = search::run(&space, true);
+    let full = search::run(&space, false);
+    pruning_agrees(&pruned, &full);
+}
+
+#[test]
+fn a_checkpoint_is_served_only_at_the_precisions_vllm_serves_it_at() {
+    use servesim_core::model::catalog;
+    let ck = |id: &str| catalog::load(id).unwrap().checkpoint;
+    let bf16 = ck("meta-llama/Meta-Llama-3.1-8B");
+    assert_eq!(
+        bf16.serving_precision(WeightPrecision::Fp8),
+        Ok(WeightPrecision::Fp8)
+    );
+    assert_eq!(
+        bf16.serving_precision(WeightPrecision::Bf16),
+        Ok(WeightPrecision::Checkpoint)
+    );
+    for p in [
+        WeightPrecision::Fp4,
+        WeightPrecision::Int4,
+        WeightPrecision::Int8,
+    ] {
+        let e = bf16.serving_precision(p).unwrap_err();
+        assert!(e.contains("quantizes online only to fp8"), "{e}");
+    }
+    let fp8 = ck("sgl-project/DeepSeek-V4-Flash-FP8");
+    assert!(fp8.is_fp8_serialized());
+    assert_eq!(
+        fp8.serving_precision(WeightPrecision::Fp8),
+        Ok(WeightPrecision::Checkpoint)
+    );
+    let e = fp8.serving_precision(WeightPrecision::Bf16).unwrap_err();
+    assert!(e.contains("does not dequantize"), "{e}");
+    // gpt-oss: mxfp4 experts, bf16 attention: only its own quantization
+    let oss = ck("openai/gpt-oss-20b");
+    assert!(oss.is_quantized());
+    for p in [
+        WeightPrecision::Fp4,
+        WeightPrecision::Fp8,
+        WeightPrecision::Bf16,
+    ] {
+        assert!(oss.serving_precision(p).is_err(), "{p:?}");
+    }
+
+    // In a search over the fp8 checkpoint: fp8 merges with checkpoint, bf16 is pruned with
+    // the reason (before anything is simulated).
+    let mut b = base(30.0);
+    b.model =
+        servesim_core::scenario::ModelRef::Catalog("sgl-project/DeepSeek-V4-Flash-FP8".into());
+    b.gpu = servesim_core::scenario::GpuRef::Catalog("H200".into());
+    let mut raw = small(30.0);
+    raw.base = b;
+    raw.gpus = None;
+    raw.max_gpus = 8;
+    raw.tp = Some(vec![8]);
+    raw.expert_parallel = Some(vec![true]);
+    raw.weight_precisions = Some(vec![
+        WeightPrecision::Fp8,
+        WeightPrecision::Checkpoint,
+        WeightPrecision::Bf16,
+    ]);
+    let space = raw.validate().unwrap();
+    assert_eq!(space.merged, 1, "{:?}", space.notes);
+    let wps: Vec<_> = space
+        .candidates
+        .iter()
+        .map(|c| c.weight_precision)
+        .collect();
+    assert_eq!(
+        wps,
+        [
+            Some(WeightPrecision::Checkpoint),
+            Some(WeightPrecision::Bf16)
+        ]
+    );
+    match search::evaluate(&space, &space.candidates[1], true).outcome {
+        Outcome::Pruned {
+            stage: PruneStage::Capacity,
+            reason,
+        } => assert!(
+            reason.starts_with("weight precision bf16:") && reason.contains("does not dequantize"),
+            "{reason}"
+        ),
+        o => panic!("{o:?}"),
+    }
+
+    // A GPU that cannot run a precision: fp8 on a TPU is the deployment's refusal
+    let mut raw = small(30.0);
+    raw.gpus = Some(vec!["TPU-v5e".into()]);
+    raw.tp = Some(vec![1]);
+    raw.weight_precisions = Some(vec![WeightPrecision::Fp8]);
+    let space = raw.validate().unwrap();
+    match search::evaluate(&space, &space.candidates[0], true).outcome {
+        Outcome::Pruned {
+            stage: PruneStage::Capacity,
+            reason,
+        } => assert!(reason.contains("fp8"), "{reason}"),
+        o => panic!("{o:?}"),
     }
 }

@@ -13,7 +13,7 @@ mod parse;
 #[cfg(test)]
 mod tests;
 
-use crate::dtype::DType;
+use crate::dtype::{DType, WeightPrecision};
 use serde::{Deserialize, Serialize};
 
 pub use kv::{
@@ -223,6 +223,82 @@ pub struct CheckpointDtypes {
     /// `self_attn`, e.g. ModelOpt NVFP4 MiniMax-M2.5); `None` = `dense`.
     #[serde(default)]
     pub attention: Option<DType>,
+}
+
+impl CheckpointDtypes {
+    /// True when the checkpoint's linear layers outside the routed experts are stored in fp8
+    /// (vLLM's `Fp8Config.is_checkpoint_fp8_serialized`): `--quantization fp8` then reads the
+    /// checkpoint's own fp8 weights instead of quantizing at load.
+    pub fn is_fp8_serialized(&self) -> bool {
+        self.dense == DType::Fp8
+    }
+
+    /// True when some linear layers are stored below 16 bits (the checkpoint carries a
+    /// `quantization_config`).
+    pub fn is_quantized(&self) -> bool {
+        let wide = |d: DType| matches!(d, DType::Bf16 | DType::F16 | DType::F32);
+        !(wide(self.dense) && wide(self.experts) && self.attention.is_none_or(wide))
+    }
+
+    /// The precision vLLM serves this checkpoint at when asked for `prec`
+    /// (docs/search.md "Weight precision"), or why it cannot:
+    /// - `checkpoint`, and a precision the checkpoint already stores every linear layer in
+    ///   (bf16 for a 16-bit checkpoint, fp8 for an fp8-serialized one, fp4 / int4 / int8 for a
+    ///   checkpoint quantized to it throughout), are the checkpoint itself: `Checkpoint`;
+    /// - an unquantized checkpoint takes fp8 online (`--quantization fp8`: `Fp8Config` with
+    ///   `is_checkpoint_fp8_serialized = False` quantizes the weights at load), and bf16 from an
+    ///   fp32 checkpoint (`--dtype bfloat16`);
+    /// - vLLM has no online path from bf16 to fp4, int4 or int8 weights (those are checkpoints
+    ///   quantized offline: ModelOpt NVFP4, AWQ, GPTQ), never dequantizes a quantized
+    ///   checkpoint's linear layers to bf16, and refuses a `--quantization` other than the
+    ///   checkpoint's own `quantization_config` (`ModelConfig._verify_quantization`).
+    ///
+    /// Whether the GPU runs the precision is [`crate::deploy::Deployment::new`]'s rule.
+    pub fn serving_precision(&self, prec: WeightPrecision) -> Result<WeightPrecision, String> {
+        let linear = [
+            self.dense,
+            self.experts,
+            self.attention.unwrap_or(self.dense),
+        ];
+        let all = |f: &dyn Fn(DType) -> bool| linear.iter().all(|d| f(*d));
+        let own = match prec {
+            WeightPrecision::Checkpoint => true,
+            WeightPrecision::Bf16 => all(&|d| matches!(d, DType::Bf16 | DType::F16)),
+            WeightPrecision::Fp8 => self.is_fp8_serialized(),
+            WeightPrecision::Fp4 => all(&|d| matches!(d, DType::Nvfp4 | DType::Mxfp4)),
+            WeightPrecision::Int4 => all(&|d| d == DType::Int4),
+            WeightPrecision::Int8 => all(&|d| d == DType::Int8),
+        };
+        if own {
+            return Ok(WeightPrecision::Checkpoint);
+        }
+        let stored = if linear[0] == linear[1] && linear[1] == linear[2] {
+            linear[0].to_string()
+        } else {
+            format!(
+                "{} dense, {} experts, {} attention",
+                linear[0], linear[1], linear[2]
+            )
+        };
+        if !self.is_quantized() {
+            return match prec {
+                WeightPrecision::Fp8 | WeightPrecision::Bf16 => Ok(prec),
+                _ => Err(format!(
+                    "the checkpoint stores {stored} weights and vLLM quantizes online only to fp8 (--quantization fp8); {} weights need a checkpoint quantized offline (e.g. NVFP4, AWQ or GPTQ): give that checkpoint as the model",
+                    prec.name()
+                )),
+            };
+        }
+        Err(match prec {
+            WeightPrecision::Bf16 => format!(
+                "the checkpoint is quantized ({stored}) and vLLM does not dequantize its weights to bf16; give the bf16 checkpoint as the model"
+            ),
+            _ => format!(
+                "the checkpoint is quantized ({stored}) and vLLM serves it only with its own quantization_config (another --quantization is refused); {} weights need another checkpoint",
+                prec.name()
+            ),
+        })
+    }
 }
 
 /// A validated model architecture.

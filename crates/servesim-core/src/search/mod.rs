@@ -11,7 +11,7 @@
 
 pub mod cost;
 
-use crate::dtype::KvCacheDtype;
+use crate::dtype::{KvCacheDtype, WeightPrecision};
 use crate::metric::MetricId;
 use crate::metrics::LevelResult;
 use crate::scenario::{GpuRef, ResolvedScenario, Scenario};
@@ -26,6 +26,8 @@ use std::collections::BTreeMap;
 pub const MAX_CANDIDATES: usize = 2_000;
 /// Largest GPU budget accepted.
 pub const MAX_GPUS: u32 = 4_096;
+/// Largest `max_num_batched_tokens` value accepted (the scenario's token bound).
+pub const MAX_BATCHED_TOKENS: u32 = 100_000_000;
 /// Default bisection steps for each candidate's operating point.
 pub const DEFAULT_REFINE_STEPS: usize = 6;
 
@@ -64,6 +66,16 @@ pub struct RawSearch {
     /// `max_num_seqs` values; default the base's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_num_seqs: Option<Vec<u32>>,
+    /// Weight precisions (`checkpoint`, `bf16`, `fp8`, `fp4`, `int4`, `int8`), each as vLLM
+    /// serves the base's checkpoint at it (`ModelConfig::checkpoint.serving_precision`): one
+    /// the checkpoint already is merges with `checkpoint`, one vLLM cannot serve it at is
+    /// pruned with the reason. Default: the base's `weight_precision` as stated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight_precisions: Option<Vec<WeightPrecision>>,
+    /// `max_num_batched_tokens` values for the aggregated candidates and, unless
+    /// `disagg.prefill_max_num_batched_tokens` is given, the prefill pool; default the base's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_num_batched_tokens: Option<Vec<u32>>,
     /// $ per GPU-hour by GPU id, overriding the defaults (`search::cost::DEFAULT_PRICES`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub gpu_hour_usd: BTreeMap<String, f64>,
@@ -108,6 +120,15 @@ pub struct RawDisaggSpace {
     /// Decode pool expert parallelism off/on (default: the search's `expert_parallel`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_expert_parallel: Option<Vec<bool>>,
+    /// Prefill pool `max_num_batched_tokens` values (default: the search's
+    /// `max_num_batched_tokens`, else the template pool's or the base's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_max_num_batched_tokens: Option<Vec<u32>>,
+    /// Decode pool `max_num_batched_tokens` values (default: the template pool's or the
+    /// base's, not the search's list: a decode step schedules at most `max_num_seqs x (1 + k)`
+    /// tokens, so the budget does not chunk anything there; docs/search.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_max_num_batched_tokens: Option<Vec<u32>>,
     /// Also enumerate the aggregated candidates (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregated: Option<bool>,
@@ -120,6 +141,10 @@ pub struct PoolShape {
     pub dp: u32,
     pub ep: u32,
     pub replicas: u32,
+    /// The pool's `max_num_batched_tokens` when the search sets it (`None`: the base's or the
+    /// template pool's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_num_batched_tokens: Option<u32>,
 }
 
 impl PoolShape {
@@ -181,6 +206,13 @@ pub struct Candidate {
     pub speculative: bool,
     pub kv_cache_dtype: KvCacheDtype,
     pub max_num_seqs: Option<u32>,
+    /// The scenario's `weight_precision` when the search sets it (`None`: the base's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight_precision: Option<WeightPrecision>,
+    /// `max_num_batched_tokens` when the search sets it (disaggregated: the decode pool's;
+    /// the prefill pool's is in `prefill`). `None`: the base's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_num_batched_tokens: Option<u32>,
     /// Disaggregated candidates: the prefill pool (`tp`, `dp`, `ep` and `replicas` above are
     /// then the decode pool's). `None`: aggregated.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -205,6 +237,16 @@ pub struct SearchSpace {
     pub sla: Vec<crate::sweep::RawGate>,
     /// Price used per GPU id and its source.
     pub prices: BTreeMap<String, PriceUsed>,
+    /// Option values merged into another because they give the same candidates (e.g. `fp8`
+    /// weights of an fp8 checkpoint are `checkpoint`).
+    pub merged: usize,
+    /// What the search did with the options, one line each: every merge, and a precision
+    /// written as the one vLLM serves the checkpoint at (`fp8` of an fp8 checkpoint is
+    /// `checkpoint`).
+    pub notes: Vec<String>,
+    /// Weight precisions vLLM cannot serve the base's checkpoint at, with the reason: their
+    /// candidates are pruned (capacity stage).
+    pub refused_precisions: Vec<(WeightPrecision, String)>,
 }
 
 /// The price a search uses for one GPU type.
@@ -331,6 +373,81 @@ impl RawSearch {
             .deployment()
             .map(|d| d.model.moe.is_some())
             .unwrap_or(false);
+        let mnbts = match &self.max_num_batched_tokens {
+            None => vec![None],
+            Some(v) => list(
+                "max_num_batched_tokens",
+                &Some(v.clone()),
+                vec![],
+                MAX_BATCHED_TOKENS,
+            )?
+            .into_iter()
+            .map(Some)
+            .collect(),
+        };
+        // Weight precisions, as vLLM serves the base's checkpoint at each.
+        let mut merged = 0;
+        let mut notes = Vec::new();
+        let mut refused_precisions = Vec::new();
+        let wps: Vec<Option<WeightPrecision>> = match &self.weight_precisions {
+            None => vec![None],
+            Some(v) if v.is_empty() => {
+                return Err(serr(
+                    "weight_precisions",
+                    "[]",
+                    "give at least one precision (checkpoint, bf16, fp8, fp4, int4, int8)",
+                ))
+            }
+            Some(v) => {
+                let model = self.base.model_config().map_err(|e| {
+                    serr(
+                        "weight_precisions",
+                        "(the base's model)",
+                        format!("the base scenario's model does not load: {e}"),
+                    )
+                })?;
+                let mut out: Vec<Option<WeightPrecision>> = Vec::new();
+                let mut seen = Vec::new();
+                // (the first value asked, what it is served as)
+                let mut first: Vec<(WeightPrecision, WeightPrecision)> = Vec::new();
+                for &p in v {
+                    if seen.contains(&p) {
+                        continue;
+                    }
+                    seen.push(p);
+                    match model.checkpoint.serving_precision(p) {
+                        Ok(e) => match first.iter().find(|(_, f)| *f == e) {
+                            Some(&(q, _)) => {
+                                merged += 1;
+                                notes.push(format!(
+                                    "weight precision {} merged with {}: vLLM serves this checkpoint at both as {}",
+                                    p.name(),
+                                    q.name(),
+                                    e.name()
+                                ));
+                            }
+                            None => {
+                                if e != p {
+                                    notes.push(format!(
+                                        "weight precision {}: vLLM serves this checkpoint at {} as {}",
+                                        p.name(),
+                                        p.name(),
+                                        e.name()
+                                    ));
+                                }
+                                first.push((p, e));
+                                out.push(Some(e));
+                            }
+                        },
+                        Err(why) => {
+                            out.push(Some(p));
+                            refused_precisions.push((p, why));
+                        }
+                    }
+                }
+                out
+            }
+        };
         let eps = on_off(
             "expert_parallel",
             &self.expert_parallel,
@@ -359,7 +476,14 @@ impl RawSearch {
             }
             None => vec![self.base.kv_cache_dtype],
         };
-        // The disaggregated options: each pool's lists default to the search's own.
+        let opt_list = |field: &str, v: &Vec<u32>| -> Result<Vec<Option<u32>>, SearchError> {
+            Ok(list(field, &Some(v.clone()), vec![], MAX_BATCHED_TOKENS)?
+                .into_iter()
+                .map(Some)
+                .collect())
+        };
+        // The disaggregated options: each pool's lists default to the search's own (the decode
+        // pool's max_num_batched_tokens: the template's).
         let pd = match &self.disagg {
             None => None,
             Some(d) => {
@@ -415,14 +539,22 @@ impl RawSearch {
                         256,
                     )?,
                     dep: ep_list("disagg.decode_expert_parallel", &d.decode_expert_parallel)?,
+                    pmnbt: match &d.prefill_max_num_batched_tokens {
+                        None => mnbts.clone(),
+                        Some(v) => opt_list("disagg.prefill_max_num_batched_tokens", v)?,
+                    },
+                    dmnbt: match &d.decode_max_num_batched_tokens {
+                        None => vec![None],
+                        Some(v) => opt_list("disagg.decode_max_num_batched_tokens", v)?,
+                    },
                     aggregated: d.aggregated.unwrap_or(true),
                 })
             }
         };
         let aggregated = pd.as_ref().is_none_or(|p| p.aggregated);
-        let common = gpus.len() * specs.len() * kvs.len() * mnss.len();
+        let common = gpus.len() * specs.len() * wps.len() * kvs.len() * mnss.len();
         let n_agg = if aggregated {
-            tps.len() * dps.len() * eps.len() * replicas.len()
+            tps.len() * dps.len() * eps.len() * mnbts.len() * replicas.len()
         } else {
             0
         };
@@ -434,13 +566,15 @@ impl RawSearch {
                 * p.dtp.len()
                 * p.ddp.len()
                 * p.dep.len()
+                * p.pmnbt.len()
+                * p.dmnbt.len()
         });
         let n = common.saturating_mul(n_agg.saturating_add(n_pd));
         if n > MAX_CANDIDATES {
             return Err(serr(
                 "",
                 format!("{n} candidates"),
-                format!("at most {MAX_CANDIDATES} candidates per search; give fewer values for gpus, tp, dp, expert_parallel, speculative, kv_cache_dtypes, max_num_seqs, replicas or the disagg lists"),
+                format!("at most {MAX_CANDIDATES} candidates per search; give fewer values for gpus, tp, dp, expert_parallel, speculative, weight_precisions, kv_cache_dtypes, max_num_seqs, max_num_batched_tokens, replicas or the disagg lists"),
             ));
         }
         let refine_steps = self.refine_steps.unwrap_or(DEFAULT_REFINE_STEPS);
@@ -467,6 +601,7 @@ impl RawSearch {
                                                 dp,
                                                 ep: if ep { tp.saturating_mul(dp) } else { 1 },
                                                 replicas: r,
+                                                max_num_batched_tokens: None,
                                             };
                                         pd_layouts.push(Layout::Disagg(
                                             shape(ptp, pdp, pep, pr),
@@ -484,29 +619,38 @@ impl RawSearch {
         for g in &gpus {
             let price = prices[g].usd_per_gpu_hour;
             if aggregated {
-                // nesting: TP, DP, EP, speculation, KV dtype, max_num_seqs, replicas
+                // nesting: TP, DP, EP, speculation, weight precision, KV dtype,
+                // max_num_seqs, max_num_batched_tokens, replicas
                 for &tp in &tps {
                     for &dp in &dps {
                         for &ep_on in &eps {
                             for &spec in &specs {
-                                for &kv in &kvs {
-                                    for &mns in &mnss {
-                                        for &r in &replicas {
-                                            let layout = Layout::Aggregated(PoolShape {
-                                                tp,
-                                                dp,
-                                                ep: if ep_on { tp.saturating_mul(dp) } else { 1 },
-                                                replicas: r,
-                                            });
-                                            candidates.push(self.candidate(
-                                                candidates.len(),
-                                                g,
-                                                &layout,
-                                                spec,
-                                                kv,
-                                                mns,
-                                                price,
-                                            ));
+                                for &wp in &wps {
+                                    for &kv in &kvs {
+                                        for &mns in &mnss {
+                                            for &mnbt in &mnbts {
+                                                for &r in &replicas {
+                                                    let layout = Layout::Aggregated(PoolShape {
+                                                        tp,
+                                                        dp,
+                                                        ep: if ep_on {
+                                                            tp.saturating_mul(dp)
+                                                        } else {
+                                                            1
+                                                        },
+                                                        replicas: r,
+                                                        max_num_batched_tokens: mnbt,
+                                                    });
+                                                    let k = Knobs { spec, wp, kv, mns };
+                                                    candidates.push(self.candidate(
+                                                        candidates.len(),
+                                                        g,
+                                                        &layout,
+                                                        k,
+                                                        price,
+                                                    ));
+                                                }
+                                            }
                                         }
                                     }
                                 }
@@ -515,19 +659,42 @@ impl RawSearch {
                     }
                 }
             }
+            // nesting: the layout, speculation, weight precision, KV dtype, max_num_seqs,
+            // prefill then decode max_num_batched_tokens
+            let (pm, dm) = pd
+                .as_ref()
+                .map_or((vec![], vec![]), |p| (p.pmnbt.clone(), p.dmnbt.clone()));
             for layout in &pd_layouts {
                 for &spec in &specs {
-                    for &kv in &kvs {
-                        for &mns in &mnss {
-                            candidates.push(self.candidate(
-                                candidates.len(),
-                                g,
-                                layout,
-                                spec,
-                                kv,
-                                mns,
-                                price,
-                            ));
+                    for &wp in &wps {
+                        for &kv in &kvs {
+                            for &mns in &mnss {
+                                for &pb in &pm {
+                                    for &db in &dm {
+                                        let layout = match *layout {
+                                            Layout::Disagg(p, d) => Layout::Disagg(
+                                                PoolShape {
+                                                    max_num_batched_tokens: pb,
+                                                    ..p
+                                                },
+                                                PoolShape {
+                                                    max_num_batched_tokens: db,
+                                                    ..d
+                                                },
+                                            ),
+                                            a => a,
+                                        };
+                                        let k = Knobs { spec, wp, kv, mns };
+                                        candidates.push(self.candidate(
+                                            candidates.len(),
+                                            g,
+                                            &layout,
+                                            k,
+                                            price,
+                                        ));
+                                    }
+                                }
+                            }
                         }
                     }
                 }
@@ -540,21 +707,25 @@ impl RawSearch {
             stop_at_crossing: self.stop_at_crossing.unwrap_or(false),
             sla: self.base.sweep.sla.clone(),
             prices,
+            merged,
+            notes,
+            refused_precisions,
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn candidate(
         &self,
         index: usize,
         gpu: &str,
         layout: &Layout,
-        spec: bool,
-        kv: KvCacheDtype,
-        mns: Option<u32>,
+        k: Knobs,
         price: Option<f64>,
     ) -> Candidate {
+        let Knobs { spec, wp, kv, mns } = k;
         let mut s = self.base.clone();
+        if let Some(p) = wp {
+            s.weight_precision = p;
+        }
         if !matches!(&s.gpu, GpuRef::Custom(c) if c.name == gpu) {
             s.gpu = GpuRef::Catalog(gpu.to_string());
         }
@@ -575,6 +746,9 @@ impl RawSearch {
                 topo.decode = None;
                 topo.kv_transfer = None;
                 topo.replicas = (a.replicas > 1).then_some(a.replicas);
+                if let Some(b) = a.max_num_batched_tokens {
+                    s.engine.max_num_batched_tokens = Some(b as i64);
+                }
                 (a, None)
             }
             Layout::Disagg(p, d) => {
@@ -586,6 +760,11 @@ impl RawSearch {
                     out.dp = Some(x.dp);
                     out.ep = Some(x.ep);
                     out.replicas = Some(x.replicas);
+                    if let Some(b) = x.max_num_batched_tokens {
+                        out.engine
+                            .get_or_insert_with(Default::default)
+                            .max_num_batched_tokens = Some(b as i64);
+                    }
                     if let Some(e) = out.engine.as_mut() {
                         // the candidate's options win over the template pool's overrides
                         if mns.is_some() {
@@ -608,12 +787,23 @@ impl RawSearch {
         s.dp = main.dp;
         s.ep = main.ep;
         s.topology = (topo != RawTopology::default()).then_some(topo);
+        let mnbt = |pool: &str, b: Option<u32>| {
+            b.map(|b| format!(", {pool}max_num_batched_tokens {b}"))
+                .unwrap_or_default()
+        };
         let tail = format!(
-            ", kv {}, spec {}{}",
+            "{}, kv {}, spec {}{}{}{}",
+            wp.map(|p| format!(", weights {}", p.name()))
+                .unwrap_or_default(),
             kv.name(),
             if spec { "on" } else { "off" },
             mns.map(|m| format!(", max_num_seqs {m}"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            mnbt(
+                if prefill.is_some() { "prefill " } else { "" },
+                prefill.map_or(main.max_num_batched_tokens, |p| p.max_num_batched_tokens)
+            ),
+            mnbt("decode ", prefill.and(main.max_num_batched_tokens)),
         );
         let (label, num_gpus) = match prefill {
             None => (
@@ -642,6 +832,8 @@ impl RawSearch {
             speculative: spec,
             kv_cache_dtype: kv,
             max_num_seqs: mns,
+            weight_precision: wp,
+            max_num_batched_tokens: main.max_num_batched_tokens,
             prefill,
             num_gpus,
             usd_per_gpu_hour: price,
@@ -659,7 +851,18 @@ struct PdLists {
     dtp: Vec<u32>,
     ddp: Vec<u32>,
     dep: Vec<bool>,
+    pmnbt: Vec<Option<u32>>,
+    dmnbt: Vec<Option<u32>>,
     aggregated: bool,
+}
+
+/// A candidate's options besides its layout.
+#[derive(Clone, Copy, Debug)]
+struct Knobs {
+    spec: bool,
+    wp: Option<WeightPrecision>,
+    kv: KvCacheDtype,
+    mns: Option<u32>,
 }
 
 /// A candidate's layout: one aggregated pool, or (prefill, decode) pools.
@@ -868,6 +1071,15 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
                 "needs {} GPUs ({layout}), over the budget of {}",
                 c.num_gpus, space.max_gpus
             ),
+        };
+    }
+    if let Some((p, why)) = c
+        .weight_precision
+        .and_then(|p| space.refused_precisions.iter().find(|(q, _)| *q == p))
+    {
+        return Outcome::Pruned {
+            stage: PruneStage::Capacity,
+            reason: format!("weight precision {}: {why}", p.name()),
         };
     }
     let r = match c.scenario.resolve() {
@@ -1087,6 +1299,8 @@ pub struct FrontierPoint {
 /// Counts of pruned candidates by stage, and of failures.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PruneSummary {
+    /// Option values merged into another (docs/search.md): not candidates of their own.
+    pub merged: usize,
     pub budget: usize,
     pub capacity: usize,
     pub bound: usize,
@@ -1101,6 +1315,9 @@ pub struct SearchReport {
     pub max_gpus: u32,
     pub prices: BTreeMap<String, PriceUsed>,
     pub summary: PruneSummary,
+    /// What the search did with its options (merges, precisions as vLLM serves them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Candidates with an operating point, best first by output tok/s per GPU at it (ties: the
     /// lower index).
     pub ranking_by_throughput: Vec<usize>,
@@ -1125,7 +1342,10 @@ impl SearchReport {
 /// Ranks the results (given in candidate order) and draws the frontier.
 pub fn assemble(space: &SearchSpace, mut results: Vec<CandidateResult>) -> SearchReport {
     results.sort_by_key(|r| r.candidate.index);
-    let mut summary = PruneSummary::default();
+    let mut summary = PruneSummary {
+        merged: space.merged,
+        ..PruneSummary::default()
+    };
     for r in &results {
         match &r.outcome {
             Outcome::Pruned { stage, .. } => match stage {
@@ -1200,6 +1420,7 @@ pub fn assemble(space: &SearchSpace, mut results: Vec<CandidateResult>) -> Searc
         max_gpus: space.max_gpus,
         prices: space.prices.clone(),
         summary,
+        notes: space.notes.clone(),
         ranking_by_throughput: by_tput.into_iter().map(|x| x.0).collect(),
         ranking_by_cost: by_cost.into_iter().map(|x| x.0).collect(),
         frontier,

@@ -823,10 +823,10 @@ pub fn finish(s: &mut Scenario, p: &Pending) -> Vec<String> {
     if p.online_fp8 {
         let ck_fp8 = match &s.model {
             ModelRef::Catalog(id) => crate::model::catalog::load(id)
-                .map(|m| m.checkpoint.dense == crate::dtype::DType::Fp8)
+                .map(|m| m.checkpoint.is_fp8_serialized())
                 .unwrap_or(false),
             ModelRef::Custom(c) => crate::model::ModelConfig::from_hf_json(&c.name, &c.config_json)
-                .map(|m| m.checkpoint.dense == crate::dtype::DType::Fp8)
+                .map(|m| m.checkpoint.is_fp8_serialized())
                 .unwrap_or(false),
         };
         if ck_fp8 {

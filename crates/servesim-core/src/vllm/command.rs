@@ -630,8 +630,7 @@ fn checkpoint_is_fp8(s: &Scenario) -> bool {
         ModelRef::Catalog(id) => crate::model::catalog::load(id),
         ModelRef::Custom(c) => crate::model::ModelConfig::from_hf_json(&c.name, &c.config_json),
     };
-    m.map(|m| m.checkpoint.dense == crate::dtype::DType::Fp8)
-        .unwrap_or(false)
+    m.map(|m| m.checkpoint.is_fp8_serialized()).unwrap_or(false)
 }
 
 /// The `vllm serve` command of a scenario's deployment (one replica), with the ServeSim-only
