@@ -111,7 +111,7 @@ fn vllm_save_result_files_become_one_concurrency_sweep() {
     close(value(run, 8.0, MetricId::TtftMs(Stat::P90)), 73.0);
     close(value(run, 8.0, MetricId::ItlMs(Stat::P99)), 5.2);
     close(value(run, 16.0, MetricId::ItlMs(Stat::Mean)), 4.25);
-    close(value(run, 8.0, MetricId::TpotMsMean), 3.96);
+    close(value(run, 8.0, MetricId::TpotMs(Stat::Mean)), 3.96);
     close(value(run, 8.0, MetricId::RequestsPerS), 1.94);
     close(value(run, 8.0, MetricId::CompletedRequests), 80.0);
     // E2E in ms -> s.
@@ -154,7 +154,7 @@ fn aiperf_json_reads_concurrency_units_and_itl_as_tpot() {
     close(value(run, 32.0, MetricId::TtftMs(Stat::Mean)), 180.5);
     close(value(run, 32.0, MetricId::TtftMs(Stat::P99)), 320.0);
     close(value(run, 32.0, MetricId::E2eS(Stat::P50)), 10.2); // 10200 ms
-    close(value(run, 32.0, MetricId::TpotMsMean), 9.85);
+    close(value(run, 32.0, MetricId::TpotMs(Stat::Mean)), 9.85);
     close(value(run, 32.0, MetricId::OutputTokensPerS), 3174.4);
     close(value(run, 32.0, MetricId::RequestsPerS), 3.1);
     close(value(run, 32.0, MetricId::CompletedRequests), 300.0);
@@ -207,7 +207,7 @@ fn guidellm_report_gives_one_level_per_benchmark() {
     close(value(run, 4.0, MetricId::TtftMs(Stat::P50)), 45.0 * 0.95); // `median`
     close(value(run, 8.0, MetricId::TtftMs(Stat::P99)), 52.0 * 1.6);
     close(value(run, 8.0, MetricId::E2eS(Stat::Mean)), 3.5); // seconds already
-    close(value(run, 8.0, MetricId::TpotMsMean), 13.5);
+    close(value(run, 8.0, MetricId::TpotMs(Stat::Mean)), 13.5);
     close(value(run, 8.0, MetricId::OutputTokensPerS), 585.0);
     close(value(run, 8.0, MetricId::InputTokensPerS), 1170.0);
     close(value(run, 8.0, MetricId::RequestsPerS), 2.28);
@@ -225,7 +225,7 @@ fn inferencex_agg_json_converts_seconds_and_names_the_arm() {
     assert_eq!(run.arm, "h200 vllm fp8 tp8 ep1");
     close(value(run, 4.0, MetricId::TtftMs(Stat::Mean)), 80.0);
     close(value(run, 4.0, MetricId::TtftMs(Stat::P50)), 80.0 * 0.98);
-    close(value(run, 16.0, MetricId::TpotMsMean), 10.0);
+    close(value(run, 16.0, MetricId::TpotMs(Stat::Mean)), 10.0);
     close(value(run, 16.0, MetricId::Interactivity), 100.0);
     close(value(run, 16.0, MetricId::E2eS(Stat::P99)), 10.5 * 1.5);
     close(value(run, 16.0, MetricId::OutputTokensPerSPerGpu), 1900.0);
@@ -244,7 +244,9 @@ fn inferencex_summary_table_reads_medians() {
     close(value(run, 16.0, MetricId::E2eS(Stat::P50)), 10.29);
     close(value(run, 16.0, MetricId::OutputTokensPerSPerGpu), 1900.0);
     assert!(!run.levels[0].metrics.contains_key(&MetricId::Interactivity));
-    assert!(!run.levels[0].metrics.contains_key(&MetricId::TpotMsMean));
+    assert!(!run.levels[0]
+        .metrics
+        .contains_key(&MetricId::TpotMs(Stat::Mean)));
     let names = unmatched_names(&imp);
     for n in [
         "TPOT (ms)",
@@ -264,7 +266,7 @@ fn inferencex_agg_keys_in_a_csv_are_seconds() {
     let run = &imp.runs[0];
     assert_eq!(run.source_format, SourceFormat::InferenceXTable);
     close(value(run, 4.0, MetricId::TtftMs(Stat::P50)), 80.0);
-    close(value(run, 4.0, MetricId::TpotMsMean), 8.0);
+    close(value(run, 4.0, MetricId::TpotMs(Stat::Mean)), 8.0);
 }
 
 // ---------- generic tables ----------
@@ -309,7 +311,7 @@ fn markdown_table_with_prose_around_it() {
     close(value(run, 8.0, MetricId::TtftMs(Stat::P50)), 58.2);
     close(value(run, 16.0, MetricId::Interactivity), 222.2);
     close(value(run, 16.0, MetricId::OutputTokensPerSPerGpu), 460.0);
-    close(value(run, 16.0, MetricId::TpotMsMean), 4.5);
+    close(value(run, 16.0, MetricId::TpotMs(Stat::Mean)), 4.5);
 }
 
 #[test]
