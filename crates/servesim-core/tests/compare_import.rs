@@ -72,9 +72,20 @@ fn level_arm_and_ambiguous_headers_are_classified() {
         HeaderClass::Unmatched(_)
     ));
     assert!(matches!(
-        classify_header("median_tpot_ms"),
+        classify_header("p95_tpot_ms"),
         HeaderClass::Unmatched(_)
     ));
+    // Per-request TPOT percentiles, and a TPOT header without a statistic is the mean.
+    for (h, s) in [
+        ("median_tpot_ms", Stat::P50),
+        ("p90_tpot_ms", Stat::P90),
+        ("TPOT (ms)", Stat::Mean),
+    ] {
+        match classify_header(h) {
+            HeaderClass::Metric { metric, .. } => assert_eq!(metric, MetricId::TpotMs(s), "{h}"),
+            other => panic!("{h}: {other:?}"),
+        }
+    }
     assert!(matches!(
         classify_header("total_token_throughput"),
         HeaderClass::Unmatched(_)
@@ -112,13 +123,16 @@ fn vllm_save_result_files_become_one_concurrency_sweep() {
     close(value(run, 8.0, MetricId::ItlMs(Stat::P99)), 5.2);
     close(value(run, 16.0, MetricId::ItlMs(Stat::Mean)), 4.25);
     close(value(run, 8.0, MetricId::TpotMs(Stat::Mean)), 3.96);
+    close(value(run, 8.0, MetricId::TpotMs(Stat::P50)), 3.95);
+    close(value(run, 8.0, MetricId::TpotMs(Stat::P90)), 4.01);
+    close(value(run, 8.0, MetricId::TpotMs(Stat::P99)), 4.1);
     close(value(run, 8.0, MetricId::RequestsPerS), 1.94);
     close(value(run, 8.0, MetricId::CompletedRequests), 80.0);
     // E2E in ms -> s.
     close(value(run, 8.0, MetricId::E2eS(Stat::Mean)), 4.112);
     close(value(run, 8.0, MetricId::E2eS(Stat::P99)), 4.21);
     let names = unmatched_names(&imp);
-    for n in ["total_token_throughput", "median_tpot_ms", "std_ttft_ms"] {
+    for n in ["total_token_throughput", "std_tpot_ms", "std_ttft_ms"] {
         assert!(
             names.contains(&n.to_string()),
             "{n} not reported: {names:?}"
@@ -155,6 +169,8 @@ fn aiperf_json_reads_concurrency_units_and_itl_as_tpot() {
     close(value(run, 32.0, MetricId::TtftMs(Stat::P99)), 320.0);
     close(value(run, 32.0, MetricId::E2eS(Stat::P50)), 10.2); // 10200 ms
     close(value(run, 32.0, MetricId::TpotMs(Stat::Mean)), 9.85);
+    close(value(run, 32.0, MetricId::TpotMs(Stat::P50)), 9.8);
+    close(value(run, 32.0, MetricId::TpotMs(Stat::P99)), 11.0);
     close(value(run, 32.0, MetricId::OutputTokensPerS), 3174.4);
     close(value(run, 32.0, MetricId::RequestsPerS), 3.1);
     close(value(run, 32.0, MetricId::CompletedRequests), 300.0);
@@ -244,16 +260,13 @@ fn inferencex_summary_table_reads_medians() {
     close(value(run, 16.0, MetricId::E2eS(Stat::P50)), 10.29);
     close(value(run, 16.0, MetricId::OutputTokensPerSPerGpu), 1900.0);
     assert!(!run.levels[0].metrics.contains_key(&MetricId::Interactivity));
+    // Its TPOT column is the median per-request TPOT.
     assert!(!run.levels[0]
         .metrics
         .contains_key(&MetricId::TpotMs(Stat::Mean)));
+    close(value(run, 4.0, MetricId::TpotMs(Stat::P50)), 7.84);
     let names = unmatched_names(&imp);
-    for n in [
-        "TPOT (ms)",
-        "Interactivity (tok/s/user)",
-        "TPUT per GPU",
-        "Hardware",
-    ] {
+    for n in ["Interactivity (tok/s/user)", "TPUT per GPU", "Hardware"] {
         assert!(names.contains(&n.to_string()), "{n}: {names:?}");
     }
 }

@@ -366,6 +366,13 @@ pub(crate) fn classify_with_flavor(header: &str, flavor: Flavor) -> HeaderClass 
         return metric_with_stat(MetricId::TtftMs, "TTFT");
     }
     if has("tpot") || phrase("time per output token") {
+        // A TPOT header without a statistic is the mean (vLLM's "Mean TPOT", the usual column).
+        if stat.is_none() {
+            return HeaderClass::Metric {
+                metric: MetricId::TpotMs(Stat::Mean),
+                unit,
+            };
+        }
         return metric_with_stat(MetricId::TpotMs, "TPOT");
     }
     if has("itl") || phrase("inter token latency") || phrase("inter token") || has("intertoken") {
@@ -526,6 +533,7 @@ pub fn alias_table() -> Vec<(&'static str, MetricId)> {
         ("p90_itl_ms", MetricId::ItlMs(Stat::P90)),
         ("ITL mean ms", MetricId::ItlMs(Stat::Mean)),
         ("Mean ITL (ms)", MetricId::ItlMs(Stat::Mean)),
+        ("tpot", MetricId::TpotMs(Stat::Mean)),
         ("mean_tpot_ms", MetricId::TpotMs(Stat::Mean)),
         ("median_tpot_ms", MetricId::TpotMs(Stat::P50)),
         ("p99_tpot_ms", MetricId::TpotMs(Stat::P99)),
