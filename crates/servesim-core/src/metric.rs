@@ -43,7 +43,9 @@ pub enum MetricId {
     Interactivity,
     TtftMs(Stat),
     ItlMs(Stat),
-    TpotMsMean,
+    /// Per-request TPOT `(E2E - TTFT) / (output tokens - 1)`: its mean and percentiles over
+    /// the measured requests with more than one output token.
+    TpotMs(Stat),
     E2eS(Stat),
     QueueingMsMean,
     KvUtilizationMean,
@@ -71,7 +73,7 @@ impl MetricId {
         ];
         v.extend(Stat::ALL.iter().map(|s| MetricId::TtftMs(*s)));
         v.extend(Stat::ALL.iter().map(|s| MetricId::ItlMs(*s)));
-        v.push(MetricId::TpotMsMean);
+        v.extend(Stat::ALL.iter().map(|s| MetricId::TpotMs(*s)));
         v.extend(Stat::ALL.iter().map(|s| MetricId::E2eS(*s)));
         v.extend([
             MetricId::QueueingMsMean,
@@ -99,7 +101,7 @@ impl MetricId {
             MetricId::Interactivity => "interactivity".into(),
             MetricId::TtftMs(s) => format!("ttft_ms_{}", s.name()),
             MetricId::ItlMs(s) => format!("itl_ms_{}", s.name()),
-            MetricId::TpotMsMean => "tpot_ms_mean".into(),
+            MetricId::TpotMs(s) => format!("tpot_ms_{}", s.name()),
             MetricId::E2eS(s) => format!("e2e_s_{}", s.name()),
             MetricId::QueueingMsMean => "queueing_ms_mean".into(),
             MetricId::KvUtilizationMean => "kv_utilization_mean".into(),
@@ -130,7 +132,7 @@ impl MetricId {
             MetricId::Interactivity => "interactivity (1000/TPOT ms)".into(),
             MetricId::TtftMs(s) => format!("TTFT {} (ms)", s.name()),
             MetricId::ItlMs(s) => format!("ITL {} (ms)", s.name()),
-            MetricId::TpotMsMean => "TPOT mean (ms)".into(),
+            MetricId::TpotMs(s) => format!("TPOT {} (ms)", s.name()),
             MetricId::E2eS(s) => format!("E2E latency {} (s)", s.name()),
             MetricId::QueueingMsMean => "queueing mean (ms)".into(),
             MetricId::KvUtilizationMean => "KV utilisation mean".into(),

@@ -864,6 +864,10 @@ pub struct LevelResult {
     pub ttft_ms: Option<Dist>,
     pub itl_ms: Option<Dist>,
     pub tpot_ms_mean: Option<f64>,
+    /// Per-request TPOT over the measured requests with more than one output token: mean (equal
+    /// to `tpot_ms_mean`, bit for bit) and percentiles across requests.
+    #[serde(default)]
+    pub tpot_ms: Option<Dist>,
     /// Speculative decoding only: inter-token latency per token (a chunk of `n` tokens after a
     /// gap `g` counts `n` times `g / n`); `itl_ms` is per streamed chunk, as `vllm bench serve`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -905,7 +909,8 @@ impl LevelResult {
             MetricId::Interactivity => self.interactivity,
             MetricId::TtftMs(s) => self.ttft_ms.map(|d| d.get(s)),
             MetricId::ItlMs(s) => self.itl_ms.map(|d| d.get(s)),
-            MetricId::TpotMsMean => self.tpot_ms_mean,
+            MetricId::TpotMs(Stat::Mean) => self.tpot_ms_mean,
+            MetricId::TpotMs(s) => self.tpot_ms.map(|d| d.get(s)),
             MetricId::E2eS(s) => self.e2e_s.map(|d| d.get(s)),
             MetricId::QueueingMsMean => self.queueing_ms_mean,
             MetricId::KvUtilizationMean => self.kv_utilization_mean,
@@ -1269,12 +1274,17 @@ impl WindowTotals<'_> {
             measured.iter().map(|r| r.finish.0 - r.arrival.0).collect(),
             1e9,
         );
-        let tpot = mean(
-            measured
-                .iter()
-                .filter(|r| r.output_len > 1)
-                .map(|r| (r.finish.0 - r.first_token.0) as f64 / 1e6 / (r.output_len - 1) as f64),
-        );
+        // Per-request TPOT; the mean in request order, the percentiles over the sorted values.
+        let tpots: Vec<f64> = measured
+            .iter()
+            .filter(|r| r.output_len > 1)
+            .map(|r| (r.finish.0 - r.first_token.0) as f64 / 1e6 / (r.output_len - 1) as f64)
+            .collect();
+        let tpot = mean(tpots.iter().copied());
+        let tpot_dist = Dist::of(tpots).map(|d| Dist {
+            mean: tpot.unwrap_or(d.mean),
+            ..d
+        });
         let per_user = mean(
             measured
                 .iter()
@@ -1350,6 +1360,7 @@ impl WindowTotals<'_> {
             ttft_ms: ttft,
             itl_ms: itl,
             tpot_ms_mean: tpot,
+            tpot_ms: tpot_dist,
             itl_per_token_ms: itl_per_token,
             spec_decode: spec_stats,
             cpu_offload: self

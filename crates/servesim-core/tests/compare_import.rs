@@ -72,9 +72,20 @@ fn level_arm_and_ambiguous_headers_are_classified() {
         HeaderClass::Unmatched(_)
     ));
     assert!(matches!(
-        classify_header("median_tpot_ms"),
+        classify_header("p95_tpot_ms"),
         HeaderClass::Unmatched(_)
     ));
+    // Per-request TPOT percentiles, and a TPOT header without a statistic is the mean.
+    for (h, s) in [
+        ("median_tpot_ms", Stat::P50),
+        ("p90_tpot_ms", Stat::P90),
+        ("TPOT (ms)", Stat::Mean),
+    ] {
+        match classify_header(h) {
+            HeaderClass::Metric { metric, .. } => assert_eq!(metric, MetricId::TpotMs(s), "{h}"),
+            other => panic!("{h}: {other:?}"),
+        }
+    }
     assert!(matches!(
         classify_header("total_token_throughput"),
         HeaderClass::Unmatched(_)
@@ -111,14 +122,17 @@ fn vllm_save_result_files_become_one_concurrency_sweep() {
     close(value(run, 8.0, MetricId::TtftMs(Stat::P90)), 73.0);
     close(value(run, 8.0, MetricId::ItlMs(Stat::P99)), 5.2);
     close(value(run, 16.0, MetricId::ItlMs(Stat::Mean)), 4.25);
-    close(value(run, 8.0, MetricId::TpotMsMean), 3.96);
+    close(value(run, 8.0, MetricId::TpotMs(Stat::Mean)), 3.96);
+    close(value(run, 8.0, MetricId::TpotMs(Stat::P50)), 3.95);
+    close(value(run, 8.0, MetricId::TpotMs(Stat::P90)), 4.01);
+    close(value(run, 8.0, MetricId::TpotMs(Stat::P99)), 4.1);
     close(value(run, 8.0, MetricId::RequestsPerS), 1.94);
     close(value(run, 8.0, MetricId::CompletedRequests), 80.0);
     // E2E in ms -> s.
     close(value(run, 8.0, MetricId::E2eS(Stat::Mean)), 4.112);
     close(value(run, 8.0, MetricId::E2eS(Stat::P99)), 4.21);
     let names = unmatched_names(&imp);
-    for n in ["total_token_throughput", "median_tpot_ms", "std_ttft_ms"] {
+    for n in ["total_token_throughput", "std_tpot_ms", "std_ttft_ms"] {
         assert!(
             names.contains(&n.to_string()),
             "{n} not reported: {names:?}"
@@ -154,7 +168,9 @@ fn aiperf_json_reads_concurrency_units_and_itl_as_tpot() {
     close(value(run, 32.0, MetricId::TtftMs(Stat::Mean)), 180.5);
     close(value(run, 32.0, MetricId::TtftMs(Stat::P99)), 320.0);
     close(value(run, 32.0, MetricId::E2eS(Stat::P50)), 10.2); // 10200 ms
-    close(value(run, 32.0, MetricId::TpotMsMean), 9.85);
+    close(value(run, 32.0, MetricId::TpotMs(Stat::Mean)), 9.85);
+    close(value(run, 32.0, MetricId::TpotMs(Stat::P50)), 9.8);
+    close(value(run, 32.0, MetricId::TpotMs(Stat::P99)), 11.0);
     close(value(run, 32.0, MetricId::OutputTokensPerS), 3174.4);
     close(value(run, 32.0, MetricId::RequestsPerS), 3.1);
     close(value(run, 32.0, MetricId::CompletedRequests), 300.0);
@@ -207,7 +223,7 @@ fn guidellm_report_gives_one_level_per_benchmark() {
     close(value(run, 4.0, MetricId::TtftMs(Stat::P50)), 45.0 * 0.95); // `median`
     close(value(run, 8.0, MetricId::TtftMs(Stat::P99)), 52.0 * 1.6);
     close(value(run, 8.0, MetricId::E2eS(Stat::Mean)), 3.5); // seconds already
-    close(value(run, 8.0, MetricId::TpotMsMean), 13.5);
+    close(value(run, 8.0, MetricId::TpotMs(Stat::Mean)), 13.5);
     close(value(run, 8.0, MetricId::OutputTokensPerS), 585.0);
     close(value(run, 8.0, MetricId::InputTokensPerS), 1170.0);
     close(value(run, 8.0, MetricId::RequestsPerS), 2.28);
@@ -225,7 +241,7 @@ fn inferencex_agg_json_converts_seconds_and_names_the_arm() {
     assert_eq!(run.arm, "h200 vllm fp8 tp8 ep1");
     close(value(run, 4.0, MetricId::TtftMs(Stat::Mean)), 80.0);
     close(value(run, 4.0, MetricId::TtftMs(Stat::P50)), 80.0 * 0.98);
-    close(value(run, 16.0, MetricId::TpotMsMean), 10.0);
+    close(value(run, 16.0, MetricId::TpotMs(Stat::Mean)), 10.0);
     close(value(run, 16.0, MetricId::Interactivity), 100.0);
     close(value(run, 16.0, MetricId::E2eS(Stat::P99)), 10.5 * 1.5);
     close(value(run, 16.0, MetricId::OutputTokensPerSPerGpu), 1900.0);
@@ -244,14 +260,13 @@ fn inferencex_summary_table_reads_medians() {
     close(value(run, 16.0, MetricId::E2eS(Stat::P50)), 10.29);
     close(value(run, 16.0, MetricId::OutputTokensPerSPerGpu), 1900.0);
     assert!(!run.levels[0].metrics.contains_key(&MetricId::Interactivity));
-    assert!(!run.levels[0].metrics.contains_key(&MetricId::TpotMsMean));
+    // Its TPOT column is the median per-request TPOT.
+    assert!(!run.levels[0]
+        .metrics
+        .contains_key(&MetricId::TpotMs(Stat::Mean)));
+    close(value(run, 4.0, MetricId::TpotMs(Stat::P50)), 7.84);
     let names = unmatched_names(&imp);
-    for n in [
-        "TPOT (ms)",
-        "Interactivity (tok/s/user)",
-        "TPUT per GPU",
-        "Hardware",
-    ] {
+    for n in ["Interactivity (tok/s/user)", "TPUT per GPU", "Hardware"] {
         assert!(names.contains(&n.to_string()), "{n}: {names:?}");
     }
 }
@@ -264,7 +279,7 @@ fn inferencex_agg_keys_in_a_csv_are_seconds() {
     let run = &imp.runs[0];
     assert_eq!(run.source_format, SourceFormat::InferenceXTable);
     close(value(run, 4.0, MetricId::TtftMs(Stat::P50)), 80.0);
-    close(value(run, 4.0, MetricId::TpotMsMean), 8.0);
+    close(value(run, 4.0, MetricId::TpotMs(Stat::Mean)), 8.0);
 }
 
 // ---------- generic tables ----------
@@ -309,7 +324,7 @@ fn markdown_table_with_prose_around_it() {
     close(value(run, 8.0, MetricId::TtftMs(Stat::P50)), 58.2);
     close(value(run, 16.0, MetricId::Interactivity), 222.2);
     close(value(run, 16.0, MetricId::OutputTokensPerSPerGpu), 460.0);
-    close(value(run, 16.0, MetricId::TpotMsMean), 4.5);
+    close(value(run, 16.0, MetricId::TpotMs(Stat::Mean)), 4.5);
 }
 
 #[test]

@@ -449,6 +449,11 @@ fn level_result_get_matches_json_fields() {
             MetricId::TtftMs(st) => v["ttft_ms"][st.name()].as_f64(),
             MetricId::ItlMs(st) => v["itl_ms"][st.name()].as_f64(),
             MetricId::E2eS(st) => v["e2e_s"][st.name()].as_f64(),
+            MetricId::TpotMs(Stat::Mean) => {
+                assert_eq!(v["tpot_ms"]["mean"], v["tpot_ms_mean"]);
+                v["tpot_ms_mean"].as_f64()
+            }
+            MetricId::TpotMs(st) => v["tpot_ms"][st.name()].as_f64(),
             _ => v[&name].as_f64(),
         };
         assert_eq!(flat, r.get(m), "{name}");

@@ -726,11 +726,11 @@ fn overrides_replace_named_fields_and_reject_bad_values() {
     assert_eq!(names.len(), dedup.len());
 }
 
-/// The MoE layer floor (docs/step-time.md §6): `moe_floor = max(0, L_moe x floor - max(expert
-/// GEMM, expert reads))`, added to the step; zero for dense models and when the expert block is
-/// slower than the floor; the lean path equals the breakdown bit for bit with it on.
+/// The MoE routing chain (docs/step-time.md §6): `moe_floor = L_moe x moe_layer_floor_s`, added
+/// to the step whatever the batch (its kernels run in sequence with the grouped GEMMs); zero for
+/// dense models; the lean path equals the breakdown bit for bit with it on.
 #[test]
-fn moe_layer_floor_fills_the_expert_block_up_to_its_floor() {
+fn moe_routing_chain_adds_its_time_per_moe_layer() {
     let o: EfficiencyOverrides = serde_json::from_str(r#"{"moe_layer_floor_s": 80e-6}"#).unwrap();
     for d in cases() {
         let base = Efficiencies::default_for(d.gpu.generation);
@@ -743,9 +743,8 @@ fn moe_layer_floor_fills_the_expert_block_up_to_its_floor() {
             let b = on.breakdown_iter(std::iter::empty(), n, ctx);
             let b0 = off.breakdown_iter(std::iter::empty(), n, ctx);
             assert_eq!(b0.moe_floor, 0.0);
-            let expert = b.raw.expert_gemm_compute.max(b.raw.expert_weight_reads);
             let want = if d.model.moe.is_some() {
-                (l_moe * 80e-6 - expert).max(0.0)
+                l_moe * 80e-6
             } else {
                 0.0
             };

@@ -15,9 +15,9 @@ fn combined() -> String {
 /// Copied from docs/accuracy.md: (family, points scored, median abs error %, mean abs error %),
 /// in-sample on the combined set.
 const DOCUMENTED: [(Family, usize, f64, f64); 3] = [
-    (Family::Throughput, 541, 37.0, 70.9),
-    (Family::InterToken, 421, 34.0, 48.9),
-    (Family::Ttft, 420, 52.9, 252.4),
+    (Family::Throughput, 541, 34.0, 61.3),
+    (Family::InterToken, 421, 29.3, 49.9),
+    (Family::Ttft, 420, 53.0, 274.0),
 ];
 
 /// Copied from docs/accuracy.md: held-out medians (leave-one-model-family-out,

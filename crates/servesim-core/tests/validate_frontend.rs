@@ -52,8 +52,8 @@ fn endpoint_latency_adds_exactly_to_ttft_and_e2e_at_concurrency_one() {
     }
     // Inter-token gaps are engine-side: unchanged.
     assert_eq!(
-        chat.get(MetricId::TpotMsMean),
-        comp.get(MetricId::TpotMsMean)
+        chat.get(MetricId::TpotMs(Stat::Mean)),
+        comp.get(MetricId::TpotMs(Stat::Mean))
     );
     // The closed-loop client waits longer per request: lower throughput.
     assert!(chat.output_tokens_per_s < comp.output_tokens_per_s);

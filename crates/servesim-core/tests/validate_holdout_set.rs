@@ -211,11 +211,7 @@ fn tables(r: &validate::ValidationReport) -> String {
         for f in Family::ALL {
             match p.comparisons.iter().find(|c| c.family == f) {
                 Some(c) => {
-                    let tag = if c.metric == "tpot_ms_mean" {
-                        " (TPOT)"
-                    } else {
-                        ""
-                    };
+                    let tag = validate::inter_token_tag(&c.metric);
                     cells.push(format!("{}{tag}", validate::fmt_val(c.measured)));
                     cells.push(
                         c.predicted

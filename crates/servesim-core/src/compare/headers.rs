@@ -45,7 +45,7 @@ pub(crate) enum Dim {
 
 pub(crate) fn dim(m: MetricId) -> Dim {
     match m {
-        MetricId::TtftMs(_) | MetricId::ItlMs(_) | MetricId::TpotMsMean => Dim::TimeMs,
+        MetricId::TtftMs(_) | MetricId::ItlMs(_) | MetricId::TpotMs(_) => Dim::TimeMs,
         MetricId::QueueingMsMean => Dim::TimeMs,
         MetricId::E2eS(_) => Dim::TimeS,
         MetricId::OutputTokensPerS
@@ -314,10 +314,10 @@ pub(crate) fn classify_with_flavor(header: &str, flavor: Flavor) -> HeaderClass 
                 }
             }
             "tpot" => {
-                return HeaderClass::Unmatched(
-                    "InferenceX's TPOT column is the median TPOT; ServeSim has the mean TPOT only"
-                        .into(),
-                )
+                return HeaderClass::Metric {
+                    metric: MetricId::TpotMs(Stat::P50),
+                    unit,
+                }
             }
             "interactivity" => {
                 return HeaderClass::Unmatched(
@@ -366,7 +366,14 @@ pub(crate) fn classify_with_flavor(header: &str, flavor: Flavor) -> HeaderClass 
         return metric_with_stat(MetricId::TtftMs, "TTFT");
     }
     if has("tpot") || phrase("time per output token") {
-        return mean_only(MetricId::TpotMsMean, "TPOT");
+        // A TPOT header without a statistic is the mean (vLLM's "Mean TPOT", the usual column).
+        if stat.is_none() {
+            return HeaderClass::Metric {
+                metric: MetricId::TpotMs(Stat::Mean),
+                unit,
+            };
+        }
+        return metric_with_stat(MetricId::TpotMs, "TPOT");
     }
     if has("itl") || phrase("inter token latency") || phrase("inter token") || has("intertoken") {
         return metric_with_stat(MetricId::ItlMs, "ITL");
@@ -526,8 +533,12 @@ pub fn alias_table() -> Vec<(&'static str, MetricId)> {
         ("p90_itl_ms", MetricId::ItlMs(Stat::P90)),
         ("ITL mean ms", MetricId::ItlMs(Stat::Mean)),
         ("Mean ITL (ms)", MetricId::ItlMs(Stat::Mean)),
-        ("tpot", MetricId::TpotMsMean),
-        ("mean_tpot_ms", MetricId::TpotMsMean),
+        ("tpot", MetricId::TpotMs(Stat::Mean)),
+        ("mean_tpot_ms", MetricId::TpotMs(Stat::Mean)),
+        ("median_tpot_ms", MetricId::TpotMs(Stat::P50)),
+        ("p99_tpot_ms", MetricId::TpotMs(Stat::P99)),
+        ("TPOT p90 (ms)", MetricId::TpotMs(Stat::P90)),
+        ("Median TPOT (ms)", MetricId::TpotMs(Stat::P50)),
         ("mean_e2el_ms", MetricId::E2eS(Stat::Mean)),
         ("E2E p90 (s)", MetricId::E2eS(Stat::P90)),
         ("interactivity", MetricId::Interactivity),

@@ -297,7 +297,6 @@ fn vllm_row(
         ("completed", MetricId::CompletedRequests, 1.0),
         ("request_throughput", MetricId::RequestsPerS, 1.0),
         ("output_throughput", MetricId::OutputTokensPerS, 1.0),
-        ("mean_tpot_ms", MetricId::TpotMsMean, 1.0),
     ];
     for (k, m, scale) in simple {
         if let Some(v) = num(o.get(k)) {
@@ -305,8 +304,9 @@ fn vllm_row(
         }
     }
     type Family = (&'static str, fn(Stat) -> MetricId, f64);
-    let families: [Family; 3] = [
+    let families: [Family; 4] = [
         ("ttft", MetricId::TtftMs, 1.0),
+        ("tpot", MetricId::TpotMs, 1.0),
         ("itl", MetricId::ItlMs, 1.0),
         ("e2el", MetricId::E2eS, 1e-3),
     ];
@@ -327,20 +327,18 @@ fn vllm_row(
         }
     }
     let used = |k: &str| -> bool {
-        matches!(
-            k,
-            "completed" | "request_throughput" | "output_throughput" | "mean_tpot_ms"
-        ) || ["ttft", "itl", "e2el"].iter().any(|fam| {
-            [
-                format!("mean_{fam}_ms"),
-                format!("median_{fam}_ms"),
-                format!("p50_{fam}_ms"),
-                format!("p90_{fam}_ms"),
-                format!("p99_{fam}_ms"),
-            ]
-            .iter()
-            .any(|x| x == k)
-        })
+        matches!(k, "completed" | "request_throughput" | "output_throughput")
+            || ["ttft", "tpot", "itl", "e2el"].iter().any(|fam| {
+                [
+                    format!("mean_{fam}_ms"),
+                    format!("median_{fam}_ms"),
+                    format!("p50_{fam}_ms"),
+                    format!("p90_{fam}_ms"),
+                    format!("p99_{fam}_ms"),
+                ]
+                .iter()
+                .any(|x| x == k)
+            })
     };
     for (k, v) in o {
         let metric_like = used(k)
@@ -365,8 +363,6 @@ fn vllm_row(
         }
         let reason = if k == "total_token_throughput" {
             "total (input + output) token throughput has no ServeSim metric"
-        } else if k.ends_with("_tpot_ms") {
-            "ServeSim has the mean TPOT only"
         } else if k.starts_with("std_") {
             "standard deviations are not scored"
         } else if k.ends_with("_ms") {
@@ -421,10 +417,9 @@ pub(crate) fn aiperf_metric(tag: &str, stat: Stat) -> Result<MetricId, String> {
     match tag {
         "time_to_first_token" => Ok(MetricId::TtftMs(stat)),
         "request_latency" => Ok(MetricId::E2eS(stat)),
-        "inter_token_latency" => mean_only(
-            MetricId::TpotMsMean,
-            "TPOT (AIPerf's inter_token_latency is per request (request_latency - TTFT) / (output tokens - 1), vLLM's TPOT)",
-        ),
+        // AIPerf's inter_token_latency is per request (request_latency - TTFT) / (output tokens
+        // - 1), vLLM's TPOT; its statistics are over requests, as ServeSim's TPOT percentiles.
+        "inter_token_latency" => Ok(MetricId::TpotMs(stat)),
         "output_token_throughput" => mean_only(MetricId::OutputTokensPerS, "output throughput"),
         "request_throughput" => mean_only(MetricId::RequestsPerS, "request throughput"),
         "request_count" => mean_only(MetricId::CompletedRequests, "request count"),
@@ -628,9 +623,20 @@ fn guidellm_rows(
                     v,
                 )?;
             }
+            // GuideLLM's inter_token_latency is per request (latency - TTFT) / (output tokens
+            // - 1), its statistics over requests: ServeSim's TPOT.
+            if let Some(v) = get("inter_token_latency_ms", stat) {
+                insert_checked(
+                    file,
+                    text,
+                    "inter_token_latency_ms",
+                    &mut row,
+                    MetricId::TpotMs(stat),
+                    v,
+                )?;
+            }
         }
         let means = [
-            ("inter_token_latency_ms", MetricId::TpotMsMean),
             ("output_tokens_per_second", MetricId::OutputTokensPerS),
             ("prompt_tokens_per_second", MetricId::InputTokensPerS),
             ("requests_per_second", MetricId::RequestsPerS),

@@ -178,11 +178,11 @@ efficiencies! {
     /// Minimum GPU time per decoder layer (chain of small kernels: norms, rotary, routing, KV
     /// write...), seconds. The step's GPU time is at least `num_layers x` this, graphs or not.
     layer_gpu_floor_s: Seconds,
-    /// Minimum GPU time of the routed-expert block of one MoE layer (routing top-k, token
-    /// permutation / block alignment, two grouped GEMMs, activation, weighted combine: a chain of
-    /// 6-8 kernels whatever the batch), seconds. The routed-expert component of a step is at least
-    /// `MoE layers x` this. 0 in the literature table (not modelled); fitted per calibration key
-    /// (docs/step-time.md §6, docs/accuracy.md).
+    /// GPU time of the routing chain of one MoE layer: the kernels around the two grouped GEMMs
+    /// (router GEMM, top-k, token permutation / block alignment, activation quantisation, the
+    /// activation, weighted combine), which run in sequence with the GEMMs whatever the batch,
+    /// seconds. Added per MoE layer to every step. 0 in the literature table (not modelled);
+    /// fitted per calibration key (docs/step-time.md §6, docs/accuracy.md).
     moe_layer_floor_s: Seconds,
     /// Per-step fixed overhead when the whole forward replays one full CUDA graph, seconds
     /// (scheduler, input preparation, sampler, output processing).

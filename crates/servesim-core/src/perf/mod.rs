@@ -137,8 +137,9 @@ pub struct StepBreakdown {
     pub ep_alltoall: f64,
     /// Fixed engine overheads (per step, per request, and CPU launch time not hidden by GPU work).
     pub overhead: f64,
-    /// The MoE layers' kernel floor not covered by the routed-expert GEMMs / weight reads:
-    /// `max(0, MoE layers x moe_layer_floor_s - max(expert GEMM, expert weight reads))`.
+    /// The MoE layers' routing chain (router, top-k, block alignment, activation quantisation,
+    /// weighted combine: kernels in sequence with the grouped GEMMs): `MoE layers x
+    /// moe_layer_floor_s`, whatever the batch.
     pub moe_floor: f64,
     /// How the step runs.
     pub mode: ExecMode,
@@ -558,8 +559,9 @@ impl StepCostModel {
             exp_c = t_global * self.expert_s_per_token;
             exp_m = bytes * self.expert_bytes_s;
         }
+        // The routing chain's kernels run in sequence with the grouped GEMMs: their time adds.
         let moe_floor = if self.experts_per_tok > 0.0 {
-            (self.moe_floor_s - exp_c.max(exp_m)).max(0.0)
+            self.moe_floor_s
         } else {
             0.0
         };
@@ -928,7 +930,7 @@ impl StepCostModel {
             b.work.expert_gemm_flops = t_global * self.expert_flops_per_token;
             b.work.expert_weight_bytes = bytes;
             b.work.experts_active_fraction = frac;
-            b.moe_floor = (self.moe_floor_s - c.max(mm)).max(0.0);
+            b.moe_floor = self.moe_floor_s;
         }
         for (c, mm) in [
             (b.raw.dense_gemm_compute, b.raw.dense_weight_reads),

@@ -215,6 +215,18 @@ pub(super) fn short_model(m: &str) -> &str {
     m.rsplit('/').next().unwrap_or(m)
 }
 
+/// The tag a per-point table puts after a measured inter-token value that is a per-request TPOT
+/// rather than a pooled ITL: ` (TPOT)` for the mean, ` (TPOT p50)` for the median.
+pub fn inter_token_tag(metric: &str) -> &'static str {
+    match metric {
+        "tpot_ms_mean" => " (TPOT)",
+        "tpot_ms_p50" => " (TPOT p50)",
+        "tpot_ms_p90" => " (TPOT p90)",
+        "tpot_ms_p99" => " (TPOT p99)",
+        _ => "",
+    }
+}
+
 /// A signed error cell of the Markdown tables (`+12.3%`, `-` when there is none).
 pub fn fmt_pct(v: Option<f64>) -> String {
     match v {
@@ -269,8 +281,8 @@ impl ValidationReport {
             for f in Family::ALL {
                 match p.comparisons.iter().find(|c| c.family == f) {
                     Some(c) => {
-                        let tag = if c.metric == "tpot_ms_mean" && f == Family::InterToken {
-                            " (TPOT)"
+                        let tag = if f == Family::InterToken {
+                            inter_token_tag(&c.metric)
                         } else {
                             ""
                         };

@@ -397,7 +397,7 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     if is_inference_sim {
         // The column is (e2e_mean - ttft_mean) / (osl - 1): a per-request TPOT, not a pooled ITL.
         if let Some(m) = p.itl_mean_ms {
-            targets.push((Family::InterToken, MetricId::TpotMsMean, m, None));
+            targets.push((Family::InterToken, MetricId::TpotMs(Stat::Mean), m, None));
             notes.push(
                 "measured itl_mean_ms is derived as (e2e_mean - ttft_mean)/(osl - 1): compared with our TPOT mean".into(),
             );
@@ -405,17 +405,21 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     } else if let Some(m) = p.itl_mean_ms {
         targets.push((Family::InterToken, MetricId::ItlMs(Stat::Mean), m, None));
     } else if let Some(m) = p.tpot_mean_ms {
-        targets.push((Family::InterToken, MetricId::TpotMsMean, m, None));
+        targets.push((Family::InterToken, MetricId::TpotMs(Stat::Mean), m, None));
     } else if let (Some(u), true) = (
         p.output_tok_s_per_user.filter(|u| *u > 0.0),
         p.notes.contains("1000/median TPOT") || p.notes.contains("1/median TPOT"),
     ) {
-        // InferenceX reports interactivity = 1 / median TPOT: the median per-request TPOT,
-        // compared with our TPOT mean (fixed or narrow lengths: the per-request TPOTs of a
-        // steady closed loop are close to each other, so median and mean nearly coincide).
-        targets.push((Family::InterToken, MetricId::TpotMsMean, 1000.0 / u, None));
+        // InferenceX reports interactivity = 1 / median TPOT: the median over requests of the
+        // per-request TPOT, compared with ours (`tpot_ms_p50`).
+        targets.push((
+            Family::InterToken,
+            MetricId::TpotMs(Stat::P50),
+            1000.0 / u,
+            None,
+        ));
         notes.push(
-            "measured TPOT = 1000 / tok/s/user (the source's median TPOT): compared with our TPOT mean".into(),
+            "measured TPOT = 1000 / tok/s/user (the source's median TPOT): compared with our TPOT p50".into(),
         );
     }
     if let Some(m) = p.ttft_p50_ms {
