@@ -21,6 +21,7 @@ use crate::engine::{
     EngineConfig, KvFootprint, PrefillChunk as EnginePrefill, SlidingGroup, StepBatch,
     StepTimeModel,
 };
+use crate::fieldwise::{serde_fields, TopLevel};
 use crate::gpu::{find_gpu, GpuError, RawGpu};
 use crate::metrics::LevelResult;
 use crate::model::{catalog, KvCacheSpec, KvPacking, LayerAttn, ModelConfig, ModelError};
@@ -131,6 +132,22 @@ pub struct Scenario {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<RawTopology>,
 }
+
+/// A field newer than version 1: its name, the version that introduced it, and whether a
+/// scenario uses it.
+pub type FieldVersion = (&'static str, u32, fn(&Scenario) -> bool);
+
+/// The fields newer than version 1: (name, the version that introduced it, whether a scenario
+/// uses it). A document of an older version that carries one is refused naming the version to
+/// set; a scenario using one is written as that version ([`Scenario::written_version`]). Every
+/// other field of [`Scenario`] is a version-1 field. Adding a field to a new version is one line
+/// here beside the struct's own field.
+pub const FIELD_VERSIONS: [FieldVersion; 2] = [
+    ("enable_expert_parallel", 2, |s| {
+        s.enable_expert_parallel.is_some()
+    }),
+    ("topology", 2, |s| s.topology.is_some()),
+];
 
 /// The OpenAI-compatible endpoint the benchmark clients call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -353,16 +370,6 @@ fn strip_nulls(v: &mut Value) {
     }
 }
 
-fn field_from<T: serde::de::DeserializeOwned>(
-    obj: &serde_json::Map<String, Value>,
-    key: &str,
-) -> Result<Option<T>, ScenarioError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => T::deserialize(v).map(Some).map_err(|e| json_err(key, e)),
-    }
-}
-
 impl Scenario {
     /// The page's first view (and the base the CLI's flags modify): Llama-3.1-8B on one H100-SXM,
     /// vLLM defaults, `vllm bench serve --dataset-name random`-like requests (1024 input, 128
@@ -437,70 +444,45 @@ impl Scenario {
                 })
             }
         }
-        const KNOWN: [&str; 17] = [
-            "version",
-            "model",
-            "gpu",
-            "tp",
-            "dp",
-            "ep",
-            "enable_expert_parallel",
-            "num_gpus",
-            "weight_precision",
-            "kv_cache_dtype",
-            "engine",
-            "workload",
-            "sweep",
-            "efficiencies",
-            "endpoint",
-            "vllm_version",
-            "topology",
-        ];
+        let known = Scenario::fields();
         for k in obj.keys() {
-            if !KNOWN.contains(&k.as_str()) {
+            if !known.contains(&k.as_str()) {
                 return Err(json_err(
                     k,
-                    format!("unknown field; known fields: {}", KNOWN.join(", ")),
+                    format!("unknown field; known fields: {}", known.join(", ")),
                 ));
             }
         }
         let version = obj.get("version").and_then(Value::as_u64).unwrap_or(1) as u32;
-        for k in ["topology", "enable_expert_parallel"] {
-            if version < 2 && obj.contains_key(k) {
-                return Err(json_err(k, "is a version-2 field; set \"version\": 2"));
+        for (k, since, _) in FIELD_VERSIONS {
+            if version < since && obj.contains_key(k) {
+                return Err(json_err(
+                    k,
+                    format!("is a version-{since} field; set \"version\": {since}"),
+                ));
             }
         }
-        let req = |k: &str| json_err(k, "missing (required)");
-        Ok(Scenario {
-            // In memory every scenario is the newest version; `to_json` writes the oldest
-            // version that holds its fields (`written_version`).
-            version: SCENARIO_VERSION,
-            model: field_from(obj, "model")?.ok_or_else(|| req("model"))?,
-            gpu: field_from(obj, "gpu")?.ok_or_else(|| req("gpu"))?,
-            tp: field_from(obj, "tp")?.unwrap_or(1),
-            dp: field_from(obj, "dp")?.unwrap_or(1),
-            ep: field_from(obj, "ep")?.unwrap_or(1),
-            enable_expert_parallel: field_from(obj, "enable_expert_parallel")?,
-            num_gpus: field_from(obj, "num_gpus")?,
-            weight_precision: field_from(obj, "weight_precision")?.unwrap_or_default(),
-            kv_cache_dtype: field_from(obj, "kv_cache_dtype")?.unwrap_or_default(),
-            engine: field_from(obj, "engine")?.unwrap_or_default(),
-            workload: field_from(obj, "workload")?.ok_or_else(|| req("workload"))?,
-            sweep: field_from(obj, "sweep")?.unwrap_or_default(),
-            efficiencies: field_from(obj, "efficiencies")?,
-            endpoint: field_from(obj, "endpoint")?,
-            vllm_version: field_from(obj, "vllm_version")?,
-            topology: field_from(obj, "topology")?,
-        })
+        let mut s = Scenario::deserialize(TopLevel { obj, fields: known })
+            .map_err(|e| json_err(&e.field, e.message))?;
+        // In memory every scenario is the newest version; `to_json` writes the oldest version
+        // that holds its fields (`written_version`).
+        s.version = SCENARIO_VERSION;
+        Ok(s)
+    }
+
+    /// The top-level fields of the scenario JSON, in declaration order: serde's own list for
+    /// [`Scenario`] (so it cannot drift from the struct).
+    pub fn fields() -> &'static [&'static str] {
+        serde_fields::<Scenario>()
     }
 
     /// The version this scenario is written as: 2 when it uses a version-2 field, else 1.
     pub fn written_version(&self) -> u32 {
-        if self.topology.is_some() || self.enable_expert_parallel.is_some() {
-            2
-        } else {
-            1
-        }
+        FIELD_VERSIONS
+            .iter()
+            .filter(|(_, _, used)| used(self))
+            .map(|(_, since, _)| *since)
+            .fold(OLDEST_SCENARIO_VERSION, u32::max)
     }
 
     fn to_value(&self) -> Value {
