@@ -15,8 +15,6 @@ use crate::core_api::{CustomModel, GpuRef, ModelRef, Scenario};
 use servesim_core::deploy::{CudagraphMode, RawEngineSettings};
 use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
 use servesim_core::gpu::RawGpu;
-use servesim_core::metric::MetricId;
-use servesim_core::sweep::{GateOp, RawGate};
 use servesim_core::workload::{
     RawAgentic, RawArrival, RawContent, RawLengthDist, RawSharedPrefix, RawWorkloadSpec,
 };
@@ -448,63 +446,9 @@ fn list(v: &[f64]) -> String {
     v.iter().map(|x| fmt_f(*x)).collect::<Vec<_>>().join(", ")
 }
 
-fn op_text(op: GateOp) -> &'static str {
-    match op {
-        GateOp::Ge => ">=",
-        GateOp::Gt => ">",
-        GateOp::Le => "<=",
-        GateOp::Lt => "<",
-    }
-}
-
-/// SLA gates as text, `servesim sweep --sla` syntax.
-pub fn sla_text(gates: &[RawGate]) -> String {
-    gates
-        .iter()
-        .map(|g| format!("{}{}{}", g.metric, op_text(g.op), fmt_f(g.value)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Parses `metric>=value, metric<value` (the CLI's `--sla` syntax).
-pub fn parse_sla(s: &str) -> Result<Vec<RawGate>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let ops = [
-            (">=", GateOp::Ge),
-            ("<=", GateOp::Le),
-            (">", GateOp::Gt),
-            ("<", GateOp::Lt),
-        ];
-        let Some((i, tok, op)) = ops
-            .iter()
-            .filter_map(|(t, op)| part.find(t).map(|i| (i, *t, *op)))
-            .min_by_key(|(i, t, _)| (*i, std::cmp::Reverse(t.len())))
-        else {
-            return Err(format!(
-                "`{part}`: write METRIC>=VALUE (operators >=, >, <=, <)"
-            ));
-        };
-        let metric = part[..i].trim();
-        let value = part[i + tok.len()..]
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite())
-            .ok_or_else(|| format!("`{part}`: the value is not a number"))?;
-        if MetricId::from_name(metric).is_none() {
-            return Err(format!(
-                "`{part}`: unknown metric `{metric}` (e.g. e2e_tokens_per_s_per_user, ttft_ms_p50, itl_ms_p90)"
-            ));
-        }
-        out.push(RawGate {
-            metric: metric.to_string(),
-            op,
-            value,
-        });
-    }
-    Ok(out)
-}
+/// SLA gates as text and back: the core's reader of `servesim sweep --sla` (one syntax, one
+/// set of messages).
+pub use servesim_core::sweep::{parse_sla, sla_text};
 
 impl Form {
     pub fn from_scenario(s: &Scenario) -> Form {
@@ -1123,6 +1067,7 @@ fn num_list(e: &mut FieldErrors, key: &'static str, text: &str) -> Option<Vec<f6
 mod tests {
     use super::*;
     use servesim_core::gpu::Vendor;
+    use servesim_core::sweep::GateOp;
 
     fn round_trip(s: &Scenario) {
         let f = Form::from_scenario(s);

@@ -5,10 +5,11 @@
 use crate::args::{given, DeploymentArgs};
 use anyhow::{bail, Context, Result};
 use clap::{ArgMatches, Args};
+use servesim_core::compare::LevelKind;
 use servesim_core::metric::MetricId;
 use servesim_core::metrics::LevelResult;
 use servesim_core::scenario::{CapacitySummary, Scenario, SweepReport};
-use servesim_core::sweep::{GateOp, RawGate};
+use servesim_core::sweep::parse_sla;
 use servesim_core::workload::{
     RawArrival, RawContent, RawLengthDist, RawSharedPrefix, MOONCAKE_BLOCK_TOKENS,
 };
@@ -184,49 +185,6 @@ pub fn parse_dist(flag: &str, spec: &str, mean: f64) -> Result<RawLengthDist> {
     })
 }
 
-/// Parses `metric>=value,metric<value,...`.
-pub fn parse_sla(s: &str) -> Result<Vec<RawGate>> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let ops = [
-            (">=", GateOp::Ge),
-            ("<=", GateOp::Le),
-            (">", GateOp::Gt),
-            ("<", GateOp::Lt),
-        ];
-        let Some((i, tok, op)) = ops
-            .iter()
-            .filter_map(|(t, op)| part.find(t).map(|i| (i, *t, *op)))
-            .min_by_key(|(i, t, _)| (*i, std::cmp::Reverse(t.len())))
-        else {
-            bail!("--sla `{part}`: expected METRIC>=VALUE (operators >=, >, <=, <)");
-        };
-        let metric = part[..i].trim();
-        let value: f64 = part[i + tok.len()..]
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite())
-            .with_context(|| format!("--sla `{part}`: the value is not a number"))?;
-        if MetricId::from_name(metric).is_none() {
-            bail!(
-                "--sla `{part}`: unknown metric `{metric}`; known: {}",
-                MetricId::all()
-                    .iter()
-                    .map(|m| m.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        out.push(RawGate {
-            metric: metric.to_string(),
-            op,
-            value,
-        });
-    }
-    Ok(out)
-}
-
 /// The scenario the flags describe: `--scenario FILE` (or the default scenario) with every flag
 /// given on the command line applied on top.
 pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
@@ -279,41 +237,16 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
             s.sweep.concurrency = None;
         }
     }
-    let is_trace = matches!(s.workload.requests, RawContent::Mooncake { .. });
 
     // Arrivals and levels.
     if let Some(c) = &a.concurrency {
-        let think = match &s.workload.arrival {
-            RawArrival::ClosedLoop { think_time_s, .. } => *think_time_s,
-            _ => None,
-        };
-        s.workload.arrival = RawArrival::ClosedLoop {
-            concurrency: c.first().copied().unwrap_or(1.0),
-            think_time_s: think,
-        };
-        s.sweep.concurrency = Some(c.clone());
-        s.sweep.request_rates = None;
+        s.set_levels(LevelKind::Concurrency, c);
     }
     if let Some(r) = &a.request_rate {
-        let first = r.first().copied().unwrap_or(1.0);
-        s.workload.arrival = match &s.workload.arrival {
-            _ if is_trace => RawArrival::Trace { rate: Some(first) },
-            RawArrival::Constant { .. } => RawArrival::Constant { rate: first },
-            RawArrival::Gamma { cv, .. } => RawArrival::Gamma {
-                rate: first,
-                cv: *cv,
-            },
-            _ => RawArrival::Poisson { rate: first },
-        };
-        s.sweep.request_rates = Some(r.clone());
-        s.sweep.concurrency = None;
+        s.set_levels(LevelKind::RequestRate, r);
     }
     if let Some(b) = &a.burst {
-        s.workload.arrival = RawArrival::Burst {
-            count: b.first().copied().unwrap_or(1.0),
-        };
-        s.sweep.concurrency = Some(b.clone());
-        s.sweep.request_rates = None;
+        s.set_levels(LevelKind::Burst, b);
     }
     if let Some(n) = a.num_requests {
         s.sweep.num_requests = Some(n);
@@ -335,7 +268,7 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
         s.workload.seed = seed;
     }
     if let Some(sla) = &a.sla {
-        s.sweep.sla = parse_sla(sla)?;
+        s.sweep.sla = parse_sla(sla).map_err(|m| anyhow::anyhow!("--sla {m}"))?;
     }
     a.topology.apply(&mut s)?;
     Ok(s)

@@ -418,6 +418,44 @@ impl Scenario {
         }
     }
 
+    /// Sweeps exactly `levels` of `kind`: the arrival takes the first level (a closed loop keeps
+    /// its think time; a rate keeps the arrival's own process, constant or gamma with its cv,
+    /// Poisson otherwise, and a trace replay is rescaled) and the sweep's level list becomes
+    /// `levels`. What `servesim sweep --concurrency / --request-rate / --burst` and the page's
+    /// predictions at measured levels do. An empty list leaves the arrival at level 1.
+    pub fn set_levels(&mut self, kind: crate::compare::LevelKind, levels: &[f64]) {
+        use crate::compare::LevelKind;
+        let first = levels.first().copied().unwrap_or(1.0);
+        let arrival = &self.workload.arrival;
+        let is_trace = matches!(self.workload.requests, RawContent::Mooncake { .. });
+        self.workload.arrival = match kind {
+            LevelKind::Burst => RawArrival::Burst { count: first },
+            LevelKind::Concurrency => RawArrival::ClosedLoop {
+                concurrency: first,
+                think_time_s: match arrival {
+                    RawArrival::ClosedLoop { think_time_s, .. } => *think_time_s,
+                    _ => None,
+                },
+            },
+            LevelKind::RequestRate => match arrival {
+                _ if is_trace => RawArrival::Trace { rate: Some(first) },
+                RawArrival::Constant { .. } => RawArrival::Constant { rate: first },
+                RawArrival::Gamma { cv, .. } => RawArrival::Gamma {
+                    rate: first,
+                    cv: *cv,
+                },
+                _ => RawArrival::Poisson { rate: first },
+            },
+        };
+        if kind == LevelKind::RequestRate {
+            self.sweep.request_rates = Some(levels.to_vec());
+            self.sweep.concurrency = None;
+        } else {
+            self.sweep.concurrency = Some(levels.to_vec());
+            self.sweep.request_rates = None;
+        }
+    }
+
     /// Reads a scenario. The version is checked first; errors name the top-level field (and
     /// serde's message names the nested one).
     pub fn from_json(s: &str) -> Result<Scenario, ScenarioError> {

@@ -410,3 +410,75 @@ fn default_scenario_resolves_with_its_documented_values() {
     assert_eq!(r.sweep.sla.len(), 1);
 }
 
+#[test]
+fn sla_text_reads_back_and_bad_gates_are_quoted() {
+    use servesim_core::sweep::{parse_sla, sla_text, GateOp};
+    let g =
+        parse_sla("e2e_tokens_per_s_per_user>=50, ttft_ms_p50 < 5000,itl_ms_p90<=40.5").unwrap();
+    assert_eq!(
+        g.iter().map(|g| g.op).collect::<Vec<_>>(),
+        [GateOp::Ge, GateOp::Lt, GateOp::Le]
+    );
+    assert_eq!(g[1].value, 5000.0);
+    let text = sla_text(&g);
+    assert_eq!(
+        text,
+        "e2e_tokens_per_s_per_user>=50, ttft_ms_p50<5000, itl_ms_p90<=40.5"
+    );
+    assert_eq!(parse_sla(&text).unwrap(), g);
+    assert!(parse_sla(" , ").unwrap().is_empty());
+    assert_eq!(
+        parse_sla("ttft_ms_p50 = 3").unwrap_err(),
+        "`ttft_ms_p50 = 3`: expected METRIC>=VALUE (operators >=, >, <=, <)"
+    );
+    assert_eq!(
+        parse_sla("ttft_ms_p50<inf").unwrap_err(),
+        "`ttft_ms_p50<inf`: the value is not a number"
+    );
+    let e = parse_sla("ttft>5").unwrap_err();
+    assert!(
+        e.starts_with("`ttft>5`: unknown metric `ttft`; known: "),
+        "{e}"
+    );
+    assert!(e.contains("ttft_ms_p50"), "{e}");
+}
+
+#[test]
+fn set_levels_moves_the_arrival_to_the_first_level_and_keeps_its_process() {
+    use servesim_core::compare::LevelKind;
+    let mut s = Scenario::default_scenario();
+    s.workload.arrival = RawArrival::ClosedLoop {
+        concurrency: 1.0,
+        think_time_s: Some(2.0),
+    };
+    s.set_levels(LevelKind::Concurrency, &[4.0, 8.0]);
+    assert_eq!(
+        s.workload.arrival,
+        RawArrival::ClosedLoop {
+            concurrency: 4.0,
+            think_time_s: Some(2.0)
+        }
+    );
+    assert_eq!(s.sweep.concurrency, Some(vec![4.0, 8.0]));
+    assert_eq!(s.sweep.request_rates, None);
+    s.set_levels(LevelKind::RequestRate, &[0.5, 1.0]);
+    assert_eq!(s.workload.arrival, RawArrival::Poisson { rate: 0.5 });
+    assert_eq!(s.sweep.request_rates, Some(vec![0.5, 1.0]));
+    assert_eq!(s.sweep.concurrency, None);
+    s.workload.arrival = RawArrival::Gamma { rate: 9.0, cv: 3.0 };
+    s.set_levels(LevelKind::RequestRate, &[2.0]);
+    assert_eq!(s.workload.arrival, RawArrival::Gamma { rate: 2.0, cv: 3.0 });
+    s.workload.arrival = RawArrival::Constant { rate: 9.0 };
+    s.set_levels(LevelKind::RequestRate, &[3.0]);
+    assert_eq!(s.workload.arrival, RawArrival::Constant { rate: 3.0 });
+    s.set_levels(LevelKind::Burst, &[64.0]);
+    assert_eq!(s.workload.arrival, RawArrival::Burst { count: 64.0 });
+    assert_eq!(s.sweep.concurrency, Some(vec![64.0]));
+    // A trace replay is rescaled, whatever its arrival was.
+    s.workload.requests = RawContent::Mooncake {
+        jsonl: String::new(),
+        block_tokens: None,
+    };
+    s.set_levels(LevelKind::RequestRate, &[0.25]);
+    assert_eq!(s.workload.arrival, RawArrival::Trace { rate: Some(0.25) });
+}
