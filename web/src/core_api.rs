@@ -133,17 +133,7 @@ pub fn form_key(s: &Scenario, path: &str) -> &'static str {
         "engine.long_prefill_token_threshold" => "long_prefill_token_threshold",
         "engine.kv_cache_memory_bytes" => "kv_cache_memory_bytes",
         "engine.cudagraph_mode" => "cudagraph_mode",
-        "sweep.concurrency" | "sweep.request_rates" => "levels",
-        "sweep.duration_s" => "duration_s",
-        "sweep.num_requests" => "num_requests",
-        "sweep.warmup_s" => "warmup_s",
-        "sweep.sla" | "sweep.sla.metric" | "sweep.sla.value" => "sla",
         _ => match (head, path.starts_with("workload.")) {
-            ("arrival", true) => match rest {
-                "think_time_s" => "think_time_s",
-                "cv" => "arrival_cv",
-                _ => "arrival_value",
-            },
             ("requests", true) => {
                 let (h2, r2) = rest.split_once('.').unwrap_or((rest, ""));
                 match h2 {
@@ -151,21 +141,22 @@ pub fn form_key(s: &Scenario, path: &str) -> &'static str {
                     "output" => dist("out", r2),
                     "tokens_per_turn" => dist("turn", r2),
                     "output_tokens" => dist("agout", r2),
-                    "shared_prefix" if r2 == "groups" => "prefix_groups",
-                    "shared_prefix" => "prefix_tokens",
                     "system_prompt_tokens" => "ag_system",
                     "first_turn_tokens" => "ag_first",
                     "turns" => "ag_turns",
                     "think_time_s" => "ag_think",
-                    "jsonl" => "trace",
-                    "block_tokens" => "trace_block_tokens",
-                    _ => "content",
+                    _ => setting_key(path),
                 }
             }
-            ("seed", true) => "seed",
-            _ => "scenario",
+            _ => setting_key(path),
         },
     }
+}
+
+/// The form field of a workload or sweep setting at `path`, from the core's settings table
+/// (`servesim_core::settings`, shared with the CLI's flags); `scenario` for any other path.
+fn setting_key(path: &str) -> &'static str {
+    servesim_core::settings::form_key(path).unwrap_or("scenario")
 }
 
 /// Errors the core finds in a scenario (`Scenario::resolve`), keyed by form field; empty when
@@ -637,6 +628,46 @@ mod tests {
         bad_sweep.sweep.duration_s = Some(-1.0);
         assert!(check(&bad_sweep).contains_key("duration_s"));
         assert!(check(&d()).is_empty());
+    }
+
+    #[test]
+    fn workload_and_sweep_paths_map_to_their_fields_through_the_settings_table() {
+        // The keys the hand-kept mapping gave before it derived from `servesim_core::settings`.
+        let s = Scenario::default_scenario();
+        for (path, key) in [
+            ("sweep.concurrency", "levels"),
+            ("sweep.request_rates", "levels"),
+            ("sweep.duration_s", "duration_s"),
+            ("sweep.num_requests", "num_requests"),
+            ("sweep.warmup_s", "warmup_s"),
+            ("sweep.sla", "sla"),
+            ("sweep.sla.metric", "sla"),
+            ("sweep.sla.value", "sla"),
+            ("sweep.max_events", "scenario"),
+            ("sweep", "scenario"),
+            ("workload", "scenario"),
+            ("workload.seed", "seed"),
+            ("workload.arrival", "arrival_value"),
+            ("workload.arrival.rate", "arrival_value"),
+            ("workload.arrival.concurrency", "arrival_value"),
+            ("workload.arrival.think_time_s", "think_time_s"),
+            ("workload.arrival.cv", "arrival_cv"),
+            ("workload.requests", "content"),
+            ("workload.requests.name", "content"),
+            ("workload.requests.shared_prefix", "prefix_tokens"),
+            ("workload.requests.shared_prefix.tokens", "prefix_tokens"),
+            ("workload.requests.shared_prefix.groups", "prefix_groups"),
+            ("workload.requests.jsonl", "trace"),
+            ("workload.requests.block_tokens", "trace_block_tokens"),
+            ("workload.requests.input.mean", "in_mean"),
+            ("workload.requests.output.std", "out_std"),
+            ("workload.requests.tokens_per_turn.min", "turn_min"),
+            ("workload.requests.turns", "ag_turns"),
+            ("workload.requests.think_time_s", "ag_think"),
+            ("requests.jsonl", "scenario"),
+        ] {
+            assert_eq!(form_key(&s, path), key, "{path}");
+        }
     }
 
     #[test]

@@ -5,11 +5,10 @@
 use crate::args::{given, DeploymentArgs};
 use anyhow::{bail, Context, Result};
 use clap::{ArgMatches, Args};
-use servesim_core::compare::LevelKind;
 use servesim_core::metric::MetricId;
 use servesim_core::metrics::LevelResult;
 use servesim_core::scenario::{CapacitySummary, Scenario, SweepReport};
-use servesim_core::sweep::parse_sla;
+use servesim_core::settings::{self, SettingValue, ValueKind};
 use servesim_core::workload::{
     RawArrival, RawContent, RawLengthDist, RawSharedPrefix, MOONCAKE_BLOCK_TOKENS,
 };
@@ -23,63 +22,45 @@ pub struct SweepArgs {
     pub deployment: DeploymentArgs,
     #[command(flatten)]
     pub topology: crate::topology_args::TopologyArgs,
-    /// random | shared-prefix | agentic | trace. Giving any request flag (this, --isl, --osl,
-    /// --isl-dist, --osl-dist, --prefix-*, --trace) rebuilds the request content from flags.
-    #[arg(long)]
+    // Workload and sweep flags: help, range and how each lands on the scenario come from the
+    // core's table, `servesim_core::settings` (applied by `build_scenario`).
+    #[arg(long, help = settings::help("workload"))]
     pub workload: Option<String>,
     /// The vLLM version served (e.g. 0.15.1, 0.11.0): selects the calibration of its release line
     /// (docs/accuracy.md). Default: the newest calibrated line.
     #[arg(long)]
     pub vllm_version: Option<String>,
-    /// Input tokens per request (mean of --isl-dist; default 1024). With shared-prefix: the whole
-    /// prompt including the shared prefix.
-    #[arg(long)]
+    #[arg(long, help = settings::help("isl"))]
     pub isl: Option<f64>,
-    /// Output tokens per request (mean of --osl-dist; default 128).
-    #[arg(long)]
+    #[arg(long, help = settings::help("osl"))]
     pub osl: Option<f64>,
-    /// constant | uniform:LO-HI (ratios of --isl) | normal:STD[:MIN-MAX] |
-    /// lognormal:SIGMA[:MIN-MAX] | exponential[:MIN-MAX].
-    #[arg(long)]
+    #[arg(long, help = settings::help("isl-dist"))]
     pub isl_dist: Option<String>,
-    /// As --isl-dist, for output lengths.
-    #[arg(long)]
+    #[arg(long, help = settings::help("osl-dist"))]
     pub osl_dist: Option<String>,
-    /// Shared-prefix tokens per group (shared-prefix workload).
-    #[arg(long, conflicts_with = "prefix_reuse")]
+    #[arg(long, conflicts_with = "prefix_reuse", help = settings::help("prefix-tokens"))]
     pub prefix_tokens: Option<f64>,
-    /// Number of distinct shared prefixes (default 1).
-    #[arg(long)]
+    #[arg(long, help = settings::help("prefix-groups"))]
     pub prefix_groups: Option<f64>,
-    /// Fraction of --isl that is shared prefix (prefix tokens = round(F * isl)).
-    #[arg(long)]
+    #[arg(long, help = settings::help("prefix-reuse"))]
     pub prefix_reuse: Option<f64>,
-    /// Closed-loop concurrency levels, comma-separated (e.g. 1,2,4,8).
-    #[arg(long, value_delimiter = ',', conflicts_with_all = ["request_rate", "burst"])]
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["request_rate", "burst"], help = settings::help("concurrency"))]
     pub concurrency: Option<Vec<f64>>,
-    /// Open-loop request-rate levels (req/s), comma-separated: Poisson arrivals (trace: rescaled).
-    #[arg(long, value_delimiter = ',', conflicts_with = "burst")]
+    #[arg(long, value_delimiter = ',', conflicts_with = "burst", help = settings::help("request-rate"))]
     pub request_rate: Option<Vec<f64>>,
-    /// Burst sizes (all requests at t = 0), comma-separated.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', help = settings::help("burst"))]
     pub burst: Option<Vec<f64>>,
-    /// Issue this many requests per level and run until all finish (instead of --duration).
-    #[arg(long, conflicts_with = "duration")]
+    #[arg(long, conflicts_with = "duration", help = settings::help("num-requests"))]
     pub num_requests: Option<f64>,
-    /// Simulated seconds per level.
-    #[arg(long)]
+    #[arg(long, help = settings::help("duration"))]
     pub duration: Option<f64>,
-    /// Warm-up seconds excluded from the measurement window.
-    #[arg(long)]
+    #[arg(long, help = settings::help("warmup"))]
     pub warmup: Option<f64>,
-    /// Workload random seed.
-    #[arg(long)]
+    #[arg(long, help = settings::help("seed"))]
     pub seed: Option<u64>,
-    /// A Mooncake JSONL trace (with --workload trace, implied).
-    #[arg(long)]
+    #[arg(long, help = settings::help("trace"))]
     pub trace: Option<String>,
-    /// SLA gates, comma-separated: 'e2e_tokens_per_s_per_user>=50,ttft_ms_p50<5000'.
-    #[arg(long)]
+    #[arg(long, help = settings::help("sla"))]
     pub sla: Option<String>,
     /// Start from this scenario JSON; flags given alongside override its fields.
     #[arg(long)]
@@ -238,37 +219,40 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
         }
     }
 
-    // Arrivals and levels.
-    if let Some(c) = &a.concurrency {
-        s.set_levels(LevelKind::Concurrency, c);
-    }
-    if let Some(r) = &a.request_rate {
-        s.set_levels(LevelKind::RequestRate, r);
-    }
-    if let Some(b) = &a.burst {
-        s.set_levels(LevelKind::Burst, b);
-    }
-    if let Some(n) = a.num_requests {
-        s.sweep.num_requests = Some(n);
-        s.sweep.duration_s = None;
-        s.sweep.warmup_s = None;
-    }
-    if let Some(d) = a.duration {
-        s.sweep.duration_s = Some(d);
-        s.sweep.num_requests = None;
-        if a.warmup.is_none() {
-            // the scenario's warm-up may not fit the new duration: back to 10% of it
-            s.sweep.warmup_s = None;
+    // Levels, stop rule, warm-up, seed and SLA: every other flag of the settings table, in
+    // the table's order.
+    for st in settings::settings() {
+        let Some(flag) = st.flag else { continue };
+        if st.target == settings::Target::Content {
+            continue;
         }
-    }
-    if let Some(w) = a.warmup {
-        s.sweep.warmup_s = Some(w);
-    }
-    if let Some(seed) = a.seed {
-        s.workload.seed = seed;
-    }
-    if let Some(sla) = &a.sla {
-        s.sweep.sla = parse_sla(sla).map_err(|m| anyhow::anyhow!("--sla {m}"))?;
+        let id = flag.replace('-', "_");
+        let bad = |e: clap::parser::MatchesError| anyhow::anyhow!("--{flag}: {e}");
+        let list: Vec<f64>;
+        let v = match st.kind {
+            ValueKind::Number => m
+                .try_get_one::<f64>(&id)
+                .map_err(bad)?
+                .map(|x| SettingValue::Number(*x)),
+            ValueKind::Whole => m
+                .try_get_one::<u64>(&id)
+                .map_err(bad)?
+                .map(|x| SettingValue::Whole(*x)),
+            ValueKind::Text => m
+                .try_get_one::<String>(&id)
+                .map_err(bad)?
+                .map(|x| SettingValue::Text(x)),
+            ValueKind::Numbers => match m.try_get_many::<f64>(&id).map_err(bad)? {
+                Some(xs) => {
+                    list = xs.copied().collect();
+                    Some(SettingValue::Numbers(&list))
+                }
+                None => None,
+            },
+        };
+        if let Some(v) = v {
+            settings::apply(&mut s, st, v).map_err(|e| anyhow::anyhow!("--{flag} {e}"))?;
+        }
     }
     a.topology.apply(&mut s)?;
     Ok(s)
@@ -699,5 +683,29 @@ fn print_pools(res: &servesim_core::sweep::SweepResult) {
             d(&x.block_wait_ms, |v| v.p99),
             d(&x.handoff_ms, |v| v.p99),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_setting_with_a_flag_is_a_sweep_flag_with_the_tables_help() {
+        let cmd = crate::Cli::command();
+        let sweep = cmd.find_subcommand("sweep").unwrap();
+        for st in servesim_core::settings::settings() {
+            let Some(flag) = st.flag else { continue };
+            let arg = sweep
+                .get_arguments()
+                .find(|a| a.get_long() == Some(flag))
+                .unwrap_or_else(|| panic!("--{flag} is in the settings table but not a flag"));
+            assert_eq!(arg.get_id().as_str(), flag.replace('-', "_"));
+            assert_eq!(
+                arg.get_help().map(|h| h.to_string()),
+                Some(st.help_text()),
+                "--{flag}"
+            );
+        }
     }
 }

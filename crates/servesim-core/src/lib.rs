@@ -22,6 +22,7 @@ pub mod perf;
 pub mod rng;
 pub mod scenario;
 pub mod search;
+pub mod settings;
 pub mod share;
 pub mod sla_refine;
 pub mod speculative;
