@@ -5,12 +5,12 @@
 //! chart, links). Numbers shown come from the report; the report's text itself is what
 //! `servesim search --json` prints.
 
+use crate::core_api::dtype::KvCacheDtype;
+use crate::core_api::scenario::GpuRef;
+use crate::core_api::search::RawDisaggSpace;
 use crate::core_api::Scenario;
 use crate::form::FieldErrors;
 use serde::Deserialize;
-use servesim_core::dtype::KvCacheDtype;
-use servesim_core::scenario::GpuRef;
-use servesim_core::search::RawDisaggSpace;
 use std::collections::BTreeMap;
 
 /// The search options as typed. Blank = the core's default (docs/search.md "Input").
@@ -47,7 +47,7 @@ pub struct SearchOptions {
 
 /// Default prices for the fields' placeholders: the core's table (docs/search.md "Cost").
 pub fn default_price(gpu: &str) -> Option<(f64, &'static str)> {
-    servesim_core::search::cost::DEFAULT_PRICES
+    crate::core_api::search::cost::DEFAULT_PRICES
         .iter()
         .find(|p| p.gpu == gpu)
         .map(|p| (p.usd_per_gpu_hour, p.source))
@@ -367,7 +367,7 @@ impl SearchView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_core::search::RawSearch;
+    use crate::core_api::search::RawSearch;
 
     fn base() -> Scenario {
         Scenario::default_scenario()

@@ -3,10 +3,10 @@
 //! --request-rate / --burst` does), run level by level through the core's
 //! `Scenario::resolve()` and `SweepRunner`, then converted into the scorer's `PredictedSeries`.
 
-use servesim_core::compare::{LevelKind, PredictedSeries};
-use servesim_core::metric::MetricId;
-use servesim_core::metrics::LevelResult;
-use servesim_core::scenario::{ResolvedScenario, Scenario};
+use crate::core_api::compare::{LevelKind, PredictedSeries};
+use crate::core_api::metric::MetricId;
+use crate::core_api::metrics::LevelResult;
+use crate::core_api::scenario::{ResolvedScenario, Scenario};
 use std::collections::BTreeMap;
 
 /// The arm's scenario rewritten to sweep exactly `levels` of `kind`.
@@ -81,10 +81,10 @@ pub fn predict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_core::compare::{
+    use crate::core_api::compare::{
         score_arm, MeasuredLevel, MeasuredRun, ScoreOptions, SourceFormat,
     };
-    use servesim_core::workload::RawArrival;
+    use crate::core_api::workload::RawArrival;
 
     pub(crate) fn quick_scenario() -> Scenario {
         let mut s = Scenario::default_scenario();
