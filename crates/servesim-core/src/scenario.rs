@@ -251,19 +251,6 @@ fn fixes_text(f: &[String]) -> String {
     }
 }
 
-/// Top-level deployment fields (everything else in `DeployError` is an engine setting).
-const DEPLOY_TOP: [&str; 9] = [
-    "tp",
-    "dp",
-    "ep",
-    "enable_expert_parallel",
-    "num_gpus",
-    "weight_precision",
-    "kv_cache_dtype",
-    "model",
-    "gpu",
-];
-
 impl ScenarioError {
     /// The JSON path of the field at fault, e.g. `engine.max_num_seqs`, `workload.requests.input.mean`.
     pub fn field(&self) -> String {
@@ -305,8 +292,10 @@ impl ScenarioError {
     }
 }
 
+/// The JSON path of a deployment error's field: a top-level field of the scenario (`tp`,
+/// `num_gpus`, `kv_cache_dtype`, ...) as it is, anything else an engine setting.
 fn deploy_path(field: &str) -> String {
-    if DEPLOY_TOP.contains(&field) {
+    if Scenario::fields().contains(&field) {
         field.to_string()
     } else {
         format!("engine.{field}")
