@@ -4,6 +4,7 @@
 
 use crate::browser;
 use crate::charts::{self, Theme};
+use crate::core_api::dtype::KvCacheDtype;
 use crate::core_api::{self, CapacityView, Level, LevelResult, OperatingPoint, Recent, Scenario};
 use crate::form::{
     DistForm, DistKeys, FieldErrors, Form, ARRIVALS, CONTENTS, DIST_KEYS, DIST_KINDS, PRESETS,
@@ -12,7 +13,6 @@ use crate::form::{
 use crate::protocol::{sweep_fraction, FromWorker, ToWorker};
 use crate::table::{self, fmt_gib, fmt_num, group_thousands};
 use leptos::prelude::*;
-use servesim_core::dtype::KvCacheDtype;
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
@@ -97,7 +97,7 @@ struct State {
     rows: RwSignal<Vec<LevelResult>>,
     op: RwSignal<Option<OperatingPoint>>,
     /// The operating point refined by simulation (or why the refinement failed).
-    refined: RwSignal<Option<Result<servesim_core::sla_refine::Refinement, String>>>,
+    refined: RwSignal<Option<Result<crate::core_api::sla_refine::Refinement, String>>>,
     /// Set while the worker refines (its step budget).
     refining: RwSignal<Option<usize>>,
     /// The levels of the current run (sorted, as the worker runs them).
@@ -374,7 +374,7 @@ fn start_run(st: State) {
             core_api::push_recent(
                 l,
                 Recent {
-                    label: core_api::scenario_label(&s),
+                    label: crate::form::scenario_label(&s),
                     fragment,
                 },
             )
@@ -517,7 +517,7 @@ fn App() -> impl IntoView {
                 Some(k) if k.scenario == *json => match &k.error {
                     Some((path, message)) => {
                         let mut e = FieldErrors::new();
-                        e.insert(core_api::form_key(s, path), message.clone());
+                        e.insert(crate::form_keys::form_key(s, path), message.clone());
                         Err(e)
                     }
                     None => Ok(s.clone()),

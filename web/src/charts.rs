@@ -1,11 +1,11 @@
 //! The results charts. [`chart_specs`] turns sweep rows into what to draw; [`draw`] draws one
 //! chart on any plotters `DrawingBackend`: the page uses the canvas backend, the native tests SVG.
 
+use crate::core_api::metric::{MetricId, Stat};
+use crate::core_api::sweep::{Gate, GateOp};
 use crate::core_api::{LevelResult, OperatingPoint, Scenario};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use servesim_core::metric::{MetricId, Stat};
-use servesim_core::sweep::{Gate, GateOp};
 
 /// One line of points.
 #[derive(Clone, Debug, PartialEq)]
@@ -637,7 +637,7 @@ mod tests {
         let c = legend_corner(&s, (0.0, 100.0), (0.0, 1000.0));
         assert!(matches!(c, SeriesLabelPosition::UpperLeft), "{c:?}");
     }
-    use servesim_core::sweep::SweepResult;
+    use crate::core_api::sweep::SweepResult;
 
     fn run() -> (Scenario, SweepResult) {
         let mut s = Scenario::default_scenario();

@@ -41,7 +41,7 @@ pub fn answer(msg: &ToWorker) -> Option<FromWorker> {
     }
 }
 
-/// The form's check: the core's first error (`core_api::check`'s source), vLLM's defaults for
+/// The form's check: the core's first error (`form_keys::check`'s source), vLLM's defaults for
 /// blank engine fields and, when the scenario resolves, the capacity card, exactly as the page
 /// computed them on its main thread before they moved here.
 fn check(id: u32, json: &str) -> FromWorker {
@@ -232,9 +232,9 @@ mod tests {
             panic!()
         };
         let (path, message) = error.expect("an error");
-        assert_eq!(crate::core_api::form_key(&bad, &path), "tp");
+        assert_eq!(crate::form_keys::form_key(&bad, &path), "tp");
         assert_eq!(
-            crate::core_api::check(&bad).get("tp"),
+            crate::form_keys::check(&bad).get("tp"),
             Some(&message),
             "the page shows the core's message"
         );

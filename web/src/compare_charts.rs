@@ -3,10 +3,10 @@
 //! generic over plotters' `DrawingBackend`: canvas in the page, SVG in the native tests.
 
 use crate::charts::Theme;
+use crate::core_api::compare::{ArmScore, LevelKind, PredictedSeries};
+use crate::core_api::metric::MetricId;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use servesim_core::compare::{ArmScore, LevelKind, PredictedSeries};
-use servesim_core::metric::MetricId;
 
 /// Measured versus predicted for one metric of one arm.
 #[derive(Clone, Debug, PartialEq)]
@@ -314,10 +314,10 @@ pub fn draw_error<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_core::compare::{
+    use crate::core_api::compare::{
         score_arm, MeasuredLevel, MeasuredRun, ScoreOptions, SourceFormat,
     };
-    use servesim_core::metric::Stat;
+    use crate::core_api::metric::Stat;
 
     fn arm() -> (ArmScore, PredictedSeries, Vec<(f64, f64)>) {
         let tput = MetricId::OutputTokensPerS;

@@ -1,13 +1,22 @@
-//! The page's only door into `servesim_core` (apart from the share-link codec): the scenario type
-//! (the core's own [`Scenario`], so a share link, the page and `servesim sweep --scenario` carry
-//! the same JSON), catalogs, validation, capacity and the sweep report. Everything the UI shows
-//! comes through here.
+//! The page's only door into `servesim_core`: the scenario type (the core's own [`Scenario`], so
+//! a share link, the page and `servesim sweep --scenario` carry the same JSON), catalogs,
+//! validation, capacity, the sweep report, and the core modules the page's files use (re-exported
+//! below, so page files write `crate::core_api::metric::MetricId`, never `servesim_core::...`;
+//! only this module and the worker's own modules, `protocol`, `command_tools`, `search_tools`,
+//! `worker`, name the core crate; `tests::page_files_reach_the_core_only_through_this_module`
+//! keeps it so). Everything the UI shows comes through here; this module uses no page module.
 
 use serde::{Deserialize, Serialize};
 use servesim_core::capacity::{self, CapacityReport, RequestShape};
-use servesim_core::gpu;
 use servesim_core::model::catalog;
+
 use servesim_core::workload::{Content, WorkloadSpec};
+/// The core's modules the page's files use (types, pure functions and data; what runs a
+/// simulation stays behind the worker, `scripts/check-page-binary.py`).
+pub use servesim_core::{
+    compare, deploy, dtype, gpu, metric, metrics, offload, perf, scenario, search, settings, share,
+    sla_refine, sweep, validate, vllm, workload,
+};
 use std::collections::BTreeMap;
 
 pub mod topology;
@@ -65,117 +74,6 @@ pub fn gpus() -> Vec<GpuEntry> {
             memory_gib: g.memory_visible.0 as f64 / GIB,
         })
         .collect()
-}
-
-/// The form key showing an error of the core at JSON path `path` (see
-/// [`ScenarioError::field`]). Paths without a field of their own go to `scenario`, shown in the
-/// capacity card's error list.
-pub fn form_key(s: &Scenario, path: &str) -> &'static str {
-    let dist = |prefix: &str, rest: &str| -> &'static str {
-        use crate::form::DIST_KEYS;
-        let keys = DIST_KEYS
-            .iter()
-            .find(|k| k.prefix == prefix)
-            .unwrap_or(&DIST_KEYS[0]);
-        match rest {
-            "tokens" | "mean" | "nominal" => keys.mean,
-            "std" => keys.std,
-            "min" => keys.min,
-            "max" => keys.max,
-            "min_ratio" => keys.min_ratio,
-            "max_ratio" => keys.max_ratio,
-            "values" => keys.values,
-            _ => keys.kind,
-        }
-    };
-    let p = path.strip_prefix("workload.").unwrap_or(path);
-    let (head, rest) = p.split_once('.').unwrap_or((p, ""));
-    match path {
-        "model" | "model.custom.config_json" => match s.model {
-            ModelRef::Catalog(_) => "model_id",
-            ModelRef::Custom(_) => "config_json",
-        },
-        "model.custom.name" => "custom_model_name",
-        "gpu" => match s.gpu {
-            GpuRef::Catalog(_) => "gpu_id",
-            GpuRef::Custom(_) => "custom_gpu_name",
-        },
-        "gpu.custom.memory_visible_mib" => "custom_gpu_memory_gib",
-        "gpu.custom.hbm_bandwidth_tb_s" => "custom_gpu_bandwidth_tb_s",
-        "gpu.custom.bf16_dense_tflops" => "custom_gpu_bf16_tflops",
-        "gpu.custom.fp8_dense_tflops" => "custom_gpu_fp8_tflops",
-        "gpu.custom.fp4_dense_tflops" => "custom_gpu_fp4_tflops",
-        "gpu.custom.scaleup_unidir_gb_s" => "custom_gpu_link_gb_s",
-        "gpu.custom.scaleup_domain" => "custom_gpu_domain",
-        "gpu.custom.name" => "custom_gpu_name",
-        "num_gpus" => "gpus",
-        "topology.replicas" => "replicas",
-        p if crate::form_offload::offload_form_key(p).is_some() => {
-            crate::form_offload::offload_form_key(p).unwrap_or("scenario")
-        }
-        p if crate::form_pd::pd_form_key(p).is_some() => {
-            crate::form_pd::pd_form_key(p).unwrap_or("scenario")
-        }
-        p if p.starts_with("topology.router") => "router",
-        "tp" => "tp",
-        "dp" => "dp",
-        "ep" => "ep",
-        "enable_expert_parallel" => "enable_expert_parallel",
-        "engine.all2all_backend" => "all2all_backend",
-        "weight_precision" => "weight_precision",
-        "kv_cache_dtype" => "kv_cache_dtype",
-        "vllm_version" => "vllm_version",
-        "engine.gpu_memory_utilization" => "gpu_memory_utilization",
-        "engine.max_num_seqs" => "max_num_seqs",
-        "engine.max_num_batched_tokens" => "max_num_batched_tokens",
-        "engine.block_size" => "block_size",
-        "engine.max_model_len" => "max_model_len",
-        "engine.long_prefill_token_threshold" => "long_prefill_token_threshold",
-        "engine.kv_cache_memory_bytes" => "kv_cache_memory_bytes",
-        "engine.cudagraph_mode" => "cudagraph_mode",
-        "sweep.concurrency" | "sweep.request_rates" => "levels",
-        "sweep.duration_s" => "duration_s",
-        "sweep.num_requests" => "num_requests",
-        "sweep.warmup_s" => "warmup_s",
-        "sweep.sla" | "sweep.sla.metric" | "sweep.sla.value" => "sla",
-        _ => match (head, path.starts_with("workload.")) {
-            ("arrival", true) => match rest {
-                "think_time_s" => "think_time_s",
-                "cv" => "arrival_cv",
-                _ => "arrival_value",
-            },
-            ("requests", true) => {
-                let (h2, r2) = rest.split_once('.').unwrap_or((rest, ""));
-                match h2 {
-                    "input" => dist("in", r2),
-                    "output" => dist("out", r2),
-                    "tokens_per_turn" => dist("turn", r2),
-                    "output_tokens" => dist("agout", r2),
-                    "shared_prefix" if r2 == "groups" => "prefix_groups",
-                    "shared_prefix" => "prefix_tokens",
-                    "system_prompt_tokens" => "ag_system",
-                    "first_turn_tokens" => "ag_first",
-                    "turns" => "ag_turns",
-                    "think_time_s" => "ag_think",
-                    "jsonl" => "trace",
-                    "block_tokens" => "trace_block_tokens",
-                    _ => "content",
-                }
-            }
-            ("seed", true) => "seed",
-            _ => "scenario",
-        },
-    }
-}
-
-/// Errors the core finds in a scenario (`Scenario::resolve`), keyed by form field; empty when
-/// it resolves. A deployment that does not fit still resolves: the capacity card says why.
-pub fn check(s: &Scenario) -> crate::form::FieldErrors {
-    let mut e = crate::form::FieldErrors::new();
-    if let Err(err) = s.resolve() {
-        e.insert(form_key(s, &err.field()), err.to_string());
-    }
-    e
 }
 
 /// vLLM's resolved defaults for the engine fields the form leaves blank, as text.
@@ -406,29 +304,6 @@ pub fn scenario_from_fragment(frag: &str) -> Result<Option<Scenario>, String> {
     })
 }
 
-/// A one-line summary for the recent-scenarios list.
-pub fn scenario_label(s: &Scenario) -> String {
-    let model = match &s.model {
-        ModelRef::Catalog(id) => id.rsplit('/').next().unwrap_or(id).to_string(),
-        ModelRef::Custom(c) => c.name.clone(),
-    };
-    let gpu = match &s.gpu {
-        GpuRef::Catalog(id) => id.clone(),
-        GpuRef::Custom(c) => c.name.clone(),
-    };
-    let n = s.num_gpus.unwrap_or(s.tp * s.dp);
-    let wl = crate::form::preset_of(&s.workload)
-        .map(|p| p.label.to_string())
-        .unwrap_or_else(|| "custom workload".into());
-    format!(
-        "{model} · {n}× {gpu} · TP{} DP{} EP{} · KV {} · {wl}",
-        s.tp,
-        s.dp,
-        s.ep,
-        s.kv_cache_dtype.name(),
-    )
-}
-
 /// The x-axis name of a sweep's levels.
 pub fn level_axis(levels: &[LevelResult]) -> &'static str {
     match levels.first().map(|l| l.level) {
@@ -493,7 +368,7 @@ mod tests {
     #[test]
     fn a_small_trace_rides_in_the_link_and_reopens_identically() {
         let s = trace_scenario(50, true);
-        assert!(check(&s).is_empty(), "{:?}", check(&s));
+        assert!(s.resolve().is_ok(), "{:?}", s.resolve().err());
         let ShareLink::Fits(frag) = share_link(&s) else {
             panic!("a 50-line trace fits in a link");
         };
@@ -602,41 +477,58 @@ mod tests {
         assert_eq!(l[1].fragment, "f9");
     }
 
+    /// The one-adapter rule: outside this module, only the modules that run in the worker
+    /// (`protocol`, `command_tools`, `search_tools`, `worker`, and the binaries) name the core
+    /// crate; every page file reaches it through `crate::core_api`. Comments do not count.
     #[test]
-    fn core_errors_land_on_the_field_they_are_about() {
-        let d = Scenario::default_scenario;
-        let bad_model = Scenario {
-            model: ModelRef::Catalog("nobody/nothing".into()),
-            ..d()
-        };
-        assert!(check(&bad_model)["model_id"].contains("nobody/nothing"));
-        let bad_gpu = Scenario {
-            gpu: GpuRef::Catalog("Z9000".into()),
-            ..d()
-        };
-        assert!(check(&bad_gpu)["gpu_id"].contains("Z9000"));
-        // Llama-3.1-8B has 32 attention heads: TP 3 cannot split them.
-        let bad_tp = Scenario {
-            num_gpus: Some(3),
-            tp: 3,
-            ..d()
-        };
-        assert!(check(&bad_tp).contains_key("tp"), "{:?}", check(&bad_tp));
-        let mut bad_len = d();
-        bad_len.workload.requests = servesim_core::workload::RawContent::Synthetic {
-            input: servesim_core::workload::RawLengthDist::Constant { tokens: 0.0 },
-            output: servesim_core::workload::RawLengthDist::Constant { tokens: 10.0 },
-            shared_prefix: None,
-        };
+    fn page_files_reach_the_core_only_through_this_module() {
+        const WORKER_SIDE: [&str; 4] = [
+            "protocol.rs",
+            "command_tools.rs",
+            "search_tools.rs",
+            "worker.rs",
+        ];
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        walk(&src, &mut files);
+        assert!(files.len() > 20, "{files:?}");
+        let mut offenders = Vec::new();
+        for f in &files {
+            let rel = f
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            let own = rel == "core_api.rs" || rel.starts_with("core_api/");
+            if own || rel.starts_with("bin/") || WORKER_SIDE.contains(&rel.as_str()) {
+                continue;
+            }
+            let text = std::fs::read_to_string(f).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                if !line.trim_start().starts_with("//") && line.contains("servesim_core") {
+                    offenders.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+                }
+            }
+        }
         assert!(
-            check(&bad_len).contains_key("in_mean"),
-            "{:?}",
-            check(&bad_len)
+            offenders.is_empty(),
+            "page files must reach the core through crate::core_api:\n{}",
+            offenders.join("\n")
         );
-        let mut bad_sweep = d();
-        bad_sweep.sweep.duration_s = Some(-1.0);
-        assert!(check(&bad_sweep).contains_key("duration_s"));
-        assert!(check(&d()).is_empty());
+        // And the adapter uses no page module (no cycle with `form`).
+        let own = std::fs::read_to_string(src.join("core_api.rs")).unwrap();
+        let needle = ["crate", "::form"].concat();
+        assert!(!own.contains(&needle), "core_api must not use the form");
     }
 
     #[test]
@@ -684,7 +576,7 @@ mod tests {
             model: ModelRef::Catalog("meta-llama/Meta-Llama-3.1-405B".into()),
             ..Scenario::default_scenario()
         };
-        assert!(check(&s).is_empty(), "it resolves; only the run refuses");
+        assert!(s.resolve().is_ok(), "it resolves; only the run refuses");
         let v = capacity(&s).unwrap();
         assert!(!v.fits);
         assert!(!v.fixes.is_empty());
@@ -716,6 +608,6 @@ mod tests {
             }),
             ..Scenario::default_scenario()
         };
-        assert!(check(&broken).contains_key("config_json"));
+        assert_eq!(broken.resolve().unwrap_err().field(), "model");
     }
 }

@@ -4,22 +4,20 @@
 //! Each field has a stable key; the page uses `f-<key>` as the input's id and shows the field's
 //! error message next to it. The form only checks syntax (a number where a number belongs);
 //! every rule about values is the core's (`Scenario::resolve`), whose errors are mapped back to
-//! these keys by [`crate::core_api::form_key`].
+//! these keys by [`crate::form_keys::form_key`].
 //!
 //! Round trip: `Form::from_scenario(s).to_scenario() == Ok(s)` for every scenario. The few
 //! fields the form has no control for (efficiency overrides, `sweep.max_events`, rarely used
 //! engine settings, a custom GPU's vendor) are carried over unchanged from the scenario the
 //! form was loaded from (`base`); the "Scenario JSON" box edits them.
 
-use crate::core_api::{CustomModel, GpuRef, ModelRef, Scenario};
-use servesim_core::deploy::{CudagraphMode, RawEngineSettings};
-use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
-use servesim_core::gpu::RawGpu;
-use servesim_core::metric::MetricId;
-use servesim_core::sweep::{GateOp, RawGate};
-use servesim_core::workload::{
+use crate::core_api::deploy::{CudagraphMode, RawEngineSettings};
+use crate::core_api::dtype::{KvCacheDtype, WeightPrecision};
+use crate::core_api::gpu::RawGpu;
+use crate::core_api::workload::{
     RawAgentic, RawArrival, RawContent, RawLengthDist, RawSharedPrefix, RawWorkloadSpec,
 };
+use crate::core_api::{CustomModel, GpuRef, ModelRef, Scenario};
 use std::collections::BTreeMap;
 
 /// A workload preset: arrival and request content as scenario JSON (`workload` without the
@@ -77,6 +75,29 @@ pub fn preset_of(w: &RawWorkloadSpec) -> Option<&'static Preset> {
             .map(|pw| pw.requests == w.requests)
             .unwrap_or(false)
     })
+}
+
+/// A one-line summary for the recent-scenarios list.
+pub fn scenario_label(s: &Scenario) -> String {
+    let model = match &s.model {
+        ModelRef::Catalog(id) => id.rsplit('/').next().unwrap_or(id).to_string(),
+        ModelRef::Custom(c) => c.name.clone(),
+    };
+    let gpu = match &s.gpu {
+        GpuRef::Catalog(id) => id.clone(),
+        GpuRef::Custom(c) => c.name.clone(),
+    };
+    let n = s.num_gpus.unwrap_or(s.tp * s.dp);
+    let wl = preset_of(&s.workload)
+        .map(|p| p.label.to_string())
+        .unwrap_or_else(|| "custom workload".into());
+    format!(
+        "{model} · {n}× {gpu} · TP{} DP{} EP{} · KV {} · {wl}",
+        s.tp,
+        s.dp,
+        s.ep,
+        s.kv_cache_dtype.name(),
+    )
 }
 
 /// Weight precisions offered: (value, label).
@@ -448,63 +469,9 @@ fn list(v: &[f64]) -> String {
     v.iter().map(|x| fmt_f(*x)).collect::<Vec<_>>().join(", ")
 }
 
-fn op_text(op: GateOp) -> &'static str {
-    match op {
-        GateOp::Ge => ">=",
-        GateOp::Gt => ">",
-        GateOp::Le => "<=",
-        GateOp::Lt => "<",
-    }
-}
-
-/// SLA gates as text, `servesim sweep --sla` syntax.
-pub fn sla_text(gates: &[RawGate]) -> String {
-    gates
-        .iter()
-        .map(|g| format!("{}{}{}", g.metric, op_text(g.op), fmt_f(g.value)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Parses `metric>=value, metric<value` (the CLI's `--sla` syntax).
-pub fn parse_sla(s: &str) -> Result<Vec<RawGate>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let ops = [
-            (">=", GateOp::Ge),
-            ("<=", GateOp::Le),
-            (">", GateOp::Gt),
-            ("<", GateOp::Lt),
-        ];
-        let Some((i, tok, op)) = ops
-            .iter()
-            .filter_map(|(t, op)| part.find(t).map(|i| (i, *t, *op)))
-            .min_by_key(|(i, t, _)| (*i, std::cmp::Reverse(t.len())))
-        else {
-            return Err(format!(
-                "`{part}`: write METRIC>=VALUE (operators >=, >, <=, <)"
-            ));
-        };
-        let metric = part[..i].trim();
-        let value = part[i + tok.len()..]
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite())
-            .ok_or_else(|| format!("`{part}`: the value is not a number"))?;
-        if MetricId::from_name(metric).is_none() {
-            return Err(format!(
-                "`{part}`: unknown metric `{metric}` (e.g. e2e_tokens_per_s_per_user, ttft_ms_p50, itl_ms_p90)"
-            ));
-        }
-        out.push(RawGate {
-            metric: metric.to_string(),
-            op,
-            value,
-        });
-    }
-    Ok(out)
-}
+/// SLA gates as text and back: the core's reader of `servesim sweep --sla` (one syntax, one
+/// set of messages).
+pub use crate::core_api::sweep::{parse_sla, sla_text};
 
 impl Form {
     pub fn from_scenario(s: &Scenario) -> Form {
@@ -691,7 +658,8 @@ impl Form {
 
     /// Turns the named preset into editable agentic-session fields (same sessions).
     pub fn expand_preset(&mut self) {
-        if let Ok(RawContent::Agentic(a)) = servesim_core::workload::preset(self.preset_name.trim())
+        if let Ok(RawContent::Agentic(a)) =
+            crate::core_api::workload::preset(self.preset_name.trim())
         {
             self.content = "agentic".into();
             self.set_agentic(&a);
@@ -897,7 +865,7 @@ impl Form {
         });
         let vllm_version = match self.vllm_version.trim() {
             "" => None,
-            v => match servesim_core::perf::VllmVersion::parse(v) {
+            v => match crate::core_api::perf::VllmVersion::parse(v) {
                 Ok(_) => Some(v.to_string()),
                 Err(m) => {
                     e.insert(
@@ -947,7 +915,7 @@ impl Form {
             all2all_backend: match self.all2all_backend.trim() {
                 "" => None,
                 name => {
-                    let b = servesim_core::deploy::All2AllBackend::parse(name);
+                    let b = crate::core_api::deploy::All2AllBackend::parse(name);
                     if b.is_none() {
                         e.insert(
                             "all2all_backend",
@@ -987,7 +955,7 @@ impl Form {
             e.insert("sla", m);
             Vec::new()
         });
-        let sweep = servesim_core::sweep::RawSweepSpec {
+        let sweep = crate::core_api::sweep::RawSweepSpec {
             concurrency,
             request_rates,
             duration_s,
@@ -1001,7 +969,7 @@ impl Form {
             return Err(e);
         }
         Ok(Scenario {
-            version: servesim_core::scenario::SCENARIO_VERSION,
+            version: crate::core_api::scenario::SCENARIO_VERSION,
             model,
             gpu,
             tp,
@@ -1122,7 +1090,8 @@ fn num_list(e: &mut FieldErrors, key: &'static str, text: &str) -> Option<Vec<f6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_core::gpu::Vendor;
+    use crate::core_api::gpu::Vendor;
+    use crate::core_api::sweep::GateOp;
 
     fn round_trip(s: &Scenario) {
         let f = Form::from_scenario(s);
@@ -1272,7 +1241,7 @@ mod tests {
             ep: 8,
             enable_expert_parallel: Some(true),
             engine: RawEngineSettings {
-                all2all_backend: Some(servesim_core::deploy::All2AllBackend::DeepepLowLatency),
+                all2all_backend: Some(crate::core_api::deploy::All2AllBackend::DeepepLowLatency),
                 gpu_memory_utilization: Some(0.85),
                 max_num_seqs: Some(128),
                 block_size: Some(32),
@@ -1385,7 +1354,7 @@ mod tests {
         let expanded = f.to_scenario().unwrap();
         assert_eq!(
             expanded.workload.requests,
-            servesim_core::workload::preset("agentic-coding").unwrap()
+            crate::core_api::workload::preset("agentic-coding").unwrap()
         );
         assert_eq!(f.preset_key(), "custom");
         f.apply_preset("random");

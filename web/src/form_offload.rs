@@ -7,8 +7,8 @@
 //! `MultiConnector` of `NixlConnector` then the offload connector ([`OffloadForm::of_stacked`],
 //! [`OffloadForm::apply_stacked`]). Only syntax is checked here; the core validates the rest.
 
+use crate::core_api::offload::{RawKvTransferConfig, RawOffloadExtra};
 use crate::form::FieldErrors;
-use servesim_core::offload::{RawKvTransferConfig, RawOffloadExtra};
 
 pub const CONNECTOR: &str = "offload_connector";
 pub const CPU_BYTES: &str = "offload_cpu_bytes";
@@ -257,8 +257,8 @@ pub fn offload_key_of(rest: &str, k: &OffloadKeys) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core_api::scenario::Scenario;
     use crate::form::Form;
-    use servesim_core::scenario::Scenario;
 
     fn with_config(json: &str) -> Scenario {
         let mut s = Scenario::default_scenario();

@@ -2,16 +2,16 @@
 //! the scenario's `topology.prefill`, `topology.decode` and `topology.kv_transfer` as text fields,
 //! with an exact round trip (`PdForm::of(t).apply(t) == t`). Only syntax is checked here; ranges and
 //! combinations are the core's (`Scenario::resolve`), whose errors come back on these keys
-//! (`core_api::form_key`). A pool's CPU KV offload tier is `form_offload`'s fields over the
+//! (`form_keys::form_key`). A pool's CPU KV offload tier is `form_offload`'s fields over the
 //! pool's `kv_transfer_config`, stacked on the NIXL transfer connector (`MultiConnector`, as the
 //! recipe's decode worker runs it). What a pool has and the form does not show (its router, its
 //! other engine settings) is kept from the scenario the form was loaded from.
 
+use crate::core_api::deploy::RawEngineSettings;
+use crate::core_api::scenario::GpuRef;
+use crate::core_api::topology::{KvPath, RawKvTransfer, RawPool, RawTopology};
 use crate::form::FieldErrors;
 use crate::form_offload::{offload_key_of, OffloadForm, OffloadKeys};
-use servesim_core::deploy::RawEngineSettings;
-use servesim_core::scenario::GpuRef;
-use servesim_core::topology::{KvPath, RawKvTransfer, RawPool, RawTopology};
 
 /// The text fields of one pool; blank = the top-level value (GPU, TP, DP, EP, engine), or 1 replica.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -282,7 +282,7 @@ pub fn pd_form_key(path: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_core::scenario::Scenario;
+    use crate::core_api::scenario::Scenario;
 
     fn seed() -> Scenario {
         let text = include_str!("../../tests/scenarios/recipe-1p1d-dsv4-pro-16xh200.json");

@@ -6,9 +6,9 @@
 //! scenario again (the same scenario gives the same bits, docs/scenario.md).
 
 use crate::charts::ChartSpec;
+use crate::core_api::share;
 use crate::core_api::Scenario;
 use serde::{Deserialize, Serialize};
-use servesim_core::share;
 
 /// At most this many pinned runs.
 pub const MAX_PINS: usize = 4;
@@ -185,7 +185,7 @@ mod tests {
         let a = Scenario::default_scenario();
         let mut b = a.clone();
         b.tp = 2;
-        b.gpu = servesim_core::scenario::GpuRef::Catalog("H200".into());
+        b.gpu = crate::core_api::scenario::GpuRef::Catalog("H200".into());
         vec![("TP1 H100".into(), a), ("TP2 H200".into(), b)]
     }
 

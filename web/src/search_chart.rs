@@ -72,8 +72,8 @@ pub fn frontier_spec(v: &SearchView) -> ChartSpec {
 mod tests {
     use super::*;
     use crate::charts::{draw, Theme};
+    use crate::core_api::search::{self, RawSearch};
     use plotters::prelude::*;
-    use servesim_core::search::{self, RawSearch};
 
     #[test]
     fn the_chart_of_a_real_search_draws_every_level_and_the_frontier_to_svg() {

@@ -5,11 +5,11 @@
 //! chart, links). Numbers shown come from the report; the report's text itself is what
 //! `servesim search --json` prints.
 
+use crate::core_api::dtype::KvCacheDtype;
+use crate::core_api::scenario::GpuRef;
 use crate::core_api::Scenario;
 use crate::form::FieldErrors;
 use serde::Deserialize;
-use servesim_core::dtype::KvCacheDtype;
-use servesim_core::scenario::GpuRef;
 use std::collections::BTreeMap;
 
 /// The search options as typed. Blank = the core's default (docs/search.md "Input").
@@ -46,7 +46,7 @@ pub struct SearchOptions {
 
 /// Default prices for the fields' placeholders: the core's table (docs/search.md "Cost").
 pub fn default_price(gpu: &str) -> Option<(f64, &'static str)> {
-    servesim_core::search::cost::DEFAULT_PRICES
+    crate::core_api::search::cost::DEFAULT_PRICES
         .iter()
         .find(|p| p.gpu == gpu)
         .map(|p| (p.usd_per_gpu_hour, p.source))
@@ -375,7 +375,7 @@ impl SearchView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_core::search::{RawDisaggSpace, RawSearch};
+    use crate::core_api::search::{RawDisaggSpace, RawSearch};
 
     fn base() -> Scenario {
         Scenario::default_scenario()

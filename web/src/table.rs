@@ -1,9 +1,9 @@
 //! Number formatting for the page and the results exports (CSV and JSON). Pure Rust, tested
 //! natively.
 
+use crate::core_api::metric::{MetricId, Stat};
+use crate::core_api::workload::Level;
 use crate::core_api::LevelResult;
-use servesim_core::metric::{MetricId, Stat};
-use servesim_core::workload::Level;
 
 /// The results table's columns, in order (the CSV and JSON exports have every metric).
 pub fn table_columns() -> Vec<MetricId> {

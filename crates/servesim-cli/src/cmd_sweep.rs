@@ -8,7 +8,7 @@ use clap::{ArgMatches, Args};
 use servesim_core::metric::MetricId;
 use servesim_core::metrics::LevelResult;
 use servesim_core::scenario::{CapacitySummary, Scenario, SweepReport};
-use servesim_core::sweep::{GateOp, RawGate};
+use servesim_core::settings::{self, SettingValue, ValueKind};
 use servesim_core::workload::{
     RawArrival, RawContent, RawLengthDist, RawSharedPrefix, MOONCAKE_BLOCK_TOKENS,
 };
@@ -22,63 +22,45 @@ pub struct SweepArgs {
     pub deployment: DeploymentArgs,
     #[command(flatten)]
     pub topology: crate::topology_args::TopologyArgs,
-    /// random | shared-prefix | agentic | trace. Giving any request flag (this, --isl, --osl,
-    /// --isl-dist, --osl-dist, --prefix-*, --trace) rebuilds the request content from flags.
-    #[arg(long)]
+    // Workload and sweep flags: help, range and how each lands on the scenario come from the
+    // core's table, `servesim_core::settings` (applied by `build_scenario`).
+    #[arg(long, help = settings::help("workload"))]
     pub workload: Option<String>,
     /// The vLLM version served (e.g. 0.15.1, 0.11.0): selects the calibration of its release line
     /// (docs/accuracy.md). Default: the newest calibrated line.
     #[arg(long)]
     pub vllm_version: Option<String>,
-    /// Input tokens per request (mean of --isl-dist; default 1024). With shared-prefix: the whole
-    /// prompt including the shared prefix.
-    #[arg(long)]
+    #[arg(long, help = settings::help("isl"))]
     pub isl: Option<f64>,
-    /// Output tokens per request (mean of --osl-dist; default 128).
-    #[arg(long)]
+    #[arg(long, help = settings::help("osl"))]
     pub osl: Option<f64>,
-    /// constant | uniform:LO-HI (ratios of --isl) | normal:STD[:MIN-MAX] |
-    /// lognormal:SIGMA[:MIN-MAX] | exponential[:MIN-MAX].
-    #[arg(long)]
+    #[arg(long, help = settings::help("isl-dist"))]
     pub isl_dist: Option<String>,
-    /// As --isl-dist, for output lengths.
-    #[arg(long)]
+    #[arg(long, help = settings::help("osl-dist"))]
     pub osl_dist: Option<String>,
-    /// Shared-prefix tokens per group (shared-prefix workload).
-    #[arg(long, conflicts_with = "prefix_reuse")]
+    #[arg(long, conflicts_with = "prefix_reuse", help = settings::help("prefix-tokens"))]
     pub prefix_tokens: Option<f64>,
-    /// Number of distinct shared prefixes (default 1).
-    #[arg(long)]
+    #[arg(long, help = settings::help("prefix-groups"))]
     pub prefix_groups: Option<f64>,
-    /// Fraction of --isl that is shared prefix (prefix tokens = round(F * isl)).
-    #[arg(long)]
+    #[arg(long, help = settings::help("prefix-reuse"))]
     pub prefix_reuse: Option<f64>,
-    /// Closed-loop concurrency levels, comma-separated (e.g. 1,2,4,8).
-    #[arg(long, value_delimiter = ',', conflicts_with_all = ["request_rate", "burst"])]
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["request_rate", "burst"], help = settings::help("concurrency"))]
     pub concurrency: Option<Vec<f64>>,
-    /// Open-loop request-rate levels (req/s), comma-separated: Poisson arrivals (trace: rescaled).
-    #[arg(long, value_delimiter = ',', conflicts_with = "burst")]
+    #[arg(long, value_delimiter = ',', conflicts_with = "burst", help = settings::help("request-rate"))]
     pub request_rate: Option<Vec<f64>>,
-    /// Burst sizes (all requests at t = 0), comma-separated.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', help = settings::help("burst"))]
     pub burst: Option<Vec<f64>>,
-    /// Issue this many requests per level and run until all finish (instead of --duration).
-    #[arg(long, conflicts_with = "duration")]
+    #[arg(long, conflicts_with = "duration", help = settings::help("num-requests"))]
     pub num_requests: Option<f64>,
-    /// Simulated seconds per level.
-    #[arg(long)]
+    #[arg(long, help = settings::help("duration"))]
     pub duration: Option<f64>,
-    /// Warm-up seconds excluded from the measurement window.
-    #[arg(long)]
+    #[arg(long, help = settings::help("warmup"))]
     pub warmup: Option<f64>,
-    /// Workload random seed.
-    #[arg(long)]
+    #[arg(long, help = settings::help("seed"))]
     pub seed: Option<u64>,
-    /// A Mooncake JSONL trace (with --workload trace, implied).
-    #[arg(long)]
+    #[arg(long, help = settings::help("trace"))]
     pub trace: Option<String>,
-    /// SLA gates, comma-separated: 'e2e_tokens_per_s_per_user>=50,ttft_ms_p50<5000'.
-    #[arg(long)]
+    #[arg(long, help = settings::help("sla"))]
     pub sla: Option<String>,
     /// Start from this scenario JSON; flags given alongside override its fields.
     #[arg(long)]
@@ -184,49 +166,6 @@ pub fn parse_dist(flag: &str, spec: &str, mean: f64) -> Result<RawLengthDist> {
     })
 }
 
-/// Parses `metric>=value,metric<value,...`.
-pub fn parse_sla(s: &str) -> Result<Vec<RawGate>> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let ops = [
-            (">=", GateOp::Ge),
-            ("<=", GateOp::Le),
-            (">", GateOp::Gt),
-            ("<", GateOp::Lt),
-        ];
-        let Some((i, tok, op)) = ops
-            .iter()
-            .filter_map(|(t, op)| part.find(t).map(|i| (i, *t, *op)))
-            .min_by_key(|(i, t, _)| (*i, std::cmp::Reverse(t.len())))
-        else {
-            bail!("--sla `{part}`: expected METRIC>=VALUE (operators >=, >, <=, <)");
-        };
-        let metric = part[..i].trim();
-        let value: f64 = part[i + tok.len()..]
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite())
-            .with_context(|| format!("--sla `{part}`: the value is not a number"))?;
-        if MetricId::from_name(metric).is_none() {
-            bail!(
-                "--sla `{part}`: unknown metric `{metric}`; known: {}",
-                MetricId::all()
-                    .iter()
-                    .map(|m| m.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        out.push(RawGate {
-            metric: metric.to_string(),
-            op,
-            value,
-        });
-    }
-    Ok(out)
-}
-
 /// The scenario the flags describe: `--scenario FILE` (or the default scenario) with every flag
 /// given on the command line applied on top.
 pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
@@ -279,63 +218,41 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
             s.sweep.concurrency = None;
         }
     }
-    let is_trace = matches!(s.workload.requests, RawContent::Mooncake { .. });
 
-    // Arrivals and levels.
-    if let Some(c) = &a.concurrency {
-        let think = match &s.workload.arrival {
-            RawArrival::ClosedLoop { think_time_s, .. } => *think_time_s,
-            _ => None,
-        };
-        s.workload.arrival = RawArrival::ClosedLoop {
-            concurrency: c.first().copied().unwrap_or(1.0),
-            think_time_s: think,
-        };
-        s.sweep.concurrency = Some(c.clone());
-        s.sweep.request_rates = None;
-    }
-    if let Some(r) = &a.request_rate {
-        let first = r.first().copied().unwrap_or(1.0);
-        s.workload.arrival = match &s.workload.arrival {
-            _ if is_trace => RawArrival::Trace { rate: Some(first) },
-            RawArrival::Constant { .. } => RawArrival::Constant { rate: first },
-            RawArrival::Gamma { cv, .. } => RawArrival::Gamma {
-                rate: first,
-                cv: *cv,
-            },
-            _ => RawArrival::Poisson { rate: first },
-        };
-        s.sweep.request_rates = Some(r.clone());
-        s.sweep.concurrency = None;
-    }
-    if let Some(b) = &a.burst {
-        s.workload.arrival = RawArrival::Burst {
-            count: b.first().copied().unwrap_or(1.0),
-        };
-        s.sweep.concurrency = Some(b.clone());
-        s.sweep.request_rates = None;
-    }
-    if let Some(n) = a.num_requests {
-        s.sweep.num_requests = Some(n);
-        s.sweep.duration_s = None;
-        s.sweep.warmup_s = None;
-    }
-    if let Some(d) = a.duration {
-        s.sweep.duration_s = Some(d);
-        s.sweep.num_requests = None;
-        if a.warmup.is_none() {
-            // the scenario's warm-up may not fit the new duration: back to 10% of it
-            s.sweep.warmup_s = None;
+    // Levels, stop rule, warm-up, seed and SLA: every other flag of the settings table, in
+    // the table's order.
+    for st in settings::settings() {
+        let Some(flag) = st.flag else { continue };
+        if st.target == settings::Target::Content {
+            continue;
         }
-    }
-    if let Some(w) = a.warmup {
-        s.sweep.warmup_s = Some(w);
-    }
-    if let Some(seed) = a.seed {
-        s.workload.seed = seed;
-    }
-    if let Some(sla) = &a.sla {
-        s.sweep.sla = parse_sla(sla)?;
+        let id = flag.replace('-', "_");
+        let bad = |e: clap::parser::MatchesError| anyhow::anyhow!("--{flag}: {e}");
+        let list: Vec<f64>;
+        let v = match st.kind {
+            ValueKind::Number => m
+                .try_get_one::<f64>(&id)
+                .map_err(bad)?
+                .map(|x| SettingValue::Number(*x)),
+            ValueKind::Whole => m
+                .try_get_one::<u64>(&id)
+                .map_err(bad)?
+                .map(|x| SettingValue::Whole(*x)),
+            ValueKind::Text => m
+                .try_get_one::<String>(&id)
+                .map_err(bad)?
+                .map(|x| SettingValue::Text(x)),
+            ValueKind::Numbers => match m.try_get_many::<f64>(&id).map_err(bad)? {
+                Some(xs) => {
+                    list = xs.copied().collect();
+                    Some(SettingValue::Numbers(&list))
+                }
+                None => None,
+            },
+        };
+        if let Some(v) = v {
+            settings::apply(&mut s, st, v).map_err(|e| anyhow::anyhow!("--{flag} {e}"))?;
+        }
     }
     a.topology.apply(&mut s)?;
     Ok(s)
@@ -766,5 +683,29 @@ fn print_pools(res: &servesim_core::sweep::SweepResult) {
             d(&x.block_wait_ms, |v| v.p99),
             d(&x.handoff_ms, |v| v.p99),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_setting_with_a_flag_is_a_sweep_flag_with_the_tables_help() {
+        let cmd = crate::Cli::command();
+        let sweep = cmd.find_subcommand("sweep").unwrap();
+        for st in servesim_core::settings::settings() {
+            let Some(flag) = st.flag else { continue };
+            let arg = sweep
+                .get_arguments()
+                .find(|a| a.get_long() == Some(flag))
+                .unwrap_or_else(|| panic!("--{flag} is in the settings table but not a flag"));
+            assert_eq!(arg.get_id().as_str(), flag.replace('-', "_"));
+            assert_eq!(
+                arg.get_help().map(|h| h.to_string()),
+                Some(st.help_text()),
+                "--{flag}"
+            );
+        }
     }
 }

@@ -21,6 +21,7 @@ use crate::engine::{
     EngineConfig, KvFootprint, PrefillChunk as EnginePrefill, SlidingGroup, StepBatch,
     StepTimeModel,
 };
+use crate::fieldwise::{serde_fields, TopLevel};
 use crate::gpu::{find_gpu, GpuError, RawGpu};
 use crate::metrics::LevelResult;
 use crate::model::{catalog, KvCacheSpec, KvPacking, LayerAttn, ModelConfig, ModelError};
@@ -132,6 +133,22 @@ pub struct Scenario {
     pub topology: Option<RawTopology>,
 }
 
+/// A field newer than version 1: its name, the version that introduced it, and whether a
+/// scenario uses it.
+pub type FieldVersion = (&'static str, u32, fn(&Scenario) -> bool);
+
+/// The fields newer than version 1: (name, the version that introduced it, whether a scenario
+/// uses it). A document of an older version that carries one is refused naming the version to
+/// set; a scenario using one is written as that version ([`Scenario::written_version`]). Every
+/// other field of [`Scenario`] is a version-1 field. Adding a field to a new version is one line
+/// here beside the struct's own field.
+pub const FIELD_VERSIONS: [FieldVersion; 2] = [
+    ("enable_expert_parallel", 2, |s| {
+        s.enable_expert_parallel.is_some()
+    }),
+    ("topology", 2, |s| s.topology.is_some()),
+];
+
 /// The OpenAI-compatible endpoint the benchmark clients call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -234,19 +251,6 @@ fn fixes_text(f: &[String]) -> String {
     }
 }
 
-/// Top-level deployment fields (everything else in `DeployError` is an engine setting).
-const DEPLOY_TOP: [&str; 9] = [
-    "tp",
-    "dp",
-    "ep",
-    "enable_expert_parallel",
-    "num_gpus",
-    "weight_precision",
-    "kv_cache_dtype",
-    "model",
-    "gpu",
-];
-
 impl ScenarioError {
     /// The JSON path of the field at fault, e.g. `engine.max_num_seqs`, `workload.requests.input.mean`.
     pub fn field(&self) -> String {
@@ -288,8 +292,10 @@ impl ScenarioError {
     }
 }
 
+/// The JSON path of a deployment error's field: a top-level field of the scenario (`tp`,
+/// `num_gpus`, `kv_cache_dtype`, ...) as it is, anything else an engine setting.
 fn deploy_path(field: &str) -> String {
-    if DEPLOY_TOP.contains(&field) {
+    if Scenario::fields().contains(&field) {
         field.to_string()
     } else {
         format!("engine.{field}")
@@ -353,16 +359,6 @@ fn strip_nulls(v: &mut Value) {
     }
 }
 
-fn field_from<T: serde::de::DeserializeOwned>(
-    obj: &serde_json::Map<String, Value>,
-    key: &str,
-) -> Result<Option<T>, ScenarioError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => T::deserialize(v).map(Some).map_err(|e| json_err(key, e)),
-    }
-}
-
 impl Scenario {
     /// The page's first view (and the base the CLI's flags modify): Llama-3.1-8B on one H100-SXM,
     /// vLLM defaults, `vllm bench serve --dataset-name random`-like requests (1024 input, 128
@@ -411,6 +407,44 @@ impl Scenario {
         }
     }
 
+    /// Sweeps exactly `levels` of `kind`: the arrival takes the first level (a closed loop keeps
+    /// its think time; a rate keeps the arrival's own process, constant or gamma with its cv,
+    /// Poisson otherwise, and a trace replay is rescaled) and the sweep's level list becomes
+    /// `levels`. What `servesim sweep --concurrency / --request-rate / --burst` and the page's
+    /// predictions at measured levels do. An empty list leaves the arrival at level 1.
+    pub fn set_levels(&mut self, kind: crate::compare::LevelKind, levels: &[f64]) {
+        use crate::compare::LevelKind;
+        let first = levels.first().copied().unwrap_or(1.0);
+        let arrival = &self.workload.arrival;
+        let is_trace = matches!(self.workload.requests, RawContent::Mooncake { .. });
+        self.workload.arrival = match kind {
+            LevelKind::Burst => RawArrival::Burst { count: first },
+            LevelKind::Concurrency => RawArrival::ClosedLoop {
+                concurrency: first,
+                think_time_s: match arrival {
+                    RawArrival::ClosedLoop { think_time_s, .. } => *think_time_s,
+                    _ => None,
+                },
+            },
+            LevelKind::RequestRate => match arrival {
+                _ if is_trace => RawArrival::Trace { rate: Some(first) },
+                RawArrival::Constant { .. } => RawArrival::Constant { rate: first },
+                RawArrival::Gamma { cv, .. } => RawArrival::Gamma {
+                    rate: first,
+                    cv: *cv,
+                },
+                _ => RawArrival::Poisson { rate: first },
+            },
+        };
+        if kind == LevelKind::RequestRate {
+            self.sweep.request_rates = Some(levels.to_vec());
+            self.sweep.concurrency = None;
+        } else {
+            self.sweep.concurrency = Some(levels.to_vec());
+            self.sweep.request_rates = None;
+        }
+    }
+
     /// Reads a scenario. The version is checked first; errors name the top-level field (and
     /// serde's message names the nested one).
     pub fn from_json(s: &str) -> Result<Scenario, ScenarioError> {
@@ -437,70 +471,45 @@ impl Scenario {
                 })
             }
         }
-        const KNOWN: [&str; 17] = [
-            "version",
-            "model",
-            "gpu",
-            "tp",
-            "dp",
-            "ep",
-            "enable_expert_parallel",
-            "num_gpus",
-            "weight_precision",
-            "kv_cache_dtype",
-            "engine",
-            "workload",
-            "sweep",
-            "efficiencies",
-            "endpoint",
-            "vllm_version",
-            "topology",
-        ];
+        let known = Scenario::fields();
         for k in obj.keys() {
-            if !KNOWN.contains(&k.as_str()) {
+            if !known.contains(&k.as_str()) {
                 return Err(json_err(
                     k,
-                    format!("unknown field; known fields: {}", KNOWN.join(", ")),
+                    format!("unknown field; known fields: {}", known.join(", ")),
                 ));
             }
         }
         let version = obj.get("version").and_then(Value::as_u64).unwrap_or(1) as u32;
-        for k in ["topology", "enable_expert_parallel"] {
-            if version < 2 && obj.contains_key(k) {
-                return Err(json_err(k, "is a version-2 field; set \"version\": 2"));
+        for (k, since, _) in FIELD_VERSIONS {
+            if version < since && obj.contains_key(k) {
+                return Err(json_err(
+                    k,
+                    format!("is a version-{since} field; set \"version\": {since}"),
+                ));
             }
         }
-        let req = |k: &str| json_err(k, "missing (required)");
-        Ok(Scenario {
-            // In memory every scenario is the newest version; `to_json` writes the oldest
-            // version that holds its fields (`written_version`).
-            version: SCENARIO_VERSION,
-            model: field_from(obj, "model")?.ok_or_else(|| req("model"))?,
-            gpu: field_from(obj, "gpu")?.ok_or_else(|| req("gpu"))?,
-            tp: field_from(obj, "tp")?.unwrap_or(1),
-            dp: field_from(obj, "dp")?.unwrap_or(1),
-            ep: field_from(obj, "ep")?.unwrap_or(1),
-            enable_expert_parallel: field_from(obj, "enable_expert_parallel")?,
-            num_gpus: field_from(obj, "num_gpus")?,
-            weight_precision: field_from(obj, "weight_precision")?.unwrap_or_default(),
-            kv_cache_dtype: field_from(obj, "kv_cache_dtype")?.unwrap_or_default(),
-            engine: field_from(obj, "engine")?.unwrap_or_default(),
-            workload: field_from(obj, "workload")?.ok_or_else(|| req("workload"))?,
-            sweep: field_from(obj, "sweep")?.unwrap_or_default(),
-            efficiencies: field_from(obj, "efficiencies")?,
-            endpoint: field_from(obj, "endpoint")?,
-            vllm_version: field_from(obj, "vllm_version")?,
-            topology: field_from(obj, "topology")?,
-        })
+        let mut s = Scenario::deserialize(TopLevel { obj, fields: known })
+            .map_err(|e| json_err(&e.field, e.message))?;
+        // In memory every scenario is the newest version; `to_json` writes the oldest version
+        // that holds its fields (`written_version`).
+        s.version = SCENARIO_VERSION;
+        Ok(s)
+    }
+
+    /// The top-level fields of the scenario JSON, in declaration order: serde's own list for
+    /// [`Scenario`] (so it cannot drift from the struct).
+    pub fn fields() -> &'static [&'static str] {
+        serde_fields::<Scenario>()
     }
 
     /// The version this scenario is written as: 2 when it uses a version-2 field, else 1.
     pub fn written_version(&self) -> u32 {
-        if self.topology.is_some() || self.enable_expert_parallel.is_some() {
-            2
-        } else {
-            1
-        }
+        FIELD_VERSIONS
+            .iter()
+            .filter(|(_, _, used)| used(self))
+            .map(|(_, since, _)| *since)
+            .fold(OLDEST_SCENARIO_VERSION, u32::max)
     }
 
     fn to_value(&self) -> Value {

@@ -49,6 +49,70 @@ pub enum GateOp {
     Lt,
 }
 
+impl GateOp {
+    /// The operator as written in a gate's text (`>=`, `>`, `<=`, `<`).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            GateOp::Ge => ">=",
+            GateOp::Gt => ">",
+            GateOp::Le => "<=",
+            GateOp::Lt => "<",
+        }
+    }
+}
+
+/// Reads SLA gates written as text, `METRIC>=VALUE, METRIC<VALUE, ...` (operators `>=`, `>`,
+/// `<=`, `<`): `servesim sweep --sla` and the page's SLA field. The error quotes the gate at
+/// fault; the caller puts its field or flag in front (`--sla `x>1`: ...`).
+pub fn parse_sla(s: &str) -> Result<Vec<RawGate>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let ops = [GateOp::Ge, GateOp::Le, GateOp::Gt, GateOp::Lt];
+        let Some((i, tok, op)) = ops
+            .iter()
+            .filter_map(|op| part.find(op.symbol()).map(|i| (i, op.symbol(), *op)))
+            .min_by_key(|(i, t, _)| (*i, std::cmp::Reverse(t.len())))
+        else {
+            return Err(format!(
+                "`{part}`: expected METRIC>=VALUE (operators >=, >, <=, <)"
+            ));
+        };
+        let metric = part[..i].trim();
+        let value = part[i + tok.len()..]
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("`{part}`: the value is not a number"))?;
+        if MetricId::from_name(metric).is_none() {
+            return Err(format!(
+                "`{part}`: unknown metric `{metric}`; known: {}",
+                MetricId::all()
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        out.push(RawGate {
+            metric: metric.to_string(),
+            op,
+            value,
+        });
+    }
+    Ok(out)
+}
+
+/// SLA gates as the text [`parse_sla`] reads (`metric>=50, ttft_ms_p50<5000`); values in
+/// Rust's shortest form, so the text reads back to the same gates.
+pub fn sla_text(gates: &[RawGate]) -> String {
+    gates
+        .iter()
+        .map(|g| format!("{}{}{}", g.metric, g.op.symbol(), g.value))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One SLA condition, e.g. `e2e_tokens_per_s_per_user >= 50`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

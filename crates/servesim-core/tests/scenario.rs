@@ -80,6 +80,110 @@ fn unknown_fields_are_named() {
 }
 
 #[test]
+fn the_known_top_level_fields_are_the_structs_own() {
+    // Derived from serde's field list: the same names, in the order the hand-kept list had.
+    assert_eq!(
+        Scenario::fields(),
+        [
+            "version",
+            "model",
+            "gpu",
+            "tp",
+            "dp",
+            "ep",
+            "enable_expert_parallel",
+            "num_gpus",
+            "weight_precision",
+            "kv_cache_dtype",
+            "engine",
+            "workload",
+            "sweep",
+            "efficiencies",
+            "endpoint",
+            "vllm_version",
+            "topology",
+        ]
+    );
+    // Every field a scenario serialises is known (a fully populated scenario's JSON reads).
+    let mut s = Scenario::default_scenario();
+    s.num_gpus = Some(2);
+    s.enable_expert_parallel = Some(false);
+    s.efficiencies = Some(serde_json::from_str(r#"{"gemm_bf16": 0.5}"#).unwrap());
+    s.endpoint = Some(servesim_core::scenario::Endpoint::Chat);
+    s.vllm_version = Some("0.15.1".into());
+    s.topology = Some(serde_json::from_str(r#"{"replicas": 2}"#).unwrap());
+    let v: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    assert_eq!(keys.len(), Scenario::fields().len(), "{keys:?}");
+    for k in keys {
+        assert!(Scenario::fields().contains(&k), "{k}");
+    }
+    assert_eq!(Scenario::from_json(&s.to_json()).unwrap(), s);
+    // The unknown-field error names the field and lists the known ones.
+    let e = err_of(&with(|v| v["colour"] = "blue".into()));
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "scenario JSON: `colour`: unknown field; known fields: {}",
+            Scenario::fields().join(", ")
+        )
+    );
+}
+
+#[test]
+fn version_2_fields_are_refused_in_version_1_and_set_the_written_version() {
+    use servesim_core::scenario::FIELD_VERSIONS;
+    for (name, since, used) in FIELD_VERSIONS {
+        assert!(Scenario::fields().contains(&name), "{name}");
+        assert_eq!(since, 2);
+        let value = match name {
+            "topology" => serde_json::json!({"replicas": 1}),
+            _ => serde_json::json!(false),
+        };
+        let e = err_of(&with(|v| {
+            v["version"] = 1.into();
+            v[name] = value.clone();
+        }));
+        assert_eq!(
+            e.to_string(),
+            format!("scenario JSON: `{name}`: is a version-2 field; set \"version\": 2")
+        );
+        assert_eq!(e.field(), name);
+        // Accepted as version 2; the scenario then uses it and is written as version 2.
+        let s = Scenario::from_json(&with(|v| {
+            v["version"] = 2.into();
+            v[name] = value.clone();
+        }))
+        .unwrap();
+        assert!(used(&s), "{name}");
+        assert_eq!(s.written_version(), 2);
+        assert!(s.to_json().contains("\"version\":2"), "{}", s.to_json());
+    }
+    let d = Scenario::default_scenario();
+    assert!(FIELD_VERSIONS.iter().all(|(_, _, used)| !used(&d)));
+    assert_eq!(d.written_version(), 1);
+}
+
+#[test]
+fn field_errors_name_the_top_level_field() {
+    let e = err_of(&with(|v| v["tp"] = "four".into()));
+    assert_eq!(e.field(), "tp");
+    assert_eq!(
+        e.to_string(),
+        "scenario JSON: `tp`: invalid type: string \"four\", expected u32"
+    );
+    let e = err_of(&with(|v| {
+        v.as_object_mut().unwrap().remove("gpu");
+    }));
+    assert_eq!(e.to_string(), "scenario JSON: `gpu`: missing (required)");
+    // `null` is absent: defaults apply, a required field is missing.
+    let s = Scenario::from_json(&with(|v| v["tp"] = serde_json::Value::Null)).unwrap();
+    assert_eq!(s.tp, 1);
+    let e = err_of(&with(|v| v["workload"] = serde_json::Value::Null));
+    assert_eq!(e.field(), "workload");
+}
+
+#[test]
 fn wrong_or_missing_version_is_a_clear_error() {
     let e = err_of(&with(|v| v["version"] = 3.into()));
     assert!(matches!(e, ScenarioError::Version { .. }), "{e:?}");
@@ -304,4 +408,77 @@ fn default_scenario_resolves_with_its_documented_values() {
     assert_eq!(r.deployment.gpu.id, "H100-SXM");
     assert_eq!(r.sweep.levels.len(), 10);
     assert_eq!(r.sweep.sla.len(), 1);
+}
+
+#[test]
+fn sla_text_reads_back_and_bad_gates_are_quoted() {
+    use servesim_core::sweep::{parse_sla, sla_text, GateOp};
+    let g =
+        parse_sla("e2e_tokens_per_s_per_user>=50, ttft_ms_p50 < 5000,itl_ms_p90<=40.5").unwrap();
+    assert_eq!(
+        g.iter().map(|g| g.op).collect::<Vec<_>>(),
+        [GateOp::Ge, GateOp::Lt, GateOp::Le]
+    );
+    assert_eq!(g[1].value, 5000.0);
+    let text = sla_text(&g);
+    assert_eq!(
+        text,
+        "e2e_tokens_per_s_per_user>=50, ttft_ms_p50<5000, itl_ms_p90<=40.5"
+    );
+    assert_eq!(parse_sla(&text).unwrap(), g);
+    assert!(parse_sla(" , ").unwrap().is_empty());
+    assert_eq!(
+        parse_sla("ttft_ms_p50 = 3").unwrap_err(),
+        "`ttft_ms_p50 = 3`: expected METRIC>=VALUE (operators >=, >, <=, <)"
+    );
+    assert_eq!(
+        parse_sla("ttft_ms_p50<inf").unwrap_err(),
+        "`ttft_ms_p50<inf`: the value is not a number"
+    );
+    let e = parse_sla("ttft>5").unwrap_err();
+    assert!(
+        e.starts_with("`ttft>5`: unknown metric `ttft`; known: "),
+        "{e}"
+    );
+    assert!(e.contains("ttft_ms_p50"), "{e}");
+}
+
+#[test]
+fn set_levels_moves_the_arrival_to_the_first_level_and_keeps_its_process() {
+    use servesim_core::compare::LevelKind;
+    let mut s = Scenario::default_scenario();
+    s.workload.arrival = RawArrival::ClosedLoop {
+        concurrency: 1.0,
+        think_time_s: Some(2.0),
+    };
+    s.set_levels(LevelKind::Concurrency, &[4.0, 8.0]);
+    assert_eq!(
+        s.workload.arrival,
+        RawArrival::ClosedLoop {
+            concurrency: 4.0,
+            think_time_s: Some(2.0)
+        }
+    );
+    assert_eq!(s.sweep.concurrency, Some(vec![4.0, 8.0]));
+    assert_eq!(s.sweep.request_rates, None);
+    s.set_levels(LevelKind::RequestRate, &[0.5, 1.0]);
+    assert_eq!(s.workload.arrival, RawArrival::Poisson { rate: 0.5 });
+    assert_eq!(s.sweep.request_rates, Some(vec![0.5, 1.0]));
+    assert_eq!(s.sweep.concurrency, None);
+    s.workload.arrival = RawArrival::Gamma { rate: 9.0, cv: 3.0 };
+    s.set_levels(LevelKind::RequestRate, &[2.0]);
+    assert_eq!(s.workload.arrival, RawArrival::Gamma { rate: 2.0, cv: 3.0 });
+    s.workload.arrival = RawArrival::Constant { rate: 9.0 };
+    s.set_levels(LevelKind::RequestRate, &[3.0]);
+    assert_eq!(s.workload.arrival, RawArrival::Constant { rate: 3.0 });
+    s.set_levels(LevelKind::Burst, &[64.0]);
+    assert_eq!(s.workload.arrival, RawArrival::Burst { count: 64.0 });
+    assert_eq!(s.sweep.concurrency, Some(vec![64.0]));
+    // A trace replay is rescaled, whatever its arrival was.
+    s.workload.requests = RawContent::Mooncake {
+        jsonl: String::new(),
+        block_tokens: None,
+    };
+    s.set_levels(LevelKind::RequestRate, &[0.25]);
+    assert_eq!(s.workload.arrival, RawArrival::Trace { rate: Some(0.25) });
 }

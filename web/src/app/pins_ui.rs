@@ -7,7 +7,7 @@
 
 use super::State;
 use crate::browser;
-use crate::core_api::{self, LevelResult, OperatingPoint, Scenario};
+use crate::core_api::{LevelResult, OperatingPoint, Scenario};
 use crate::pins::{self, MAX_PINS};
 use crate::protocol::{FromWorker, ToWorker};
 use crate::table;
@@ -190,7 +190,7 @@ pub(super) fn pin_button(st: State) -> impl IntoView {
         let n = st.pins.with_untracked(|p| p.len()) + 1;
         st.pins.update(|p| {
             p.push(PinRun {
-                label: format!("pin {n}: {}", core_api::scenario_label(&s)),
+                label: format!("pin {n}: {}", crate::form::scenario_label(&s)),
                 scenario: s,
                 rows: Some(st.rows.get_untracked()),
                 op: st.op.get_untracked(),

@@ -16,7 +16,7 @@
 use serde::Deserialize;
 
 /// The embedded summary (`None` would show "not in this build").
-pub const SUMMARY_JSON: Option<&str> = Some(servesim_core::validate::ACCURACY_SUMMARY_JSON);
+pub const SUMMARY_JSON: Option<&str> = Some(crate::core_api::validate::ACCURACY_SUMMARY_JSON);
 
 /// Where the page links for the method and the per-point results: docs/accuracy.md, copied
 /// into the site next to index.html by Trunk (`web/index.html`, `rel="copy-file"`), so the link
@@ -273,7 +273,7 @@ mod tests {
                 assert!(
                     SUMMARY_JSON.is_some(),
                     "the core ships accuracy-summary.json: set compare_ui::accuracy::SUMMARY_JSON = \
-                     Some(servesim_core::validate::ACCURACY_SUMMARY_JSON)"
+                     Some(crate::core_api::validate::ACCURACY_SUMMARY_JSON)"
                 );
             }
             Err(_) => assert!(embedded().is_none(), "no summary file, nothing embedded"),

@@ -4,11 +4,11 @@
 //! All parsing of measured data is the core's (`servesim_core::compare::import_files`); this module
 //! only finds the header row to list the columns (display only) and reads the error's location.
 
-use servesim_core::compare::{
+use crate::core_api::compare::{
     classify_header, import_files, ColumnMapping, HeaderClass, ImportError, ImportOptions,
     Imported, LevelKind,
 };
-use servesim_core::metric::MetricId;
+use crate::core_api::metric::MetricId;
 use std::collections::BTreeSet;
 
 /// One input: a pasted text (named "pasted") or an uploaded file.
@@ -310,7 +310,7 @@ mod tests {
         assert_eq!(
             v.columns[3].status,
             ColumnStatus::Metric {
-                metric: MetricId::TtftMs(servesim_core::metric::Stat::P50),
+                metric: MetricId::TtftMs(crate::core_api::metric::Stat::P50),
                 by_hand: false
             }
         );
@@ -323,19 +323,19 @@ mod tests {
         let mut m = ColumnMapping::new();
         m.insert(
             "TTFT p95 (ms)".into(),
-            Some(MetricId::TtftMs(servesim_core::metric::Stat::P99)),
+            Some(MetricId::TtftMs(crate::core_api::metric::Stat::P99)),
         );
         let v = run_import(&pasted(text), &m, None).unwrap();
         assert_eq!(
             v.columns[1].status,
             ColumnStatus::Metric {
-                metric: MetricId::TtftMs(servesim_core::metric::Stat::P99),
+                metric: MetricId::TtftMs(crate::core_api::metric::Stat::P99),
                 by_hand: true
             }
         );
         assert_eq!(
             v.imported.runs[0].levels[1].metrics
-                [&MetricId::TtftMs(servesim_core::metric::Stat::P99)],
+                [&MetricId::TtftMs(crate::core_api::metric::Stat::P99)],
             70.0
         );
     }

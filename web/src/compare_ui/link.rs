@@ -8,10 +8,10 @@
 //! the same content as a file ([`Bundle`]: scenario + measured data) and an "open file" input.
 
 use crate::compare_ui::state::ArmSetup;
+use crate::core_api::compare::{LevelKind, MeasuredLevel, MeasuredRun, SourceFormat};
+use crate::core_api::metric::MetricId;
+use crate::core_api::share;
 use serde::{Deserialize, Serialize};
-use servesim_core::compare::{LevelKind, MeasuredLevel, MeasuredRun, SourceFormat};
-use servesim_core::metric::MetricId;
-use servesim_core::share;
 use std::collections::BTreeMap;
 
 /// Largest encoded measured part put in a link (32 KiB). The core's decoder accepts 64 KiB per
@@ -182,7 +182,7 @@ pub fn runs_of(
             }
             if levels
                 .iter()
-                .any(|x| servesim_core::compare::levels_equal(x.level, l.level))
+                .any(|x| crate::core_api::compare::levels_equal(x.level, l.level))
             {
                 return Err(format!(
                     "arm \"{}\": level {} appears twice",
@@ -209,7 +209,7 @@ pub fn runs_of(
         }
         levels.sort_by(|x, y| x.level.total_cmp(&y.level));
         if let Some(s) = &a.scenario {
-            servesim_core::scenario::Scenario::from_json(s)
+            crate::core_api::scenario::Scenario::from_json(s)
                 .map_err(|e| format!("arm \"{}\": its scenario is not valid: {e}", a.arm))?;
         }
         arms.insert(
@@ -321,7 +321,7 @@ pub fn read_bundle(text: &str) -> Result<Bundle, String> {
             b.kind, b.version
         ));
     }
-    servesim_core::scenario::Scenario::from_json(&b.scenario)
+    crate::core_api::scenario::Scenario::from_json(&b.scenario)
         .map_err(|e| format!("the file's scenario is not valid: {e}"))?;
     runs_of(&b.measured)?;
     Ok(b)
@@ -400,8 +400,8 @@ pub fn runs_as_csv(runs: &[MeasuredRun]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_core::compare::{import_text, ImportOptions};
-    use servesim_core::scenario::Scenario;
+    use crate::core_api::compare::{import_text, ImportOptions};
+    use crate::core_api::scenario::Scenario;
 
     fn runs() -> Vec<MeasuredRun> {
         let mut imp = import_text(

@@ -1,13 +1,12 @@
 //! Predictions at exactly the measured levels: the arm's scenario with its sweep levels replaced by
-//! the measured ones (the same rewrite `servesim sweep --concurrency / --request-rate / --burst`
-//! does, `crates/servesim-cli/src/cmd_sweep.rs`), run level by level through the core's
+//! the measured ones (`Scenario::set_levels`, the rewrite `servesim sweep --concurrency /
+//! --request-rate / --burst` does), run level by level through the core's
 //! `Scenario::resolve()` and `SweepRunner`, then converted into the scorer's `PredictedSeries`.
 
-use servesim_core::compare::{LevelKind, PredictedSeries};
-use servesim_core::metric::MetricId;
-use servesim_core::metrics::LevelResult;
-use servesim_core::scenario::{ResolvedScenario, Scenario};
-use servesim_core::workload::{RawArrival, RawContent};
+use crate::core_api::compare::{LevelKind, PredictedSeries};
+use crate::core_api::metric::MetricId;
+use crate::core_api::metrics::LevelResult;
+use crate::core_api::scenario::{ResolvedScenario, Scenario};
 use std::collections::BTreeMap;
 
 /// The arm's scenario rewritten to sweep exactly `levels` of `kind`.
@@ -19,46 +18,16 @@ pub fn scenario_at_levels(
     if levels.is_empty() {
         return Err("no measured level to predict".into());
     }
-    let mut s = base.clone();
-    let first = levels[0];
-    let is_trace = matches!(s.workload.requests, RawContent::Mooncake { .. });
-    match kind {
-        LevelKind::Concurrency | LevelKind::Burst => {
-            if let Some(l) = levels.iter().find(|l| l.fract() != 0.0 || **l < 1.0) {
-                return Err(format!(
-                    "measured {} {l} is not a whole number >= 1; the simulator runs whole clients",
-                    kind.name()
-                ));
-            }
-            s.workload.arrival = if kind == LevelKind::Burst {
-                RawArrival::Burst { count: first }
-            } else {
-                let think = match &s.workload.arrival {
-                    RawArrival::ClosedLoop { think_time_s, .. } => *think_time_s,
-                    _ => None,
-                };
-                RawArrival::ClosedLoop {
-                    concurrency: first,
-                    think_time_s: think,
-                }
-            };
-            s.sweep.concurrency = Some(levels.to_vec());
-            s.sweep.request_rates = None;
-        }
-        LevelKind::RequestRate => {
-            s.workload.arrival = match &s.workload.arrival {
-                _ if is_trace => RawArrival::Trace { rate: Some(first) },
-                RawArrival::Constant { .. } => RawArrival::Constant { rate: first },
-                RawArrival::Gamma { cv, .. } => RawArrival::Gamma {
-                    rate: first,
-                    cv: *cv,
-                },
-                _ => RawArrival::Poisson { rate: first },
-            };
-            s.sweep.request_rates = Some(levels.to_vec());
-            s.sweep.concurrency = None;
+    if matches!(kind, LevelKind::Concurrency | LevelKind::Burst) {
+        if let Some(l) = levels.iter().find(|l| l.fract() != 0.0 || **l < 1.0) {
+            return Err(format!(
+                "measured {} {l} is not a whole number >= 1; the simulator runs whole clients",
+                kind.name()
+            ));
         }
     }
+    let mut s = base.clone();
+    s.set_levels(kind, levels);
     Ok(s)
 }
 
@@ -112,9 +81,10 @@ pub fn predict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_core::compare::{
+    use crate::core_api::compare::{
         score_arm, MeasuredLevel, MeasuredRun, ScoreOptions, SourceFormat,
     };
+    use crate::core_api::workload::RawArrival;
 
     pub(crate) fn quick_scenario() -> Scenario {
         let mut s = Scenario::default_scenario();

@@ -2,13 +2,13 @@
 //! reload or an import error never loses it), each arm's pairing, and the assembly of what gets
 //! scored.
 
-use serde::{Deserialize, Serialize};
-use servesim_core::compare::{
+use crate::core_api::compare::{
     parse_kv_cache_tokens, score_all, ColumnMapping, ComparisonReport, MeasuredRun,
     PredictedSeries, ScoreOptions,
 };
-use servesim_core::metric::MetricId;
-use servesim_core::scenario::Scenario;
+use crate::core_api::metric::MetricId;
+use crate::core_api::scenario::Scenario;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use super::import_view::SourceFile;
@@ -172,7 +172,7 @@ impl Prediction {
             && plan.run.levels.iter().all(|l| {
                 self.levels
                     .iter()
-                    .any(|p| servesim_core::compare::levels_equal(*p, l.level))
+                    .any(|p| crate::core_api::compare::levels_equal(*p, l.level))
             })
     }
 }
@@ -213,7 +213,7 @@ pub fn score(plans: &[ArmPlan], predictions: &BTreeMap<String, Prediction>) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use servesim_core::compare::{import_text, ImportOptions, LevelKind};
+    use crate::core_api::compare::{import_text, ImportOptions, LevelKind};
 
     fn runs() -> Vec<MeasuredRun> {
         import_text(

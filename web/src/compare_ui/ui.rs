@@ -14,11 +14,11 @@ use super::{accuracy, import_view::SourceFile};
 use crate::browser;
 use crate::charts::Theme;
 use crate::compare_charts::{draw_error, draw_fit, error_chart, fit_chart};
+use crate::core_api::compare::{level_label, ArmScore, LevelKind, MeasuredRun, PredictedSeries};
+use crate::core_api::metric::MetricId;
+use crate::core_api::scenario::Scenario;
 use crate::protocol::{FromWorker, ToWorker};
 use leptos::prelude::*;
-use servesim_core::compare::{level_label, ArmScore, LevelKind, MeasuredRun, PredictedSeries};
-use servesim_core::metric::MetricId;
-use servesim_core::scenario::Scenario;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
@@ -527,7 +527,7 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
                     cs.notice.set(None);
                     cs.auto_run.set(true);
                     // The page reloads its form from the fragment (hashchange).
-                    let frag = format!("s={}", servesim_core::share::encode(&scenario));
+                    let frag = format!("s={}", crate::core_api::share::encode(&scenario));
                     let _ = browser::window().location().set_hash(&frag);
                 }
                 Err(e) => cs.notice.set(Some(e)),
@@ -892,17 +892,17 @@ fn ArmCard(
 
 fn model_name(s: &Scenario) -> String {
     match &s.model {
-        servesim_core::scenario::ModelRef::Catalog(id) => {
+        crate::core_api::scenario::ModelRef::Catalog(id) => {
             id.rsplit('/').next().unwrap_or(id).to_string()
         }
-        servesim_core::scenario::ModelRef::Custom(c) => c.name.clone(),
+        crate::core_api::scenario::ModelRef::Custom(c) => c.name.clone(),
     }
 }
 
 fn gpu_name(s: &Scenario) -> String {
     match &s.gpu {
-        servesim_core::scenario::GpuRef::Catalog(id) => id.clone(),
-        servesim_core::scenario::GpuRef::Custom(_) => "custom GPU".into(),
+        crate::core_api::scenario::GpuRef::Catalog(id) => id.clone(),
+        crate::core_api::scenario::GpuRef::Custom(_) => "custom GPU".into(),
     }
 }
 

@@ -4,8 +4,9 @@
 
 pub use servesim_core::metrics::Dist;
 use servesim_core::scenario::Scenario;
+pub use servesim_core::topology::{KvPath, RawKvTransfer, RawPool, RawTopology};
 pub use servesim_core::topology::{PoolResult, ReplicaResult, TopologyLevel, TransferStats};
-use servesim_core::topology::{RawRouter, RawTopology, RouterPolicy, RouterSpec};
+use servesim_core::topology::{RawRouter, RouterPolicy, RouterSpec};
 
 /// The router choices the page offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
