@@ -12,6 +12,7 @@ pub mod core_api;
 pub mod form;
 pub mod form_offload;
 pub mod form_pd;
+pub mod form_spec;
 pub mod pins;
 pub mod protocol;
 pub mod search_chart;
