@@ -35,6 +35,16 @@ fn select_view(
     }
 }
 
+fn list_field(
+    st: State,
+    key: &'static str,
+    label: &'static str,
+    get: fn(&Form) -> String,
+    set: fn(&mut Form, String),
+) -> impl IntoView {
+    field_with(st, key, label.into(), "", get, set)
+}
+
 /// The speculative decoding fieldset.
 pub(super) fn spec_fields(st: State) -> impl IntoView {
     let method = Memo::new(move |_| st.form.with(|f| f.spec.method.clone()));
@@ -64,11 +74,6 @@ pub(super) fn spec_fields(st: State) -> impl IntoView {
         .collect();
     kinds.push((KEEP.into(), "as in the scenario JSON".into()));
     kinds.insert(0, (String::new(), "not stated".into()));
-    let list_field =
-        |key: &'static str,
-         label: &'static str,
-         get: fn(&Form) -> String,
-         set: fn(&mut Form, String)| { field_with(st, key, label.into(), "", get, set) };
     view! {
         <fieldset id="spec">
             <legend>"Speculative decoding (--speculative-config)"</legend>
@@ -96,16 +101,16 @@ pub(super) fn spec_fields(st: State) -> impl IntoView {
                     |f| f.spec.acceptance.clone(), |f, v| f.spec.acceptance = v)}
                 <div class="grid2">
                     <Show when=move || matches!(kind.get().as_str(), "mean" | "values")>
-                        {list_field(MEAN, "mean acceptance length (1 + accepted / drafts)", |f| f.spec.mean.clone(), |f, v| f.spec.mean = v)}
+                        {list_field(st, MEAN, "mean acceptance length (1 + accepted / drafts)", |f| f.spec.mean.clone(), |f, v| f.spec.mean = v)}
                     </Show>
                     <Show when=move || kind.get() == "values">
-                        {list_field(VALUES, "accepted values (one, or two adjacent: 2, 3)", |f| f.spec.values.clone(), |f, v| f.spec.values = v)}
+                        {list_field(st, VALUES, "accepted values (one, or two adjacent: 2, 3)", |f| f.spec.values.clone(), |f, v| f.spec.values = v)}
                     </Show>
                     <Show when=move || kind.get() == "rates">
-                        {list_field(RATES, "rate per position (k values, non-increasing)", |f| f.spec.rates.clone(), |f, v| f.spec.rates = v)}
+                        {list_field(st, RATES, "rate per position (k values, non-increasing)", |f| f.spec.rates.clone(), |f, v| f.spec.rates = v)}
                     </Show>
                     <Show when=move || kind.get() == "pmf">
-                        {list_field(PMF, "P(accepted = j), j = 0..k (sums to 1)", |f| f.spec.pmf.clone(), |f, v| f.spec.pmf = v)}
+                        {list_field(st, PMF, "P(accepted = j), j = 0..k (sums to 1)", |f| f.spec.pmf.clone(), |f, v| f.spec.pmf = v)}
                     </Show>
                 </div>
             </Show>
