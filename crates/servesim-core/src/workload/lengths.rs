@@ -151,7 +151,9 @@ impl<'de> serde::de::Visitor<'de> for DistVisitor {
         }
         let n = |f: &str| get(f).unwrap_or(0.0);
         Ok(match v {
-            0 => RawLengthDist::Constant { tokens: n("tokens") },
+            0 => RawLengthDist::Constant {
+                tokens: n("tokens"),
+            },
             1 => RawLengthDist::Uniform {
                 min: n("min"),
                 max: n("max"),
@@ -481,7 +483,11 @@ mod tests {
                 max: None
             }
         );
-        let err = |j: &str| serde_json::from_str::<RawLengthDist>(j).unwrap_err().to_string();
+        let err = |j: &str| {
+            serde_json::from_str::<RawLengthDist>(j)
+                .unwrap_err()
+                .to_string()
+        };
         assert!(err(r#"{"type": "zipf"}"#).starts_with(
             "unknown variant `zipf`, expected one of `constant`, `uniform`, `uniform_ratio`"
         ));
