@@ -399,4 +399,44 @@ mod tests {
         let err = s.resolve().unwrap_err();
         assert_eq!(form_key(&s, &err.field()), ACCEPTANCE, "{err}");
     }
+
+    #[test]
+    fn with_pd_pools_the_decode_pools_errors_land_on_the_controls_and_the_prefill_pool_drafts_nothing(
+    ) {
+        let text = include_str!("../../tests/scenarios/recipe-1p1d-dsv4-pro-16xh200.json");
+        let mut s = Scenario::from_json(text).unwrap();
+        let mut f = Form::from_scenario(&s);
+        f.spec.set_method("mtp".into());
+        f.spec.num_speculative_tokens = "3".into();
+        f.spec.acceptance = "rates".into();
+        f.spec.rates = "0.5, 0.7, 0.2".into();
+        let bad = f.to_scenario().unwrap();
+        let err = bad.resolve().unwrap_err();
+        assert!(
+            err.field()
+                .starts_with("topology.decode.engine.speculative_acceptance"),
+            "{}",
+            err.field()
+        );
+        assert_eq!(form_key(&bad, &err.field()), RATES);
+        f.spec.rates = "0.9, 0.7, 0.2".into();
+        let good = f.to_scenario().unwrap();
+        let r = good.resolve().unwrap();
+        let d = r.disagg.as_ref().unwrap();
+        assert!(r.deployment.engine.speculative.is_some(), "decode drafts");
+        assert!(
+            d.prefill.deployment.engine.speculative.is_none(),
+            "prefill does not"
+        );
+        // A decode pool's own setting stays the pool's error.
+        s = good.clone();
+        let pool = s.topology.as_mut().unwrap().decode.as_mut().unwrap();
+        let mut e = pool.engine.clone().unwrap_or_default();
+        e.speculative_config = good.engine.speculative_config.clone();
+        e.speculative_acceptance =
+            Some(serde_json::from_str(r#"{"mean_acceptance_length": 9}"#).unwrap());
+        pool.engine = Some(e);
+        let err = s.resolve().unwrap_err();
+        assert_eq!(form_key(&s, &err.field()), "decode_pool", "{}", err.field());
+    }
 }
