@@ -128,6 +128,14 @@ async fn a_bad_acceptance_is_named_on_its_control_and_pd_says_the_prefill_pool_r
             choose(&c, "#f-spec_acceptance", "rates").await?;
             // Increasing rates: the core refuses them (rate_i = P(at least i + 1 accepted)).
             type_into(&c, "#f-spec_rates", "0.5, 0.7, 0.2").await?;
+            // Shown (not hidden) once the scenario speculates with pools.
+            wait_until("the P/D note shown", Duration::from_secs(30), || async {
+                Ok(attr_of(&c, "#spec-pd-note", "hidden")
+                    .await?
+                    .is_none()
+                    .then_some(()))
+            })
+            .await?;
             let note = wait_text(&c, "#spec-pd-note").await?;
             let err = wait_text(&c, "#e-spec_rates").await?;
             Ok((err, note))

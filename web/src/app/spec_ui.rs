@@ -74,6 +74,8 @@ pub(super) fn spec_fields(st: State) -> impl IntoView {
         .collect();
     kinds.push((KEEP.into(), "as in the scenario JSON".into()));
     kinds.insert(0, (String::new(), "not stated".into()));
+    // Fields are always in the page and hidden when they do not apply (one `hidden` attribute
+    // each, not a `<Show>`: every `<Show>` compiles its own view tree into the page binary).
     view! {
         <fieldset id="spec">
             <legend>"Speculative decoding (--speculative-config)"</legend>
@@ -87,40 +89,43 @@ pub(super) fn spec_fields(st: State) -> impl IntoView {
                     </select>
                     <div class="field-error" id=format!("e-{METHOD}") role="alert">{err}</div>
                 </div>
-                <Show when=on>
-                    {field_with(st, NUM_TOKENS, format!("num_speculative_tokens (1 to {MAX_SPECULATIVE_TOKENS})"), "",
-                        |f: &Form| f.spec.num_speculative_tokens.clone(), |f: &mut Form, v| f.spec.num_speculative_tokens = v)}
-                </Show>
+                <div hidden=move || !on()>
+                    {list_field(st, NUM_TOKENS, TOKENS_LABEL, |f| f.spec.num_speculative_tokens.clone(), |f, v| f.spec.num_speculative_tokens = v)}
+                </div>
             </div>
-            <Show when=move || takes_model(&method.get())>
-                {field_with(st, DRAFT_MODEL, "model (draft_model: a catalog model id; EAGLE: the head's name)".into(), "",
-                    |f: &Form| f.spec.model.clone(), |f: &mut Form, v| f.spec.model = v)}
-            </Show>
-            <Show when=on>
-                {select_view(st, ACCEPTANCE, "Acceptance (servesim's input: vLLM measures it)", kinds.clone(),
+            <div hidden=move || !takes_model(&method.get())>
+                {list_field(st, DRAFT_MODEL, "model (draft_model: a catalog model id; EAGLE: the head's name)", |f| f.spec.model.clone(), |f, v| f.spec.model = v)}
+            </div>
+            <div hidden=move || !on()>
+                {select_view(st, ACCEPTANCE, "Acceptance (servesim's input: vLLM measures it)", kinds,
                     |f| f.spec.acceptance.clone(), |f, v| f.spec.acceptance = v)}
                 <div class="grid2">
-                    <Show when=move || matches!(kind.get().as_str(), "mean" | "values")>
+                    <div hidden=move || !matches!(kind.get().as_str(), "mean" | "values")>
                         {list_field(st, MEAN, "mean acceptance length (1 + accepted / drafts)", |f| f.spec.mean.clone(), |f, v| f.spec.mean = v)}
-                    </Show>
-                    <Show when=move || kind.get() == "values">
+                    </div>
+                    <div hidden=move || kind.get() != "values">
                         {list_field(st, VALUES, "accepted values (one, or two adjacent: 2, 3)", |f| f.spec.values.clone(), |f, v| f.spec.values = v)}
-                    </Show>
-                    <Show when=move || kind.get() == "rates">
+                    </div>
+                    <div hidden=move || kind.get() != "rates">
                         {list_field(st, RATES, "rate per position (k values, non-increasing)", |f| f.spec.rates.clone(), |f, v| f.spec.rates = v)}
-                    </Show>
-                    <Show when=move || kind.get() == "pmf">
+                    </div>
+                    <div hidden=move || kind.get() != "pmf">
                         {list_field(st, PMF, "P(accepted = j), j = 0..k (sums to 1)", |f| f.spec.pmf.clone(), |f, v| f.spec.pmf = v)}
-                    </Show>
+                    </div>
                 </div>
-            </Show>
+            </div>
             <p class="hint">"Each decode step verifies 1 + k tokens and draws the accepted drafts per request from this distribution (seeded). Mean alone: each position accepted with the same chance, a draft only after all before it. vLLM's rate_i = P(at least i + 1 accepted); mean acceptance length = 1 + the sum of the rates."</p>
-            <Show when=move || pd() && on()>
-                <p class="hint" id="spec-pd-note">"Disaggregated: the decode pool runs the drafter; the prefill pool runs none (its requests emit one token), so its speculative_config is dropped."</p>
-            </Show>
+            <p class="hint" id="spec-pd-note" hidden=move || !(pd() && on())>"Disaggregated: the decode pool runs the drafter; the prefill pool runs none (its requests emit one token), so its speculative_config is dropped."</p>
         </fieldset>
     }
 }
+
+/// The label of `num_speculative_tokens`, with the core's range.
+const TOKENS_LABEL: &str = "num_speculative_tokens (1 to 32)";
+const _: () = assert!(
+    MAX_SPECULATIVE_TOKENS == 32,
+    "TOKENS_LABEL states the core's range"
+);
 
 /// The per-level speculative decoding metrics of the last run (nothing without speculation).
 pub(super) fn spec_results(st: State) -> impl IntoView {
