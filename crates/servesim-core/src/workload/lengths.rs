@@ -146,7 +146,7 @@ impl<'de> serde::de::Visitor<'de> for DistVisitor {
                 get(f).is_some()
             };
             if !present {
-                return Err(A::Error::missing_field(*f));
+                return Err(A::Error::missing_field(f));
             }
         }
         let n = |f: &str| get(f).unwrap_or(0.0);
