@@ -21,6 +21,7 @@ mod command_ui;
 mod offload_ui;
 mod pins_ui;
 mod search_ui;
+mod spec_ui;
 mod tools;
 mod topology_ui;
 use wasm_bindgen::JsCast;
@@ -1147,6 +1148,7 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                 </div>
                 <p class="hint">"Blank fields take vLLM's default for this model and GPU (shown greyed). Other settings: edit the scenario JSON below."</p>
             </details>
+            {spec_ui::spec_fields(st)}
             {offload_ui::offload_fields(st)}
             <fieldset>
                 <legend>"Workload"</legend>
@@ -1383,6 +1385,7 @@ fn capacity_body(c: CapacityView) -> impl IntoView {
             <li class="muted">"of "{fmt_gib(c.gpu_bytes)}" visible per GPU"</li>
         </ul>
         {c.cpu_tier.clone().map(|t| view! { <p id="cap-cpu-tier">{t}</p> })}
+        {c.drafter.clone().map(|t| view! { <p id="cap-drafter">{t}</p> })}
         <p class="muted" id="cap-calibration" title="the step-time model's efficiency table for this GPU and vLLM version (docs/accuracy.md)">{c.calibration.clone()}</p>
         <details class="cap-details">
             <summary>"vLLM start-up log, notes"</summary>
@@ -1589,6 +1592,7 @@ fn ResultsTable(st: State) -> impl IntoView {
                     <p class="hint">"Highlighted: the highest level passing every SLA gate."</p>
                 </Show>
             </div>
+            {spec_ui::spec_results(st)}
             {offload_ui::offload_results(st)}
             {topology_ui::replica_results(st)}
             <pre id="report-json" hidden>{move || st.report.with(|r| r.as_ref().map(|r| r.0.clone()).unwrap_or_default())}</pre>

@@ -15,7 +15,7 @@ use servesim_core::workload::{Content, WorkloadSpec};
 /// simulation stays behind the worker, `scripts/check-page-binary.py`).
 pub use servesim_core::{
     compare, deploy, dtype, gpu, metric, metrics, offload, perf, scenario, search, settings, share,
-    sla_refine, sweep, validate, vllm, workload,
+    sla_refine, speculative, sweep, validate, vllm, workload,
 };
 use std::collections::BTreeMap;
 
@@ -141,6 +141,9 @@ pub struct CapacityView {
     /// capacity` prints it); absent without a tier.
     #[serde(default)]
     pub cpu_tier: Option<String>,
+    /// The drafter in one line ([`drafter_line`]); absent without speculative decoding.
+    #[serde(default)]
+    pub drafter: Option<String>,
 }
 
 fn view_of(r: &CapacityReport, shape: Option<RequestShape>, calibration: String) -> CapacityView {
@@ -191,6 +194,7 @@ fn view_of(r: &CapacityReport, shape: Option<RequestShape>, calibration: String)
         notes: r.notes.clone(),
         calibration,
         cpu_tier: r.cpu_tier.as_ref().map(|t| t.summary_line()),
+        drafter: None,
     }
 }
 
@@ -233,8 +237,52 @@ pub fn capacity(s: &Scenario) -> Result<CapacityView, String> {
     let r = s.resolve().map_err(|e| e.to_string())?;
     let shape = request_shape(&r.workload);
     capacity::compute(&r.deployment, shape)
-        .map(|c| view_of(&c, shape, r.calibration.summary.clone()))
+        .map(|c| CapacityView {
+            drafter: drafter_line(&r.deployment, r.disagg.is_some()),
+            ..view_of(&c, shape, r.calibration.summary.clone())
+        })
         .map_err(|e| e.to_string())
+}
+
+/// The drafter of a resolved deployment in one line: method, `k`, the acceptance distribution
+/// the simulation draws from (`SpeculativeSettings::accepted_pmf`, its per-position rates and
+/// mean), and what the memory budget leaves out (docs/engine.md "Deviations": the MTP weights,
+/// stated in GiB, and the drafter's KV cache). `disagg`: the deployment is a decode pool.
+pub fn drafter_line(d: &servesim_core::deploy::Deployment, disagg: bool) -> Option<String> {
+    use servesim_core::speculative::SpecMethod;
+    let sp = d.engine.speculative.as_ref()?;
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|x| {
+                format!("{:.4}", x)
+                    .trim_end_matches('0')
+                    .trim_end_matches('.')
+                    .to_string()
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let k = sp.num_speculative_tokens;
+    let who = match (sp.method, &sp.draft_model) {
+        (SpecMethod::Mtp, _) => format!("mtp ({} MTP layer(s))", sp.mtp_layers),
+        (_, Some(m)) => format!("{} ({m})", sp.method.name()),
+        (m, None) => m.name().to_string(),
+    };
+    let not_counted = match sp.method {
+        SpecMethod::Mtp => format!(
+            "the MTP layers' weights ({:.2} GiB for the whole model, unsharded) and the drafter's KV cache are not in this memory budget",
+            d.model.weight_bytes(d.weight_precision).mtp.0 as f64 / GIB
+        ),
+        SpecMethod::Ngram => "n-gram needs no GPU memory".to_string(),
+        _ => "the drafter's weights and KV cache are not in this memory budget".to_string(),
+    };
+    Some(format!(
+        "Drafter{}: {who}, num_speculative_tokens {k}; acceptance drawn per request and step from P(accepted = 0..{k}) = {}, per-position rates {}, mean acceptance length {:.3}; {not_counted} (docs/engine.md).",
+        if disagg { " (decode pool; the prefill pool runs none)" } else { "" },
+        list(&sp.accepted_pmf),
+        list(&sp.rates_per_pos()),
+        sp.mean_acceptance_length,
+    ))
 }
 
 /// The URL fragment (without `#`) that carries a scenario: `s=v1.<...>` of its canonical JSON.

@@ -443,6 +443,8 @@ pub struct Form {
     pub pd: crate::form_pd::PdForm,
     /// The CPU KV offload tier of the engine (`form_offload`).
     pub offload: crate::form_offload::OffloadForm,
+    /// Speculative decoding: `--speculative-config` and the acceptance (`form_spec`).
+    pub spec: crate::form_spec::SpecForm,
 }
 
 /// Field key -> message, for every invalid field.
@@ -496,6 +498,10 @@ impl Form {
             base: s.clone(),
             pd: crate::form_pd::PdForm::of(s.topology.as_ref()),
             offload: crate::form_offload::OffloadForm::of(s.engine.kv_transfer_config.as_ref()),
+            spec: crate::form_spec::SpecForm::of(
+                s.engine.speculative_config.as_ref(),
+                s.engine.speculative_acceptance.as_ref(),
+            ),
             model_mode: model_mode.into(),
             model_id,
             custom_model_name,
@@ -885,7 +891,16 @@ impl Form {
             }
             m
         };
+        let (speculative_config, speculative_acceptance) = self.spec.apply(
+            (
+                self.base.engine.speculative_config.clone(),
+                self.base.engine.speculative_acceptance.clone(),
+            ),
+            &mut e,
+        );
         let engine = RawEngineSettings {
+            speculative_config,
+            speculative_acceptance,
             gpu_memory_utilization: opt_num(
                 &mut e,
                 "gpu_memory_utilization",

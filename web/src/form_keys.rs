@@ -52,6 +52,10 @@ pub fn form_key(s: &Scenario, path: &str) -> &'static str {
         p if crate::form_offload::offload_form_key(p).is_some() => {
             crate::form_offload::offload_form_key(p).unwrap_or("scenario")
         }
+        p if crate::form_spec::spec_form_key(p).is_some() => {
+            crate::form_spec::spec_form_key(p).unwrap_or("scenario")
+        }
+        p if decode_spec_key(s, p).is_some() => decode_spec_key(s, p).unwrap_or("scenario"),
         p if crate::form_pd::pd_form_key(p).is_some() => {
             crate::form_pd::pd_form_key(p).unwrap_or("scenario")
         }
@@ -90,6 +94,23 @@ pub fn form_key(s: &Scenario, path: &str) -> &'static str {
             _ => setting_key(path),
         },
     }
+}
+
+/// A disaggregated decode pool's speculation error (`topology.decode.engine.speculative_*`) on
+/// the speculative decoding controls, when the pool takes the top-level setting (a pool's own
+/// `speculative_config`, stated in the Scenario JSON box, stays the pool's error).
+fn decode_spec_key(s: &Scenario, path: &str) -> Option<&'static str> {
+    let rest = path.strip_prefix("topology.decode.")?;
+    let own = s
+        .topology
+        .as_ref()
+        .and_then(|t| t.decode.as_ref())
+        .and_then(|p| p.engine.as_ref())
+        .is_some_and(|e| e.speculative_config.is_some() || e.speculative_acceptance.is_some());
+    if own {
+        return None;
+    }
+    crate::form_spec::spec_form_key(rest)
 }
 
 /// The form field of a workload or sweep setting at `path`, from the core's settings table

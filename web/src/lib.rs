@@ -13,6 +13,7 @@ pub mod form;
 pub mod form_keys;
 pub mod form_offload;
 pub mod form_pd;
+pub mod form_spec;
 pub mod pins;
 pub mod protocol;
 pub mod search_chart;

@@ -74,6 +74,14 @@ pub enum SpecMethod {
 }
 
 impl SpecMethod {
+    /// Every drafter, in the order the page offers them.
+    pub const ALL: [SpecMethod; 5] = [
+        SpecMethod::Mtp,
+        SpecMethod::Eagle,
+        SpecMethod::Eagle3,
+        SpecMethod::DraftModel,
+        SpecMethod::Ngram,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             SpecMethod::Mtp => "mtp",

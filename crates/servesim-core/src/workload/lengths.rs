@@ -4,9 +4,13 @@ use super::WorkloadError;
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
 
-/// A length distribution as written in a scenario file.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+/// A length distribution as written in a scenario file: `{"type": "<kind>", ...}` with exactly
+/// the kind's fields. Read by a hand-written `Deserialize` (below) with serde's own messages
+/// (unknown variant, missing / unknown / duplicate field): the derived internally tagged reader
+/// buffered every variant through serde's `Content` and was the page binary's largest
+/// deserializer (docs/performance.md "Web").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum RawLengthDist {
     Constant {
         tokens: f64,
@@ -51,6 +55,136 @@ pub enum RawLengthDist {
     Empirical {
         values: Vec<f64>,
     },
+}
+
+/// The kinds, and the fields each takes in declaration order: the first `required` are required.
+const KINDS: [&str; 7] = [
+    "constant",
+    "uniform",
+    "uniform_ratio",
+    "normal",
+    "lognormal",
+    "exponential",
+    "empirical",
+];
+const FIELDS: [(&[&str], usize); 7] = [
+    (&["tokens"], 1),
+    (&["min", "max"], 2),
+    (&["nominal", "min_ratio", "max_ratio"], 3),
+    (&["mean", "std", "min", "max"], 4),
+    (&["mean", "std", "min", "max"], 2),
+    (&["mean", "min", "max"], 1),
+    (&["values"], 1),
+];
+
+/// Every number field of any kind (index into the reader's slots).
+const NUM_FIELDS: [&str; 8] = [
+    "tokens",
+    "min",
+    "max",
+    "nominal",
+    "min_ratio",
+    "max_ratio",
+    "mean",
+    "std",
+];
+
+impl<'de> Deserialize<'de> for RawLengthDist {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(DistVisitor)
+    }
+}
+
+struct DistVisitor;
+
+impl<'de> serde::de::Visitor<'de> for DistVisitor {
+    type Value = RawLengthDist;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a length distribution {\"type\": ..., ...}")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        let mut kind: Option<String> = None;
+        let mut nums: [Option<f64>; 8] = [None; 8];
+        let mut values: Option<Vec<f64>> = None;
+        // Keys seen, in order (checked against the kind's fields once the kind is known).
+        let mut seen: Vec<String> = Vec::new();
+        while let Some(key) = m.next_key::<String>()? {
+            if seen.contains(&key) {
+                return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+            }
+            match key.as_str() {
+                "type" => kind = Some(m.next_value()?),
+                "values" => values = Some(m.next_value()?),
+                k => match NUM_FIELDS.iter().position(|f| *f == k) {
+                    Some(i) => nums[i] = m.next_value::<Option<f64>>()?,
+                    None => {
+                        m.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                },
+            }
+            seen.push(key);
+        }
+        let kind = kind.ok_or_else(|| A::Error::missing_field("type"))?;
+        let Some(v) = KINDS.iter().position(|k| *k == kind) else {
+            return Err(A::Error::unknown_variant(&kind, &KINDS));
+        };
+        let (fields, required) = FIELDS[v];
+        if let Some(bad) = seen
+            .iter()
+            .find(|k| k.as_str() != "type" && !fields.contains(&k.as_str()))
+        {
+            return Err(A::Error::unknown_field(bad, fields));
+        }
+        let get = |f: &str| nums[NUM_FIELDS.iter().position(|x| *x == f).unwrap_or(0)];
+        for f in &fields[..required] {
+            let present = if *f == "values" {
+                values.is_some()
+            } else {
+                get(f).is_some()
+            };
+            if !present {
+                return Err(A::Error::missing_field(f));
+            }
+        }
+        let n = |f: &str| get(f).unwrap_or(0.0);
+        Ok(match v {
+            0 => RawLengthDist::Constant {
+                tokens: n("tokens"),
+            },
+            1 => RawLengthDist::Uniform {
+                min: n("min"),
+                max: n("max"),
+            },
+            2 => RawLengthDist::UniformRatio {
+                nominal: n("nominal"),
+                min_ratio: n("min_ratio"),
+                max_ratio: n("max_ratio"),
+            },
+            3 => RawLengthDist::Normal {
+                mean: n("mean"),
+                std: n("std"),
+                min: n("min"),
+                max: n("max"),
+            },
+            4 => RawLengthDist::Lognormal {
+                mean: n("mean"),
+                std: n("std"),
+                min: get("min"),
+                max: get("max"),
+            },
+            5 => RawLengthDist::Exponential {
+                mean: n("mean"),
+                min: get("min"),
+                max: get("max"),
+            },
+            _ => RawLengthDist::Empirical {
+                values: values.unwrap_or_default(),
+            },
+        })
+    }
 }
 
 /// A validated length distribution. All samples are integers >= 1.
@@ -300,6 +434,72 @@ impl LengthDist {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reader_takes_every_kind_and_gives_serdes_messages() {
+        let all = [
+            RawLengthDist::Constant { tokens: 300.0 },
+            RawLengthDist::Uniform { min: 1.0, max: 2.0 },
+            RawLengthDist::UniformRatio {
+                nominal: 1024.0,
+                min_ratio: 0.8,
+                max_ratio: 1.0,
+            },
+            RawLengthDist::Normal {
+                mean: 5.0,
+                std: 0.1 + 0.2,
+                min: 1.0,
+                max: 9.0,
+            },
+            RawLengthDist::Lognormal {
+                mean: 5.0,
+                std: 2.0,
+                min: None,
+                max: Some(9.0),
+            },
+            RawLengthDist::Exponential {
+                mean: 5.0,
+                min: Some(1.0),
+                max: None,
+            },
+            RawLengthDist::Empirical {
+                values: vec![1.0, 2.5],
+            },
+        ];
+        for d in all {
+            let json = serde_json::to_string(&d).unwrap();
+            assert_eq!(serde_json::from_str::<RawLengthDist>(&json).unwrap(), d);
+            let v = serde_json::to_value(&d).unwrap();
+            assert_eq!(serde_json::from_value::<RawLengthDist>(v).unwrap(), d);
+        }
+        // The tag may come last; a null optional field is absent.
+        let d: RawLengthDist =
+            serde_json::from_str(r#"{"mean": 5, "max": null, "type": "exponential"}"#).unwrap();
+        assert_eq!(
+            d,
+            RawLengthDist::Exponential {
+                mean: 5.0,
+                min: None,
+                max: None
+            }
+        );
+        let err = |j: &str| {
+            serde_json::from_str::<RawLengthDist>(j)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(r#"{"type": "zipf"}"#).starts_with(
+            "unknown variant `zipf`, expected one of `constant`, `uniform`, `uniform_ratio`"
+        ));
+        assert!(err(r#"{"type": "constant", "tokens": 5, "mean": 3}"#)
+            .starts_with("unknown field `mean`, expected `tokens`"));
+        assert!(err(r#"{"type": "normal", "mean": 5, "std": 1, "min": 1}"#)
+            .starts_with("missing field `max`"));
+        assert!(err(r#"{"tokens": 5}"#).starts_with("missing field `type`"));
+        assert!(err(r#"{"type": "constant", "tokens": 5, "tokens": 6}"#)
+            .starts_with("duplicate field `tokens`"));
+        assert!(err(r#"[1, 2]"#).starts_with("invalid type: sequence"));
+    }
 
     #[test]
     fn lognormal_sample_mean_matches_requested_mean() {

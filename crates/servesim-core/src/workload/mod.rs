@@ -8,6 +8,7 @@
 mod gen;
 mod lengths;
 mod mooncake;
+mod tagged;
 
 pub use gen::WorkloadGen;
 pub use lengths::{LengthDist, RawLengthDist};
@@ -37,9 +38,10 @@ pub enum WorkloadError {
     UnknownPreset(String),
 }
 
-/// How requests arrive, as written.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+/// How requests arrive, as written: `{"type": "<kind>", ...}` with exactly the kind's fields
+/// (read by `tagged.rs`'s hand-written reader, serde's messages; see [`RawLengthDist`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum RawArrival {
     /// `concurrency` clients; each sends its next request when its last one completes, after
     /// `think_time_s` (default 0).
@@ -63,9 +65,10 @@ pub enum RawArrival {
     },
 }
 
-/// What requests contain, as written.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+/// What requests contain, as written: `{"type": "<kind>", ...}` with exactly the kind's fields
+/// (`agentic`: [`RawAgentic`]'s; read by `tagged.rs`'s hand-written reader).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum RawContent {
     /// Independent requests; with `shared_prefix`, each prompt starts with one of `groups`
     /// system prompts of `tokens` tokens, and `input` is the length after that prefix.
