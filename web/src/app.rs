@@ -1159,12 +1159,14 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                     {move || field_with(st, "arrival_value", arrival_label().to_string(), "",
                         |f| f.arrival_value.clone(), |f, v| f.arrival_value = v)}
                 </div>
-                <Show when=move || arrival.get() == "closed_loop">
+                // Hidden rather than `<Show>`: each `<Show>` compiles its own view tree into the page
+                // binary (docs/performance.md "Web").
+                <div hidden=move || arrival.get() != "closed_loop">
                     {field(st, "think_time_s", "Think time between requests (optional)", "s", |f| &f.think_time_s, |f, v| f.think_time_s = v)}
-                </Show>
-                <Show when=move || arrival.get() == "gamma">
+                </div>
+                <div hidden=move || arrival.get() != "gamma">
                     {field(st, "arrival_cv", "Coefficient of variation of gaps", "", |f| &f.arrival_cv, |f, v| f.arrival_cv = v)}
-                </Show>
+                </div>
                 {select(st, "content", "Requests", opts(CONTENTS), |f| f.content.clone(), |f, v| f.content = v)}
                 <Show when=move || content.get() == "preset">
                     <p class="hint" id="preset-desc">
@@ -1182,7 +1184,7 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                     </div>
                     <p class="hint">"Input length counts the tokens after the shared prefix."</p>
                 </Show>
-                <Show when=move || content.get() == "agentic">
+                <div hidden=move || content.get() != "agentic">
                     <div class="grid2">
                         {field(st, "ag_system", "System prompt (shared)", "tok", |f| &f.ag_system, |f, v| f.ag_system = v)}
                         {field(st, "ag_first", "First turn input (incl. system)", "tok", |f| &f.ag_first, |f, v| f.ag_first = v)}
@@ -1191,8 +1193,8 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                     </div>
                     {dist_editor(st, kturn, "New tokens per turn", |f| &f.turn, |f| &mut f.turn)}
                     {dist_editor(st, kagout, "Output tokens per turn", |f| &f.agout, |f| &mut f.agout)}
-                </Show>
-                <Show when=move || content.get() == "mooncake">
+                </div>
+                <div hidden=move || content.get() != "mooncake">
                     <div class="field" class:invalid=move || st.errors.with(|e| e.contains_key("trace"))>
                         <label for="f-trace">"Mooncake trace (JSONL)"</label>
                         <input id="f-trace" type="file" accept=".jsonl,.json,.txt" on:change=on_trace/>
@@ -1202,7 +1204,7 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                         <div class="field-error" id="e-trace" role="alert">{move || st.errors.with(|e| e.get("trace").cloned())}</div>
                     </div>
                     {field(st, "trace_block_tokens", "Tokens per hash id (blank: 512)", "tok", |f| &f.trace_block_tokens, |f, v| f.trace_block_tokens = v)}
-                </Show>
+                </div>
                 {field(st, "seed", "Seed", "", |f| &f.seed, |f, v| f.seed = v)}
             </fieldset>
             <fieldset>
