@@ -525,15 +525,7 @@ impl Form {
                 .all2all_backend
                 .map(|b| b.name().to_string())
                 .unwrap_or_default(),
-            weight_precision: match s.weight_precision {
-                WeightPrecision::Checkpoint => "checkpoint",
-                WeightPrecision::Bf16 => "bf16",
-                WeightPrecision::Fp8 => "fp8",
-                WeightPrecision::Fp4 => "fp4",
-                WeightPrecision::Int4 => "int4",
-                WeightPrecision::Int8 => "int8",
-            }
-            .into(),
+            weight_precision: s.weight_precision.name().into(),
             kv_cache_dtype: s.kv_cache_dtype.name().into(),
             vllm_version: s.vllm_version.clone().unwrap_or_default(),
             gpu_memory_utilization: opt_f(en.gpu_memory_utilization),
