@@ -898,35 +898,75 @@ impl Deployment {
                 "TPU: vLLM's TPU worker sizes memory differently; these figures use the CUDA/ROCm rules".into(),
             );
         }
-        match weight_precision {
-            WeightPrecision::Fp8 if !gpu.supports_fp8() => {
-                if gpu.generation == crate::gpu::Generation::Ampere {
-                    notes.push(
-                        "fp8 weights on Ampere: vLLM runs them weight-only (FP8 Marlin, W8A16); matmuls compute in bf16".into(),
-                    );
-                } else {
-                    return Err(DeployError::Unsupported {
-                        field: "weight_precision",
-                        value: "fp8".into(),
-                        fix: format!(
-                            "{} has no fp8 support in vLLM; use bf16 or checkpoint",
-                            gpu.id
-                        ),
-                    });
+        // At `checkpoint`, the precisions its linear layers are stored in meet the same rules
+        // (an fp8 checkpoint on a GPU without fp8 is refused as `--quantization fp8` is).
+        let linear = [
+            model.checkpoint.dense,
+            model.checkpoint.experts,
+            model.checkpoint.attention.unwrap_or(model.checkpoint.dense),
+        ];
+        let mut stored: Vec<WeightPrecision> = Vec::new();
+        if weight_precision == WeightPrecision::Checkpoint {
+            for d in linear {
+                let p = match d {
+                    DType::Fp8 => WeightPrecision::Fp8,
+                    DType::Mxfp4 | DType::Nvfp4 => WeightPrecision::Fp4,
+                    DType::Int4 => WeightPrecision::Int4,
+                    DType::Int8 => WeightPrecision::Int8,
+                    DType::F32 | DType::Bf16 | DType::F16 => continue,
+                };
+                if !stored.contains(&p) {
+                    stored.push(p);
                 }
             }
-            WeightPrecision::Fp4 if !gpu.supports_fp4() => {
-                notes.push(format!(
-                    "fp4 weights on {}: no fp4 tensor cores, so vLLM runs them weight-only (Marlin-style MXFP4/NVFP4 kernels dequantise to bf16); matmuls compute in bf16",
+        } else {
+            stored.push(weight_precision);
+        }
+        let of_checkpoint = if weight_precision == WeightPrecision::Checkpoint {
+            " (the checkpoint's own weights)"
+        } else {
+            ""
+        };
+        for prec in stored {
+            match prec {
+                WeightPrecision::Fp8 if !gpu.supports_fp8() => {
+                    if gpu.generation == crate::gpu::Generation::Ampere {
+                        notes.push(format!(
+                        "fp8 weights{of_checkpoint} on Ampere: vLLM runs them weight-only (FP8 Marlin, W8A16); matmuls compute in bf16"
+                    ));
+                    } else if weight_precision == WeightPrecision::Checkpoint {
+                        return Err(DeployError::Unsupported {
+                        field: "weight_precision",
+                        value: "checkpoint".into(),
+                        fix: format!(
+                            "{} stores fp8 weights and {} has no fp8 support in vLLM; give the model's bf16 checkpoint, or choose a GPU with fp8 (Ampere through FP8 Marlin, Hopper and later)",
+                            model.name, gpu.id
+                        ),
+                    });
+                    } else {
+                        return Err(DeployError::Unsupported {
+                            field: "weight_precision",
+                            value: "fp8".into(),
+                            fix: format!(
+                                "{} has no fp8 support in vLLM; use bf16 or checkpoint",
+                                gpu.id
+                            ),
+                        });
+                    }
+                }
+                WeightPrecision::Fp4 if !gpu.supports_fp4() => {
+                    notes.push(format!(
+                    "fp4 weights{of_checkpoint} on {}: no fp4 tensor cores, so vLLM runs them weight-only (Marlin-style MXFP4/NVFP4 kernels dequantise to bf16); matmuls compute in bf16",
                     gpu.id
                 ));
+                }
+                WeightPrecision::Int4 | WeightPrecision::Int8 => {
+                    notes.push(format!(
+                    "integer weights{of_checkpoint} (AWQ / GPTQ / W4A16 / W8A16, group 128): weight-only Marlin-style kernels; matmuls compute in bf16"
+                ));
+                }
+                _ => {}
             }
-            WeightPrecision::Int4 | WeightPrecision::Int8 => {
-                notes.push(
-                    "integer weights (AWQ / GPTQ / W4A16 / W8A16, group 128): weight-only Marlin-style kernels; matmuls compute in bf16".into(),
-                );
-            }
-            _ => {}
         }
         match kv_cache_dtype {
             KvCacheDtype::Fp8DsMla

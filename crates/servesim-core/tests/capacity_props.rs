@@ -378,3 +378,70 @@ fn weights_larger_than_the_budget_still_produce_a_report() {
     assert_eq!(r.kv_cache_tokens, 0);
     assert!(r.fixes.iter().any(|f| f.setting == "tp"));
 }
+
+/// A quantized checkpoint served at `checkpoint` meets the GPU rules its precision meets when asked
+/// for explicitly (docs/gpus.md "Format support used by deploy.rs").
+#[test]
+fn checkpoint_precisions_meet_the_gpu_rules() {
+    let no_fp8 = RawGpu {
+        name: "no-fp8".into(),
+        memory_visible_mib: 143_165.0,
+        hbm_bandwidth_tb_s: 4.8,
+        bf16_dense_tflops: 989.0,
+        fp8_dense_tflops: None,
+        fp4_dense_tflops: None,
+        scaleup_unidir_gb_s: 450.0,
+        scaleup_domain: 8,
+        vendor: None,
+    }
+    .validate()
+    .unwrap();
+    let at = |model: &str, gpu: servesim_core::gpu::GpuSpec, tp: u32| {
+        Deployment::new(
+            catalog::load(model).unwrap(),
+            gpu,
+            Parallelism { tp, dp: 1, ep: 1 },
+            None,
+            WeightPrecision::Checkpoint,
+            KvCacheDtype::Auto,
+            &mml(8192),
+        )
+    };
+    // fp8 checkpoint, GPU without fp8: refused like --weight-precision fp8, naming the field.
+    match at("deepseek-ai/DeepSeek-V3", no_fp8.clone(), 8) {
+        Err(DeployError::Unsupported { field, value, fix }) => {
+            assert_eq!((field, value.as_str()), ("weight_precision", "checkpoint"));
+            assert!(
+                fix.contains("stores fp8 weights") && fix.contains("no-fp8"),
+                "{fix}"
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    // A bf16 checkpoint starts there.
+    assert!(at("deepseek-ai/DeepSeek-V2-Lite", no_fp8, 1).is_ok());
+    // fp8 checkpoint on Ampere: FP8 Marlin, with the note.
+    let d = at("deepseek-ai/DeepSeek-V3", find_gpu("A100").unwrap(), 8).unwrap();
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("fp8 weights (the checkpoint's own weights) on Ampere")),
+        "{:?}",
+        d.notes
+    );
+    // MXFP4 experts (gpt-oss) on Hopper: weight-only, with the note; on Blackwell no note.
+    let d = at("openai/gpt-oss-120b", find_gpu("H100").unwrap(), 1).unwrap();
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.starts_with("fp4 weights (the checkpoint's own weights) on H100")),
+        "{:?}",
+        d.notes
+    );
+    let d = at("openai/gpt-oss-120b", find_gpu("B200").unwrap(), 1).unwrap();
+    assert!(
+        !d.notes.iter().any(|n| n.starts_with("fp4 weights")),
+        "{:?}",
+        d.notes
+    );
+}
