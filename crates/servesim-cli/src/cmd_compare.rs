@@ -6,13 +6,10 @@ use crate::cmd_sweep::{build_scenario, SweepArgs};
 use anyhow::{bail, Context, Result};
 use clap::{ArgMatches, Args};
 use servesim_core::compare::{
-    import_files, parse_kv_cache_tokens, score_all, ImportOptions, LevelKind, MeasuredRun,
-    PredictedSeries, ScoreOptions,
+    import_files, parse_kv_cache_tokens, score_all, ImportOptions, MeasuredRun, PredictedSeries,
+    ScoreOptions,
 };
-use servesim_core::metric::MetricId;
-use servesim_core::scenario::{CapacitySummary, Scenario};
-use servesim_core::workload::{Level, RawArrival};
-use std::collections::BTreeMap;
+use servesim_core::scenario::Scenario;
 use std::path::PathBuf;
 
 /// Flags of `servesim compare`: every `servesim sweep` flag plus the measured inputs.
@@ -56,81 +53,11 @@ pub fn parse_exclude(s: &str) -> Result<(f64, String)> {
     Ok((level, reason.to_string()))
 }
 
-/// The scenario set up to run at the measured levels of one arm.
-fn scenario_for(base: &Scenario, run: &MeasuredRun, level: Option<f64>) -> Result<Scenario> {
-    let mut s = base.clone();
-    let levels: Vec<f64> = run.levels.iter().map(|l| l.level).collect();
-    s.sweep.concurrency = None;
-    s.sweep.request_rates = None;
-    match run.level_kind {
-        LevelKind::Concurrency => {
-            if !matches!(s.workload.arrival, RawArrival::ClosedLoop { .. }) {
-                s.workload.arrival = RawArrival::ClosedLoop {
-                    concurrency: levels[0],
-                    think_time_s: None,
-                };
-            }
-            s.sweep.concurrency = Some(levels);
-        }
-        LevelKind::RequestRate => {
-            if !matches!(
-                s.workload.arrival,
-                RawArrival::Poisson { .. }
-                    | RawArrival::Constant { .. }
-                    | RawArrival::Gamma { .. }
-                    | RawArrival::Trace { .. }
-            ) {
-                s.workload.arrival = RawArrival::Poisson { rate: levels[0] };
-            }
-            s.sweep.request_rates = Some(levels);
-        }
-        LevelKind::Burst => {
-            // One burst size per run: all its requests are sent at t = 0 and the run ends when
-            // they finish (vllm bench serve without --max-concurrency).
-            let n = level.unwrap_or(levels[0]);
-            s.workload.arrival = RawArrival::Burst { count: n };
-            s.sweep.concurrency = Some(vec![n]);
-            s.sweep.num_requests = Some(n);
-            s.sweep.duration_s = None;
-            s.sweep.warmup_s = None;
-        }
-    }
-    Ok(s)
-}
-
-fn level_metrics(l: &servesim_core::metrics::LevelResult) -> BTreeMap<MetricId, f64> {
-    MetricId::all()
-        .into_iter()
-        .filter_map(|m| l.get(m).map(|v| (m, v)))
-        .collect()
-}
-
-/// Simulates one arm at its measured levels.
+/// Simulates one arm at its measured levels (the core's `compare::predict`, as the page).
 fn predict(base: &Scenario, run: &MeasuredRun) -> Result<PredictedSeries> {
-    let mut points = Vec::new();
-    let mut kv = None;
-    let per_level: Vec<Option<f64>> = match run.level_kind {
-        LevelKind::Burst => run.levels.iter().map(|l| Some(l.level)).collect(),
-        _ => vec![None],
-    };
-    for lv in per_level {
-        let s = scenario_for(base, run, lv)?;
-        let resolved = s.resolve()?;
-        kv = Some(CapacitySummary::of(&resolved.capacity).kv_cache_tokens);
-        let result = resolved.run()?;
-        for l in &result.levels {
-            let v = match l.level {
-                Level::Concurrency(c) => c as f64,
-                Level::RequestRate(r) => r,
-            };
-            points.push((v, level_metrics(l)));
-        }
-    }
-    Ok(PredictedSeries {
-        level_kind: run.level_kind,
-        points,
-        kv_capacity_tokens: kv,
-    })
+    let levels: Vec<f64> = run.levels.iter().map(|l| l.level).collect();
+    servesim_core::compare::predict::predict(base, run.level_kind, &levels)
+        .map_err(anyhow::Error::msg)
 }
 
 pub fn run_compare(a: &CompareArgs, m: &ArgMatches) -> Result<()> {

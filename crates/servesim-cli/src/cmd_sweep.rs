@@ -524,7 +524,12 @@ fn print_table(
             opt(l.prefix_cache_hit_rate, 2),
         );
     }
-    println!("(TTFT and ITL in ms; window per level: warm-up excluded)");
+    let window = match r.sweep.stop {
+        servesim_core::sweep::Stop::Duration { .. } => "warm-up excluded",
+        servesim_core::sweep::Stop::Requests(_) => "the whole run, until every request finished",
+        servesim_core::sweep::Stop::Burst => "the whole run, until the burst finished",
+    };
+    println!("(TTFT and ITL in ms; window per level: {window})");
     for l in &res.levels {
         if let Some(why) = &l.no_value {
             println!("{}: no value: {why}", level_label(l));

@@ -410,8 +410,11 @@ impl Scenario {
     /// Sweeps exactly `levels` of `kind`: the arrival takes the first level (a closed loop keeps
     /// its think time; a rate keeps the arrival's own process, constant or gamma with its cv,
     /// Poisson otherwise, and a trace replay is rescaled) and the sweep's level list becomes
-    /// `levels`. What `servesim sweep --concurrency / --request-rate / --burst` and the page's
-    /// predictions at measured levels do. An empty list leaves the arrival at level 1.
+    /// `levels`. Burst levels also drop the sweep's stated stop (`duration_s`, `warmup_s`,
+    /// `num_requests`): each level then sends its burst at t = 0 and runs until it finishes
+    /// (`Stop::Burst`), as `vllm bench serve` without `--max-concurrency` measures. What
+    /// `servesim sweep --concurrency / --request-rate / --burst`, `servesim compare` and the
+    /// page's predictions at measured levels do. An empty list leaves the arrival at level 1.
     pub fn set_levels(&mut self, kind: crate::compare::LevelKind, levels: &[f64]) {
         use crate::compare::LevelKind;
         let first = levels.first().copied().unwrap_or(1.0);
@@ -436,6 +439,11 @@ impl Scenario {
                 _ => RawArrival::Poisson { rate: first },
             },
         };
+        if kind == LevelKind::Burst {
+            self.sweep.duration_s = None;
+            self.sweep.warmup_s = None;
+            self.sweep.num_requests = None;
+        }
         if kind == LevelKind::RequestRate {
             self.sweep.request_rates = Some(levels.to_vec());
             self.sweep.concurrency = None;
@@ -443,6 +451,31 @@ impl Scenario {
             self.sweep.concurrency = Some(levels.to_vec());
             self.sweep.request_rates = None;
         }
+    }
+
+    /// The scenario rewritten to predict exactly the measured `levels` of `kind`
+    /// ([`Scenario::set_levels`]), or why it cannot: no level, or a concurrency / burst level
+    /// that is not a whole number >= 1. `servesim compare` and the page's comparison use it.
+    pub fn at_measured_levels(
+        &self,
+        kind: crate::compare::LevelKind,
+        levels: &[f64],
+    ) -> Result<Scenario, String> {
+        use crate::compare::LevelKind;
+        if levels.is_empty() {
+            return Err("no measured level to predict".into());
+        }
+        if matches!(kind, LevelKind::Concurrency | LevelKind::Burst) {
+            if let Some(l) = levels.iter().find(|l| l.fract() != 0.0 || **l < 1.0) {
+                return Err(format!(
+                    "measured {} {l} is not a whole number >= 1; the simulator runs whole clients",
+                    kind.name()
+                ));
+            }
+        }
+        let mut s = self.clone();
+        s.set_levels(kind, levels);
+        Ok(s)
     }
 
     /// Reads a scenario. The version is checked first; errors name the top-level field (and
@@ -756,6 +789,14 @@ impl Scenario {
         raw_sweep.engines = Some(deployment.engines() as f64);
         raw_sweep.gpus = Some(deployment.num_gpus as f64);
         let mut sweep = raw_sweep.validate().map_err(ScenarioError::Sweep)?;
+        // A burst with no stated stop runs each level until its burst finishes (docs/workload.md).
+        if matches!(workload.arrival, crate::workload::Arrival::Burst { .. })
+            && self.sweep.duration_s.is_none()
+            && self.sweep.warmup_s.is_none()
+            && self.sweep.num_requests.is_none()
+        {
+            sweep.stop = crate::sweep::Stop::Burst;
+        }
         let api_latency = match self.endpoint.unwrap_or_default() {
             Endpoint::Completions => eff.api_latency_completions_s,
             Endpoint::Chat => eff.api_latency_chat_s,

@@ -167,7 +167,7 @@ const ALL: &[Setting] = &[
     cli("request-rate", Some("levels"), &["sweep.request_rates"], Numbers, Some(bounds::REQUEST_RATE), Target::Levels(LevelKind::RequestRate),
         "Open-loop request-rate levels (req/s), comma-separated: Poisson arrivals (trace: rescaled)."),
     cli("burst", Some("levels"), &["sweep.concurrency"], Numbers, Some(bounds::CONCURRENCY), Target::Levels(LevelKind::Burst),
-        "Burst sizes (all requests at t = 0), comma-separated."),
+        "Burst sizes (all requests at t = 0), comma-separated; each level runs until its burst finishes (unless --duration or --num-requests is given)."),
     // --- how long a level runs, seed, SLA -----------------------------------------------------
     cli("num-requests", Some("num_requests"), &["sweep.num_requests"], Number, Some(bounds::NUM_REQUESTS), Target::NumRequests,
         "Issue this many requests per level and run until all finish (instead of --duration)."),

@@ -201,6 +201,27 @@ pub enum Stop {
     Duration { duration: Ticks, warmup: Ticks },
     /// Issue `n` requests and run until all finish; the window is the whole run.
     Requests(u64),
+    /// A burst level (burst arrival, none of `duration_s`, `warmup_s`, `num_requests` stated):
+    /// the level's burst is sent at t = 0 and the level runs until all of it finishes, as
+    /// `vllm bench serve` without `--max-concurrency` does; each level is
+    /// `Requests(burst size)` ([`Stop::at`]).
+    Burst,
+}
+
+impl Stop {
+    /// How a level of workload `w` (already at its level) ends: [`Stop::Burst`] becomes
+    /// `Requests(burst size)`; a burst stop on another arrival (never produced by
+    /// `Scenario::resolve`) runs the default duration.
+    pub fn at(self, w: &crate::workload::WorkloadSpec) -> Stop {
+        match (self, &w.arrival) {
+            (Stop::Burst, crate::workload::Arrival::Burst { count }) => Stop::Requests(*count),
+            (Stop::Burst, _) => Stop::Duration {
+                duration: Ticks::from_secs_f64(900.0),
+                warmup: Ticks::from_secs_f64(90.0),
+            },
+            (s, _) => s,
+        }
+    }
 }
 
 /// A validated sweep.

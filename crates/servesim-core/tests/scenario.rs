@@ -482,3 +482,51 @@ fn set_levels_moves_the_arrival_to_the_first_level_and_keeps_its_process() {
     s.set_levels(LevelKind::RequestRate, &[0.25]);
     assert_eq!(s.workload.arrival, RawArrival::Trace { rate: Some(0.25) });
 }
+
+/// A burst level runs until its burst finishes (docs/metrics.md "How a level ends"): every
+/// request of each burst completes and is measured, the window is the whole run, and it equals
+/// the same run stated with `num_requests` = the burst size. A stated duration keeps its window.
+#[test]
+fn burst_levels_run_until_the_burst_finishes() {
+    use servesim_core::compare::LevelKind;
+    use servesim_core::sweep::Stop;
+    let base = Scenario::default_scenario();
+    let s = base
+        .at_measured_levels(LevelKind::Burst, &[8.0, 32.0])
+        .unwrap();
+    assert_eq!(
+        (s.sweep.duration_s, s.sweep.warmup_s, s.sweep.num_requests),
+        (None, None, None)
+    );
+    let r = s.resolve().unwrap();
+    assert_eq!(r.sweep.stop, Stop::Burst);
+    let res = r.run().unwrap();
+    for (l, n) in res.levels.iter().zip([8u64, 32]) {
+        assert_eq!(l.totals.submitted, n);
+        assert_eq!(l.totals.completed, n);
+        assert!(l.output_tokens_per_s.is_some());
+        // One burst alone, as a request-count run: the same level.
+        let mut one = s.clone();
+        one.sweep.concurrency = Some(vec![n as f64]);
+        one.sweep.num_requests = Some(n as f64);
+        let alone = one.resolve().unwrap().run().unwrap();
+        assert_eq!(
+            serde_json::to_string(&alone.levels[0]).unwrap(),
+            serde_json::to_string(l).unwrap()
+        );
+    }
+    // A stated duration is a fixed window, as before.
+    let mut d = s.clone();
+    d.sweep.duration_s = Some(60.0);
+    assert!(matches!(
+        d.resolve().unwrap().sweep.stop,
+        Stop::Duration { .. }
+    ));
+    // Concurrency levels keep the stated stop.
+    let c = base
+        .at_measured_levels(LevelKind::Concurrency, &[4.0])
+        .unwrap();
+    assert_eq!(c.sweep.duration_s, base.sweep.duration_s);
+    assert!(base.at_measured_levels(LevelKind::Burst, &[2.5]).is_err());
+    assert!(base.at_measured_levels(LevelKind::Burst, &[]).is_err());
+}

@@ -1,82 +1,25 @@
 //! Predictions at exactly the measured levels: the arm's scenario with its sweep levels replaced by
-//! the measured ones (`Scenario::set_levels`, the rewrite `servesim sweep --concurrency /
+//! the measured ones (`Scenario::at_measured_levels`, the rewrite `servesim sweep --concurrency /
 //! --request-rate / --burst` does), run level by level through the core's
-//! `Scenario::resolve()` and `SweepRunner`, then converted into the scorer's `PredictedSeries`.
+//! `Scenario::resolve()` and `SweepRunner`, then converted into the scorer's `PredictedSeries`
+//! (`compare::predict` in the core, shared with `servesim compare`).
 
-use crate::core_api::compare::{LevelKind, PredictedSeries};
-use crate::core_api::metric::MetricId;
-use crate::core_api::metrics::LevelResult;
-use crate::core_api::scenario::{ResolvedScenario, Scenario};
-use std::collections::BTreeMap;
+use crate::core_api::compare::LevelKind;
+use crate::core_api::scenario::Scenario;
 
-/// The arm's scenario rewritten to sweep exactly `levels` of `kind`.
+/// The arm's scenario rewritten to sweep exactly `levels` of `kind` (the core's
+/// `Scenario::at_measured_levels`, which `servesim compare` uses too).
 pub fn scenario_at_levels(
     base: &Scenario,
     kind: LevelKind,
     levels: &[f64],
 ) -> Result<Scenario, String> {
-    if levels.is_empty() {
-        return Err("no measured level to predict".into());
-    }
-    if matches!(kind, LevelKind::Concurrency | LevelKind::Burst) {
-        if let Some(l) = levels.iter().find(|l| l.fract() != 0.0 || **l < 1.0) {
-            return Err(format!(
-                "measured {} {l} is not a whole number >= 1; the simulator runs whole clients",
-                kind.name()
-            ));
-        }
-    }
-    let mut s = base.clone();
-    s.set_levels(kind, levels);
-    Ok(s)
+    base.at_measured_levels(kind, levels)
 }
 
-/// Every metric the simulator reports for one level, by `MetricId`.
-pub fn level_metrics(r: &LevelResult) -> BTreeMap<MetricId, f64> {
-    MetricId::all()
-        .into_iter()
-        .filter_map(|m| r.get(m).filter(|v| v.is_finite()).map(|v| (m, v)))
-        .collect()
-}
-
-/// KV cache tokens per engine, the figure vLLM logs at start-up ("GPU KV cache size: N tokens",
-/// one line per engine / DP rank), for the KV pool ratio.
-pub fn kv_tokens_per_engine(r: &ResolvedScenario) -> Option<u64> {
-    (r.capacity.fits && r.capacity.kv_cache_tokens > 0).then_some(r.capacity.kv_cache_tokens)
-}
-
-/// Builds the scorer's series from finished levels.
-pub fn series_from(
-    kind: LevelKind,
-    results: &[LevelResult],
-    kv_capacity_tokens: Option<u64>,
-) -> PredictedSeries {
-    PredictedSeries {
-        level_kind: kind,
-        points: results
-            .iter()
-            .map(|r| (r.level.value(), level_metrics(r)))
-            .collect(),
-        kv_capacity_tokens,
-    }
-}
-
-/// Runs every level synchronously (native tests, the CLI-like path). The page steps the same
-/// runner level by level and yields in between (see `ui.rs`).
-pub fn predict(
-    base: &Scenario,
-    kind: LevelKind,
-    levels: &[f64],
-) -> Result<PredictedSeries, String> {
-    let s = scenario_at_levels(base, kind, levels)?;
-    let resolved = s.resolve().map_err(|e| e.to_string())?;
-    let result = resolved.run().map_err(|e| e.to_string())?;
-    Ok(series_from(
-        kind,
-        &result.levels,
-        kv_tokens_per_engine(&resolved),
-    ))
-}
+pub use crate::core_api::compare::predict::{
+    kv_tokens_per_engine, level_metrics, predict, series_from,
+};
 
 #[cfg(test)]
 mod tests {
@@ -84,6 +27,7 @@ mod tests {
     use crate::core_api::compare::{
         score_arm, MeasuredLevel, MeasuredRun, ScoreOptions, SourceFormat,
     };
+    use crate::core_api::metric::MetricId;
     use crate::core_api::workload::RawArrival;
 
     pub(crate) fn quick_scenario() -> Scenario {

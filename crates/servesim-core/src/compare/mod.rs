@@ -22,6 +22,7 @@ mod export;
 mod headers;
 mod json;
 mod kvlog;
+pub mod predict;
 mod score;
 mod table;
 

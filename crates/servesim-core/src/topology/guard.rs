@@ -33,13 +33,18 @@ impl LevelGuard {
         let limit = match spec.stop {
             Stop::Requests(n) => Some(n),
             Stop::Duration { .. } => None,
+            // Resolved per level by `Stop::at` before the guard is built.
+            Stop::Burst => match w.arrival {
+                crate::workload::Arrival::Burst { count } => Some(count),
+                _ => None,
+            },
         };
         let (estimate, setting) = crate::budget::level_estimate(
             w,
             level,
             match spec.stop {
                 Stop::Duration { duration, .. } => Some(duration.as_secs_f64()),
-                Stop::Requests(_) => None,
+                Stop::Requests(_) | Stop::Burst => None,
             },
             limit,
         );
@@ -53,7 +58,7 @@ impl LevelGuard {
             limit,
             end: match spec.stop {
                 Stop::Duration { duration, .. } => Some(duration),
-                Stop::Requests(_) => None,
+                Stop::Requests(_) | Stop::Burst => None,
             },
             now: Ticks::ZERO,
             events: 0,
@@ -96,12 +101,14 @@ impl LevelGuard {
             let fraction = match spec.stop {
                 Stop::Duration { duration, .. } => self.now.0 as f64 / duration.0.max(1) as f64,
                 Stop::Requests(n) => col.finished_count() as f64 / n.max(1) as f64,
+                Stop::Burst => col.finished_count() as f64 / self.limit.unwrap_or(1).max(1) as f64,
             };
             progress(fraction.clamp(0.0, 1.0));
             let held = col.held_bytes(in_flight(), self.clients);
             if held > spec.memory_budget {
                 let setting = match (&w.arrival, spec.stop) {
                     (_, Stop::Requests(_)) => "sweep.num_requests",
+                    (_, Stop::Burst) => "sweep.concurrency",
                     (
                         crate::workload::Arrival::ClosedLoop { .. }
                         | crate::workload::Arrival::Burst { .. },

@@ -749,10 +749,21 @@ pub(super) fn run_level(
     keep_log: bool,
 ) -> Result<LevelRun, SweepError> {
     col.clear();
+    let w = workload.at_level(level)?;
+    // A burst level runs until its burst finishes (`Stop::at`).
+    let level_spec;
+    let spec = if spec.stop == Stop::Burst {
+        level_spec = SweepSpec {
+            stop: spec.stop.at(&w),
+            ..spec.clone()
+        };
+        &level_spec
+    } else {
+        spec
+    };
     if let Stop::Duration { duration, warmup } = spec.stop {
         col.set_window(warmup, duration);
     }
-    let w = workload.at_level(level)?;
     let mut guard = LevelGuard::new(&w, level, spec)?;
     let limit = guard.limit;
     let mut sim = Simulation::build(plan, w.seed)?;
@@ -763,7 +774,7 @@ pub(super) fn run_level(
     let disagg = sim.handoff.is_some();
     let (ws, we) = match spec.stop {
         Stop::Duration { duration, warmup } => (warmup, duration),
-        Stop::Requests(_) => (Ticks::ZERO, Ticks(u64::MAX)),
+        Stop::Requests(_) | Stop::Burst => (Ticks::ZERO, Ticks(u64::MAX)),
     };
     let per = disagg || (plan.total_replicas() > 1 && matches!(spec.stop, Stop::Duration { .. }));
     let range = |p: &PoolRt| {
@@ -817,7 +828,7 @@ pub(super) fn run_level(
     // The window: the level's, or (request-count levels) from 0 to the last event.
     let (rws, rwe) = match spec.stop {
         Stop::Duration { duration, warmup } => (warmup, duration),
-        Stop::Requests(_) => (Ticks::ZERO, guard.now),
+        Stop::Requests(_) | Stop::Burst => (Ticks::ZERO, guard.now),
     };
     let win_ns = rwe.0.saturating_sub(rws.0).max(1) as f64;
     let (topo, log) = match (acc, disagg) {
