@@ -770,10 +770,9 @@ const RADIX_BITS: u32 = 10;
 
 /// [`select_weighted`]'s result (the values at `ranks`), by passes of a radix select first: a
 /// histogram of the weights over `2^RADIX_BITS` equal ranges of the values finds the range that
-/// holds each wanted rank; only the entries in those ranges (at most one range per rank) are
-/// kept, and the same is done inside each range, until a part is small (then
-/// [`select_weighted`]) or holds one value. Each pass reads every entry once, without moving
-/// any. Reorders `v`.
+/// holds each wanted rank; the entries in those ranges (at most one range per rank) are moved
+/// to the front of `v`, range by range, and the same is done inside each range, until a part is
+/// small (then [`select_weighted`]) or holds one value. No copy of `v`. Reorders `v`.
 fn radix_select_weighted(v: &mut [(u64, u64)], ranks: &[u64], out: &mut [u64]) {
     if ranks.is_empty() {
         return;
@@ -820,16 +819,31 @@ fn radix_select_weighted(v: &mut [(u64, u64)], ranks: &[u64], out: &mut [u64]) {
     for (g, &(b, ..)) in groups.iter().enumerate() {
         slot[b] = g as u8;
     }
-    let mut parts: Vec<Vec<(u64, u64)>> = vec![Vec::new(); groups.len()];
-    for &e in v.iter() {
-        let g = slot[((e.0 - lo) >> shift) as usize];
-        if g != u8::MAX {
-            parts[g as usize].push(e);
+    // In place: the wanted ranges' entries to the front (one pass), then group by group inside
+    // that front part.
+    let mut k = 0usize;
+    for idx in 0..v.len() {
+        if slot[((v[idx].0 - lo) >> shift) as usize] != u8::MAX {
+            v.swap(k, idx);
+            k += 1;
         }
     }
-    for (part, &(_, below, a, b)) in parts.iter_mut().zip(&groups) {
+    let mut start = 0usize;
+    for (g, &(_, below, a, b)) in groups.iter().enumerate() {
+        let mut end = start;
+        if g + 1 == groups.len() {
+            end = k;
+        } else {
+            for idx in start..k {
+                if slot[((v[idx].0 - lo) >> shift) as usize] == g as u8 {
+                    v.swap(end, idx);
+                    end += 1;
+                }
+            }
+        }
         let shifted: Vec<u64> = ranks[a..b].iter().map(|r| r - below).collect();
-        radix_select_weighted(part, &shifted, &mut out[a..b]);
+        radix_select_weighted(&mut v[start..end], &shifted, &mut out[a..b]);
+        start = end;
     }
 }
 
