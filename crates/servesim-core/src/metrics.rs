@@ -682,8 +682,8 @@ impl Dist {
     }
 
     /// As [`Dist::weighted`] for integer durations in ns, reported in ms (`ns / 1e6`), without
-    /// sorting: the order statistics the percentiles need are found by selection (expected
-    /// linear time), so the percentiles are exactly [`Dist::weighted`]'s (the conversion to ms
+    /// sorting: the order statistics the percentiles need are found by selection (radix passes,
+    /// then quickselect in the small parts left: linear time), so the percentiles are exactly [`Dist::weighted`]'s (the conversion to ms
     /// is strictly increasing below 2^53 ns). The mean is the exact integer sum over the
     /// total weight, `(sum ns * w) / n / 1e6`, rounded once per operation; it can differ from
     /// [`Dist::weighted`]'s (a float sum in sorted order) in the last bits.
@@ -706,7 +706,7 @@ impl Dist {
         ranks.sort_unstable();
         ranks.dedup();
         let mut vals = vec![0u64; ranks.len()];
-        select_weighted(&mut v, &ranks, &mut vals, 0);
+        radix_select_weighted(&mut v, &ranks, &mut vals);
         let at = |pos: u64| -> f64 {
             let i = ranks.binary_search(&pos.min(n - 1)).expect("rank selected");
             vals[i] as f64 / 1e6
@@ -762,6 +762,88 @@ impl Dist {
         let mut v: Vec<(f64, u64)> = v.into_iter().map(|x| (x, 1)).collect();
         v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
         Dist::weighted_sorted(&v)
+    }
+}
+
+/// Bucket bits per pass of [`radix_select_weighted`].
+const RADIX_BITS: u32 = 10;
+
+/// [`select_weighted`]'s result (the values at `ranks`), by passes of a radix select first: a
+/// histogram of the weights over `2^RADIX_BITS` equal ranges of the values finds the range that
+/// holds each wanted rank; the entries in those ranges (at most one range per rank) are moved
+/// to the front of `v`, range by range, and the same is done inside each range, until a part is
+/// small (then [`select_weighted`]) or holds one value. No copy of `v`. Reorders `v`.
+fn radix_select_weighted(v: &mut [(u64, u64)], ranks: &[u64], out: &mut [u64]) {
+    if ranks.is_empty() {
+        return;
+    }
+    if v.len() <= 2048 {
+        select_weighted(v, ranks, out, 0);
+        return;
+    }
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for &(x, _) in v.iter() {
+        lo = lo.min(x);
+        hi = hi.max(x);
+    }
+    if lo == hi {
+        out.fill(lo);
+        return;
+    }
+    let bits = 64 - (hi - lo).leading_zeros();
+    let shift = bits.saturating_sub(RADIX_BITS);
+    let nb = ((hi - lo) >> shift) as usize + 1;
+    let mut hist = vec![0u64; nb];
+    for &(x, w) in v.iter() {
+        hist[((x - lo) >> shift) as usize] += w;
+    }
+    // Per range holding wanted ranks: (range, weight below it, its ranks `a..b`).
+    let mut groups: Vec<(usize, u64, usize, usize)> = Vec::with_capacity(ranks.len());
+    let (mut c, mut j) = (0u64, 0usize);
+    for (b, &h) in hist.iter().enumerate() {
+        let start = j;
+        while j < ranks.len() && ranks[j] < c + h {
+            j += 1;
+        }
+        if j > start {
+            groups.push((b, c, start, j));
+        }
+        c += h;
+        if j == ranks.len() {
+            break;
+        }
+    }
+    debug_assert_eq!(j, ranks.len(), "ranks below the total weight");
+    // The ranges' group numbers (u8::MAX: not wanted; at most one group per rank).
+    let mut slot = vec![u8::MAX; nb];
+    for (g, &(b, ..)) in groups.iter().enumerate() {
+        slot[b] = g as u8;
+    }
+    // In place: the wanted ranges' entries to the front (one pass), then group by group inside
+    // that front part.
+    let mut k = 0usize;
+    for idx in 0..v.len() {
+        if slot[((v[idx].0 - lo) >> shift) as usize] != u8::MAX {
+            v.swap(k, idx);
+            k += 1;
+        }
+    }
+    let mut start = 0usize;
+    for (g, &(_, below, a, b)) in groups.iter().enumerate() {
+        let mut end = start;
+        if g + 1 == groups.len() {
+            end = k;
+        } else {
+            for idx in start..k {
+                if slot[((v[idx].0 - lo) >> shift) as usize] == g as u8 {
+                    v.swap(end, idx);
+                    end += 1;
+                }
+            }
+        }
+        let shifted: Vec<u64> = ranks[a..b].iter().map(|r| r - below).collect();
+        radix_select_weighted(&mut v[start..end], &shifted, &mut out[a..b]);
+        start = end;
     }
 }
 
@@ -1464,6 +1546,26 @@ mod tests {
             cases.push(vec![(123_456_789, 2); len]);
         }
         cases.push(vec![(5, 0), (7, 0)]);
+        // wide ranges, a tight mass with far outliers, values near 2^53 (radix passes)
+        for len in [3000usize, 50_000] {
+            cases.push(
+                (0..len)
+                    .map(|_| (rng.range_u64(0, 1 << 52), rng.range_u64(0, 5)))
+                    .collect(),
+            );
+            cases.push(
+                (0..len)
+                    .map(|i| {
+                        let x = if i % 97 == 0 {
+                            rng.range_u64(1 << 40, 1 << 50)
+                        } else {
+                            rng.range_u64(9_000_000, 9_000_300)
+                        };
+                        (x, rng.range_u64(1, 4))
+                    })
+                    .collect(),
+            );
+        }
         for v in cases {
             let a = Dist::weighted_ns_as_ms(v.clone());
             let b = Dist::weighted(v.iter().map(|&(ns, w)| (ns as f64 / 1e6, w)).collect());
