@@ -17,7 +17,7 @@ use servesim_core::search::{
 };
 use std::cell::RefCell;
 
-/// Page -> search worker (externally tagged: `{"search_space":{…}}`, distinct from `ToWorker`).
+/// Page -> search worker (externally tagged: `{"search_start":{…}}`, distinct from `ToWorker`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToSearch {
