@@ -2,8 +2,8 @@
 //! a share link, the page and `servesim sweep --scenario` carry the same JSON), catalogs,
 //! validation, capacity, the sweep report, and the core modules the page's files use (re-exported
 //! below, so page files write `crate::core_api::metric::MetricId`, never `servesim_core::...`;
-//! only this module and the worker's own modules, `protocol`, `command_tools`, `search_tools`,
-//! `worker`, name the core crate; `tests::page_files_reach_the_core_only_through_this_module`
+//! only this module and the worker's own modules, `protocol`, `command_tools`, `search_form`,
+//! `search_tools`, `worker`, name the core crate; `tests::page_files_reach_the_core_only_through_this_module`
 //! keeps it so). Everything the UI shows comes through here; this module uses no page module.
 
 use serde::{Deserialize, Serialize};
@@ -530,9 +530,10 @@ mod tests {
     /// crate; every page file reaches it through `crate::core_api`. Comments do not count.
     #[test]
     fn page_files_reach_the_core_only_through_this_module() {
-        const WORKER_SIDE: [&str; 4] = [
+        const WORKER_SIDE: [&str; 5] = [
             "protocol.rs",
             "command_tools.rs",
+            "search_form.rs",
             "search_tools.rs",
             "worker.rs",
         ];

@@ -17,6 +17,7 @@ pub mod form_spec;
 pub mod pins;
 pub mod protocol;
 pub mod search_chart;
+pub mod search_form;
 pub mod search_tools;
 pub mod search_view;
 pub mod table;

@@ -1,6 +1,8 @@
 //! The page's configuration search (docs/search.md, docs/web.md "Which deployment?") on the
-//! worker side, and its messages. The page sends the search as `RawSearch` JSON; a search worker
-//! (an instance of the worker binary) validates it into the core's `SearchSpace` (kept while the
+//! worker side, and its messages. The page sends the panel's options as typed and the scenario;
+//! the first search worker writes them as the core's `RawSearch` JSON (`search_form`), validates
+//! it into the core's `SearchSpace` and answers with the JSON and the candidates (or the fields
+//! at fault); every later message carries that JSON (a worker keeps its `SearchSpace` while the
 //! same JSON comes back), evaluates the candidates it is given by index with the core's
 //! `search::evaluate`, and one worker assembles the outcomes, in candidate order, with the core's
 //! `search::assemble` into the report `servesim search --json` prints. Ranking, pruning and the
@@ -15,12 +17,17 @@ use servesim_core::search::{
 };
 use std::cell::RefCell;
 
-/// Page -> search worker (externally tagged: `{"search_space":{…}}`, distinct from `ToWorker`).
+/// Page -> search worker (externally tagged: `{"search_start":{…}}`, distinct from `ToWorker`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToSearch {
-    /// Validate the search and list its candidates.
-    SearchSpace { id: u32, search: String },
+    /// Write the panel's options over the scenario (`base`: its JSON) as the search JSON,
+    /// validate it and list its candidates.
+    SearchStart {
+        id: u32,
+        base: String,
+        options: Box<crate::search_view::SearchOptions>,
+    },
     /// Evaluate candidate `index` of the search (prune = the CLI's default, cheap bounds on).
     SearchEvaluate {
         id: u32,
@@ -47,9 +54,11 @@ pub struct WireCandidate {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FromSearch {
-    /// The search's candidates in enumeration order (the index order of the report).
+    /// The search JSON (`servesim search --search FILE`) and its candidates in enumeration
+    /// order (the index order of the report).
     SearchCandidates {
         id: u32,
+        search: String,
         candidates: Vec<WireCandidate>,
     },
     /// Candidate `index` done: the CLI's outcome word (`evaluated`, `pruned (budget)`, …) for the
@@ -67,11 +76,11 @@ pub enum FromSearch {
         report: String,
         links: Vec<String>,
     },
-    /// The search was refused (`field`: the search field at fault, e.g. `max_gpus`).
+    /// The search was refused: messages by the panel's field key (`search_max_gpus`, …;
+    /// `search` for the search as a whole).
     SearchError {
         id: u32,
-        field: String,
-        message: String,
+        errors: crate::search_form::SearchFieldErrors,
     },
 }
 
@@ -255,7 +264,7 @@ thread_local! {
     static SPACE: RefCell<Option<(String, std::rc::Rc<SearchSpace>)>> = const { RefCell::new(None) };
 }
 
-fn space_of(json: &str) -> Result<std::rc::Rc<SearchSpace>, (String, String)> {
+fn space_of(json: &str) -> Result<std::rc::Rc<SearchSpace>, search::SearchError> {
     if let Some(s) = SPACE.with(|c| {
         c.borrow()
             .as_ref()
@@ -264,9 +273,7 @@ fn space_of(json: &str) -> Result<std::rc::Rc<SearchSpace>, (String, String)> {
     }) {
         return Ok(s);
     }
-    let space = RawSearch::from_json(json)
-        .and_then(|r| r.validate())
-        .map_err(|e| (e.field.clone(), e.to_string()))?;
+    let space = RawSearch::from_json(json).and_then(|r| r.validate())?;
     let space = std::rc::Rc::new(space);
     SPACE.with(|c| *c.borrow_mut() = Some((json.to_string(), space.clone())));
     Ok(space)
@@ -310,25 +317,37 @@ pub fn assemble(space: &SearchSpace, outcomes: &[String]) -> Result<String, Stri
 
 /// The worker's answer to one search message.
 pub fn answer(msg: &ToSearch) -> FromSearch {
+    let written;
     let (id, json) = match msg {
-        ToSearch::SearchSpace { id, search }
-        | ToSearch::SearchEvaluate { id, search, .. }
+        ToSearch::SearchStart { id, base, options } => {
+            match crate::search_form::search_json(options, base) {
+                Ok(j) => {
+                    written = j;
+                    (*id, written.as_str())
+                }
+                Err(errors) => return FromSearch::SearchError { id: *id, errors },
+            }
+        }
+        ToSearch::SearchEvaluate { id, search, .. }
         | ToSearch::SearchAssemble { id, search, .. } => (*id, search.as_str()),
     };
     let space = match space_of(json) {
         Ok(s) => s,
-        Err((field, message)) => {
-            return FromSearch::SearchError { id, field, message };
+        Err(e) => {
+            return FromSearch::SearchError {
+                id,
+                errors: crate::search_form::errors_of(&e),
+            };
         }
     };
     let err = |message: String| FromSearch::SearchError {
         id,
-        field: String::new(),
-        message,
+        errors: [("search".to_string(), message)].into(),
     };
     match msg {
-        ToSearch::SearchSpace { .. } => FromSearch::SearchCandidates {
+        ToSearch::SearchStart { .. } => FromSearch::SearchCandidates {
             id,
+            search: json.to_string(),
             candidates: space
                 .candidates
                 .iter()
@@ -449,16 +468,46 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_bad_search_names_its_field() {
-        let mut v: serde_json::Value = serde_json::from_str(&small_search()).unwrap();
-        v["max_gpus"] = 0.into();
-        match answer(&ToSearch::SearchSpace {
+    fn the_first_worker_writes_the_search_json_or_names_the_fields() {
+        let options = crate::search_view::SearchOptions {
+            gpus: "H100-SXM, H200".into(),
+            max_gpus: "2".into(),
+            tp: "1, 2".into(),
+            refine_steps: "2".into(),
+            ..Default::default()
+        };
+        let base = Scenario::default_scenario().to_json();
+        match answer(&ToSearch::SearchStart {
             id: 3,
-            search: v.to_string(),
+            base: base.clone(),
+            options: Box::new(options.clone()),
         }) {
-            FromSearch::SearchError { field, message, .. } => {
-                assert_eq!(field, "max_gpus");
-                assert!(message.contains("max_gpus"), "{message}");
+            FromSearch::SearchCandidates {
+                search, candidates, ..
+            } => {
+                let space = RawSearch::from_json(&search).unwrap().validate().unwrap();
+                assert_eq!(candidates.len(), space.candidates.len());
+                assert_eq!(candidates[3].label, space.candidates[3].label);
+            }
+            other => panic!("{other:?}"),
+        }
+        // A budget of 0 reads as a number but the core refuses it: its message, under the field.
+        let bad = crate::search_view::SearchOptions {
+            max_gpus: "0".into(),
+            weight_precisions: "fp8".into(),
+            ..options
+        };
+        match answer(&ToSearch::SearchStart {
+            id: 4,
+            base,
+            options: Box::new(bad),
+        }) {
+            FromSearch::SearchError { errors, .. } => {
+                let m = &errors["search_max_gpus"];
+                assert!(
+                    m.contains("`search.max_gpus` = 0") && m.contains("between 1"),
+                    "{m}"
+                );
             }
             other => panic!("{other:?}"),
         }

@@ -163,7 +163,8 @@ pub fn build_search(a: &SearchArgs, m: &ArgMatches) -> Result<RawSearch> {
                 .map(|s| {
                     WeightPrecision::parse(s).with_context(|| {
                         format!(
-                            "--weight-precisions {s}: use checkpoint, bf16, fp8, fp4, int4 or int8"
+                            "--weight-precisions {s}: use {}",
+                            WeightPrecision::NAMES.join(", ")
                         )
                     })
                 })

@@ -177,6 +177,9 @@ pub enum WeightPrecision {
 }
 
 impl WeightPrecision {
+    /// Every precision by the scenario's spelling (`weight_precision`), in declaration order.
+    pub const NAMES: [&'static str; 6] = ["checkpoint", "bf16", "fp8", "fp4", "int4", "int8"];
+
     /// The scenario's spelling (`weight_precision`).
     pub fn name(self) -> &'static str {
         match self {
@@ -226,6 +229,10 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_value(p).unwrap(), p.name());
             assert_eq!(WeightPrecision::parse(p.name()), Some(p));
+            assert!(WeightPrecision::NAMES.contains(&p.name()));
+        }
+        for n in WeightPrecision::NAMES {
+            assert_eq!(WeightPrecision::parse(n).unwrap().name(), n);
         }
     }
 

@@ -257,3 +257,109 @@ async fn a_small_pd_search_equals_the_cli() {
         );
     }
 }
+
+/// The panel's search dimensions beyond TP/DP (issue 14): two weight precisions (the bf16
+/// checkpoint as is and served at fp8), two `max_num_batched_tokens` values, one
+/// `max_num_seqs`, and 1P1D with its own prefill-pool `max_num_batched_tokens` list beside the
+/// aggregated candidates. A bad weight precision is first shown under its field with the
+/// accepted spellings; then the search JSON the worker wrote is the core's `RawSearch` with
+/// those lists, and the page's report equals the CLI's (`search::run`) byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_over_precisions_and_token_budgets_equals_the_cli() {
+    let frag = fragment_for(&base());
+    let out = with_browser("search-dims", |c, base_url| async move {
+        let r = async {
+            c.goto(&format!("{base_url}#{frag}")).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            type_into(&c, "#f-search_gpus", "H100-SXM").await?;
+            type_into(&c, "#f-search_max_gpus", "2").await?;
+            type_into(&c, "#f-search_tp", "1").await?;
+            type_into(&c, "#f-search_weight_precisions", "checkpoint, fp3").await?;
+            type_into(&c, "#f-search_max_num_batched_tokens", "2048, 8192").await?;
+            type_into(&c, "#f-search_max_num_seqs", "64").await?;
+            type_into(&c, "#f-search_refine_steps", "2").await?;
+            choose(&c, "#f-search_disagg", "also").await?;
+            type_into(&c, "#f-search_pd_ratios", "1:1").await?;
+            type_into(&c, "#f-search_pd_prefill_tp", "1").await?;
+            type_into(&c, "#f-search_pd_decode_tp", "1").await?;
+            type_into(&c, "#f-search_pd_prefill_mnbt", "4096").await?;
+            c.find(Locator::Css("#search-btn")).await?.click().await?;
+            let bad = wait_text(&c, "#e-search_weight_precisions").await?;
+            type_into(&c, "#f-search_weight_precisions", "checkpoint, fp8").await?;
+            c.find(Locator::Css("#search-btn")).await?.click().await?;
+            let status = wait_until("search done", Duration::from_secs(600), || async {
+                Ok(text_of(&c, "#search-status")
+                    .await?
+                    .filter(|t| t.starts_with("Done") || t.starts_with("Failed")))
+            })
+            .await?;
+            if !status.starts_with("Done") {
+                return Err(status.into());
+            }
+            let cleared = text_content(&c, "#e-search_weight_precisions").await?;
+            let search_json = text_content(&c, "#search-input").await?;
+            let report = text_content(&c, "#search-report").await?;
+            Ok((bad, cleared, status, search_json, report))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    let (bad, cleared, status, search_json, report) = out;
+    println!("{status}");
+    assert!(
+        bad.contains("`fp3`") && bad.contains("checkpoint, bf16, fp8, fp4, int4, int8"),
+        "the bad precision is named under its field with the fix: {bad}"
+    );
+    assert!(cleared.is_empty(), "fixed: {cleared}");
+    let raw = RawSearch::from_json(&search_json).unwrap();
+    assert_eq!(raw.base.to_json(), base().to_json());
+    use servesim_core::dtype::WeightPrecision;
+    assert_eq!(
+        raw.weight_precisions,
+        Some(vec![WeightPrecision::Checkpoint, WeightPrecision::Fp8])
+    );
+    assert_eq!(raw.max_num_batched_tokens, Some(vec![2048, 8192]));
+    assert_eq!(raw.max_num_seqs, Some(vec![64]));
+    assert_eq!(raw.refine_steps, Some(2));
+    assert_eq!(
+        raw.disagg,
+        Some(search::RawDisaggSpace {
+            pd_ratios: Some(vec!["1:1".into()]),
+            prefill_tp: Some(vec![1]),
+            decode_tp: Some(vec![1]),
+            prefill_max_num_batched_tokens: Some(vec![4096]),
+            ..Default::default()
+        })
+    );
+    let space = raw.validate().unwrap();
+    // Aggregated: 2 precisions x 2 budgets; 1P1D: 2 precisions x the prefill pool's one budget.
+    assert_eq!(space.candidates.len(), 2 * 2 + 2);
+    let native = search::run(&space, true);
+    let want = serde_json::to_string_pretty(&native).unwrap() + "\n";
+    assert!(
+        report == want,
+        "the page's search report equals the CLI's byte for byte"
+    );
+    // The dimensions are real: fp8 weights and each budget reached a simulated candidate.
+    let evaluated: Vec<_> = native
+        .candidates
+        .iter()
+        .filter(|c| matches!(c.outcome, search::Outcome::Evaluated { .. }))
+        .map(|c| &c.candidate)
+        .collect();
+    assert!(evaluated
+        .iter()
+        .any(|c| c.weight_precision == Some(WeightPrecision::Fp8)));
+    for b in [2048, 8192] {
+        assert!(
+            evaluated
+                .iter()
+                .any(|c| c.prefill.is_none() && c.max_num_batched_tokens == Some(b)),
+            "{b}"
+        );
+    }
+    assert!(evaluated
+        .iter()
+        .any(|c| c.prefill.and_then(|p| p.max_num_batched_tokens) == Some(4096)));
+}

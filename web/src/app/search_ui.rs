@@ -1,5 +1,7 @@
 //! The "Which deployment?" panel (docs/web.md, docs/search.md), wasm32 only: the search options
-//! (`search_view::SearchOptions`) over the form's scenario, candidates evaluated across Web
+//! (`search_view::SearchOptions`, written as the core's search JSON by the first search worker,
+//! `search_form`, with errors under their fields) over the form's scenario, candidates evaluated
+//! across Web
 //! Workers (one per `navigator.hardwareConcurrency`, at most [`MAX_WORKERS`]; each a fresh
 //! instance of the worker binary, handed the next candidate index when it finishes one), the
 //! outcomes assembled by candidate index in one of them (`search_tools`: the core's
@@ -12,7 +14,7 @@ use crate::browser;
 use crate::charts;
 use crate::search_chart::frontier_spec;
 use crate::search_tools::{FromSearch, ToSearch, WireCandidate};
-use crate::search_view::{default_price, search_form_key, SearchOptions, SearchView};
+use crate::search_view::{default_price, SearchOptions, SearchView};
 use crate::table;
 use leptos::prelude::*;
 use std::cell::RefCell;
@@ -27,7 +29,8 @@ pub const MAX_WORKERS: usize = 4;
 #[derive(Clone, Copy)]
 struct SearchState {
     opts: RwSignal<SearchOptions>,
-    errors: RwSignal<crate::form::FieldErrors>,
+    /// Messages by field key (`search_form::FIELDS`; `search` for the search as a whole).
+    errors: RwSignal<std::collections::BTreeMap<String, String>>,
     status: RwSignal<String>,
     running: RwSignal<bool>,
     /// Candidates in index order and each one's progress text.
@@ -42,6 +45,9 @@ struct SearchState {
 /// One search's workers and bookkeeping.
 struct Pool {
     id: u32,
+    /// The scenario's JSON and the options, until the first worker has written the search JSON.
+    start: Option<(String, SearchOptions)>,
+    /// The search JSON (after `SearchCandidates`).
     json: String,
     workers: Vec<Worker>,
     ready: Vec<bool>,
@@ -110,13 +116,16 @@ fn on_message(ss: SearchState, k: usize, text: &str) {
             let Some(p) = p.as_mut() else { return };
             p.ready[k] = true;
             if k == 0 && p.total.is_none() {
-                post_to(
-                    &p.workers[0],
-                    &ToSearch::SearchSpace {
-                        id: p.id,
-                        search: p.json.clone(),
-                    },
-                );
+                if let Some((base, options)) = p.start.take() {
+                    post_to(
+                        &p.workers[0],
+                        &ToSearch::SearchStart {
+                            id: p.id,
+                            base,
+                            options: Box::new(options),
+                        },
+                    );
+                }
             } else {
                 dispatch(ss, p, k);
             }
@@ -137,8 +146,11 @@ fn on_message(ss: SearchState, k: usize, text: &str) {
         return;
     }
     match msg {
-        FromSearch::SearchCandidates { candidates, .. } => {
+        FromSearch::SearchCandidates {
+            candidates, search, ..
+        } => {
             let n = candidates.len();
+            ss.search_json.set(Some(search.clone()));
             ss.cands.set(
                 candidates
                     .into_iter()
@@ -150,6 +162,7 @@ fn on_message(ss: SearchState, k: usize, text: &str) {
                 let mut p = p.borrow_mut();
                 let Some(p) = p.as_mut() else { return };
                 p.total = Some(n);
+                p.json = search;
                 p.outcomes = vec![None; n];
                 for j in 0..p.workers.len() {
                     dispatch(ss, p, j);
@@ -218,10 +231,12 @@ fn on_message(ss: SearchState, k: usize, text: &str) {
                 ss.cands.with_untracked(|c| c.len())
             ));
         }
-        FromSearch::SearchError { field, message, .. } => {
-            ss.errors.update(|e| {
-                e.insert(search_form_key(&field), message.clone());
-            });
+        FromSearch::SearchError { errors, .. } => {
+            let message = match errors.get("search") {
+                Some(m) => m.clone(),
+                None => "fix the search options marked above.".into(),
+            };
+            ss.errors.set(errors);
             fail(ss, message);
         }
     }
@@ -230,20 +245,14 @@ fn on_message(ss: SearchState, k: usize, text: &str) {
 fn start(ss: SearchState, st: State) {
     stop_pool();
     ss.report.set(None);
+    ss.search_json.set(None);
     ss.cands.set(Vec::new());
     let Ok(base) = st.scenario.get_untracked() else {
         ss.status
             .set("Fix the scenario's fields first: the search starts from it.".into());
         return;
     };
-    let json = match ss.opts.with_untracked(|o| o.to_search_json(&base)) {
-        Ok(j) => j,
-        Err(e) => {
-            ss.errors.set(e);
-            ss.status.set("Fix the search options marked below.".into());
-            return;
-        }
-    };
+    let start = (base.to_json(), ss.opts.get_untracked());
     ss.errors.set(Default::default());
     let n = (browser::window().navigator().hardware_concurrency() as usize).clamp(1, MAX_WORKERS);
     let id = NEXT_ID.with(|c| {
@@ -283,13 +292,13 @@ fn start(ss: SearchState, st: State) {
         onerror.forget();
         workers.push(w);
     }
-    ss.search_json.set(Some(json.clone()));
     ss.running.set(true);
     ss.status.set(format!("Starting {n} search workers…"));
     POOL.with(|p| {
         *p.borrow_mut() = Some(Pool {
             id,
-            json,
+            start: Some(start),
+            json: String::new(),
             ready: vec![false; n],
             busy: vec![false; n],
             workers,
@@ -352,6 +361,12 @@ const DISAGG: &[(&str, &str)] = &[
     ("", "none"),
     ("also", "also (with aggregated)"),
     ("only", "only"),
+];
+
+/// Whether a candidate's sweep stops at its first failing level (`stop_at_crossing`).
+const STOP: &[(&str, &str)] = &[
+    ("", "simulated (default)"),
+    ("on", "skipped (stop at the crossing)"),
 ];
 
 /// A select bound to one search option (one routine for every select of the panel).
@@ -572,14 +587,24 @@ pub(super) fn search_panel(st: State) -> impl IntoView {
                 {opt_field(ss, "search_tp", "TP sizes (blank: 1, 2, 4, 8 up to the budget)", "e.g. 4, 8", |o| &o.tp, |o, v| o.tp = v)}
                 {opt_field(ss, "search_dp", "DP sizes (blank: 1)", "e.g. 1, 2", |o| &o.dp, |o, v| o.dp = v)}
                 {select_field(ss, "search_ep", "Expert parallelism (default: both for MoE)", ON_OFF, |o| &o.ep, |o, v| o.ep = v)}
+                {opt_field(ss, "search_replicas", "Replicas (blank: 1)", "e.g. 1, 2", |o| &o.replicas, |o, v| o.replicas = v)}
                 {select_field(ss, "search_spec", "Speculative decoding (default: both when the scenario has it)", ON_OFF, |o| &o.spec, |o, v| o.spec = v)}
                 {opt_field(ss, "search_kv", "KV cache dtypes (blank: the scenario's)", "e.g. auto, fp8", |o| &o.kv, |o, v| o.kv = v)}
+                {opt_field(ss, "search_weight_precisions", "Weight precisions, as vLLM serves the checkpoint (blank: the scenario's)", "e.g. checkpoint, fp8", |o| &o.weight_precisions, |o, v| o.weight_precisions = v)}
+                {opt_field(ss, "search_max_num_seqs", "max_num_seqs values (blank: the scenario's)", "e.g. 128, 256", |o| &o.max_num_seqs, |o, v| o.max_num_seqs = v)}
+                {opt_field(ss, "search_max_num_batched_tokens", "max_num_batched_tokens values, aggregated and prefill (blank: the scenario's)", "e.g. 2048, 8192", |o| &o.max_num_batched_tokens, |o, v| o.max_num_batched_tokens = v)}
+                {opt_field(ss, "search_refine_steps", "Refinement steps per candidate (blank: 6)", "0 to 32", |o| &o.refine_steps, |o, v| o.refine_steps = v)}
+                {select_field(ss, "search_stop_at_crossing", "Levels past a candidate's first failing one", STOP, |o| &o.stop_at_crossing, |o, v| o.stop_at_crossing = v)}
                 {select_field(ss, "search_disagg", "Disaggregated prefill/decode (P:D and pool fields below)", DISAGG, |o| &o.disagg, |o, v| o.disagg = v)}
                 {opt_field(ss, "search_pd_ratios", "P:D replica ratios (blank: 1:1)", "e.g. 1:1, 1:2, 2:1", |o| &o.pd_ratios, |o, v| o.pd_ratios = v)}
                 {opt_field(ss, "search_pd_prefill_tp", "Prefill pool TP sizes (blank: the TP sizes)", "e.g. 2", |o| &o.pd_prefill_tp, |o, v| o.pd_prefill_tp = v)}
                 {opt_field(ss, "search_pd_prefill_dp", "Prefill pool DP sizes (blank: the DP sizes)", "e.g. 1", |o| &o.pd_prefill_dp, |o, v| o.pd_prefill_dp = v)}
+                {select_field(ss, "search_pd_prefill_ep", "Prefill pool expert parallelism (default: as above)", ON_OFF, |o| &o.pd_prefill_ep, |o, v| o.pd_prefill_ep = v)}
+                {opt_field(ss, "search_pd_prefill_mnbt", "Prefill pool max_num_batched_tokens (blank: the values above, else the scenario's)", "e.g. 8192, 16384", |o| &o.pd_prefill_mnbt, |o, v| o.pd_prefill_mnbt = v)}
                 {opt_field(ss, "search_pd_decode_tp", "Decode pool TP sizes (blank: the TP sizes)", "e.g. 2, 4", |o| &o.pd_decode_tp, |o, v| o.pd_decode_tp = v)}
                 {opt_field(ss, "search_pd_decode_dp", "Decode pool DP sizes (blank: the DP sizes)", "e.g. 1", |o| &o.pd_decode_dp, |o, v| o.pd_decode_dp = v)}
+                {select_field(ss, "search_pd_decode_ep", "Decode pool expert parallelism (default: as above)", ON_OFF, |o| &o.pd_decode_ep, |o, v| o.pd_decode_ep = v)}
+                {opt_field(ss, "search_pd_decode_mnbt", "Decode pool max_num_batched_tokens (blank: the scenario's)", "e.g. 2048", |o| &o.pd_decode_mnbt, |o, v| o.pd_decode_mnbt = v)}
             </div>
             <div class="grid2" id="search-prices">{prices}</div>
             <div class="field-error" id="e-search_prices" role="alert">{move || ss.errors.with(|e| e.get("search_prices").cloned())}</div>
@@ -603,13 +628,11 @@ pub(super) fn search_panel(st: State) -> impl IntoView {
                 </figure>
             </div>
             {results}
-            <Show when=move || ss.search_json.with(|s| s.is_some())>
-                <details>
-                    <summary>"Search JSON (servesim search --search FILE --json)"</summary>
-                    <pre id="search-input">{move || ss.search_json.get().unwrap_or_default()}</pre>
-                </details>
-            </Show>
-            <Show when=move || ss.report.with(|r| r.is_some())>
+            <details hidden=move || ss.search_json.with(|s| s.is_none())>
+                <summary>"Search JSON (servesim search --search FILE --json)"</summary>
+                <pre id="search-input">{move || ss.search_json.get().unwrap_or_default()}</pre>
+            </details>
+            <div hidden=move || ss.report.with(|r| r.is_none())>
                 <details>
                     <summary>"Search report JSON"</summary>
                     <div class="btn-row"><button class="btn small" on:click=move |_| {
@@ -617,7 +640,7 @@ pub(super) fn search_panel(st: State) -> impl IntoView {
                     }>"Download"</button></div>
                     <pre id="search-report">{move || ss.report.with(|r| r.as_ref().map(|x| x.0.clone()).unwrap_or_default())}</pre>
                 </details>
-            </Show>
+            </div>
         </section>
     }
 }
