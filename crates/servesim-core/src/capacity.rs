@@ -97,7 +97,11 @@ pub struct Breakdown {
     pub visible: Mem,
     /// `visible * gpu_memory_utilization`.
     pub budget: Mem,
+    /// Weights on this GPU as vLLM measures them at load: the model's plus the MTP drafter's.
     pub weights: Mem,
+    /// The MTP drafter's part of `weights` (absent without MTP speculative decoding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drafter_weights: Option<Mem>,
     /// Peak torch allocation of the profile run (forward of `max_num_batched_tokens` + sampler).
     pub activation: Mem,
     /// Non-torch allocations that appear during profiling (NCCL, cuBLAS, DeepEP buffers).
@@ -389,8 +393,11 @@ fn compute_inner(
     let model = &d.model;
     let visible = d.gpu.memory_visible.get();
     let budget = libm::floor(visible as f64 * e.gpu_memory_utilization) as u64;
-    let weights = model.weight_bytes_per_gpu(d.weight_precision, d.par)?.get();
-    let spec = model.kv_cache_spec(d.kv_cache_dtype, d.par.tp, e.block_size)?;
+    // vLLM loads the MTP drafter with the model, before the profile run: its weights are part
+    // of the measured weight memory, and its attention layers get KV in the same KV cache.
+    let drafter_weights = d.drafter_weight_bytes_per_gpu()?;
+    let weights = model.weight_bytes_per_gpu(d.weight_precision, d.par)?.get() + drafter_weights;
+    let spec = d.kv_cache_spec()?;
     let activation = activation_bytes(model, d.par, e.max_num_batched_tokens, e.max_num_seqs);
     // With DP + EP stated, vLLM builds its all2all manager (and DeepEP's buffers) only when
     // `dp > 1` (`ParallelConfig.use_all2all`); scenarios without the field keep the buffers.
@@ -579,6 +586,7 @@ fn compute_inner(
             visible: Mem::of(visible as i64),
             budget: Mem::of(budget as i64),
             weights: Mem::of(weights as i64),
+            drafter_weights: (d.drafter_mtp_layers() > 0).then(|| Mem::of(drafter_weights as i64)),
             activation: Mem::of(activation as i64),
             non_torch: Mem::of(non_torch as i64),
             cudagraph: Mem::of(cudagraph as i64),
@@ -741,10 +749,7 @@ fn suggest_fixes(d: &Deployment, r: &CapacityReport) -> Vec<Fix> {
     }
     // Lower max_model_len (vLLM's own estimate).
     if r.breakdown.kv_available.bytes > 0 {
-        if let Ok(spec) = d
-            .model
-            .kv_cache_spec(d.kv_cache_dtype, d.par.tp, e.block_size)
-        {
+        if let Ok(spec) = d.kv_cache_spec() {
             let est = estimate_max_len(
                 &spec,
                 r.breakdown.kv_available.bytes as u64,

@@ -1052,4 +1052,37 @@ impl Deployment {
     pub fn engines(&self) -> u32 {
         self.replicas() * self.par.dp
     }
+
+    /// MTP modules vLLM loads as the drafter: all of the model's (`num_nextn_predict_layers`)
+    /// with `method: mtp`, 0 otherwise. vLLM instantiates every one of them
+    /// (`DeepSeekMultiTokenPredictor.layers`) whatever `num_speculative_tokens` is: extra draft
+    /// positions rerun a layer (`spec_step_idx % num_mtp_layers`), they add no layer.
+    pub fn drafter_mtp_layers(&self) -> u32 {
+        match &self.engine.speculative {
+            Some(sp) if sp.method == crate::speculative::SpecMethod::Mtp => sp.mtp_layers,
+            _ => 0,
+        }
+    }
+
+    /// The KV cache spec of one GPU of this deployment: the model's, plus the MTP drafter's
+    /// layers when MTP speculative decoding is on ([`ModelConfig::kv_cache_spec_with_mtp`]).
+    pub fn kv_cache_spec(&self) -> Result<crate::model::KvCacheSpec, crate::model::ModelError> {
+        self.model.kv_cache_spec_with_mtp(
+            self.kv_cache_dtype,
+            self.par.tp,
+            self.engine.block_size,
+            self.drafter_mtp_layers(),
+        )
+    }
+
+    /// Weight bytes of the MTP drafter on one GPU (0 without MTP speculative decoding).
+    pub fn drafter_weight_bytes_per_gpu(&self) -> Result<u64, crate::model::ModelError> {
+        if self.drafter_mtp_layers() == 0 {
+            return Ok(0);
+        }
+        Ok(self
+            .model
+            .mtp_weight_bytes_per_gpu(self.weight_precision, self.par)?
+            .get())
+    }
 }

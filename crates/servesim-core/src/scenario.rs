@@ -667,10 +667,7 @@ impl Scenario {
         capacity: CapacityReport,
     ) -> Result<ResolvedScenario, ScenarioError> {
         let e = &deployment.engine;
-        let spec = deployment
-            .model
-            .kv_cache_spec(deployment.kv_cache_dtype, deployment.par.tp, e.block_size)
-            .map_err(ScenarioError::Model)?;
+        let spec = deployment.kv_cache_spec().map_err(ScenarioError::Model)?;
         let kv = kv_footprint(&spec, e.max_num_batched_tokens);
         let to_u32 = |field: &str, v: u64| -> Result<u32, ScenarioError> {
             u32::try_from(v).map_err(|_| invalid(field, v, "must be below 4,294,967,296"))

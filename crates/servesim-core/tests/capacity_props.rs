@@ -445,3 +445,165 @@ fn checkpoint_precisions_meet_the_gpu_rules() {
         d.notes
     );
 }
+
+/// Engine settings with `method` speculative decoding at `k` tokens (acceptance as stated).
+fn spec_raw(method: &str, k: i64, model: Option<&str>) -> RawEngineSettings {
+    use servesim_core::speculative::{RawSpecAcceptance, RawSpeculativeConfig};
+    RawEngineSettings {
+        max_model_len: Some(32768),
+        speculative_config: Some(RawSpeculativeConfig {
+            method: Some(method.into()),
+            num_speculative_tokens: Some(k),
+            model: model.map(String::from),
+            ..Default::default()
+        }),
+        speculative_acceptance: Some(RawSpecAcceptance {
+            mean_acceptance_length: Some(1.5),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn mtp_drafter_adds_sharded_weights_and_one_kv_layer_per_mtp_module() {
+    // Models with MTP layers: MLA (DeepSeek-V3), DSA (GLM-5), hybrid GQA (Qwen3.5), DeepSeek-V4.
+    for (model, tp) in [
+        ("deepseek-ai/DeepSeek-V3", 8),
+        ("zai-org/GLM-5-FP8", 8),
+        ("Qwen/Qwen3.5-397B-A17B", 8),
+        ("deepseek-ai/DeepSeek-V4-Flash", 8),
+    ] {
+        let off = dep(model, "H200", tp, KvCacheDtype::Auto, mml(32768));
+        let on = dep(
+            model,
+            "H200",
+            tp,
+            KvCacheDtype::Auto,
+            spec_raw("mtp", 3, None),
+        );
+        let m = &off.model;
+        let n = m.num_mtp_layers;
+        assert!(n > 0, "{model} has MTP layers");
+        assert_eq!(on.drafter_mtp_layers(), n);
+        let (a, b) = (compute(&off, None).unwrap(), compute(&on, None).unwrap());
+        // Weights: the MTP modules sharded under the same layout, nothing else.
+        let mtp_w = m
+            .mtp_weight_bytes_per_gpu(WeightPrecision::Checkpoint, on.par)
+            .unwrap()
+            .get();
+        assert!(mtp_w > 0 && mtp_w < m.weight_bytes(WeightPrecision::Checkpoint).mtp.get());
+        assert_eq!(
+            b.breakdown.weights.bytes,
+            a.breakdown.weights.bytes + mtp_w as i64,
+            "{model}"
+        );
+        assert_eq!(b.breakdown.drafter_weights.unwrap().bytes, mtp_w as i64);
+        assert_eq!(a.breakdown.drafter_weights, None);
+        assert_eq!(
+            b.breakdown.kv_available.bytes,
+            a.breakdown.kv_available.bytes - mtp_w as i64,
+            "{model}: nothing but the weights changes the budget"
+        );
+        // KV: the target's spec with `n` more layers shaped like the MTP layer.
+        let mut plus = m.clone();
+        plus.layers
+            .extend(std::iter::repeat_n(m.mtp_layer_spec(), n as usize));
+        plus.num_layers += n;
+        if let Some(ix) = plus.sparse_indexer.as_mut() {
+            ix.indexer_layers += n;
+        }
+        let bs = on.engine.block_size;
+        let spec = plus.kv_cache_spec(KvCacheDtype::Auto, tp, bs).unwrap();
+        assert_eq!(b.block_bytes, spec.block_bytes(), "{model}");
+        assert_eq!(
+            b.num_blocks,
+            b.breakdown.kv_available.bytes as u64 / spec.block_bytes(),
+            "{model}"
+        );
+        assert!(b.kv_cache_tokens < a.kv_cache_tokens, "{model}");
+        // num_speculative_tokens reuses the MTP layers: k does not change the sizing.
+        let on1 = dep(
+            model,
+            "H200",
+            tp,
+            KvCacheDtype::Auto,
+            spec_raw("mtp", 1, None),
+        );
+        let c = compute(&on1, None).unwrap();
+        assert_eq!(
+            (c.block_bytes, c.breakdown.weights),
+            (b.block_bytes, b.breakdown.weights),
+            "{model}"
+        );
+    }
+}
+
+#[test]
+fn mtp_on_an_mla_model_adds_exactly_one_latent_per_token_per_mtp_layer() {
+    // DeepSeek-V3 (MLA, uniform): 61 decoder layers + 1 MTP layer, one 576-element bf16
+    // latent per token per layer: block_bytes = 64 x 1152 B x 62.
+    let off = dep(
+        "deepseek-ai/DeepSeek-V3",
+        "H200",
+        8,
+        KvCacheDtype::Auto,
+        mml(32768),
+    );
+    let on = dep(
+        "deepseek-ai/DeepSeek-V3",
+        "H200",
+        8,
+        KvCacheDtype::Auto,
+        spec_raw("mtp", 2, None),
+    );
+    let (a, b) = (compute(&off, None).unwrap(), compute(&on, None).unwrap());
+    let per_layer_block = on.engine.block_size as u64 * (512 + 64) * 2;
+    assert_eq!(a.block_bytes, 61 * per_layer_block);
+    assert_eq!(b.block_bytes, 62 * per_layer_block);
+    assert_eq!(b.kv_bytes_per_token, a.kv_bytes_per_token * 62.0 / 61.0);
+    assert_eq!(
+        b.kv_cache_tokens,
+        b.breakdown.kv_available.bytes as u64 / (62 * per_layer_block)
+            * on.engine.block_size as u64
+    );
+}
+
+#[test]
+fn drafters_other_than_mtp_leave_the_sizing_unchanged() {
+    // n-gram needs no GPU memory; EAGLE / draft-model drafters are not counted (docs/capacity.md
+    // "Drafter memory"): the report equals the one without speculative decoding, byte for byte
+    // (the speculative notes aside).
+    let off = dep("Qwen/Qwen3-32B", "H100", 2, KvCacheDtype::Auto, mml(32768));
+    let a = compute(&off, None).unwrap();
+    for (method, model) in [
+        ("ngram", None),
+        ("eagle", Some("yuhuili/EAGLE-LLaMA3.1-Instruct-8B")),
+        ("draft_model", Some("Qwen/Qwen3-8B")),
+    ] {
+        let Ok(d) = Deployment::new(
+            catalog::load("Qwen/Qwen3-32B").unwrap(),
+            find_gpu("H100").unwrap(),
+            Parallelism {
+                tp: 2,
+                dp: 1,
+                ep: 1,
+            },
+            None,
+            WeightPrecision::Checkpoint,
+            KvCacheDtype::Auto,
+            &spec_raw(method, 2, model),
+        ) else {
+            panic!("{method} deployment")
+        };
+        assert_eq!(d.drafter_mtp_layers(), 0);
+        let b = compute(&d, None).unwrap();
+        assert_eq!(b.breakdown.weights, a.breakdown.weights, "{method}");
+        assert_eq!(b.breakdown.drafter_weights, None, "{method}");
+        assert_eq!(
+            (b.block_bytes, b.kv_bytes_per_token),
+            (a.block_bytes, a.kv_bytes_per_token),
+            "{method}"
+        );
+    }
+}

@@ -388,6 +388,37 @@ impl ModelConfig {
         }
     }
 
+    /// KV cache spec of one GPU with `mtp_layers` MTP modules loaded as the drafter: vLLM gives
+    /// every attention layer of the drafter a KV spec in the same KV cache config as the target
+    /// (`GPUModelRunner.get_kv_cache_spec` walks all attention layers, draft ones included), so
+    /// the spec is the target's with one more layer per MTP module, shaped like
+    /// [`ModelConfig::mtp_layer_spec`] (DSA models: with its own indexer). `mtp_layers = 0` is
+    /// exactly [`ModelConfig::kv_cache_spec`]. Formula: docs/capacity.md "Drafter memory".
+    pub fn kv_cache_spec_with_mtp(
+        &self,
+        kv: KvCacheDtype,
+        tp: u32,
+        block_size: u32,
+        mtp_layers: u32,
+    ) -> Result<KvCacheSpec, ModelError> {
+        if mtp_layers == 0 {
+            return self.kv_cache_spec(kv, tp, block_size);
+        }
+        let mut m = self.clone();
+        let layer = self.mtp_layer_spec();
+        m.layers
+            .extend(std::iter::repeat_n(layer, mtp_layers as usize));
+        m.num_layers += mtp_layers;
+        if let Some(ix) = m.sparse_indexer.as_mut() {
+            ix.indexer_layers += mtp_layers;
+        }
+        let mut spec = m.kv_cache_spec(kv, tp, block_size)?;
+        spec.notes.push(format!(
+            "MTP drafter: {mtp_layers} MTP layer(s) hold KV like a decoder layer, in the same KV cache as the target's layers"
+        ));
+        Ok(spec)
+    }
+
     /// DSA models: (bytes of the selected latents per token over all layers, bytes of the indexer
     /// keys per token over the layers with an indexer). (0, 0) for other models.
     pub fn dsa_kv_bytes_per_token(&self, spec: &KvCacheSpec) -> (f64, f64) {

@@ -372,6 +372,32 @@ impl ModelConfig {
         out
     }
 
+    /// The decoder layer inside each MTP module: shaped like the last decoder layer; on
+    /// DeepSeek-V4 its attention follows the `compress_ratios` entry after the decoder layers
+    /// (vLLM `resolve_layer_compress_ratio`), 0 meaning sliding-window only as on decoder layers.
+    pub fn mtp_layer_spec(&self) -> LayerSpec {
+        let last = *self.layers.last().expect("validated: at least one layer");
+        let mut spec = last;
+        if let AttentionSpec::DeepseekV4 {
+            compress_ratios,
+            sliding_window,
+            ..
+        } = &self.attention
+        {
+            // compress_ratios lists the MTP layer after the decoder layers.
+            if let Some(r) = compress_ratios.get(self.num_layers as usize) {
+                spec.attn = if *r == 0 {
+                    LayerAttn::SlidingWindow {
+                        window: *sliding_window,
+                    }
+                } else {
+                    LayerAttn::Compressed { ratio: *r }
+                };
+            }
+        }
+        spec
+    }
+
     /// Tensors of the MTP modules (DeepSeek style: enorm, hnorm, eh_proj [2h -> h], one decoder
     /// layer shaped like the last decoder layer, shared-head norm; embedding and head are shared).
     pub(super) fn mtp_tensors(&self) -> Vec<Tensor> {
@@ -382,22 +408,7 @@ impl ModelConfig {
             return out;
         }
         let h = self.hidden_size;
-        let last = *self.layers.last().expect("validated: at least one layer");
-        let mut spec = last;
-        if let AttentionSpec::DeepseekV4 {
-            compress_ratios, ..
-        } = &self.attention
-        {
-            // compress_ratios lists the MTP layer after the decoder layers.
-            if let Some(r) = compress_ratios.get(self.num_layers as usize) {
-                spec.attn = if *r == 0 {
-                    last.attn
-                } else {
-                    LayerAttn::Compressed { ratio: *r }
-                };
-            }
-        }
-        let layers = vec![spec; n as usize];
+        let layers = vec![self.mtp_layer_spec(); n as usize];
         self.layer_tensors(&layers, 0, &mut out);
         out.push(vecp(G::Norms, 3 * h, n, Shard::Replicated));
         out.push(lin(G::Other, 2 * h, h, n, Shard::Replicated));
@@ -584,6 +595,27 @@ impl ModelConfig {
         prec: WeightPrecision,
         par: Parallelism,
     ) -> Result<Bytes, ModelError> {
+        self.sharded_bytes(&self.tensors(), prec, par)
+    }
+
+    /// Bytes of the MTP modules one GPU holds under `par` when MTP speculative decoding loads
+    /// them: each module's decoder layer sharded like a decoder layer (TP / EP), `eh_proj`
+    /// (a plain `nn.Linear` in vLLM) and the norms replicated; embedding and lm_head are the
+    /// target's (docs/capacity.md "Drafter memory").
+    pub fn mtp_weight_bytes_per_gpu(
+        &self,
+        prec: WeightPrecision,
+        par: Parallelism,
+    ) -> Result<Bytes, ModelError> {
+        self.sharded_bytes(&self.mtp_tensors(), prec, par)
+    }
+
+    fn sharded_bytes(
+        &self,
+        tensors: &[Tensor],
+        prec: WeightPrecision,
+        par: Parallelism,
+    ) -> Result<Bytes, ModelError> {
         let kv_div = self.check_tp(&par)?;
         let tp = par.tp as f64;
         let expert_div = match &self.moe {
@@ -603,8 +635,8 @@ impl ModelConfig {
             _ => (par.tp * par.dp) as f64,
         };
         let mut total = 0.0;
-        for t in self.tensors() {
-            let (b, s, _) = self.tensor_bytes(&t, prec);
+        for t in tensors {
+            let (b, s, _) = self.tensor_bytes(t, prec);
             let div = match t.shard {
                 Shard::Tp => tp,
                 Shard::KvHeads => kv_div as f64,
