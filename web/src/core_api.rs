@@ -246,8 +246,9 @@ pub fn capacity(s: &Scenario) -> Result<CapacityView, String> {
 
 /// The drafter of a resolved deployment in one line: method, `k`, the acceptance distribution
 /// the simulation draws from (`SpeculativeSettings::accepted_pmf`, its per-position rates and
-/// mean), and what the memory budget leaves out (docs/engine.md "Deviations": the MTP weights,
-/// stated in GiB, and the drafter's KV cache). `disagg`: the deployment is a decode pool.
+/// mean), and the drafter's memory: what the budget counts for MTP (weights per GPU and KV per
+/// token, [`mtp_memory_clause`]) or what it leaves out for EAGLE / draft models (docs/capacity.md
+/// "Drafter memory"). `disagg`: the deployment is a decode pool.
 pub fn drafter_line(d: &servesim_core::deploy::Deployment, disagg: bool) -> Option<String> {
     use servesim_core::speculative::SpecMethod;
     let sp = d.engine.speculative.as_ref()?;
@@ -269,10 +270,7 @@ pub fn drafter_line(d: &servesim_core::deploy::Deployment, disagg: bool) -> Opti
         (m, None) => m.name().to_string(),
     };
     let not_counted = match sp.method {
-        SpecMethod::Mtp => format!(
-            "the MTP layers' weights ({:.2} GiB for the whole model, unsharded) and the drafter's KV cache are not in this memory budget",
-            d.model.weight_bytes(d.weight_precision).mtp.0 as f64 / GIB
-        ),
+        SpecMethod::Mtp => mtp_memory_clause(d),
         SpecMethod::Ngram => "n-gram needs no GPU memory".to_string(),
         _ => "the drafter's weights and KV cache are not in this memory budget".to_string(),
     };
@@ -283,6 +281,40 @@ pub fn drafter_line(d: &servesim_core::deploy::Deployment, disagg: bool) -> Opti
         list(&sp.rates_per_pos()),
         sp.mean_acceptance_length,
     ))
+}
+
+/// What the memory budget counts for the MTP drafter, per GPU (docs/capacity.md "Drafter
+/// memory"): its weights (`Deployment::drafter_weight_bytes_per_gpu`) and the KV its layers add
+/// (`Deployment::kv_cache_spec` against the target's spec: bytes per token, and per-request
+/// sliding-window state when the MTP layer has only a window).
+fn mtp_memory_clause(d: &servesim_core::deploy::Deployment) -> String {
+    let n = d.drafter_mtp_layers();
+    let weights = d.drafter_weight_bytes_per_gpu().unwrap_or(0) as f64 / GIB;
+    let with = d.kv_cache_spec().ok();
+    let without = d
+        .model
+        .kv_cache_spec(d.kv_cache_dtype, d.par.tp, d.engine.block_size)
+        .ok();
+    let kv = match (with, without) {
+        (Some(a), Some(b)) => {
+            let per_token = a.bytes_per_token() - b.bytes_per_token();
+            let fixed = a
+                .per_request_fixed_bytes
+                .saturating_sub(b.per_request_fixed_bytes);
+            let mut t = format!("{per_token:.0} B per token");
+            if fixed > 0 {
+                t.push_str(&format!(
+                    " and {:.1} KiB of sliding-window state per request",
+                    fixed as f64 / 1024.0
+                ));
+            }
+            t
+        }
+        _ => "their KV".to_string(),
+    };
+    format!(
+        "the memory budget counts the {n} MTP layer(s) as vLLM loads them: {weights:.2} GiB of weights per GPU (sharded like a decoder layer) and their KV cache in the target's ({kv} per GPU)"
+    )
 }
 
 /// The URL fragment (without `#`) that carries a scenario: `s=v1.<...>` of its canonical JSON.
@@ -411,6 +443,43 @@ mod tests {
             block_tokens: None,
         };
         s
+    }
+
+    /// The MTP golden scenario (DeepSeek-V4-Flash, TP8 H200, MTP k = 3).
+    fn mtp_scenario() -> Scenario {
+        let g: serde_json::Value = serde_json::from_str(include_str!(
+            "../../tests/golden/scenario_dsv4flash_tp8_h200_mtp.json"
+        ))
+        .unwrap();
+        Scenario::from_json(&g["scenario"].to_string()).unwrap()
+    }
+
+    #[test]
+    fn the_drafter_line_states_the_mtp_memory_the_budget_counts() {
+        let s = mtp_scenario();
+        let d = s.resolve().unwrap().deployment;
+        let line = drafter_line(&d, false).unwrap();
+        let w = d.drafter_weight_bytes_per_gpu().unwrap();
+        assert!(w > 0);
+        let spec = d.kv_cache_spec().unwrap();
+        let base = d
+            .model
+            .kv_cache_spec(d.kv_cache_dtype, d.par.tp, d.engine.block_size)
+            .unwrap();
+        let fixed = spec.per_request_fixed_bytes - base.per_request_fixed_bytes;
+        // DeepSeek-V4-Flash's MTP layer is sliding-window only: no per-token KV, one window of
+        // state per request; the weights are the per-GPU share.
+        assert_eq!(spec.bytes_per_token(), base.bytes_per_token());
+        assert!(fixed > 0);
+        let want = format!(
+            "the memory budget counts the 1 MTP layer(s) as vLLM loads them: {:.2} GiB of weights per GPU (sharded like a decoder layer) and their KV cache in the target's (0 B per token and {:.1} KiB of sliding-window state per request per GPU)",
+            w as f64 / GIB,
+            fixed as f64 / 1024.0
+        );
+        assert!(line.contains(&want), "{line}\nwant: {want}");
+        assert!(!line.contains("not in this memory budget"), "{line}");
+        // The capacity card carries the same line.
+        assert_eq!(capacity(&s).unwrap().drafter, Some(line));
     }
 
     #[test]
