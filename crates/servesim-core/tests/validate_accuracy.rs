@@ -16,8 +16,8 @@ fn combined() -> String {
 /// in-sample on the combined set.
 const DOCUMENTED: [(Family, usize, f64, f64); 3] = [
     (Family::Throughput, 541, 38.7, 70.8),
-    (Family::InterToken, 421, 31.7, 48.2),
-    (Family::Ttft, 420, 52.1, 295.9),
+    (Family::InterToken, 421, 31.7, 48.3),
+    (Family::Ttft, 420, 51.3, 295.8),
 ];
 
 /// Copied from docs/accuracy.md: held-out medians (leave-one-model-family-out,
