@@ -208,17 +208,27 @@ pub enum Stop {
     Burst,
 }
 
+/// Simulated seconds per level when `duration_s` is not stated.
+pub const DEFAULT_DURATION_S: f64 = 900.0;
+/// Warm-up as a fraction of the duration when `warmup_s` is not stated.
+pub const DEFAULT_WARMUP_FRACTION: f64 = 0.1;
+
 impl Stop {
+    /// The stop of a sweep that states none: [`DEFAULT_DURATION_S`] with its default warm-up.
+    pub fn default_duration() -> Stop {
+        Stop::Duration {
+            duration: Ticks::from_secs_f64(DEFAULT_DURATION_S),
+            warmup: Ticks::from_secs_f64(DEFAULT_WARMUP_FRACTION * DEFAULT_DURATION_S),
+        }
+    }
+
     /// How a level of workload `w` (already at its level) ends: [`Stop::Burst`] becomes
     /// `Requests(burst size)`; a burst stop on another arrival (never produced by
     /// `Scenario::resolve`) runs the default duration.
     pub fn at(self, w: &crate::workload::WorkloadSpec) -> Stop {
         match (self, &w.arrival) {
             (Stop::Burst, crate::workload::Arrival::Burst { count }) => Stop::Requests(*count),
-            (Stop::Burst, _) => Stop::Duration {
-                duration: Ticks::from_secs_f64(900.0),
-                warmup: Ticks::from_secs_f64(90.0),
-            },
+            (Stop::Burst, _) => Stop::default_duration(),
             (s, _) => s,
         }
     }
@@ -273,10 +283,7 @@ impl Default for SweepSpec {
     fn default() -> Self {
         SweepSpec {
             levels: Vec::new(),
-            stop: Stop::Duration {
-                duration: Ticks::from_secs_f64(900.0),
-                warmup: Ticks::from_secs_f64(90.0),
-            },
+            stop: Stop::default_duration(),
             engines: 1,
             gpus: 1,
             sla: Vec::new(),
@@ -361,11 +368,11 @@ impl RawSweepSpec {
                 Stop::Requests(bounded_count("num_requests", n, bounds::NUM_REQUESTS)?)
             }
             (None, d) => {
-                let d = d.unwrap_or(900.0);
+                let d = d.unwrap_or(DEFAULT_DURATION_S);
                 bounds::DURATION_S
                     .check(d)
                     .map_err(|fix| spec_err("duration_s", format!("{fix} (got {})", fmt_num(d))))?;
-                let w = self.warmup_s.unwrap_or(0.1 * d);
+                let w = self.warmup_s.unwrap_or(DEFAULT_WARMUP_FRACTION * d);
                 if !w.is_finite() || w < 0.0 || w >= d {
                     return Err(spec_err(
                         "warmup_s",
