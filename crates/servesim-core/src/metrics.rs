@@ -52,8 +52,10 @@ pub struct Collector {
     spec_pos: Vec<u64>,
     /// CPU offload tier: what each engine's tier did, reported at step boundaries.
     offload: Vec<(Ticks, OffloadStats)>,
-    /// Latest event time seen, and whether time ever went backwards.
+    /// Latest event time seen (steps apart), each engine's last step end, and whether time
+    /// ever went backwards.
     last_t: Ticks,
+    step_end: Vec<Ticks>,
     pub clock_went_back: bool,
     /// Streaming mode ([`Collector::streaming`]): with the window known before the run, the
     /// per-step and per-request records that only feed aggregates are folded as they arrive.
@@ -232,6 +234,7 @@ impl Collector {
         self.spec_pos.clear();
         self.offload.clear();
         self.last_t = Ticks::ZERO;
+        self.step_end.clear();
         self.clock_went_back = false;
         self.streaming_on = false;
         if let Some(st) = &mut self.stream {
@@ -393,9 +396,18 @@ impl Observer for Collector {
         }
     }
     fn on_step(&mut self, s: &StepRecord) {
-        self.see(s.end);
+        // An engine's steps come in order, but an engine that ran several decode steps as one
+        // event (engine/sched_run.rs) reports them after other engines' later events: time is
+        // checked per engine for steps (each starts at or after its engine's previous end).
+        let e = s.engine as usize;
+        if self.step_end.len() <= e {
+            self.step_end.resize(e + 1, Ticks::ZERO);
+        }
+        if s.start < self.step_end[e] || s.end < s.start {
+            self.clock_went_back = true;
+        }
+        self.step_end[e] = s.end;
         if let Some(st) = self.stream.as_mut().filter(|_| self.streaming_on) {
-            let e = s.engine as usize;
             if self.kv_total.len() <= e {
                 self.kv_total.resize(e + 1, 0);
             }
@@ -405,7 +417,6 @@ impl Observer for Collector {
             st.step(s, self.kv_total[e]);
             return;
         }
-        let e = s.engine as usize;
         if self.kv_total.len() <= e {
             if self.steps.len() <= e {
                 self.steps.resize(e + 1, Vec::new());

@@ -967,6 +967,12 @@ impl StepTimeModel for StepCostModel {
         )
     }
 
+    /// `step_time` of a decode-only batch: the same arithmetic (the chunk loop runs zero times).
+    #[inline]
+    fn decode_step_time(&self, n: u64, ctx_sum: u64) -> Ticks {
+        self.step_time_iter(std::iter::empty(), n, ctx_sum)
+    }
+
     fn step_time_spec(
         &self,
         b: &StepBatch,

@@ -292,6 +292,24 @@ pub trait StepTimeModel {
         self.step_time(batch)
     }
 
+    /// A step of `n` decodes whose contexts sum to `ctx_sum` tokens, nothing else (the steps
+    /// of a decode run, engine/sched_run.rs): must equal `step_time_windowed` of that batch with
+    /// no sliding windows. The default builds the batch; models override it with a shorter path
+    /// to the same value.
+    fn decode_step_time(&self, n: u64, ctx_sum: u64) -> Ticks {
+        let batch = StepBatch {
+            num_seqs: n as u32,
+            num_decode_seqs: n as u32,
+            decode_ctx_sum: ctx_sum,
+            prefills: &[],
+            num_prefill_tokens: 0,
+            prefill_ctx_sum: 0,
+            prefill_attn_pairs: 0,
+            num_tokens: n,
+        };
+        self.step_time_windowed(&batch, &[])
+    }
+
     /// A step with speculative decoding: `batch.num_tokens` includes the draft tokens the target
     /// verifies (`spec.draft_tokens`). The default prices the step as `step_time_windowed`
     /// (enough for [`LinearStepTime`], whose cost follows `num_tokens`); the roofline adds the

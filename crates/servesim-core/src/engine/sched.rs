@@ -13,6 +13,8 @@ use std::cmp::Reverse;
 mod remote;
 #[path = "sched_offload.rs"]
 mod sched_offload;
+#[path = "sched_run.rs"]
+mod sched_run;
 #[path = "sched_spec.rs"]
 mod sched_spec;
 use super::offload::CpuTier;
@@ -157,6 +159,12 @@ pub struct Engine<'m> {
     pub(super) defer_stores: bool,
     pub(super) store_t: Ticks,
     pub(super) wake: Option<Ticks>,
+    /// Decode runs (`sched_run.rs`): the planned ends of the steps after the one in flight
+    /// (empty: none planned), whether the driver lets the engine plan them, and the engine
+    /// events (a step's start and its end) the runs stood in for since the driver last asked.
+    run: Vec<Ticks>,
+    runs_allowed: bool,
+    elided_events: u64,
 }
 
 impl<'m> Engine<'m> {
@@ -220,6 +228,9 @@ impl<'m> Engine<'m> {
             defer_stores: false,
             store_t: Ticks::ZERO,
             wake: None,
+            run: Vec::new(),
+            runs_allowed: false,
+            elided_events: 0,
             cfg,
         };
         e.below = vec![0; e.windows.len()];
@@ -343,6 +354,9 @@ impl<'m> Engine<'m> {
         t: Ticks,
         obs: &mut dyn Observer,
     ) -> Result<(), RejectReason> {
+        if !self.run.is_empty() {
+            self.cut_run(t, obs);
+        }
         self.submitted += 1;
         if self.in_flight.is_none() && t > self.now {
             self.now = t;
@@ -455,7 +469,8 @@ impl<'m> Engine<'m> {
     /// idle with work to schedule; `None` when idle and empty.
     pub fn next_event_time(&self) -> Option<Ticks> {
         if let Some(f) = &self.in_flight {
-            Some(f.end)
+            // With a decode run planned, its last step's end (`sched_run.rs`).
+            Some(self.run.last().copied().unwrap_or(f.end))
         } else if !self.waiting.is_empty() || self.n_running > 0 {
             Some(self.wake.map_or(self.now, |w| w.max(self.now)))
         } else {
@@ -492,6 +507,8 @@ impl<'m> Engine<'m> {
         if self.in_flight.is_some() {
             if self.cfg.spec.is_some() {
                 self.complete_step_spec(obs);
+            } else if !self.run.is_empty() {
+                self.complete_run(obs);
             } else {
                 self.complete_step(obs);
             }
@@ -686,6 +703,39 @@ impl<'m> Engine<'m> {
         obs.on_preempted(self.index, t, id);
     }
 
+    /// Step `k`'s KV work for its decodes, after the preemption check: the decodes entering a
+    /// new block take it, and the output blocks the step fills are offered to the prefix cache.
+    #[inline]
+    fn decode_allocs(&mut self, k: u64) {
+        let bidx = self.mod_bs(k) as usize;
+        let members = std::mem::take(&mut self.buckets[bidx]);
+        let mut need_sum = 0;
+        for &s in &members {
+            let l = self.slots[s as usize].as_ref().expect("live slot");
+            let ctx = Self::decode_ctx(l, k);
+            let need = self.fp(ctx + 1) - l.held;
+            debug_assert!(!self.caching || self.div_bs(ctx) <= l.reg_blocks);
+            need_sum += need;
+            self.live(s).held += need;
+        }
+        let ok = self.pool.alloc(need_sum);
+        debug_assert!(ok);
+        self.buckets[bidx] = members;
+        // Output blocks that this step's decode fills enter the prefix cache now, as vLLM's
+        // `allocate_slots` caches `num_computed + num_new` tokens at scheduling: the decodes
+        // with `(ctx + 1) % bs == 0` are the next residue's bucket.
+        if self.caching {
+            let ridx = self.mod_bs(k + 1) as usize;
+            let members = std::mem::take(&mut self.buckets[ridx]);
+            for &s in &members {
+                let l = self.slots[s as usize].as_ref().expect("live slot");
+                let ctx = Self::decode_ctx(l, k);
+                self.register_full(s, self.div_bs(ctx + 1));
+            }
+            self.buckets[ridx] = members;
+        }
+    }
+
     fn start_step(&mut self, obs: &mut dyn Observer) -> Result<(), SimError> {
         let k = self.step;
         if self.offload.is_some() {
@@ -775,33 +825,8 @@ impl<'m> Engine<'m> {
         // one `alloc` of the sum: evictions are counted off the LRU head in order, so one call
         // evicts exactly what one call per request would (nothing is registered in between).
         // Their last full block is already in the prefix cache: registered at the step that
-        // filled it (the next-residue pass below) or by the prefill that ended on it.
-        let members = std::mem::take(&mut self.buckets[bidx]);
-        let mut need_sum = 0;
-        for &s in &members {
-            let l = self.slots[s as usize].as_ref().expect("live slot");
-            let ctx = Self::decode_ctx(l, k);
-            let need = self.fp(ctx + 1) - l.held;
-            debug_assert!(!self.caching || self.div_bs(ctx) <= l.reg_blocks);
-            need_sum += need;
-            self.live(s).held += need;
-        }
-        let ok = self.pool.alloc(need_sum);
-        debug_assert!(ok);
-        self.buckets[bidx] = members;
-        // Output blocks that this step's decode fills enter the prefix cache now, as vLLM's
-        // `allocate_slots` caches `num_computed + num_new` tokens at scheduling: the decodes
-        // with `(ctx + 1) % bs == 0` are the next residue's bucket.
-        if self.caching {
-            let ridx = self.mod_bs(k + 1) as usize;
-            let members = std::mem::take(&mut self.buckets[ridx]);
-            for &s in &members {
-                let l = self.slots[s as usize].as_ref().expect("live slot");
-                let ctx = Self::decode_ctx(l, k);
-                self.register_full(s, self.div_bs(ctx + 1));
-            }
-            self.buckets[ridx] = members;
-        }
+        // filled it (`decode_allocs`' next-residue pass) or by the prefill that ended on it.
+        self.decode_allocs(k);
         let plans = std::mem::take(&mut self.plans);
         for &(s, chunk, need) in &plans {
             let ok = self.pool.alloc(need);
@@ -987,6 +1012,9 @@ impl<'m> Engine<'m> {
             self.offload_flush(end);
             self.offload_report(t, obs);
         }
+        if self.runs_allowed && !preempted {
+            self.plan_run(k);
+        }
         Ok(())
     }
 
@@ -1051,15 +1079,27 @@ impl<'m> Engine<'m> {
             }
         }
         self.completing = completing;
-        let rec = StepRecord {
+        let rec = self.step_record(&f, k, f.n_dec + self.completing.len() as u64);
+        self.completing.clear();
+        self.step += 1;
+        obs.on_step(&rec);
+        if self.offload.is_some() {
+            self.offload_report(t, obs);
+        }
+    }
+
+    /// The record of step `k` (`f`) that produced `output_tokens` tokens.
+    #[inline]
+    fn step_record(&self, f: &InFlight, k: u64, output_tokens: u64) -> StepRecord {
+        StepRecord {
             engine: self.index,
             index: k,
             start: f.start,
-            end: t,
+            end: f.end,
             num_seqs: f.num_seqs,
             num_decode_seqs: f.n_dec as u32,
             num_prefill_tokens: f.prefill_tokens,
-            output_tokens: f.n_dec + self.completing.len() as u64,
+            output_tokens,
             kv_used_blocks: f.kv_used,
             kv_total_blocks: self.pool.total(),
             running: f.running,
@@ -1067,12 +1107,6 @@ impl<'m> Engine<'m> {
             spec_drafts: 0,
             spec_draft_tokens: 0,
             spec_accepted_tokens: 0,
-        };
-        self.completing.clear();
-        self.step += 1;
-        obs.on_step(&rec);
-        if self.offload.is_some() {
-            self.offload_report(t, obs);
         }
     }
 

@@ -29,7 +29,7 @@ use super::disagg::{disagg_results, Handoff};
 use super::guard::LevelGuard;
 use super::lockstep::{GroupState, LockstepGroup};
 use super::plan::cache_info;
-use super::router::{ReplicaView, Router, RouterSpec};
+use super::router::{ReplicaView, Router, RouterPolicy, RouterSpec};
 use super::{IndexedHeap, PlanPool, ReplicaResult, SimPlan, TopologyLevel};
 use crate::engine::cluster::dp_route;
 use crate::engine::{
@@ -330,6 +330,8 @@ pub(super) struct Simulation<'m, 'p> {
     /// One pool of independent engines, no handoff: an engine event touches that engine's heap
     /// key only (the fast path of the single-pool sweeps).
     plain: bool,
+    /// Engine events that decode runs stood in for, not yet counted by the level's guard.
+    pub(super) elided: u64,
 }
 
 /// Lays out the pools' engines and assembles a [`Simulation`].
@@ -396,8 +398,16 @@ impl<'m, 'p> Simulation<'m, 'p> {
         };
         let replicas = b.pools[entry].plan.replicas as usize;
         let plain = b.pools.len() == 1 && b.pools[0].groups.is_empty() && handoff.is_none();
+        // Decode runs (engine/sched_run.rs) where nothing reads an engine between its events:
+        // one pool of independent engines whose router does not score their state.
+        if plain && (plan.router.policy != RouterPolicy::LlmD || b.pools[0].plan.replicas == 1) {
+            for e in &mut b.engines {
+                e.allow_decode_runs(true);
+            }
+        }
         Ok(Simulation {
             plain,
+            elided: 0,
             engine_heap: IndexedHeap::new(b.engines.len()),
             engines: b.engines,
             pools: b.pools,
@@ -482,7 +492,11 @@ impl<'m, 'p> Simulation<'m, 'p> {
     ) -> Result<(), RejectReason> {
         let res = match self.group_of(p, i) {
             Some(g) => self.group(p, g).submit(i - g.1, req, t, tap),
-            None => self.engines[i].submit(req, t, tap),
+            None => {
+                let res = self.engines[i].submit(req, t, tap);
+                self.elided += self.engines[i].take_elided_events();
+                res
+            }
         };
         self.rekey(p, i);
         res
@@ -512,9 +526,10 @@ impl<'m, 'p> Simulation<'m, 'p> {
     #[inline]
     fn process_engine(&mut self, i: usize, t: Ticks, tap: &mut Tap) -> Result<(), SimError> {
         if self.plain {
-            self.engines[i].process_next_event(tap)?;
-            self.engine_heap
-                .set(i as u32, self.engines[i].next_event_time());
+            let e = &mut self.engines[i];
+            e.process_next_event(tap)?;
+            self.elided += e.take_elided_events();
+            self.engine_heap.set(i as u32, e.next_event_time());
             return Ok(());
         }
         let p = self.pool_of(i as u32);
@@ -666,6 +681,15 @@ impl<'m, 'p> Simulation<'m, 'p> {
         }
     }
 
+    /// Carries out every engine's decode run up to `t` (engine/sched_run.rs: the steps that
+    /// ended before `t`, and the one in flight at `t` scheduled).
+    fn cut_runs(&mut self, t: Ticks, tap: &mut Tap) {
+        for e in &mut self.engines {
+            e.cut_decode_run(t, tap);
+            e.take_elided_events();
+        }
+    }
+
     /// Requests in the simulation: in engines, front-ends, hold queues, blocks waits and
     /// transfers.
     fn in_flight(&self) -> u64 {
@@ -812,6 +836,14 @@ pub(super) fn run_level(
             Source::Engine(i) => sim.process_engine(i as usize, t, &mut tap)?,
         }
         sim.settle(t, &mut gen, &mut tap);
+        if sim.elided > 0 {
+            guard.elided(std::mem::take(&mut sim.elided));
+        }
+    }
+    // Decode runs still planned past the level's end: the steps that ended by then happened
+    // (their events were due), the one in flight at the end started.
+    if let Some(end) = end {
+        sim.cut_runs(Ticks(end.0.saturating_add(1)), &mut tap);
     }
     let totals = RunTotals {
         submitted: gen.issued(),

@@ -1,0 +1,176 @@
+//! Decode runs: an engine whose next steps are all pure decode plans them at once and hands
+//! the driver one event for all of them instead of a start and an end per step.
+//!
+//! After scheduling step `k` as a pure decode step (no prefill chunk, nobody waiting or
+//! prefilling, no preemption, no sliding window, CPU tier or speculative decoding), the steps
+//! `k + 1, k + 2, ...` are known in advance until something outside changes the batch: each
+//! has the same decodes, its context sum grows by the number of decodes per step, and its KV
+//! allocations are the decodes that enter a new block at that step. The plan stops at
+//! - the step in which the first decode finishes (the finish heap's earliest entry), so no
+//!   request leaves inside a run;
+//! - `block_size` steps, so every decode enters at most one new block inside it;
+//! - the first step whose allocation the pool cannot give without preempting (that step is
+//!   scheduled on its own, with its preemptions).
+//!
+//! Each planned step's duration comes from the same step-time call with the same batch as if
+//! it were scheduled on its own, so the step times are identical. The steps are carried out (KV
+//! allocations, prefix-cache registrations, finishes, `on_step` reports) when the run's last
+//! step ends ([`Engine::complete_run`]), or up to the step in flight when a request arrives
+//! before that ([`Engine::cut_run`]): the engine's state after it equals stepping one by one,
+//! because nothing else reads or changes the engine in between. Only the order in which
+//! different engines' steps reach the observer changes (one engine's steps stay in order).
+//!
+//! Architecture invariant: runs are planned only when the driver allows them
+//! ([`Engine::allow_decode_runs`]), i.e. when nothing reads the engine's KV use or step ends
+//! between events (no llm-d router scoring, no lockstep DP group, no disaggregated handoff).
+
+use super::*;
+
+impl<'m> Engine<'m> {
+    /// Lets the engine plan decode runs (see the module comment). A driver that reads the
+    /// engine's KV use or step ends between its events, or changes its pool from outside
+    /// (lockstep groups, disaggregated reservations), must not allow them.
+    pub fn allow_decode_runs(&mut self, on: bool) {
+        debug_assert!(self.run.is_empty());
+        self.runs_allowed = on;
+    }
+
+    /// The engine events (a step's start and its end) that decode runs stood in for since the
+    /// last call: a driver that counts events adds them.
+    pub fn take_elided_events(&mut self) -> u64 {
+        std::mem::take(&mut self.elided_events)
+    }
+
+    /// Carries out the decode run planned, if any, up to `t` (see [`Engine::cut_run`]): for a
+    /// driver that stops at `t - 1` with the run's later steps still due.
+    pub fn cut_decode_run(&mut self, t: Ticks, obs: &mut dyn Observer) {
+        if !self.run.is_empty() {
+            self.cut_run(t, obs);
+        }
+    }
+
+    /// After step `k` was scheduled (in flight): plans the pure-decode steps that follow it.
+    pub(super) fn plan_run(&mut self, k: u64) {
+        if !self.chunks.is_empty()
+            || !self.waiting.is_empty()
+            || !self.prefilling.is_empty()
+            || self.n_dec == 0
+            || !self.windows.is_empty()
+            || self.offload.is_some()
+            || self.cfg.spec.is_some()
+        {
+            return;
+        }
+        // The earliest step in which a decode ends (stale entries only shorten the run).
+        let Some(&Reverse((fin, _, _))) = self.finish_heap.peek() else {
+            return;
+        };
+        let last = fin.min(k + self.bs - 1);
+        if last <= k {
+            return;
+        }
+        let Some(f) = &self.in_flight else {
+            return;
+        };
+        let mut end = f.end;
+        let mut avail = self.pool.available();
+        let n = self.n_dec;
+        let mut ctx_sum = self.sum_dec_ctx;
+        debug_assert!(self.run.is_empty());
+        for j in k + 1..=last {
+            let bidx = self.mod_bs(j) as usize;
+            let mut need = 0;
+            for &s in &self.buckets[bidx] {
+                let l = self.slots[s as usize].as_ref().expect("live slot");
+                need += self.fp(Self::decode_ctx(l, j) + 1) - l.held;
+            }
+            if need > avail {
+                break;
+            }
+            avail -= need;
+            ctx_sum += n;
+            // The same value `start_step` gets from `step_time_windowed` (no windows here).
+            let dt = self.model.decode_step_time(n, ctx_sum).0.max(1);
+            end = Ticks(end.0.saturating_add(dt));
+            self.run.push(end);
+        }
+    }
+
+    /// Schedules planned step `self.step` (its start is the previous step's end, `self.now`):
+    /// what `start_step` does for a pure decode step.
+    #[inline]
+    fn start_planned(&mut self, end: Ticks) {
+        let k = self.step;
+        self.decode_allocs(k);
+        self.in_flight = Some(self.planned(end));
+    }
+
+    /// Planned step `self.step` as scheduled (after its allocations), ending at `end`.
+    #[inline]
+    fn planned(&self, end: Ticks) -> InFlight {
+        InFlight {
+            start: self.now,
+            end,
+            n_dec: self.n_dec,
+            num_seqs: self.n_dec as u32,
+            prefill_tokens: 0,
+            kv_used: self.pool.used(),
+            running: self.n_running as u32,
+            waiting: 0,
+        }
+    }
+
+    /// Carries out planned step `self.step` (ending at `end`) that is not the run's last:
+    /// `start_planned` then `complete_step` without their no-ops here (no request finishes
+    /// before the run's last step, no prefill completes, no windows).
+    #[inline]
+    fn run_step(&mut self, end: Ticks, obs: &mut dyn Observer) {
+        let k = self.step;
+        debug_assert!(self.finish_heap.peek().is_none_or(|r| r.0 .0 > k));
+        self.decode_allocs(k);
+        let rec = self.step_record(&self.planned(end), k, self.n_dec);
+        self.now = end;
+        self.sum_dec_ctx += self.n_dec;
+        self.step += 1;
+        obs.on_step(&rec);
+    }
+
+    /// The run's last step ended: carries out every step of the run.
+    pub(super) fn complete_run(&mut self, obs: &mut dyn Observer) {
+        let run = std::mem::take(&mut self.run);
+        self.complete_step(obs);
+        if let Some((&last, steps)) = run.split_last() {
+            for &end in steps {
+                self.run_step(end, obs);
+            }
+            self.start_planned(last);
+            self.complete_step(obs);
+        }
+        self.elided_events += 2 * run.len() as u64;
+        self.run = run;
+        self.run.clear();
+    }
+
+    /// A request arrives at `t` during a run: carries out the steps that ended before `t` and
+    /// schedules the one in flight at `t` (its end at or after `t`: at a tie the arrival comes
+    /// first, as events from outside do), which then ends as a single step.
+    pub(super) fn cut_run(&mut self, t: Ticks, obs: &mut dyn Observer) {
+        let run = std::mem::take(&mut self.run);
+        let first_end = self.in_flight.as_ref().map_or(t, |f| f.end);
+        if first_end < t {
+            self.complete_step(obs);
+            self.elided_events += 1;
+            for &end in &run {
+                if end >= t {
+                    self.start_planned(end);
+                    self.elided_events += 1;
+                    break;
+                }
+                self.run_step(end, obs);
+                self.elided_events += 2;
+            }
+        }
+        self.run = run;
+        self.run.clear();
+    }
+}
