@@ -8,7 +8,9 @@
 //! run folds what only feeds aggregates as it arrives and keeps only the percentiles' inputs,
 //! with the same results bit for bit (docs/metrics.md "Memory budget").
 
-use crate::engine::{FinishedRequest, Observer, OffloadStats, RejectReason, StepRecord};
+use crate::engine::{
+    DecodeSteps, FinishedRequest, Observer, OffloadStats, RejectReason, StepRecord,
+};
 use crate::metric::{MetricId, Stat};
 use crate::units::Ticks;
 use crate::workload::Level;
@@ -438,6 +440,37 @@ impl Observer for Collector {
             output_tokens: s.output_tokens.min(u32::MAX as u64) as u32,
         });
     }
+    fn on_decode_steps(&mut self, r: &DecodeSteps) {
+        let (Some(&last), Some(st)) = (
+            r.ends.last(),
+            self.stream.as_mut().filter(|_| self.streaming_on),
+        ) else {
+            for i in 0..r.ends.len() {
+                self.on_step(&r.record(i));
+            }
+            return;
+        };
+        // `on_step`'s checks, once for the run (its ends are increasing by construction).
+        let e = r.engine as usize;
+        if self.step_end.len() <= e {
+            self.step_end.resize(e + 1, Ticks::ZERO);
+        }
+        if r.start < self.step_end[e] || r.ends[0] < r.start {
+            self.clock_went_back = true;
+        }
+        self.step_end[e] = last;
+        if self.kv_total.len() <= e {
+            self.kv_total.resize(e + 1, 0);
+        }
+        if st.steps_of(e) == 0 {
+            self.kv_total[e] = r.kv_total_blocks;
+        }
+        let total = self.kv_total[e];
+        for i in 0..r.ends.len() {
+            st.fold_step(&r.record(i), total);
+        }
+        st.fold_pending();
+    }
     fn on_offload(&mut self, _e: u32, t: Ticks, d: &OffloadStats) {
         if let Some(st) = self.stream.as_mut().filter(|_| self.streaming_on) {
             st.offload_any = true;
@@ -483,6 +516,14 @@ impl Stream {
     /// Folds one step: window sums (engine 0 directly, later engines' contributions kept in
     /// order), the peak, and its end time while a measured request may still need it.
     fn step(&mut self, s: &StepRecord, total: u64) {
+        self.fold_step(s, total);
+        self.fold_pending();
+    }
+
+    /// [`Stream::step`] without folding the requests it completes (a decode run folds them
+    /// after its last step: the fold reads only its own engine's steps, in finish order).
+    #[inline]
+    fn fold_step(&mut self, s: &StepRecord, total: u64) {
         let e = s.engine as usize;
         if self.engines.len() <= e {
             self.engines.resize_with(e + 1, EngineLog::default);
@@ -523,6 +564,11 @@ impl Stream {
         }
         log.ends.push(s.end.0);
         log.diff.push(0);
+    }
+
+    /// Folds the pending requests whose steps are now all recorded, in finish order.
+    #[inline]
+    fn fold_pending(&mut self) {
         while let Some(r) = self.pending.front() {
             if !self.ready(r) {
                 break;

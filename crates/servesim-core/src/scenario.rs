@@ -967,10 +967,9 @@ impl StepTimeModel for StepCostModel {
         )
     }
 
-    /// `step_time` of a decode-only batch: the same arithmetic (the chunk loop runs zero times).
-    #[inline]
-    fn decode_step_time(&self, n: u64, ctx_sum: u64) -> Ticks {
-        self.step_time_iter(std::iter::empty(), n, ctx_sum)
+    /// `step_time` of each decode-only batch: the same arithmetic (`decode_run_ticks`).
+    fn decode_run_ticks(&self, n: u64, ctx_first: u64, count: usize, out: &mut Vec<Ticks>) {
+        StepCostModel::decode_run_ticks(self, n, ctx_first, count, out)
     }
 
     fn step_time_spec(

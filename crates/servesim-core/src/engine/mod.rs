@@ -292,22 +292,25 @@ pub trait StepTimeModel {
         self.step_time(batch)
     }
 
-    /// A step of `n` decodes whose contexts sum to `ctx_sum` tokens, nothing else (the steps
-    /// of a decode run, engine/sched_run.rs): must equal `step_time_windowed` of that batch with
-    /// no sliding windows. The default builds the batch; models override it with a shorter path
-    /// to the same value.
-    fn decode_step_time(&self, n: u64, ctx_sum: u64) -> Ticks {
-        let batch = StepBatch {
-            num_seqs: n as u32,
-            num_decode_seqs: n as u32,
-            decode_ctx_sum: ctx_sum,
-            prefills: &[],
-            num_prefill_tokens: 0,
-            prefill_ctx_sum: 0,
-            prefill_attn_pairs: 0,
-            num_tokens: n,
-        };
-        self.step_time_windowed(&batch, &[])
+    /// The durations of `count` steps of `n` decodes and nothing else whose contexts sum to
+    /// `ctx_first`, `ctx_first + n`, ... tokens (the steps of a decode run,
+    /// engine/sched_run.rs), pushed to `out`: each must equal `step_time_windowed` of that batch
+    /// with no sliding windows. The default builds each batch; models override it with a
+    /// shorter path to the same values.
+    fn decode_run_ticks(&self, n: u64, ctx_first: u64, count: usize, out: &mut Vec<Ticks>) {
+        for i in 0..count as u64 {
+            let batch = StepBatch {
+                num_seqs: n as u32,
+                num_decode_seqs: n as u32,
+                decode_ctx_sum: ctx_first + i * n,
+                prefills: &[],
+                num_prefill_tokens: 0,
+                prefill_ctx_sum: 0,
+                prefill_attn_pairs: 0,
+                num_tokens: n,
+            };
+            out.push(self.step_time_windowed(&batch, &[]));
+        }
     }
 
     /// A step with speculative decoding: `batch.num_tokens` includes the draft tokens the target
@@ -416,7 +419,48 @@ pub struct StepRecord {
     pub waiting: u32,
 }
 
-/// Receives everything observable from an engine. All methods default to no-ops.
+/// Consecutive pure-decode steps of one engine (a decode run, engine/sched_run.rs), reported at
+/// once: step `first_index + i` runs from `ends[i - 1]` (`start` for `i = 0`) to `ends[i]` with
+/// `kv_used_blocks[i]` blocks in use; each has `num_seqs` decodes, each producing one token, and
+/// nothing waiting.
+#[derive(Clone, Copy, Debug)]
+pub struct DecodeSteps<'a> {
+    pub engine: u32,
+    pub first_index: u64,
+    pub start: Ticks,
+    pub ends: &'a [Ticks],
+    pub kv_used_blocks: &'a [u64],
+    pub num_seqs: u32,
+    pub kv_total_blocks: u64,
+    pub running: u32,
+}
+
+impl DecodeSteps<'_> {
+    /// Step `i`'s record, as [`Observer::on_step`] would receive it.
+    #[inline]
+    pub fn record(&self, i: usize) -> StepRecord {
+        StepRecord {
+            engine: self.engine,
+            index: self.first_index + i as u64,
+            start: if i == 0 { self.start } else { self.ends[i - 1] },
+            end: self.ends[i],
+            num_seqs: self.num_seqs,
+            num_decode_seqs: self.num_seqs,
+            num_prefill_tokens: 0,
+            output_tokens: self.num_seqs as u64,
+            kv_used_blocks: self.kv_used_blocks[i],
+            kv_total_blocks: self.kv_total_blocks,
+            running: self.running,
+            waiting: 0,
+            spec_drafts: 0,
+            spec_draft_tokens: 0,
+            spec_accepted_tokens: 0,
+        }
+    }
+}
+
+/// Receives everything observable from an engine. All methods default to no-ops (or, for
+/// [`Observer::on_decode_steps`], to [`Observer::on_step`] per step).
 pub trait Observer {
     fn on_arrival(&mut self, _engine: u32, _t: Ticks, _id: u64) {}
     fn on_rejected(&mut self, _engine: u32, _t: Ticks, _id: u64, _reason: &RejectReason) {}
@@ -440,6 +484,12 @@ pub trait Observer {
         self.on_finished(&r)
     }
     fn on_step(&mut self, _s: &StepRecord) {}
+    /// Steps of a decode run; the default reports each through [`Observer::on_step`], in order.
+    fn on_decode_steps(&mut self, r: &DecodeSteps) {
+        for i in 0..r.ends.len() {
+            self.on_step(&r.record(i));
+        }
+    }
     /// Speculative decoding: after a step's [`Observer::on_step`], drafts accepted at each
     /// position (`accepted_per_pos[i]` = decodes with at least `i + 1` drafts accepted, vLLM's
     /// `spec_decode_num_accepted_tokens_per_pos`) and drafted per position

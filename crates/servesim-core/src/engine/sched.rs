@@ -3,8 +3,8 @@
 
 use super::kv::{held_blocks, spans_of, Held, KvPool, Span};
 use super::{
-    EngineConfig, FinishedRequest, Observer, PrefillChunk, RejectReason, Request, Segment,
-    SimError, StepBatch, StepRecord, StepTimeModel, WindowedDecode,
+    DecodeSteps, EngineConfig, FinishedRequest, Observer, PrefillChunk, RejectReason, Request,
+    Segment, SimError, StepBatch, StepRecord, StepTimeModel, WindowedDecode,
 };
 use crate::units::Ticks;
 use std::cmp::Reverse;
@@ -163,6 +163,7 @@ pub struct Engine<'m> {
     /// (empty: none planned), whether the driver lets the engine plan them, and the engine
     /// events (a step's start and its end) the runs stood in for since the driver last asked.
     run: Vec<Ticks>,
+    run_used: Vec<u64>,
     runs_allowed: bool,
     elided_events: u64,
 }
@@ -229,6 +230,7 @@ impl<'m> Engine<'m> {
             store_t: Ticks::ZERO,
             wake: None,
             run: Vec::new(),
+            run_used: Vec::new(),
             runs_allowed: false,
             elided_events: 0,
             cfg,
@@ -708,23 +710,26 @@ impl<'m> Engine<'m> {
     #[inline]
     fn decode_allocs(&mut self, k: u64) {
         let bidx = self.mod_bs(k) as usize;
-        let members = std::mem::take(&mut self.buckets[bidx]);
-        let mut need_sum = 0;
-        for &s in &members {
-            let l = self.slots[s as usize].as_ref().expect("live slot");
-            let ctx = Self::decode_ctx(l, k);
-            let need = self.fp(ctx + 1) - l.held;
-            debug_assert!(!self.caching || self.div_bs(ctx) <= l.reg_blocks);
-            need_sum += need;
-            self.live(s).held += need;
+        // Most steps have no decode at a block boundary (one in `block_size` per decode).
+        if !self.buckets[bidx].is_empty() {
+            let members = std::mem::take(&mut self.buckets[bidx]);
+            let mut need_sum = 0;
+            for &s in &members {
+                let l = self.slots[s as usize].as_ref().expect("live slot");
+                let ctx = Self::decode_ctx(l, k);
+                let need = self.fp(ctx + 1) - l.held;
+                debug_assert!(!self.caching || self.div_bs(ctx) <= l.reg_blocks);
+                need_sum += need;
+                self.live(s).held += need;
+            }
+            let ok = self.pool.alloc(need_sum);
+            debug_assert!(ok);
+            self.buckets[bidx] = members;
         }
-        let ok = self.pool.alloc(need_sum);
-        debug_assert!(ok);
-        self.buckets[bidx] = members;
         // Output blocks that this step's decode fills enter the prefix cache now, as vLLM's
         // `allocate_slots` caches `num_computed + num_new` tokens at scheduling: the decodes
         // with `(ctx + 1) % bs == 0` are the next residue's bucket.
-        if self.caching {
+        if self.caching && !self.buckets[self.mod_bs(k + 1) as usize].is_empty() {
             let ridx = self.mod_bs(k + 1) as usize;
             let members = std::mem::take(&mut self.buckets[ridx]);
             for &s in &members {

@@ -72,11 +72,11 @@ impl<'m> Engine<'m> {
         let Some(f) = &self.in_flight else {
             return;
         };
-        let mut end = f.end;
+        let first_end = f.end;
+        // Steps `k + 1 ..= k + m` whose allocations the pool gives without preempting: each
+        // decode enters at most one new block (fewer than `block_size` steps).
         let mut avail = self.pool.available();
-        let n = self.n_dec;
-        let mut ctx_sum = self.sum_dec_ctx;
-        debug_assert!(self.run.is_empty());
+        let mut m = 0u64;
         for j in k + 1..=last {
             let bidx = self.mod_bs(j) as usize;
             let mut need = 0;
@@ -88,11 +88,21 @@ impl<'m> Engine<'m> {
                 break;
             }
             avail -= need;
-            ctx_sum += n;
-            // The same value `start_step` gets from `step_time_windowed` (no windows here).
-            let dt = self.model.decode_step_time(n, ctx_sum).0.max(1);
-            end = Ticks(end.0.saturating_add(dt));
-            self.run.push(end);
+            m += 1;
+        }
+        if m == 0 {
+            return;
+        }
+        // Their durations: the same values `start_step` gets from `step_time_windowed` (no
+        // windows here), then their ends.
+        let n = self.n_dec;
+        debug_assert!(self.run.is_empty());
+        self.model
+            .decode_run_ticks(n, self.sum_dec_ctx + n, m as usize, &mut self.run);
+        let mut end = first_end;
+        for t in &mut self.run {
+            end = Ticks(end.0.saturating_add(t.0.max(1)));
+            *t = end;
         }
     }
 
@@ -120,19 +130,37 @@ impl<'m> Engine<'m> {
         }
     }
 
-    /// Carries out planned step `self.step` (ending at `end`) that is not the run's last:
-    /// `start_planned` then `complete_step` without their no-ops here (no request finishes
-    /// before the run's last step, no prefill completes, no windows).
-    #[inline]
-    fn run_step(&mut self, end: Ticks, obs: &mut dyn Observer) {
-        let k = self.step;
-        debug_assert!(self.finish_heap.peek().is_none_or(|r| r.0 .0 > k));
-        self.decode_allocs(k);
-        let rec = self.step_record(&self.planned(end), k, self.n_dec);
-        self.now = end;
-        self.sum_dec_ctx += self.n_dec;
-        self.step += 1;
-        obs.on_step(&rec);
+    /// Carries out the planned steps from `self.step` on that end at `ends` and are not the
+    /// run's last: `start_planned` then `complete_step` for each, without their no-ops here (no
+    /// request finishes before the run's last step, no prefill completes, no windows), reported
+    /// to the observer in one call.
+    fn run_steps(&mut self, ends: &[Ticks], obs: &mut dyn Observer) {
+        let Some(&last) = ends.last() else {
+            return;
+        };
+        let first = self.step;
+        let mut used = std::mem::take(&mut self.run_used);
+        used.clear();
+        for k in first..first + ends.len() as u64 {
+            debug_assert!(self.finish_heap.peek().is_none_or(|r| r.0 .0 > k));
+            self.decode_allocs(k);
+            used.push(self.pool.used());
+        }
+        let steps = DecodeSteps {
+            engine: self.index,
+            first_index: first,
+            start: self.now,
+            ends,
+            kv_used_blocks: &used,
+            num_seqs: self.n_dec as u32,
+            kv_total_blocks: self.pool.total(),
+            running: self.n_running as u32,
+        };
+        self.now = last;
+        self.sum_dec_ctx += self.n_dec * ends.len() as u64;
+        self.step += ends.len() as u64;
+        obs.on_decode_steps(&steps);
+        self.run_used = used;
     }
 
     /// The run's last step ended: carries out every step of the run.
@@ -140,9 +168,7 @@ impl<'m> Engine<'m> {
         let run = std::mem::take(&mut self.run);
         self.complete_step(obs);
         if let Some((&last, steps)) = run.split_last() {
-            for &end in steps {
-                self.run_step(end, obs);
-            }
+            self.run_steps(steps, obs);
             self.start_planned(last);
             self.complete_step(obs);
         }
@@ -159,16 +185,14 @@ impl<'m> Engine<'m> {
         let first_end = self.in_flight.as_ref().map_or(t, |f| f.end);
         if first_end < t {
             self.complete_step(obs);
-            self.elided_events += 1;
-            for &end in &run {
-                if end >= t {
-                    self.start_planned(end);
-                    self.elided_events += 1;
-                    break;
-                }
-                self.run_step(end, obs);
-                self.elided_events += 2;
-            }
+            // The steps that ended before `t` (never the run's last: its end is the engine's
+            // next event, which the driver takes before an arrival after it).
+            let done = run.partition_point(|&e| e < t);
+            debug_assert!(done < run.len());
+            let done = done.min(run.len() - 1);
+            self.run_steps(&run[..done], obs);
+            self.start_planned(run[done]);
+            self.elided_events += 2 + 2 * done as u64;
         }
         self.run = run;
         self.run.clear();

@@ -754,14 +754,55 @@ impl StepCostModel {
         if tokens == 0 {
             return StepBreakdown::default().total();
         }
+        if prefill_tokens == 0 {
+            if let Some(sh) = self.decode_table.get(decode_seqs as usize) {
+                return self.seconds_of(sh, pf_flops, pf_bytes, decode_seqs, decode_ctx_sum);
+            }
+        }
         let requests = prefill_reqs as f64 + decode_seqs as f64;
-        let sh = match self.decode_table.get(decode_seqs as usize) {
-            Some(sh) if prefill_tokens == 0 => *sh,
-            _ => self.shape_terms(tokens, requests, prefill_tokens > 0),
-        };
+        let sh = self.shape_terms(tokens, requests, prefill_tokens > 0);
+        self.seconds_of(&sh, pf_flops, pf_bytes, decode_seqs, decode_ctx_sum)
+    }
 
+    /// [`StepCostModel::step_seconds`] of `count` decode-only steps of `n` decodes whose
+    /// contexts sum to `ctx_first`, `ctx_first + n`, ... (the steps of a decode run,
+    /// engine/sched_run.rs), each rounded to ticks and pushed to `out`: the same arithmetic as
+    /// one `step_seconds` call per step (its chunk loop runs zero times; `tests/perf_props.rs`).
+    pub fn decode_run_ticks(&self, n: u64, ctx_first: u64, count: usize, out: &mut Vec<Ticks>) {
+        if n == 0 {
+            let t = secs_to_ticks(StepBreakdown::default().total());
+            out.extend(std::iter::repeat_n(t, count));
+            return;
+        }
+        let computed;
+        let sh = match self.decode_table.get(n as usize) {
+            Some(sh) => sh,
+            None => {
+                // `step_seconds`' `requests`: 0 prefills + n decodes.
+                computed = self.shape_terms(n, 0.0 + n as f64, false);
+                &computed
+            }
+        };
+        let mut ctx = ctx_first;
+        for _ in 0..count {
+            out.push(secs_to_ticks(self.seconds_of(sh, 0.0, 0.0, n, ctx)));
+            ctx += n;
+        }
+    }
+
+    /// The step seconds from its shape terms, its prefill attention FLOPs and KV bytes, and its
+    /// decodes (the second half of [`StepCostModel::step_seconds`]).
+    #[inline(always)]
+    fn seconds_of(
+        &self,
+        sh: &ShapeTerms,
+        pf_flops: f64,
+        pf_bytes: f64,
+        decode_seqs: u64,
+        decode_ctx_sum: u64,
+    ) -> f64 {
         // Attention.
-        pf_flops = self.div_tp(pf_flops);
+        let pf_flops = self.div_tp(pf_flops);
         let (mut dc_flops, mut dc_bytes) = (0.0, 0.0);
         if decode_seqs > 0 {
             let n = decode_seqs as f64;

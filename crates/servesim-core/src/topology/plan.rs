@@ -32,6 +32,10 @@ pub struct SimPlan<'m> {
     pub router: RouterSpec,
     /// Disaggregated serving: `pools` are `[prefill, decode]`, run by `disagg.rs`.
     pub disagg: Option<super::DisaggPlan>,
+    /// Let engines advance pure-decode steps as one event where the simulation allows it
+    /// (engine/sched_run.rs; on by default). Results are identical either way: off is for the
+    /// differential tests and benchmarks that compare the two.
+    pub decode_runs: bool,
 }
 
 impl<'m> SimPlan<'m> {
@@ -55,6 +59,7 @@ impl<'m> SimPlan<'m> {
             }],
             router: RouterSpec::default(),
             disagg: None,
+            decode_runs: true,
         }
     }
 

@@ -33,8 +33,8 @@ use super::router::{ReplicaView, Router, RouterPolicy, RouterSpec};
 use super::{IndexedHeap, PlanPool, ReplicaResult, SimPlan, TopologyLevel};
 use crate::engine::cluster::dp_route;
 use crate::engine::{
-    Engine, FinishedRequest, IdMap, Observer, OffloadStats, RejectReason, Request, SimError,
-    StepRecord,
+    DecodeSteps, Engine, FinishedRequest, IdMap, Observer, OffloadStats, RejectReason, Request,
+    SimError, StepRecord,
 };
 use crate::metrics::{Collector, LevelResult, RunTotals};
 use crate::sweep::{Stop, SweepError, SweepSpec};
@@ -132,6 +132,25 @@ impl Acc {
         t >= self.ws && t <= self.we
     }
 
+    /// Folds one step of its engine: busy time, KV-use integral and peak over the window, and
+    /// the tokens of steps ending inside it.
+    #[inline]
+    fn step(&mut self, s: &StepRecord) {
+        let lo = s.start.max(self.ws);
+        let hi = s.end.min(self.we);
+        let ov = hi.0.saturating_sub(lo.0);
+        let u = s.kv_used_blocks as f64 / s.kv_total_blocks.max(1) as f64;
+        let inside = s.end > self.ws && s.end <= self.we;
+        let x = &mut self.e[s.engine as usize];
+        x.busy += ov;
+        x.kv_int += u * ov as f64;
+        x.kv_peak = x.kv_peak.max(u);
+        if inside {
+            x.out_tokens += s.output_tokens;
+            x.prefill_tokens += s.num_prefill_tokens;
+        }
+    }
+
     /// The sum of `f` over the engines `r`, in engine order.
     pub(super) fn sum(&self, r: std::ops::Range<usize>, f: impl Fn(&EngineAcc) -> u64) -> u64 {
         self.e[r].iter().map(f).sum()
@@ -227,22 +246,20 @@ impl Observer for Tap<'_> {
     }
     fn on_step(&mut self, s: &StepRecord) {
         if let Some(a) = &mut self.acc {
-            let lo = s.start.max(a.ws);
-            let hi = s.end.min(a.we);
-            let ov = hi.0.saturating_sub(lo.0);
-            let u = s.kv_used_blocks as f64 / s.kv_total_blocks.max(1) as f64;
-            let inside = s.end > a.ws && s.end <= a.we;
-            let x = &mut a.e[s.engine as usize];
-            x.busy += ov;
-            x.kv_int += u * ov as f64;
-            x.kv_peak = x.kv_peak.max(u);
-            if inside {
-                x.out_tokens += s.output_tokens;
-                x.prefill_tokens += s.num_prefill_tokens;
-            }
+            a.step(s);
         }
         if self.is_exit(s.engine) {
             self.inner.on_step(s)
+        }
+    }
+    fn on_decode_steps(&mut self, r: &DecodeSteps) {
+        if let Some(a) = &mut self.acc {
+            for i in 0..r.ends.len() {
+                a.step(&r.record(i));
+            }
+        }
+        if self.is_exit(r.engine) {
+            self.inner.on_decode_steps(r)
         }
     }
     fn on_spec_step(&mut self, e: u32, end: Ticks, accepted: &[u64], drafted: &[u64]) {
@@ -400,7 +417,8 @@ impl<'m, 'p> Simulation<'m, 'p> {
         let plain = b.pools.len() == 1 && b.pools[0].groups.is_empty() && handoff.is_none();
         // Decode runs (engine/sched_run.rs) where nothing reads an engine between its events:
         // one pool of independent engines whose router does not score their state.
-        if plain && (plan.router.policy != RouterPolicy::LlmD || b.pools[0].plan.replicas == 1) {
+        let unscored = plan.router.policy != RouterPolicy::LlmD || b.pools[0].plan.replicas == 1;
+        if plan.decode_runs && plain && unscored {
             for e in &mut b.engines {
                 e.allow_decode_runs(true);
             }
