@@ -244,6 +244,8 @@ fn replicas_behind_routers_give_the_same_results_with_and_without_runs() {
         (4, RouterPolicy::RoundRobin, None),
         (3, RouterPolicy::LeastRequests, Some(6)),
         (1, RouterPolicy::LlmD, None),
+        (5, RouterPolicy::LlmD, None),
+        (4, RouterPolicy::LlmD, Some(5)),
     ] {
         let mut s = Scenario::default_scenario();
         s.sweep.duration_s = Some(40.0);

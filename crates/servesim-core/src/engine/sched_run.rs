@@ -42,11 +42,15 @@ impl<'m> Engine<'m> {
     }
 
     /// Carries out the decode run planned, if any, up to `t` (see [`Engine::cut_run`]): for a
-    /// driver that stops at `t - 1` with the run's later steps still due.
-    pub fn cut_decode_run(&mut self, t: Ticks, obs: &mut dyn Observer) {
-        if !self.run.is_empty() {
-            self.cut_run(t, obs);
+    /// driver that stops at `t - 1` with the run's later steps still due, or that reads the
+    /// engine's state at `t`. Returns whether a run was cut: the engine's next event time is
+    /// then earlier (the driver re-keys it).
+    pub fn cut_decode_run(&mut self, t: Ticks, obs: &mut dyn Observer) -> bool {
+        if self.run.is_empty() {
+            return false;
         }
+        self.cut_run(t, obs);
+        true
     }
 
     /// After step `k` was scheduled (in flight): plans the pure-decode steps that follow it.

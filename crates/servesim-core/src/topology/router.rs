@@ -699,6 +699,12 @@ impl Router {
         }
     }
 
+    /// Whether a pick at `t` reads the replicas' state (llm-d's scorers refresh their view).
+    #[inline]
+    pub fn reads_view_at(&self, t: Ticks) -> bool {
+        self.n > 1 && self.spec.policy == RouterPolicy::LlmD && t >= self.next_refresh
+    }
+
     fn refresh(&mut self, t: Ticks, view: &dyn ReplicaView) {
         let w = self.spec.weights;
         let (mut qmax, mut qmin) = (0u64, u64::MAX);

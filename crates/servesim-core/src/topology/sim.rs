@@ -29,7 +29,7 @@ use super::disagg::{disagg_results, Handoff};
 use super::guard::LevelGuard;
 use super::lockstep::{GroupState, LockstepGroup};
 use super::plan::cache_info;
-use super::router::{ReplicaView, Router, RouterPolicy, RouterSpec};
+use super::router::{ReplicaView, Router, RouterSpec};
 use super::{IndexedHeap, PlanPool, ReplicaResult, SimPlan, TopologyLevel};
 use crate::engine::cluster::dp_route;
 use crate::engine::{
@@ -347,6 +347,11 @@ pub(super) struct Simulation<'m, 'p> {
     /// One pool of independent engines, no handoff: an engine event touches that engine's heap
     /// key only (the fast path of the single-pool sweeps).
     plain: bool,
+    /// Engines may advance pure-decode steps as one event (engine/sched_run.rs).
+    runs: bool,
+    /// The engine whose event is being processed (0 for other sources: they come before every
+    /// engine event at the same time).
+    pub(super) cur_engine: u32,
     /// Engine events that decode runs stood in for, not yet counted by the level's guard.
     pub(super) elided: u64,
 }
@@ -415,16 +420,19 @@ impl<'m, 'p> Simulation<'m, 'p> {
         };
         let replicas = b.pools[entry].plan.replicas as usize;
         let plain = b.pools.len() == 1 && b.pools[0].groups.is_empty() && handoff.is_none();
-        // Decode runs (engine/sched_run.rs) where nothing reads an engine between its events:
-        // one pool of independent engines whose router does not score their state.
-        let unscored = plan.router.policy != RouterPolicy::LlmD || b.pools[0].plan.replicas == 1;
-        if plan.decode_runs && plain && unscored {
+        // Decode runs (engine/sched_run.rs) where nothing changes an engine from outside
+        // between its events: one pool of independent engines. A router that reads their state
+        // brings them up to the time it reads (`sync_for_router`).
+        let runs = plan.decode_runs && plain;
+        if runs {
             for e in &mut b.engines {
                 e.allow_decode_runs(true);
             }
         }
         Ok(Simulation {
             plain,
+            runs,
+            cur_engine: 0,
             elided: 0,
             engine_heap: IndexedHeap::new(b.engines.len()),
             engines: b.engines,
@@ -624,9 +632,42 @@ impl<'m, 'p> Simulation<'m, 'p> {
             self.held.push_back((req, sent));
             return;
         }
+        self.sync_for_router(now, tap);
         match self.pick(self.entry, &req, now) {
             Some(r) => self.dispatch(r, req, sent, now, tap),
             None => self.held.push_back((req, sent)),
+        }
+    }
+
+    /// Before the entry router picks at `now`: if it reads the replicas' state then, their
+    /// engines' decode runs are carried out up to `now` (what stepping one by one would show it:
+    /// the steps that ended before `now`; an engine event at `now` comes after the pick).
+    #[inline]
+    fn sync_for_router(&mut self, now: Ticks, tap: &mut Tap) {
+        if !self.runs || !self.pools[self.entry].router.reads_view_at(now) {
+            return;
+        }
+        // After engine `cur`'s event at `now`, the engines before it in the event order have
+        // had their events at `now` too: their steps ending at `now` are done.
+        let cur = self.cur_engine as usize;
+        let range = self.pools[self.entry].engines();
+        for (i, e) in self
+            .engines
+            .iter_mut()
+            .enumerate()
+            .take(range.end)
+            .skip(range.start)
+        {
+            let upto = if i < cur {
+                Ticks(now.0.saturating_add(1))
+            } else {
+                now
+            };
+            if e.cut_decode_run(upto, tap) {
+                // Its next event is now the end of the step in flight.
+                self.engine_heap.set(i as u32, e.next_event_time());
+                self.elided += e.take_elided_events();
+            }
         }
     }
 
@@ -643,6 +684,7 @@ impl<'m, 'p> Simulation<'m, 'p> {
     /// Dispatches requests held at the entry router while its guard lets them through.
     fn release_held(&mut self, now: Ticks, tap: &mut Tap) {
         while !self.held.is_empty() {
+            self.sync_for_router(now, tap);
             let Some(r) = self.pick_held(now) else {
                 break;
             };
@@ -702,9 +744,11 @@ impl<'m, 'p> Simulation<'m, 'p> {
     /// Carries out every engine's decode run up to `t` (engine/sched_run.rs: the steps that
     /// ended before `t`, and the one in flight at `t` scheduled).
     fn cut_runs(&mut self, t: Ticks, tap: &mut Tap) {
-        for e in &mut self.engines {
-            e.cut_decode_run(t, tap);
-            e.take_elided_events();
+        for (i, e) in self.engines.iter_mut().enumerate() {
+            if e.cut_decode_run(t, tap) {
+                self.engine_heap.set(i as u32, e.next_event_time());
+                e.take_elided_events();
+            }
         }
     }
 
@@ -836,6 +880,10 @@ pub(super) fn run_level(
         if !guard.event(t, spec, &w, tap.inner, || sim.in_flight(), progress)? {
             break;
         }
+        sim.cur_engine = match src {
+            Source::Engine(i) => i,
+            _ => 0,
+        };
         match src {
             Source::Send => {
                 let Some(req) = gen.pop() else {
