@@ -8,9 +8,12 @@
 //! allocations are the decodes that enter a new block at that step. The plan stops at
 //! - the step in which the first decode finishes (the finish heap's earliest entry), so no
 //!   request leaves inside a run;
-//! - `block_size` steps, so every decode enters at most one new block inside it;
+//! - [`RUN_MAX_STEPS`] steps after the one in flight;
 //! - the first step whose allocation the pool cannot give without preempting (that step is
-//!   scheduled on its own, with its preemptions).
+//!   scheduled on its own, with its preemptions). A decode at a block boundary holds exactly
+//!   the blocks of its context (`fp(ctx)`, allocated at its previous boundary or by its
+//!   prefill), so its need there is `fp(ctx + 1) - fp(ctx)` however many boundaries the run
+//!   crosses.
 //!
 //! Each planned step's duration comes from the same step-time call with the same batch as if
 //! it were scheduled on its own, so the step times are identical. The steps are carried out (KV
@@ -21,10 +24,17 @@
 //! different engines' steps reach the observer changes (one engine's steps stay in order).
 //!
 //! Architecture invariant: runs are planned only when the driver allows them
-//! ([`Engine::allow_decode_runs`]), i.e. when nothing reads the engine's KV use or step ends
-//! between events (no llm-d router scoring, no lockstep DP group, no disaggregated handoff).
+//! ([`Engine::allow_decode_runs`]): when nothing changes the engine from outside between its
+//! events (no lockstep DP group, no disaggregated reservations), and a driver that reads its
+//! state in between (the llm-d router's refresh) first cuts its run at that time
+//! ([`Engine::cut_decode_run`]).
 
 use super::*;
+
+/// Most steps a run plans after the step in flight: a bound on the engine's buffer and on the
+/// planning an arrival can discard (`topology_bench sweep64 16 30`: 1.900 G instructions at 64,
+/// 1.914 G at 16).
+const RUN_MAX_STEPS: u64 = 64;
 
 impl<'m> Engine<'m> {
     /// Lets the engine plan decode runs (see the module comment). A driver that reads the
@@ -69,7 +79,7 @@ impl<'m> Engine<'m> {
         let Some(&Reverse((fin, _, _))) = self.finish_heap.peek() else {
             return;
         };
-        let last = fin.min(k + self.bs - 1);
+        let last = fin.min(k + RUN_MAX_STEPS);
         if last <= k {
             return;
         }
@@ -77,8 +87,7 @@ impl<'m> Engine<'m> {
             return;
         };
         let first_end = f.end;
-        // Steps `k + 1 ..= k + m` whose allocations the pool gives without preempting: each
-        // decode enters at most one new block (fewer than `block_size` steps).
+        // Steps `k + 1 ..= k + m` whose allocations the pool gives without preempting.
         let mut avail = self.pool.available();
         let mut m = 0u64;
         for j in k + 1..=last {
@@ -86,7 +95,10 @@ impl<'m> Engine<'m> {
             let mut need = 0;
             for &s in &self.buckets[bidx] {
                 let l = self.slots[s as usize].as_ref().expect("live slot");
-                need += self.fp(Self::decode_ctx(l, j) + 1) - l.held;
+                // At its block boundary a decode holds exactly `fp(ctx)` blocks (the last
+                // boundary allocated up to it), also at a second boundary inside the run.
+                let ctx = Self::decode_ctx(l, j);
+                need += self.fp(ctx + 1) - self.fp(ctx);
             }
             if need > avail {
                 break;
