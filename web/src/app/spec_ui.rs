@@ -4,7 +4,7 @@
 //! chunk and per token). The drafter's capacity line is the capacity card's
 //! (`CapacityView::drafter`).
 
-use super::{field_with, State};
+use super::{field_with, select, State};
 use crate::form::Form;
 use crate::form_spec::{
     methods, takes_model, ACCEPTANCE, ACCEPTANCE_KINDS, DRAFT_MODEL, KEEP, MAX_SPECULATIVE_TOKENS,
@@ -12,28 +12,6 @@ use crate::form_spec::{
 };
 use crate::table;
 use leptos::prelude::*;
-
-fn select_view(
-    st: State,
-    key: &'static str,
-    label: &'static str,
-    options: Vec<(String, String)>,
-    get: fn(&Form) -> String,
-    set: fn(&mut Form, String),
-) -> impl IntoView {
-    let err = move || st.errors.with(|e| e.get(key).cloned());
-    view! {
-        <div class="field" class:invalid=move || err().is_some()>
-            <label for=format!("f-{key}")>{label}</label>
-            <select id=format!("f-{key}")
-                prop:value=move || st.form.with(get)
-                on:change=move |ev| { let v = event_target_value(&ev); st.form.update(|f| set(f, v)) }>
-                {options.into_iter().map(|(v, l)| view! { <option value=v>{l}</option> }).collect_view()}
-            </select>
-            <div class="field-error" id=format!("e-{key}") role="alert">{err}</div>
-        </div>
-    }
-}
 
 fn list_field(
     st: State,
@@ -97,7 +75,7 @@ pub(super) fn spec_fields(st: State) -> impl IntoView {
                 {list_field(st, DRAFT_MODEL, "model (draft_model: a catalog model id; EAGLE: the head's name)", |f| f.spec.model.clone(), |f, v| f.spec.model = v)}
             </div>
             <div hidden=move || !on()>
-                {select_view(st, ACCEPTANCE, "Acceptance (servesim's input: vLLM measures it)", kinds,
+                {select(st, ACCEPTANCE, "Acceptance (servesim's input: vLLM measures it)", kinds,
                     |f| f.spec.acceptance.clone(), |f, v| f.spec.acceptance = v)}
                 <div class="grid2">
                     <div hidden=move || !matches!(kind.get().as_str(), "mean" | "values")>
