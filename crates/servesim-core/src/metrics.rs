@@ -522,7 +522,7 @@ impl Stream {
 
     /// [`Stream::step`] without folding the requests it completes (a decode run folds them
     /// after its last step: the fold reads only its own engine's steps, in finish order).
-    #[inline]
+    #[inline(always)]
     fn fold_step(&mut self, s: &StepRecord, total: u64) {
         let e = s.engine as usize;
         if self.engines.len() <= e {

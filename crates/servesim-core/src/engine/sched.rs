@@ -707,7 +707,7 @@ impl<'m> Engine<'m> {
 
     /// Step `k`'s KV work for its decodes, after the preemption check: the decodes entering a
     /// new block take it, and the output blocks the step fills are offered to the prefix cache.
-    #[inline]
+    #[inline(always)]
     fn decode_allocs(&mut self, k: u64) {
         let bidx = self.mod_bs(k) as usize;
         // Most steps have no decode at a block boundary (one in `block_size` per decode).

@@ -32,9 +32,9 @@
 use super::*;
 
 /// Most steps a run plans after the step in flight: a bound on the engine's buffer and on the
-/// planning an arrival can discard (`topology_bench sweep64 16 30`: 1.900 G instructions at 64,
-/// 1.914 G at 16).
-const RUN_MAX_STEPS: u64 = 64;
+/// planning an arrival can discard (`topology_bench sweep64 16 30`: 1.725 G instructions at 32,
+/// 1.756 G at 64, 1.779 G at 16).
+const RUN_MAX_STEPS: u64 = 32;
 
 impl<'m> Engine<'m> {
     /// Lets the engine plan decode runs (see the module comment). A driver that reads the
