@@ -166,6 +166,9 @@ pub struct Engine<'m> {
     run_used: Vec<u64>,
     runs_allowed: bool,
     elided_events: u64,
+    /// Steps the next run may plan after the one in flight (`sched_run.rs`: doubles when a run
+    /// ends, about twice what was used when an arrival cuts one).
+    run_len: u64,
 }
 
 impl<'m> Engine<'m> {
@@ -233,6 +236,7 @@ impl<'m> Engine<'m> {
             run_used: Vec::new(),
             runs_allowed: false,
             elided_events: 0,
+            run_len: 32,
             cfg,
         };
         e.below = vec![0; e.windows.len()];

@@ -8,7 +8,8 @@
 //! allocations are the decodes that enter a new block at that step. The plan stops at
 //! - the step in which the first decode finishes (the finish heap's earliest entry), so no
 //!   request leaves inside a run;
-//! - [`RUN_MAX_STEPS`] steps after the one in flight;
+//! - the engine's plan length (4 to [`RUN_MAX_STEPS`] steps after the one in flight, adapted to
+//!   how much of its recent runs arrivals left it);
 //! - the first step whose allocation the pool cannot give without preempting (that step is
 //!   scheduled on its own, with its preemptions). A decode at a block boundary holds exactly
 //!   the blocks of its context (`fp(ctx)`, allocated at its previous boundary or by its
@@ -31,10 +32,13 @@
 
 use super::*;
 
-/// Most steps a run plans after the step in flight: a bound on the engine's buffer and on the
-/// planning an arrival can discard (`topology_bench sweep64 16 30`: 1.725 G instructions at 32,
-/// 1.756 G at 64, 1.779 G at 16).
-const RUN_MAX_STEPS: u64 = 32;
+/// Most and fewest steps a run plans after the step in flight. Each engine adapts its plan length
+/// (`Engine::run_len`, starting at 32): it doubles after a run that ended, and becomes about twice
+/// the steps used after a run an arrival cut, so little planning is thrown away
+/// (`topology_bench sweep64 16 30`: 1.685 G instructions with 4-64; a fixed 32: 1.725 G, 64:
+/// 1.756 G, 16: 1.779 G).
+const RUN_MAX_STEPS: u64 = 64;
+const RUN_MIN_STEPS: u64 = 4;
 
 impl<'m> Engine<'m> {
     /// Lets the engine plan decode runs (see the module comment). A driver that reads the
@@ -79,7 +83,7 @@ impl<'m> Engine<'m> {
         let Some(&Reverse((fin, _, _))) = self.finish_heap.peek() else {
             return;
         };
-        let last = fin.min(k + RUN_MAX_STEPS);
+        let last = fin.min(k + self.run_len);
         if last <= k {
             return;
         }
@@ -189,6 +193,8 @@ impl<'m> Engine<'m> {
             self.complete_step(obs);
         }
         self.elided_events += 2 * run.len() as u64;
+        // Ran to its end: the next run may plan longer.
+        self.run_len = (self.run_len * 2).min(RUN_MAX_STEPS);
         self.run = run;
         self.run.clear();
     }
@@ -210,6 +216,9 @@ impl<'m> Engine<'m> {
             self.start_planned(run[done]);
             self.elided_events += 2 + 2 * done as u64;
         }
+        // Cut after `done + 1` of its steps: plan about twice that next time.
+        let used = run.partition_point(|&e| e < t) as u64 + 1;
+        self.run_len = (2 * used).clamp(RUN_MIN_STEPS, RUN_MAX_STEPS);
         self.run = run;
         self.run.clear();
     }
