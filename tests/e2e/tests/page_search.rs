@@ -41,6 +41,21 @@ async fn text_content(c: &fantoccini::Client, css: &str) -> Res<String> {
         .ok_or_else(|| format!("no element {css}").into())
 }
 
+/// Clicks Search and waits for the panel's status; a failed search is the error.
+async fn search_and_wait(c: &fantoccini::Client) -> Res<String> {
+    c.find(Locator::Css("#search-btn")).await?.click().await?;
+    let status = wait_until("search done", Duration::from_secs(600), || async {
+        Ok(text_of(c, "#search-status")
+            .await?
+            .filter(|t| t.starts_with("Done") || t.starts_with("Failed")))
+    })
+    .await?;
+    if !status.starts_with("Done") {
+        return Err(status.into());
+    }
+    Ok(status)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_search_equals_the_cli_and_its_winner_opens_with_the_same_numbers() {
     let frag = fragment_for(&base());
@@ -56,16 +71,7 @@ async fn a_small_search_equals_the_cli_and_its_winner_opens_with_the_same_number
             let cores = c
                 .execute("return navigator.hardwareConcurrency;", vec![])
                 .await?;
-            c.find(Locator::Css("#search-btn")).await?.click().await?;
-            let status = wait_until("search done", Duration::from_secs(600), || async {
-                Ok(text_of(&c, "#search-status")
-                    .await?
-                    .filter(|t| t.starts_with("Done") || t.starts_with("Failed")))
-            })
-            .await?;
-            if !status.starts_with("Done") {
-                return Err(status.into());
-            }
+            let status = search_and_wait(&c).await?;
             let search_json = text_content(&c, "#search-input").await?;
             let report = text_content(&c, "#search-report").await?;
             let progress = text_content(&c, "#search-progress").await?;
@@ -189,16 +195,7 @@ async fn a_small_pd_search_equals_the_cli() {
             type_into(&c, "#f-search_pd_ratios", "1:1").await?;
             type_into(&c, "#f-search_pd_prefill_tp", "1").await?;
             type_into(&c, "#f-search_pd_decode_tp", "1").await?;
-            c.find(Locator::Css("#search-btn")).await?.click().await?;
-            let status = wait_until("search done", Duration::from_secs(600), || async {
-                Ok(text_of(&c, "#search-status")
-                    .await?
-                    .filter(|t| t.starts_with("Done") || t.starts_with("Failed")))
-            })
-            .await?;
-            if !status.starts_with("Done") {
-                return Err(status.into());
-            }
+            let status = search_and_wait(&c).await?;
             let search_json = text_content(&c, "#search-input").await?;
             let report = text_content(&c, "#search-report").await?;
             let links = c
@@ -286,16 +283,7 @@ async fn a_search_over_precisions_and_token_budgets_equals_the_cli() {
             c.find(Locator::Css("#search-btn")).await?.click().await?;
             let bad = wait_text(&c, "#e-search_weight_precisions").await?;
             type_into(&c, "#f-search_weight_precisions", "checkpoint, fp8").await?;
-            c.find(Locator::Css("#search-btn")).await?.click().await?;
-            let status = wait_until("search done", Duration::from_secs(600), || async {
-                Ok(text_of(&c, "#search-status")
-                    .await?
-                    .filter(|t| t.starts_with("Done") || t.starts_with("Failed")))
-            })
-            .await?;
-            if !status.starts_with("Done") {
-                return Err(status.into());
-            }
+            let status = search_and_wait(&c).await?;
             let cleared = text_content(&c, "#e-search_weight_precisions").await?;
             let search_json = text_content(&c, "#search-input").await?;
             let report = text_content(&c, "#search-report").await?;
