@@ -263,6 +263,20 @@ impl Collector {
             };
         }
     }
+    /// Steps of engine `e` from `start` to `last_end` (the first ending at `first_end`): an
+    /// engine's steps come in order, but an engine that ran several decode steps as one event
+    /// (engine/sched_run.rs) reports them after other engines' later events, so time is checked
+    /// per engine for steps (each starts at or after its engine's previous end).
+    #[inline]
+    fn see_steps(&mut self, e: usize, start: Ticks, first_end: Ticks, last_end: Ticks) {
+        if self.step_end.len() <= e {
+            self.step_end.resize(e + 1, Ticks::ZERO);
+        }
+        if start < self.step_end[e] || first_end < start {
+            self.clock_went_back = true;
+        }
+        self.step_end[e] = last_end;
+    }
     fn see(&mut self, t: Ticks) {
         if t < self.last_t {
             self.clock_went_back = true;
@@ -398,25 +412,11 @@ impl Observer for Collector {
         }
     }
     fn on_step(&mut self, s: &StepRecord) {
-        // An engine's steps come in order, but an engine that ran several decode steps as one
-        // event (engine/sched_run.rs) reports them after other engines' later events: time is
-        // checked per engine for steps (each starts at or after its engine's previous end).
         let e = s.engine as usize;
-        if self.step_end.len() <= e {
-            self.step_end.resize(e + 1, Ticks::ZERO);
-        }
-        if s.start < self.step_end[e] || s.end < s.start {
-            self.clock_went_back = true;
-        }
-        self.step_end[e] = s.end;
+        self.see_steps(e, s.start, s.end, s.end);
         if let Some(st) = self.stream.as_mut().filter(|_| self.streaming_on) {
-            if self.kv_total.len() <= e {
-                self.kv_total.resize(e + 1, 0);
-            }
-            if st.steps_of(e) == 0 {
-                self.kv_total[e] = s.kv_total_blocks;
-            }
-            st.step(s, self.kv_total[e]);
+            let total = stream_pool_size(&mut self.kv_total, st, e, s.kv_total_blocks);
+            st.step(s, total);
             return;
         }
         if self.kv_total.len() <= e {
@@ -441,31 +441,18 @@ impl Observer for Collector {
         });
     }
     fn on_decode_steps(&mut self, r: &DecodeSteps) {
-        let (Some(&last), Some(st)) = (
-            r.ends.last(),
-            self.stream.as_mut().filter(|_| self.streaming_on),
-        ) else {
+        let streaming = self.streaming_on && self.stream.is_some();
+        let (Some(&first), Some(&last), true) = (r.ends.first(), r.ends.last(), streaming) else {
             for i in 0..r.ends.len() {
                 self.on_step(&r.record(i));
             }
             return;
         };
+        self.see_steps(r.engine as usize, r.start, first, last);
+        let st = self.stream.as_mut().expect("checked above");
         // `on_step`'s checks, once for the run (its ends are increasing by construction).
         let e = r.engine as usize;
-        if self.step_end.len() <= e {
-            self.step_end.resize(e + 1, Ticks::ZERO);
-        }
-        if r.start < self.step_end[e] || r.ends[0] < r.start {
-            self.clock_went_back = true;
-        }
-        self.step_end[e] = last;
-        if self.kv_total.len() <= e {
-            self.kv_total.resize(e + 1, 0);
-        }
-        if st.steps_of(e) == 0 {
-            self.kv_total[e] = r.kv_total_blocks;
-        }
-        let total = self.kv_total[e];
+        let total = stream_pool_size(&mut self.kv_total, st, e, r.kv_total_blocks);
         for i in 0..r.ends.len() {
             st.fold_step(&r.record(i), total);
         }
@@ -507,6 +494,19 @@ impl Observer for Collector {
         self.spec_pos.extend_from_slice(accepted);
         self.spec_pos.extend_from_slice(drafted);
     }
+}
+
+/// Engine `e`'s KV pool size for the streaming fold: fixed per engine, recorded at its first
+/// step.
+#[inline]
+fn stream_pool_size(kv_total: &mut Vec<u64>, st: &Stream, e: usize, blocks: u64) -> u64 {
+    if kv_total.len() <= e {
+        kv_total.resize(e + 1, 0);
+    }
+    if st.steps_of(e) == 0 {
+        kv_total[e] = blocks;
+    }
+    kv_total[e]
 }
 
 impl Stream {
