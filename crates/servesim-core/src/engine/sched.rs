@@ -360,9 +360,7 @@ impl<'m> Engine<'m> {
         t: Ticks,
         obs: &mut dyn Observer,
     ) -> Result<(), RejectReason> {
-        if !self.run.is_empty() {
-            self.cut_run(t, obs);
-        }
+        self.cut_decode_run(t, obs);
         self.submitted += 1;
         if self.in_flight.is_none() && t > self.now {
             self.now = t;
