@@ -73,9 +73,6 @@ pub struct SearchArgs {
     /// Simulate every candidate that starts (no cheap-bound pruning).
     #[arg(long)]
     pub no_prune: bool,
-    /// Threads (default: the cores available).
-    #[arg(long)]
-    pub threads: Option<usize>,
     /// Add disaggregated prefill/decode candidates (both pools on each GPU type; the base's
     /// --prefill-* / --decode-* / --kv-* settings are the pools' template). Any --pd-*
     /// flag implies it.
@@ -253,11 +250,7 @@ pub fn run_search(a: &SearchArgs, m: &ArgMatches) -> Result<()> {
     }
     let space = raw.validate()?;
     let n = space.candidates.len();
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get()))
-        .clamp(1, 64)
-        .min(n.max(1));
+    let threads = crate::cmd_sweep::threads_for(a.sweep.threads, n);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<CandidateResult>>> = Mutex::new(vec![None; n]);

@@ -78,6 +78,10 @@ pub struct SweepArgs {
     /// first failing level with at most N extra level simulations (docs/metrics.md).
     #[arg(long, value_name = "N")]
     pub refine_sla: Option<usize>,
+    /// Threads to run on (default: the cores available): a sweep's levels (each level is
+    /// independent) or a search's candidates. The output does not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// The GPU used when none is stated (`servesim search`: the first of --gpus).
     #[arg(skip)]
     pub default_gpu: Option<String>,
@@ -371,25 +375,7 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
     for w in resolved.warnings() {
         eprintln!("warning: {w}");
     }
-    let mut runner = resolved.runner()?;
-    let total = runner.total_levels();
-    let t0 = Instant::now();
-    let mut done = 0;
-    while let Some(step) = runner.step() {
-        let l = step?;
-        done += 1;
-        eprintln!(
-            "[{}/{}] {}: {} output tok/s, TTFT p50 {} ms, ITL p50 {} ms ({:.2} s elapsed)",
-            done,
-            total,
-            level_label(l),
-            rate(l.output_tokens_per_s, 0),
-            opt(l.ttft_ms.map(|d| d.p50), 1),
-            opt(l.itl_ms.map(|d| d.p50), 2),
-            t0.elapsed().as_secs_f64()
-        );
-    }
-    let mut result = runner.finish();
+    let mut result = run_levels(&resolved, a.threads)?;
     if let Some(n) = a.refine_sla {
         resolved.refine(&mut result, n.min(64))?;
         match &result.refined_operating_point {
@@ -438,6 +424,108 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
         print_table(&CapacitySummary::of(&resolved.capacity), &resolved, &result);
     }
     Ok(())
+}
+
+/// The threads to use: `--threads`, else the cores available, at most one per job.
+pub fn threads_for(asked: Option<usize>, jobs: usize) -> usize {
+    asked
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get()))
+        .clamp(1, 64)
+        .min(jobs.max(1))
+}
+
+/// Runs every level of the sweep on `threads` threads (`SweepRunner::run_at` on a runner per
+/// thread, the next level index to whichever thread is free, highest level first as they take
+/// longest) and assembles them in level order (`finish_with`): the same result as one thread.
+fn run_levels(
+    resolved: &servesim_core::scenario::ResolvedScenario,
+    threads: Option<usize>,
+) -> Result<servesim_core::sweep::SweepResult> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let runner = resolved.runner()?;
+    let total = runner.total_levels();
+    let threads = threads_for(threads, total);
+    let t0 = Instant::now();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let outputs = Mutex::new(Vec::with_capacity(total));
+    // A level that fails is reported by its index; the lowest one is the sweep's error, as
+    // one thread stepping in order would report it.
+    let errors = Mutex::new(Vec::new());
+    let work = || {
+        let mut mine = match resolved.runner() {
+            Ok(r) => r,
+            Err(e) => {
+                if let Ok(mut v) = errors.lock() {
+                    v.push((0, e));
+                }
+                return;
+            }
+        };
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            if k >= total {
+                return;
+            }
+            // One thread runs the levels in order; several start from the highest (the
+            // longest), so no thread is left with a long level at the end.
+            let i = if threads == 1 { k } else { total - 1 - k };
+            let Some(out) = mine.run_at(i, &mut |_| {}) else {
+                return;
+            };
+            let out = match out {
+                Ok(o) => o,
+                Err(e) => {
+                    if let Ok(mut v) = errors.lock() {
+                        v.push((i, servesim_core::scenario::ScenarioError::Sweep(e)));
+                    }
+                    if threads == 1 {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let l = &out.result;
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            eprintln!(
+                "[{}/{}] {}: {} output tok/s, TTFT p50 {} ms, ITL p50 {} ms ({:.2} s elapsed)",
+                n,
+                total,
+                level_label(l),
+                rate(l.output_tokens_per_s, 0),
+                opt(l.ttft_ms.map(|d| d.p50), 1),
+                opt(l.itl_ms.map(|d| d.p50), 2),
+                t0.elapsed().as_secs_f64()
+            );
+            if let Ok(mut o) = outputs.lock() {
+                o.push(out);
+            }
+        }
+    };
+    if threads == 1 {
+        work();
+    } else {
+        std::thread::scope(|sc| {
+            for _ in 0..threads {
+                sc.spawn(work);
+            }
+        });
+    }
+    let mut errors = errors
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a sweep thread failed"))?;
+    errors.sort_by_key(|(i, _)| *i);
+    if let Some((_, e)) = errors.into_iter().next() {
+        return Err(e.into());
+    }
+    let outputs = outputs
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a sweep thread failed"))?;
+    if outputs.len() != total {
+        bail!("a sweep thread failed before finishing its levels");
+    }
+    Ok(runner.finish_with(outputs))
 }
 
 fn print_table(

@@ -98,3 +98,35 @@ fn bad_topology_flags_name_the_fix() {
     assert_ne!(code, 0);
     assert!(err.contains("topology.replicas"), "{err}");
 }
+
+#[test]
+fn levels_on_threads_print_the_same_report_as_one_thread() {
+    let run = |threads: &'static str| {
+        let mut args: Vec<&str> = BASE.iter().copied().filter(|a| *a != "8,32").collect();
+        args.retain(|a| *a != "--concurrency");
+        args.extend([
+            "--concurrency",
+            "1,8,32,64",
+            "--replicas",
+            "3",
+            "--router",
+            "least-requests",
+            "--sla",
+            "ttft_ms_p50<=60",
+            "--refine-sla",
+            "3",
+            "--threads",
+            threads,
+            "--json",
+        ]);
+        let (code, out, err) = servesim(&args);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let one = run("1");
+    let three = run("3");
+    assert_eq!(one, three, "the report does not depend on --threads");
+    let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+    assert_eq!(v["levels"].as_array().unwrap().len(), 4, "{v}");
+    assert_eq!(v["topology"].as_array().unwrap().len(), 4);
+}

@@ -1,7 +1,9 @@
 //! Sweeps: one scenario at a list of levels, plus the SLA operating point.
 //!
 //! `sweep(&EngineConfig, &dyn StepTimeModel, &WorkloadSpec, &SweepSpec)` runs everything;
-//! [`SweepRunner`] runs one level per call (progress and cancellation between levels).
+//! [`SweepRunner`] runs one level per call (progress and cancellation between levels), or any
+//! level on its own ([`SweepRunner::run_at`]) for levels run on several threads or workers and
+//! assembled with [`SweepRunner::finish_with`].
 //! See `docs/metrics.md` for the window and the operating-point interpolation.
 //!
 //! A level is simulated by `topology::run_plan_level` over a [`SimPlan`] (pools of replicas,
@@ -748,17 +750,42 @@ impl<'m> SweepRunner<'m> {
         &mut self,
         progress: &mut dyn FnMut(f64),
     ) -> Option<Result<&LevelResult, SweepError>> {
-        let level = *self.levels.get(self.results.len())?;
-        let col = self.spare.take().unwrap_or_else(Collector::streaming);
-        match run_plan_level(&self.plan, &self.workload, &self.spec, level, progress, col) {
-            Ok((r, col, topo)) => {
-                self.spare = Some(col);
-                self.topology.extend(topo);
-                self.results.push(r);
+        let index = self.results.len();
+        match self.run_at(index, progress)? {
+            Ok(out) => {
+                self.topology.extend(out.topology);
+                self.results.push(out.result);
                 self.results.last().map(Ok)
             }
             Err(e) => Some(Err(e)),
         }
+    }
+
+    /// Runs level `index` (of [`SweepRunner::levels`]) on its own and returns it without recording
+    /// it: each level starts from an empty deployment with the workload's own seed, so a level's
+    /// output does not depend on which levels ran before it, on this runner or another one.
+    /// Levels can so run on several threads or workers, each with its own runner of the same
+    /// scenario, and [`SweepRunner::finish_with`] assembles them into the sweep `step` would give.
+    /// `None` when `index` is past the last level.
+    pub fn run_at(
+        &mut self,
+        index: usize,
+        progress: &mut dyn FnMut(f64),
+    ) -> Option<Result<LevelOutput, SweepError>> {
+        let level = *self.levels.get(index)?;
+        let col = self.spare.take().unwrap_or_else(Collector::streaming);
+        Some(
+            run_plan_level(&self.plan, &self.workload, &self.spec, level, progress, col).map(
+                |(result, col, topology)| {
+                    self.spare = Some(col);
+                    LevelOutput {
+                        index,
+                        result,
+                        topology,
+                    }
+                },
+            ),
+        )
     }
 
     /// The result so far (a cancelled sweep reports the levels it ran).
@@ -773,6 +800,34 @@ impl<'m> SweepRunner<'m> {
             refined_operating_point: None,
         }
     }
+
+    /// The sweep from levels run elsewhere ([`SweepRunner::run_at`] on runners of the same
+    /// scenario), in any order: the same `SweepResult` as stepping through them here. Levels are
+    /// taken in level order; one index given twice counts once, an index past the last level
+    /// is ignored; with levels missing (a cancelled run) the result holds those that ran and
+    /// `cancelled` is true. The levels this runner stepped itself are replaced.
+    pub fn finish_with(mut self, mut outputs: Vec<LevelOutput>) -> SweepResult {
+        outputs.sort_by_key(|o| o.index);
+        outputs.dedup_by_key(|o| o.index);
+        outputs.retain(|o| o.index < self.levels.len());
+        self.results.clear();
+        self.topology.clear();
+        for o in outputs {
+            self.topology.extend(o.topology);
+            self.results.push(o.result);
+        }
+        self.finish()
+    }
+}
+
+/// One level's output from [`SweepRunner::run_at`]: its index in the sweep's sorted levels, its
+/// result and (plans with more than one replica, or disaggregated) its per-replica results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LevelOutput {
+    pub index: usize,
+    pub result: LevelResult,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologyLevel>,
 }
 
 /// Runs every level.
