@@ -14,6 +14,7 @@ pub mod form_keys;
 pub mod form_offload;
 pub mod form_pd;
 pub mod form_spec;
+pub mod level_pool;
 pub mod pins;
 pub mod protocol;
 pub mod search_chart;

@@ -459,14 +459,71 @@ impl<'r> SweepRun<'r> {
         let Some(runner) = self.runner.take() else {
             return false;
         };
-        let result = runner.finish();
+        self.conclude(runner.finish(), send);
+        false
+    }
+
+    /// The number of levels (0 after the run ended).
+    pub fn total_levels(&self) -> usize {
+        self.runner.as_ref().map_or(0, |r| r.total_levels())
+    }
+
+    /// Runs level `index` on its own (`SweepRunner::run_at`, for a sweep spread over several
+    /// workers, `level_pool`); a failing level is the `Error` message to send. `None` past the
+    /// last level or after the run ended.
+    pub fn run_at(
+        &mut self,
+        index: usize,
+        progress: &mut dyn FnMut(f64),
+    ) -> Option<Result<servesim_core::sweep::LevelOutput, Box<FromWorker>>> {
+        let id = self.id;
+        let out = self.runner.as_mut()?.run_at(index, progress)?;
+        Some(out.map_err(|e| {
+            let e = servesim_core::scenario::ScenarioError::Sweep(e);
+            Box::new(FromWorker::Error {
+                id,
+                field: Some(e.field()),
+                message: e.to_string(),
+            })
+        }))
+    }
+
+    /// The page's `Level` message for a level that finished (none for a comparison's
+    /// `Predict`).
+    pub fn level_message(&self, index: usize, result: &LevelResult) -> Option<FromWorker> {
+        self.predict.is_none().then(|| FromWorker::Level {
+            id: self.id,
+            index,
+            result: Box::new(result.clone()),
+        })
+    }
+
+    /// Ends the run with levels run elsewhere (`SweepRunner::finish_with`): the same messages
+    /// as stepping through them here.
+    pub fn conclude_with(
+        &mut self,
+        outputs: Vec<servesim_core::sweep::LevelOutput>,
+        send: &mut dyn FnMut(FromWorker),
+    ) {
+        if let Some(runner) = self.runner.take() {
+            self.conclude(runner.finish_with(outputs), send);
+        }
+    }
+
+    /// `Predicted`, or the SLA refinement (`Refining`) and `Done`, for the finished levels.
+    fn conclude(
+        &mut self,
+        result: servesim_core::sweep::SweepResult,
+        send: &mut dyn FnMut(FromWorker),
+    ) {
+        let id = self.id;
         if let Some(kind) = self.predict {
             let series = series_from(kind, &result.levels, kv_tokens_per_engine(self.resolved));
             send(FromWorker::Predicted {
                 id,
                 series: WireSeries::from_series(&series),
             });
-            return false;
+            return;
         }
         let mut result = result;
         let mut refine_error = None;
@@ -490,7 +547,23 @@ impl<'r> SweepRun<'r> {
             report,
             csv,
         });
-        false
+    }
+
+    /// [`SweepRun::cancel`] for levels run elsewhere: the report of those that finished.
+    pub fn cancel_with(mut self, outputs: Vec<servesim_core::sweep::LevelOutput>) -> FromWorker {
+        let (report, csv) = match self.runner.take() {
+            Some(_) if self.predict.is_some() => (None, None),
+            Some(r) => {
+                let (a, b) = self.report(&r.finish_with(outputs));
+                (Some(a), Some(b))
+            }
+            None => (None, None),
+        };
+        FromWorker::Cancelled {
+            id: self.id,
+            report,
+            csv,
+        }
     }
 
     /// Stops the run; the message carries the report of the levels that ran.
