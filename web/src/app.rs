@@ -10,6 +10,7 @@ use crate::form::{
     DistForm, DistKeys, FieldErrors, Form, ARRIVALS, CONTENTS, DIST_KEYS, DIST_KINDS, PRESETS,
     WEIGHT_PRECISIONS,
 };
+use crate::form_engine::{Control, ENGINE_ARGS};
 use crate::protocol::{sweep_fraction, FromWorker, ToWorker};
 use crate::table::{self, fmt_gib, fmt_num, group_thousands};
 use leptos::prelude::*;
@@ -947,6 +948,28 @@ fn opts(list: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The controls of the engine arguments in `form_engine::ENGINE_ARGS` whose control `which`
+/// picks, in the table's order.
+fn engine_arg_controls(st: State, which: fn(Control) -> bool) -> impl IntoView {
+    ENGINE_ARGS
+        .iter()
+        .filter(|a| which(a.control))
+        .map(|a| {
+            let key = a.key;
+            let get = move |f: &Form| f.engine.get(key).cloned().unwrap_or_default();
+            let set = move |f: &mut Form, v: String| f.engine.set(key, v);
+            match a.control {
+                Control::Text => {
+                    field_with(st, key, a.label.to_string(), a.unit, get, set).into_any()
+                }
+                Control::OnOff { default } => {
+                    select(st, key, a.label, tri_state(default), get, set).into_any()
+                }
+            }
+        })
+        .collect_view()
+}
+
 /// "" / "true" / "false" for a vLLM boolean flag.
 fn tri_state(default_label: &str) -> Vec<(String, String)> {
     vec![
@@ -1132,19 +1155,10 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                 <summary>"Advanced: vLLM engine arguments"</summary>
                 <div class="grid2">
                     {field(st, "vllm_version", "vLLM version (blank: 0.15+)", "", |f| &f.vllm_version, |f, v| f.vllm_version = v)}
-                    {field(st, "gpu_memory_utilization", "--gpu-memory-utilization", "", |f| &f.gpu_memory_utilization, |f, v| f.gpu_memory_utilization = v)}
-                    {field(st, "max_num_seqs", "--max-num-seqs", "", |f| &f.max_num_seqs, |f, v| f.max_num_seqs = v)}
-                    {field(st, "max_num_batched_tokens", "--max-num-batched-tokens", "tok", |f| &f.max_num_batched_tokens, |f, v| f.max_num_batched_tokens = v)}
-                    {field(st, "block_size", "--block-size", "tok", |f| &f.block_size, |f, v| f.block_size = v)}
-                    {field(st, "max_model_len", "--max-model-len", "tok", |f| &f.max_model_len, |f, v| f.max_model_len = v)}
-                    {field(st, "long_prefill_token_threshold", "--long-prefill-token-threshold", "tok", |f| &f.long_prefill_token_threshold, |f, v| f.long_prefill_token_threshold = v)}
-                    {field(st, "kv_cache_memory_bytes", "--kv-cache-memory (overrides utilisation)", "bytes", |f| &f.kv_cache_memory_bytes, |f, v| f.kv_cache_memory_bytes = v)}
+                    {engine_arg_controls(st, |c| c == Control::Text)}
                     {select(st, "cudagraph_mode", "cudagraph_mode", cudagraph_opts,
                         |f| f.cudagraph_mode.clone(), |f, v| f.cudagraph_mode = v)}
-                    {select(st, "enable_prefix_caching", "--enable-prefix-caching", tri_state("on"),
-                        |f| f.enable_prefix_caching.clone(), |f, v| f.enable_prefix_caching = v)}
-                    {select(st, "enforce_eager", "--enforce-eager", tri_state("off"),
-                        |f| f.enforce_eager.clone(), |f, v| f.enforce_eager = v)}
+                    {engine_arg_controls(st, |c| c != Control::Text)}
                 </div>
                 <p class="hint">"Blank fields take vLLM's default for this model and GPU (shown greyed). Other settings: edit the scenario JSON below."</p>
             </details>

@@ -396,18 +396,10 @@ pub struct Form {
     /// The vLLM version served ("" = the newest calibrated release line); selects the
     /// calibration era (docs/accuracy.md).
     pub vllm_version: String,
-    pub gpu_memory_utilization: String,
-    pub max_num_seqs: String,
-    pub max_num_batched_tokens: String,
-    pub block_size: String,
-    pub max_model_len: String,
-    pub long_prefill_token_threshold: String,
-    pub kv_cache_memory_bytes: String,
+    /// The engine arguments with a plain value, one `String` each (`form_engine`).
+    pub engine: crate::form_engine::EngineArgsForm,
     /// "" = vLLM's default, else vLLM's spelling.
     pub cudagraph_mode: String,
-    /// "" = vLLM's default, "true", "false".
-    pub enable_prefix_caching: String,
-    pub enforce_eager: String,
     /// "preset" | "synthetic" | "agentic" | "mooncake".
     pub content: String,
     pub preset_name: String,
@@ -457,10 +449,6 @@ pub fn fmt_f(v: f64) -> String {
 
 fn opt_f(v: Option<f64>) -> String {
     v.map(fmt_f).unwrap_or_default()
-}
-
-fn opt_i(v: Option<i64>) -> String {
-    v.map(|x| x.to_string()).unwrap_or_default()
 }
 
 fn opt_b(v: Option<bool>) -> String {
@@ -528,19 +516,11 @@ impl Form {
             weight_precision: s.weight_precision.name().into(),
             kv_cache_dtype: s.kv_cache_dtype.name().into(),
             vllm_version: s.vllm_version.clone().unwrap_or_default(),
-            gpu_memory_utilization: opt_f(en.gpu_memory_utilization),
-            max_num_seqs: opt_i(en.max_num_seqs),
-            max_num_batched_tokens: opt_i(en.max_num_batched_tokens),
-            block_size: opt_i(en.block_size),
-            max_model_len: opt_i(en.max_model_len),
-            long_prefill_token_threshold: opt_i(en.long_prefill_token_threshold),
-            kv_cache_memory_bytes: opt_i(en.kv_cache_memory_bytes),
+            engine: crate::form_engine::EngineArgsForm::of(en),
             cudagraph_mode: en
                 .cudagraph_mode
                 .map(|m| m.name().to_string())
                 .unwrap_or_default(),
-            enable_prefix_caching: opt_b(en.enable_prefix_caching),
-            enforce_eager: opt_b(en.enforce_eager),
             content: String::new(),
             preset_name: "agentic-coding".into(),
             input: DistForm::from_raw(&RawLengthDist::Constant { tokens: 1024.0 }),
@@ -890,35 +870,10 @@ impl Form {
             ),
             &mut e,
         );
-        let engine = RawEngineSettings {
+        let mut engine = RawEngineSettings {
             speculative_config,
             speculative_acceptance,
-            gpu_memory_utilization: opt_num(
-                &mut e,
-                "gpu_memory_utilization",
-                &self.gpu_memory_utilization,
-            ),
-            max_num_seqs: opt_int(&mut e, "max_num_seqs", &self.max_num_seqs),
-            max_num_batched_tokens: opt_int(
-                &mut e,
-                "max_num_batched_tokens",
-                &self.max_num_batched_tokens,
-            ),
-            block_size: opt_int(&mut e, "block_size", &self.block_size),
-            max_model_len: opt_int(&mut e, "max_model_len", &self.max_model_len),
-            long_prefill_token_threshold: opt_int(
-                &mut e,
-                "long_prefill_token_threshold",
-                &self.long_prefill_token_threshold,
-            ),
-            kv_cache_memory_bytes: opt_int(
-                &mut e,
-                "kv_cache_memory_bytes",
-                &self.kv_cache_memory_bytes,
-            ),
             cudagraph_mode,
-            enable_prefix_caching: opt_bool(&self.enable_prefix_caching),
-            enforce_eager: opt_bool(&self.enforce_eager),
             all2all_backend: match self.all2all_backend.trim() {
                 "" => None,
                 name => {
@@ -937,6 +892,7 @@ impl Form {
                 .apply(self.base.engine.kv_transfer_config.clone(), &mut e),
             ..self.base.engine.clone()
         };
+        self.engine.write(&mut engine, &mut e);
         let workload = self.workload(&mut e);
         let levels = if self.levels.trim().is_empty() {
             None
@@ -1023,20 +979,6 @@ fn pos_u(e: &mut FieldErrors, key: &'static str, text: &str, max: u64) -> u64 {
         Err(_) => {
             e.insert(key, "a whole number, 1 or more".into());
             0
-        }
-    }
-}
-
-fn opt_int(e: &mut FieldErrors, key: &'static str, text: &str) -> Option<i64> {
-    let t = text.trim();
-    if t.is_empty() {
-        return None;
-    }
-    match t.parse::<i64>() {
-        Ok(v) => Some(v),
-        Err(_) => {
-            e.insert(key, "a whole number".into());
-            None
         }
     }
 }
@@ -1281,7 +1223,7 @@ mod tests {
         let mut f = Form::from_scenario(&Scenario::default_scenario());
         f.tp = "0".into();
         f.input.mean = "abc".into();
-        f.gpu_memory_utilization = "lots".into();
+        f.engine.gpu_memory_utilization = "lots".into();
         f.kv_cache_dtype = "int3".into();
         f.levels = "4, x".into();
         f.sla = "ttft>5".into();
@@ -1325,7 +1267,7 @@ mod tests {
         assert_eq!(s.sweep.concurrency, None);
         assert_eq!(s.sweep.duration_s, None);
         assert_eq!(s.num_gpus, None);
-        f.max_num_seqs = "64".into();
+        f.engine.max_num_seqs = "64".into();
         assert_eq!(f.to_scenario().unwrap().engine.max_num_seqs, Some(64));
     }
 

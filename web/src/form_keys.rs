@@ -68,13 +68,9 @@ pub fn form_key(s: &Scenario, path: &str) -> &'static str {
         "weight_precision" => "weight_precision",
         "kv_cache_dtype" => "kv_cache_dtype",
         "vllm_version" => "vllm_version",
-        "engine.gpu_memory_utilization" => "gpu_memory_utilization",
-        "engine.max_num_seqs" => "max_num_seqs",
-        "engine.max_num_batched_tokens" => "max_num_batched_tokens",
-        "engine.block_size" => "block_size",
-        "engine.max_model_len" => "max_model_len",
-        "engine.long_prefill_token_threshold" => "long_prefill_token_threshold",
-        "engine.kv_cache_memory_bytes" => "kv_cache_memory_bytes",
+        p if crate::form_engine::engine_form_key(p).is_some() => {
+            crate::form_engine::engine_form_key(p).unwrap_or("scenario")
+        }
         "engine.cudagraph_mode" => "cudagraph_mode",
         _ => match (head, path.starts_with("workload.")) {
             ("requests", true) => {

@@ -10,6 +10,7 @@ pub mod compare_charts;
 pub mod compare_ui;
 pub mod core_api;
 pub mod form;
+pub mod form_engine;
 pub mod form_keys;
 pub mod form_offload;
 pub mod form_pd;
