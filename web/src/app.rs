@@ -948,24 +948,43 @@ fn opts(list: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The controls of the engine arguments in `form_engine::ENGINE_ARGS` whose control `which`
-/// picks, in the table's order.
-fn engine_arg_controls(st: State, which: fn(Control) -> bool) -> impl IntoView {
+/// The text fields of the engine arguments in `form_engine::ENGINE_ARGS`, in the table's order.
+fn engine_text_fields(st: State) -> impl IntoView {
     ENGINE_ARGS
         .iter()
-        .filter(|a| which(a.control))
+        .filter(|a| a.control == Control::Text)
         .map(|a| {
             let key = a.key;
-            let get = move |f: &Form| f.engine.get(key).cloned().unwrap_or_default();
-            let set = move |f: &mut Form, v: String| f.engine.set(key, v);
-            match a.control {
-                Control::Text => {
-                    field_with(st, key, a.label.to_string(), a.unit, get, set).into_any()
-                }
-                Control::OnOff { default } => {
-                    select(st, key, a.label, tri_state(default), get, set).into_any()
-                }
-            }
+            field_with(
+                st,
+                key,
+                a.label.to_string(),
+                a.unit,
+                move |f| f.engine.get(key).cloned().unwrap_or_default(),
+                move |f, v| f.engine.set(key, v),
+            )
+        })
+        .collect_view()
+}
+
+/// The on/off selects of the engine arguments in `form_engine::ENGINE_ARGS`, in order.
+fn engine_on_off_fields(st: State) -> impl IntoView {
+    ENGINE_ARGS
+        .iter()
+        .filter_map(|a| match a.control {
+            Control::OnOff { default } => Some((a, default)),
+            Control::Text => None,
+        })
+        .map(|(a, default)| {
+            let key = a.key;
+            select(
+                st,
+                key,
+                a.label,
+                tri_state(default),
+                move |f| f.engine.get(key).cloned().unwrap_or_default(),
+                move |f, v| f.engine.set(key, v),
+            )
         })
         .collect_view()
 }
@@ -1155,10 +1174,10 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                 <summary>"Advanced: vLLM engine arguments"</summary>
                 <div class="grid2">
                     {field(st, "vllm_version", "vLLM version (blank: 0.15+)", "", |f| &f.vllm_version, |f, v| f.vllm_version = v)}
-                    {engine_arg_controls(st, |c| c == Control::Text)}
+                    {engine_text_fields(st)}
                     {select(st, "cudagraph_mode", "cudagraph_mode", cudagraph_opts,
                         |f| f.cudagraph_mode.clone(), |f, v| f.cudagraph_mode = v)}
-                    {engine_arg_controls(st, |c| c != Control::Text)}
+                    {engine_on_off_fields(st)}
                 </div>
                 <p class="hint">"Blank fields take vLLM's default for this model and GPU (shown greyed). Other settings: edit the scenario JSON below."</p>
             </details>
