@@ -78,8 +78,9 @@ pub struct SweepArgs {
     /// first failing level with at most N extra level simulations (docs/metrics.md).
     #[arg(long, value_name = "N")]
     pub refine_sla: Option<usize>,
-    /// Threads to run on (default: the cores available): a sweep's levels (each level is
-    /// independent) or a search's candidates. The output does not depend on it.
+    /// Threads to run on: a sweep's levels (each level is independent; default: the cores
+    /// available, at most 4, as each running level may hold up to the 4 GiB level memory budget)
+    /// or a search's candidates (default: the cores available). The output does not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
     /// The GPU used when none is stated (`servesim search`: the first of --gpus).
@@ -426,6 +427,10 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
     Ok(())
 }
 
+/// `servesim sweep` without `--threads` runs at most this many levels at once (each may hold up to
+/// the per-level memory budget).
+pub const MAX_DEFAULT_SWEEP_THREADS: usize = 4;
+
 /// The threads to use: `--threads`, else the cores available, at most one per job.
 pub fn threads_for(asked: Option<usize>, jobs: usize) -> usize {
     asked
@@ -445,7 +450,16 @@ fn run_levels(
     use std::sync::Mutex;
     let runner = resolved.runner()?;
     let total = runner.total_levels();
-    let threads = threads_for(threads, total);
+    // Each thread holds one level (up to the level memory budget, `budget::DEFAULT_MEMORY_BUDGET`),
+    // so without --threads at most MAX_DEFAULT_SWEEP_THREADS levels run at once.
+    let threads = threads_for(
+        threads.or_else(|| {
+            std::thread::available_parallelism()
+                .ok()
+                .map(|x| x.get().min(MAX_DEFAULT_SWEEP_THREADS))
+        }),
+        total,
+    );
     let t0 = Instant::now();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
