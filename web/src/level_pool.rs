@@ -120,9 +120,11 @@ pub fn run_level(msg: &ToLevel, send: &mut dyn FnMut(FromLevel)) {
     });
 }
 
-/// The sweep worker's bookkeeping for one run spread over level workers. Levels are handed out
-/// in order (lowest first), so the lowest unfinished level is always running: the page's
-/// "level k of n" and its progress are that level's, as with one worker.
+/// The sweep worker's bookkeeping for one run spread over level workers. The highest level
+/// (usually the longest: most clients or the highest rate) is handed out first, then the others
+/// lowest first, so the longest level does not run alone at the end while the lowest unfinished
+/// level is always running on another worker: the page's "level k of n" and its progress are
+/// that level's, as with one worker.
 pub struct Assembly<'r> {
     run: SweepRun<'r>,
     id: u32,
@@ -161,13 +163,16 @@ impl<'r> Assembly<'r> {
     }
 
     /// The next level to hand to a free level worker (None when every level is handed out or
-    /// the run is over).
+    /// the run is over): the highest level, then the others lowest first.
     pub fn next_level(&mut self) -> Option<usize> {
         if self.over || self.next >= self.total {
             return None;
         }
         self.next += 1;
-        Some(self.next - 1)
+        Some(match self.next - 1 {
+            0 => self.total - 1,
+            k => k - 1,
+        })
     }
 
     /// True once `Done`, `Predicted` or `Error` has been sent.
@@ -377,11 +382,10 @@ mod tests {
         while let Some(i) = a.next_level() {
             handed.push(i);
         }
-        assert_eq!(
-            handed,
-            (0..a.total_levels()).collect::<Vec<_>>(),
-            "in order"
-        );
+        let n = a.total_levels();
+        let mut want = vec![n - 1];
+        want.extend(0..n - 1);
+        assert_eq!(handed, want, "the highest first, then in order");
         for &i in order {
             let mut answers = Vec::new();
             run_level(
