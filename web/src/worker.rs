@@ -129,27 +129,18 @@ impl Drop for Crew {
     }
 }
 
-/// Runs a `Run` or `Predict` on `n` level workers; the page gets the messages one worker
+/// Runs a `Run` or `Predict` on the level workers of `crew`; the page gets the messages one worker
 /// stepping through the levels would send.
 async fn run_spread(
     scope: &DedicatedWorkerGlobalScope,
     id: u32,
     msg: &ToWorker,
     run: SweepRun<'_>,
-    n: usize,
+    crew: Crew,
     cancelled: &Rc<RefCell<BTreeSet<u32>>>,
 ) {
     let send = |m: FromWorker| post(scope, &m);
-    let crew = match Crew::start(n) {
-        Ok(c) => c,
-        Err(message) => {
-            return send(FromWorker::Error {
-                id,
-                field: None,
-                message,
-            })
-        }
-    };
+    let n = crew.workers.len();
     let mut assembly = Assembly::new(id, run, &mut |m| post(scope, &m));
     let mut ready = vec![false; n];
     let mut busy: Vec<Option<usize>> = vec![None; n];
@@ -238,8 +229,9 @@ async fn run(
         Err(m) => return send(*m),
     };
     let n = level_workers(&scope, sweep.total_levels());
-    if n >= 2 {
-        return run_spread(&scope, id, &msg, sweep, n, &cancelled).await;
+    // A browser that cannot start workers from a worker runs the levels here.
+    if let Some(crew) = (n >= 2).then(|| Crew::start(n).ok()).flatten() {
+        return run_spread(&scope, id, &msg, sweep, crew, &cancelled).await;
     }
     send(sweep.started());
     loop {
