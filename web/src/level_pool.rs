@@ -372,6 +372,24 @@ mod tests {
         sent
     }
 
+    /// A level worker runs level `i` of `job`; its messages reach `a` through the wire (JSON, as
+    /// between workers), and what `a` sends the page is appended to `sent`.
+    fn answer(a: &mut Assembly, job: &ToWorker, i: usize, sent: &mut Vec<FromWorker>) {
+        let mut answers = Vec::new();
+        run_level(
+            &ToLevel::RunLevel {
+                id: 7,
+                job: job.clone(),
+                index: i,
+            },
+            &mut |m| answers.push(m),
+        );
+        for m in answers {
+            let m = FromLevel::from_json(&m.to_json()).expect("reads back");
+            a.on_message(m, &mut |m| sent.push(m));
+        }
+    }
+
     /// The messages the sweep worker sends when its level workers answer in `order`.
     fn spread(job: &ToWorker, order: &[usize]) -> Vec<FromWorker> {
         let mut sent = Vec::new();
@@ -387,20 +405,7 @@ mod tests {
         want.extend(0..n - 1);
         assert_eq!(handed, want, "the highest first, then in order");
         for &i in order {
-            let mut answers = Vec::new();
-            run_level(
-                &ToLevel::RunLevel {
-                    id: 7,
-                    job: job.clone(),
-                    index: i,
-                },
-                &mut |m| answers.push(m),
-            );
-            // Through the wire, as between workers.
-            for m in answers {
-                let m = FromLevel::from_json(&m.to_json()).expect("reads back");
-                a.on_message(m, &mut |m| sent.push(m));
-            }
+            answer(&mut a, job, i, &mut sent);
         }
         assert!(a.is_over());
         sent
@@ -481,18 +486,7 @@ mod tests {
         );
         assert!(!a.is_over(), "levels 1 and 2 are still out");
         for i in [1, 0] {
-            let mut answers = Vec::new();
-            run_level(
-                &ToLevel::RunLevel {
-                    id: 7,
-                    job: job.clone(),
-                    index: i,
-                },
-                &mut |m| answers.push(m),
-            );
-            for m in answers {
-                a.on_message(m, &mut |m| sent.push(m));
-            }
+            answer(&mut a, &job, i, &mut sent);
         }
         assert!(a.is_over());
         assert_eq!(a.next_level(), None, "nothing more is handed out");
@@ -516,18 +510,7 @@ mod tests {
         let (s, r) = prepare_job(&job).unwrap().unwrap();
         let run = start_job(&job, &s, &r).unwrap();
         let mut a = Assembly::new(7, run, &mut |_| {});
-        let mut answers = Vec::new();
-        run_level(
-            &ToLevel::RunLevel {
-                id: 7,
-                job: job.clone(),
-                index: 3,
-            },
-            &mut |m| answers.push(m),
-        );
-        for m in answers {
-            a.on_message(m, &mut |_| {});
-        }
+        answer(&mut a, &job, 3, &mut Vec::new());
         let FromWorker::Cancelled {
             report: Some(report),
             ..

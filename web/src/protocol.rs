@@ -550,28 +550,25 @@ impl<'r> SweepRun<'r> {
     }
 
     /// [`SweepRun::cancel`] for levels run elsewhere: the report of those that finished.
-    pub fn cancel_with(mut self, outputs: Vec<servesim_core::sweep::LevelOutput>) -> FromWorker {
-        let (report, csv) = match self.runner.take() {
-            Some(_) if self.predict.is_some() => (None, None),
-            Some(r) => {
-                let (a, b) = self.report(&r.finish_with(outputs));
-                (Some(a), Some(b))
-            }
-            None => (None, None),
-        };
-        FromWorker::Cancelled {
-            id: self.id,
-            report,
-            csv,
-        }
+    pub fn cancel_with(self, outputs: Vec<servesim_core::sweep::LevelOutput>) -> FromWorker {
+        self.cancelled(|r| r.finish_with(outputs))
     }
 
     /// Stops the run; the message carries the report of the levels that ran.
-    pub fn cancel(mut self) -> FromWorker {
+    pub fn cancel(self) -> FromWorker {
+        self.cancelled(SweepRunner::finish)
+    }
+
+    /// The `Cancelled` message with the report of the sweep `finish` makes of the runner (none
+    /// for a comparison's `Predict`).
+    fn cancelled(
+        mut self,
+        finish: impl FnOnce(SweepRunner<'r>) -> servesim_core::sweep::SweepResult,
+    ) -> FromWorker {
         let (report, csv) = match self.runner.take() {
             Some(_) if self.predict.is_some() => (None, None),
             Some(r) => {
-                let (a, b) = self.report(&r.finish());
+                let (a, b) = self.report(&finish(r));
                 (Some(a), Some(b))
             }
             None => (None, None),
