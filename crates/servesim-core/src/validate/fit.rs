@@ -117,6 +117,11 @@ pub const FIT_PARAMS: &[FitParam] = &[
         ],
     },
     FitParam {
+        field: "gemm_fp8",
+        kind: "fp8 GEMM compute (prefill-bound steps of fp8 models)",
+        grid: &[0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7],
+    },
+    FitParam {
         field: "hbm_weights",
         kind: "weight streaming (decode-bound steps)",
         grid: &[0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
