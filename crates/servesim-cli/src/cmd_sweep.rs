@@ -80,9 +80,10 @@ pub struct SweepArgs {
     pub refine_sla: Option<usize>,
     /// Threads to run on: a sweep's levels (each level is independent; default: the cores
     /// available, at most 4, as each running level may hold up to the 4 GiB level memory budget)
-    /// or a search's candidates (default: the cores available). The output does not depend on it.
-    #[arg(long)]
-    pub threads: Option<usize>,
+    /// or a search's candidates (default: the cores available); 1 to 64. The output does not
+    /// depend on it.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: Option<u16>,
     /// The GPU used when none is stated (`servesim search`: the first of --gpus).
     #[arg(skip)]
     pub default_gpu: Option<String>,
@@ -376,7 +377,7 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
     for w in resolved.warnings() {
         eprintln!("warning: {w}");
     }
-    let mut result = run_levels(&resolved, a.threads)?;
+    let mut result = run_levels(&resolved, a.threads.map(usize::from))?;
     if let Some(n) = a.refine_sla {
         resolved.refine(&mut result, n.min(64))?;
         match &result.refined_operating_point {

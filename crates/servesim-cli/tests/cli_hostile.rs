@@ -90,6 +90,23 @@ fn out_of_range_flags_are_refused_naming_the_field() {
 }
 
 #[test]
+fn threads_outside_one_to_sixty_four_are_refused_naming_the_flag() {
+    for t in [
+        "--threads=0",
+        "--threads=65",
+        "--threads=-1",
+        "--threads=many",
+    ] {
+        let mut args: Vec<&str> = BASE.to_vec();
+        args.push(t);
+        let (code, out, err) = servesim(&args);
+        assert_eq!(code, 2, "{t} should be refused: {out}{err}");
+        assert!(err.contains("--threads"), "{t}: {err}");
+        assert!(!err.contains("panicked"), "{t}: {err}");
+    }
+}
+
+#[test]
 fn kv_cache_memory_larger_than_the_gpu_does_not_fit() {
     let mut args: Vec<&str> = BASE.to_vec();
     args.extend(["--kv-cache-memory", "100000000000", "--concurrency", "1"]);
