@@ -180,11 +180,6 @@ impl<'r> Assembly<'r> {
         self.over
     }
 
-    /// The lowest level not yet reported to the page (the one the page shows as running).
-    pub fn current_level(&self) -> usize {
-        self.released
-    }
-
     /// A level worker's message; sends the page what follows from it.
     pub fn on_message(&mut self, msg: FromLevel, send: &mut dyn FnMut(FromWorker)) {
         if self.over {

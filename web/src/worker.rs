@@ -140,13 +140,13 @@ async fn run_spread(
     cancelled: &Rc<RefCell<BTreeSet<u32>>>,
 ) {
     let send = |m: FromWorker| post(scope, &m);
-    let n = crew.workers.len();
     let mut assembly = Assembly::new(id, run, &mut |m| post(scope, &m));
-    let mut ready = vec![false; n];
-    let mut busy: Vec<Option<usize>> = vec![None; n];
+    // The level each worker runs (a worker gets its first level when it says `ready`, the next
+    // when it answers one).
+    let mut busy: Vec<Option<usize>> = vec![None; crew.workers.len()];
     let hand_out = |k: usize, assembly: &mut Assembly, busy: &mut Vec<Option<usize>>| {
-        if let Some(index) = assembly.next_level() {
-            busy[k] = Some(index);
+        busy[k] = assembly.next_level();
+        if let Some(index) = busy[k] {
             crew.post(
                 k,
                 &ToLevel::RunLevel {
@@ -167,10 +167,7 @@ async fn run_spread(
         for (k, inbound) in batch {
             match inbound {
                 Inbound::Text(text) if text.trim() == "\"ready\"" => {
-                    ready[k] = true;
-                    if busy[k].is_none() {
-                        hand_out(k, &mut assembly, &mut busy);
-                    }
+                    hand_out(k, &mut assembly, &mut busy);
                 }
                 Inbound::Text(text) => {
                     let Some(m) = FromLevel::from_json(&text) else {
@@ -181,8 +178,7 @@ async fn run_spread(
                         FromLevel::LevelDone { .. } | FromLevel::LevelFailed { .. }
                     );
                     assembly.on_message(m, &mut |m| post(scope, &m));
-                    if finished && ready[k] {
-                        busy[k] = None;
+                    if finished {
                         hand_out(k, &mut assembly, &mut busy);
                     }
                 }

@@ -250,7 +250,7 @@ pub fn run_search(a: &SearchArgs, m: &ArgMatches) -> Result<()> {
     }
     let space = raw.validate()?;
     let n = space.candidates.len();
-    let threads = crate::cmd_sweep::threads_for(a.sweep.threads.map(usize::from), n);
+    let threads = crate::cmd_sweep::threads_for(a.sweep.threads.map(usize::from), 64, n);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<CandidateResult>>> = Mutex::new(vec![None; n]);

@@ -432,10 +432,13 @@ pub fn run_sweep(a: &SweepArgs, m: &ArgMatches) -> Result<()> {
 /// the per-level memory budget).
 pub const MAX_DEFAULT_SWEEP_THREADS: usize = 4;
 
-/// The threads to use: `--threads`, else the cores available, at most one per job.
-pub fn threads_for(asked: Option<usize>, jobs: usize) -> usize {
+/// The threads to use: `--threads` (1 to 64, checked by the flag), else the cores available up
+/// to `default_cap`; at most one per job.
+pub fn threads_for(asked: Option<usize>, default_cap: usize, jobs: usize) -> usize {
     asked
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get()))
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, |x| x.get().min(default_cap))
+        })
         .clamp(1, 64)
         .min(jobs.max(1))
 }
@@ -453,14 +456,7 @@ fn run_levels(
     let total = runner.total_levels();
     // Each thread holds one level (up to the level memory budget, `budget::DEFAULT_MEMORY_BUDGET`),
     // so without --threads at most MAX_DEFAULT_SWEEP_THREADS levels run at once.
-    let threads = threads_for(
-        threads.or_else(|| {
-            std::thread::available_parallelism()
-                .ok()
-                .map(|x| x.get().min(MAX_DEFAULT_SWEEP_THREADS))
-        }),
-        total,
-    );
+    let threads = threads_for(threads, MAX_DEFAULT_SWEEP_THREADS, total);
     let t0 = Instant::now();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
