@@ -41,6 +41,22 @@ fn aggregate_error_is_not_worse_than_documented() {
         failed, DOCUMENTED_NOT_SIMULATED,
         "{failed} points could not be simulated (documented: {DOCUMENTED_NOT_SIMULATED})"
     );
+    // Every point's report row names its workload (offline and sonnet rows too) and the
+    // Markdown's model column is the bare model name, not a note after the id.
+    for p in &r.points {
+        assert!(
+            !p.workload.starts_with(", ") && !p.workload.is_empty(),
+            "line {}: workload label {:?}",
+            p.line,
+            p.workload
+        );
+    }
+    let md = r.to_markdown();
+    assert!(
+        !md.contains("Llama-3.1-405B-FP8\")"),
+        "a model cell carries the CSV's note"
+    );
+    assert!(md.contains("| offline fixed 2048/2048, "));
     for (family, n, median, _mean) in DOCUMENTED {
         let a = r.overall(family).unwrap();
         assert!(

@@ -212,7 +212,15 @@ pub fn build_report(points: Vec<PointResult>, efficiencies: String) -> Validatio
 }
 
 pub(super) fn short_model(m: &str) -> &str {
-    m.rsplit('/').next().unwrap_or(m)
+    // The name after the org, keeping a note after it (`Qwen3-8B AWQ (checkpoint not named)`)
+    // unless the note names another id (`org/Model (README: "org/Other")`).
+    let cut = m.find(" (").unwrap_or(m.len());
+    let start = m[..cut].rfind('/').map_or(0, |i| i + 1);
+    if m[cut..].contains('/') {
+        &m[start..cut]
+    } else {
+        &m[start..]
+    }
 }
 
 /// The tag a per-point table puts after a measured inter-token value that is a per-request TPOT

@@ -170,8 +170,21 @@ pub(super) fn workload_label(p: &CalibrationPoint, setup: &PointSetup) -> String
     } else if let Some(i) = w.find('\'') {
         let rest = &p.workload[i + 1..];
         rest.split('\'').next().unwrap_or("").to_string()
+    } else if w.contains("sonnet") {
+        "sonnet".into()
+    } else if let (Some(i), Some(o)) = (p.isl, p.osl) {
+        let offline = if w.starts_with("offline") {
+            "offline "
+        } else {
+            ""
+        };
+        format!("{offline}fixed {i}/{o}")
     } else {
         String::new()
     };
-    format!("{kind}, {}", setup.workload_summary)
+    if kind.is_empty() {
+        setup.workload_summary.clone()
+    } else {
+        format!("{kind}, {}", setup.workload_summary)
+    }
 }
