@@ -149,6 +149,7 @@ engine_args! {
     long_prefill_token_threshold: i64, "--long-prefill-token-threshold", "tok", Control::Text;
     kv_cache_memory_bytes: i64, "--kv-cache-memory (overrides utilisation)", "bytes", Control::Text;
     enable_prefix_caching: bool, "--enable-prefix-caching", "", Control::OnOff { default: "on" };
+    enable_chunked_prefill: bool, "--enable-chunked-prefill", "", Control::OnOff { default: "on" };
     enforce_eager: bool, "--enforce-eager", "", Control::OnOff { default: "off" };
 }
 
@@ -174,6 +175,7 @@ mod tests {
             long_prefill_token_threshold: Some(512),
             kv_cache_memory_bytes: Some(1 << 34),
             enable_prefix_caching: Some(false),
+            enable_chunked_prefill: Some(false),
             enforce_eager: Some(true),
             ..RawEngineSettings::default()
         };

@@ -25,6 +25,7 @@ fn main() {
         max_model_len: 131_072,
         enable_prefix_caching: std::env::var("NOPC").is_err(),
         long_prefill_token_threshold: 0,
+        enable_chunked_prefill: true,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: None,

@@ -681,6 +681,7 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
         block_size: Some(e.block_size as i64),
         max_model_len: Some(e.max_model_len as i64),
         enable_prefix_caching: Some(e.enable_prefix_caching),
+        enable_chunked_prefill: Some(e.enable_chunked_prefill),
         cudagraph_mode: Some(e.cudagraph_mode),
         cudagraph_capture_sizes: if e.cudagraph_capture_sizes.is_empty() {
             None

@@ -123,6 +123,9 @@ pub struct RawEngineSettings {
     pub block_size: Option<i64>,
     pub max_model_len: Option<i64>,
     pub enable_prefix_caching: Option<bool>,
+    /// `--enable-chunked-prefill` / `--no-enable-chunked-prefill` (on by default in V1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_chunked_prefill: Option<bool>,
     pub cudagraph_mode: Option<CudagraphMode>,
     pub cudagraph_capture_sizes: Option<Vec<i64>>,
     /// `--kv-cache-memory` in bytes: replaces the profiled KV budget.
@@ -165,6 +168,8 @@ pub struct EngineSettings {
     pub block_size: u32,
     pub max_model_len: u64,
     pub enable_prefix_caching: bool,
+    /// Off: a prompt is prefilled whole in one step or waits (docs/engine.md).
+    pub enable_chunked_prefill: bool,
     pub cudagraph_mode: CudagraphMode,
     /// Sorted batch sizes graphs are captured for (empty when eager).
     pub cudagraph_capture_sizes: Vec<u64>,
@@ -357,26 +362,9 @@ impl EngineSettings {
                 def_seqs
             }
         };
-        let mnbt = match pos_int("max_num_batched_tokens", raw.max_num_batched_tokens)? {
-            Some(v) => v,
-            None => {
-                notes.push(format!(
-                    "max_num_batched_tokens {def_mnbt}: vLLM's default for {} in the {} context",
-                    gpu.id,
-                    ctx_name(ctx)
-                ));
-                def_mnbt
-            }
-        };
-        if mnbt < max_num_seqs {
-            return Err(invalid(
-                "max_num_batched_tokens",
-                mnbt,
-                format!(
-                    "vLLM requires max_num_batched_tokens >= max_num_seqs ({max_num_seqs}); raise it or lower max_num_seqs"
-                ),
-            ));
-        }
+        // The budget's default depends on max_model_len (chunked prefill off), resolved below;
+        // its note keeps its place in the list.
+        let mnbt_note_at = notes.len();
         let block_size = match pos_int("block_size", raw.block_size)? {
             Some(v) if v > 1 << 20 => {
                 return Err(invalid("block_size", v, "must be at most 1,048,576 tokens"))
@@ -416,6 +404,48 @@ impl EngineSettings {
                 "max_model_len",
                 max_model_len,
                 format!("{fix} (the model's max_position_embeddings is larger: set max_model_len)"),
+            ));
+        }
+        let enable_chunked_prefill = raw.enable_chunked_prefill.unwrap_or(true);
+        let mnbt = match pos_int("max_num_batched_tokens", raw.max_num_batched_tokens)? {
+            Some(v) => v,
+            None if !enable_chunked_prefill && max_model_len > def_mnbt => {
+                // vLLM `EngineArgs._set_default_args`: without chunked prefill the default
+                // budget is raised to max_model_len so that any prompt fits one step.
+                notes.insert(mnbt_note_at, format!(
+                    "max_num_batched_tokens {max_model_len}: chunked prefill is off, so vLLM raises its default ({def_mnbt}) to max_model_len"
+                ));
+                max_model_len
+            }
+            None => {
+                notes.insert(
+                    mnbt_note_at,
+                    format!(
+                        "max_num_batched_tokens {def_mnbt}: vLLM's default for {} in the {} context",
+                        gpu.id,
+                        ctx_name(ctx)
+                    ),
+                );
+                def_mnbt
+            }
+        };
+        if mnbt < max_num_seqs {
+            return Err(invalid(
+                "max_num_batched_tokens",
+                mnbt,
+                format!(
+                    "vLLM requires max_num_batched_tokens >= max_num_seqs ({max_num_seqs}); raise it or lower max_num_seqs"
+                ),
+            ));
+        }
+        if !enable_chunked_prefill && mnbt < max_model_len {
+            // vLLM `SchedulerConfig._verify_args`.
+            return Err(invalid(
+                "max_num_batched_tokens",
+                mnbt,
+                format!(
+                    "with chunked prefill off (enable_chunked_prefill = false) vLLM requires max_num_batched_tokens >= max_model_len ({max_model_len}): raise it to {max_model_len}, lower max_model_len, or turn chunked prefill on"
+                ),
             ));
         }
         let enforce_eager = raw.enforce_eager.unwrap_or(false);
@@ -537,6 +567,7 @@ impl EngineSettings {
             block_size,
             max_model_len,
             enable_prefix_caching,
+            enable_chunked_prefill,
             cudagraph_mode,
             cudagraph_capture_sizes,
             kv_cache_memory_bytes,

@@ -682,6 +682,7 @@ impl Scenario {
             num_gpu_blocks: capacity.num_blocks,
             max_model_len: e.max_model_len,
             enable_prefix_caching: e.enable_prefix_caching,
+            enable_chunked_prefill: e.enable_chunked_prefill,
             long_prefill_token_threshold: to_u32(
                 "engine.long_prefill_token_threshold",
                 e.long_prefill_token_threshold,

@@ -607,3 +607,55 @@ fn drafters_other_than_mtp_leave_the_sizing_unchanged() {
         );
     }
 }
+
+/// `--no-enable-chunked-prefill`: vLLM raises the default token budget to max_model_len (so
+/// the profile run and each step take a whole prompt), keeps a stated budget, and refuses a
+/// stated budget below max_model_len (`SchedulerConfig._verify_args`).
+#[test]
+fn chunked_prefill_off_budget_follows_vllm() {
+    let off = |mnbt: Option<i64>| RawEngineSettings {
+        max_model_len: Some(32768),
+        enable_chunked_prefill: Some(false),
+        max_num_batched_tokens: mnbt,
+        ..Default::default()
+    };
+    let d = dep("Qwen/Qwen3-8B", "H100", 1, KvCacheDtype::Auto, off(None));
+    assert!(!d.engine.enable_chunked_prefill);
+    assert_eq!(d.engine.max_num_batched_tokens, 32768);
+    assert!(d
+        .engine
+        .notes
+        .iter()
+        .any(|n| n.contains("chunked prefill is off")));
+    let on = dep("Qwen/Qwen3-8B", "H100", 1, KvCacheDtype::Auto, mml(32768));
+    assert_eq!(on.engine.max_num_batched_tokens, 8192);
+    // The whole-prompt profile run costs KV memory, as it does in vLLM.
+    assert!(
+        compute(&d, None).unwrap().kv_cache_tokens < compute(&on, None).unwrap().kv_cache_tokens
+    );
+    let stated = dep(
+        "Qwen/Qwen3-8B",
+        "H100",
+        1,
+        KvCacheDtype::Auto,
+        off(Some(40000)),
+    );
+    assert_eq!(stated.engine.max_num_batched_tokens, 40000);
+    let err = Deployment::new(
+        catalog::load("Qwen/Qwen3-8B").unwrap(),
+        find_gpu("H100").unwrap(),
+        Parallelism::default(),
+        None,
+        WeightPrecision::Checkpoint,
+        KvCacheDtype::Auto,
+        &off(Some(8192)),
+    )
+    .unwrap_err();
+    match &err {
+        DeployError::InvalidField { field, fix, .. } => {
+            assert_eq!(*field, "max_num_batched_tokens");
+            assert!(fix.contains("max_model_len (32768)"), "{fix}");
+        }
+        e => panic!("{e}"),
+    }
+}

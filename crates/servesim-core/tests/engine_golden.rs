@@ -75,6 +75,7 @@ fn cfg() -> EngineConfig {
         max_model_len: 32768,
         enable_prefix_caching: true,
         long_prefill_token_threshold: 0,
+        enable_chunked_prefill: true,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: None,

@@ -181,6 +181,7 @@ fn engine_cfg(blocks: u64, bpc: u32, chunks: u64) -> EngineConfig {
         max_model_len: 4096,
         enable_prefix_caching: true,
         long_prefill_token_threshold: 0,
+        enable_chunked_prefill: true,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: Some(OffloadConfig {

@@ -24,6 +24,7 @@ fn cfg(blocks: u64) -> EngineConfig {
         max_model_len: 8192,
         enable_prefix_caching: true,
         long_prefill_token_threshold: 0,
+        enable_chunked_prefill: true,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: None,
@@ -698,6 +699,92 @@ fn windowed_decode_keys_stay_consistent_through_preemptions() {
         assert!(
             keys[1] <= 16 * n && keys[1] <= ctx_sum + n && keys[1] >= *n,
             "step {j}"
+        );
+    }
+}
+
+/// vLLM V1 with `--no-enable-chunked-prefill`: a waiting prompt that does not fit the step's
+/// remaining budget waits for the next step instead of being chunked (docs/engine.md).
+#[test]
+fn chunked_prefill_off_prefills_whole_prompts_or_waits() {
+    let m = LinearStepTime {
+        per_step_ns: 1e6,
+        per_token_ns: 0.0,
+        per_ctx_token_ns: 0.0,
+    };
+    let run = |chunked: bool| {
+        let mut c = cfg(1000);
+        c.max_num_batched_tokens = 1024;
+        c.max_model_len = 1024;
+        c.enable_chunked_prefill = chunked;
+        let mut e = Engine::new(0, c, &m).unwrap();
+        let mut rec = Rec::default();
+        for id in 1..=2 {
+            e.submit(Request::unique(id, Ticks(0), 600, 10), Ticks(0), &mut rec)
+                .unwrap();
+        }
+        e.advance_to(Ticks(1_000_000_000), &mut rec).unwrap();
+        assert_eq!(rec.fin.len(), 2);
+        rec
+    };
+    let on = run(true);
+    let on_prefill: Vec<u64> = on.steps.iter().map(|s| s.num_prefill_tokens).collect();
+    assert_eq!(
+        &on_prefill[..3],
+        &[1024, 176, 0],
+        "chunked: B split 424 + 176"
+    );
+    let off = run(false);
+    let off_prefill: Vec<u64> = off.steps.iter().map(|s| s.num_prefill_tokens).collect();
+    assert_eq!(
+        &off_prefill[..3],
+        &[600, 600, 0],
+        "B waits one step, then whole"
+    );
+    // B's prefill step carries A's first decode.
+    assert_eq!(off.steps[1].num_decode_seqs, 1);
+    let b = off.fin.iter().find(|f| f.id == 2).unwrap();
+    assert_eq!(b.first_scheduled, Ticks(1_000_000));
+    assert_eq!(b.first_token, Ticks(2_000_000));
+}
+
+/// Chunked prefill off, random workload: every request's prompt is computed in the step that
+/// first schedules it, and every invariant holds.
+#[test]
+fn chunked_prefill_off_keeps_the_invariants() {
+    let w = workload(SYNTH);
+    let s = sweep_spec(r#"{"duration_s":30,"warmup_s":0}"#);
+    let mut c = cfg(400);
+    c.enable_chunked_prefill = false;
+    let m = model();
+    let (r, col) = run_level(&c, &m, &w, &s, Level::Concurrency(8)).unwrap();
+    check_invariants(&r, &col);
+    assert!(r.totals.completed > 50, "{:?}", r.totals);
+
+    let mut e = Engine::new(0, c, &m).unwrap();
+    let mut rec = Rec::default();
+    let mut g = Rng::stream(11, Stream::Test);
+    for id in 0..40u64 {
+        let p = g.range_u64(200, 2000);
+        e.submit(
+            Request::unique(id, Ticks(id * 3_000_000), p, 20),
+            Ticks(id * 3_000_000),
+            &mut rec,
+        )
+        .unwrap();
+    }
+    e.advance_to(Ticks(100_000_000_000), &mut rec).unwrap();
+    assert_eq!(rec.fin.len(), 40);
+    for f in rec.fin.iter().filter(|f| f.preemptions == 0) {
+        let step = rec
+            .steps
+            .iter()
+            .find(|st| st.start == f.first_scheduled)
+            .expect("a step starts when the request is scheduled");
+        assert_eq!(
+            step.end, f.first_token,
+            "request {} prefilled in one step",
+            f.id
         );
     }
 }

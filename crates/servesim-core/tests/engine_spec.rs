@@ -19,6 +19,7 @@ fn cfg(blocks: u64, spec: Option<SpecDecode>) -> EngineConfig {
         max_model_len: 8192,
         enable_prefix_caching: true,
         long_prefill_token_threshold: 0,
+        enable_chunked_prefill: true,
         kv: KvFootprint::uniform(),
         spec,
         offload: None,

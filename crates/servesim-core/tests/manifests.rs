@@ -222,8 +222,9 @@ fn production_stack_values_follow_the_charts_template() {
     assert_eq!(s.engine.gpu_memory_utilization, Some(0.8));
     assert_eq!(
         status(&p, "--no-enable-chunked-prefill"),
-        Status::NotModelled
+        Status::Understood
     );
+    assert_eq!(s.engine.enable_chunked_prefill, Some(false));
     assert_eq!(
         status(&p, "servingEngineSpec.modelSpec[0].requestGPU"),
         Status::Understood
@@ -252,7 +253,7 @@ fn vllm_docs_deployment_reads_its_sh_c_command() {
         &Scenario::default_scenario(),
     );
     assert_eq!(status(&p, "--max_num_batched_tokens"), Status::Understood);
-    assert_eq!(status(&p, "--enable-chunked-prefill"), Status::Ignored);
+    assert_eq!(status(&p, "--enable-chunked-prefill"), Status::Understood);
     assert_eq!(
         status(&p, "resources.limits[nvidia.com/gpu]"),
         Status::Ignored

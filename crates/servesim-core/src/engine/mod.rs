@@ -165,6 +165,13 @@ pub struct EngineConfig {
     pub enable_prefix_caching: bool,
     /// vLLM `--long-prefill-token-threshold` (0 = off): caps one request's prefill chunk.
     pub long_prefill_token_threshold: u32,
+    /// vLLM `--no-enable-chunked-prefill` when false: a waiting prompt is admitted only when
+    /// all of it (or its long-prefill threshold) fits the step's remaining budget.
+    #[serde(
+        default = "chunked_default",
+        skip_serializing_if = "is_chunked_default"
+    )]
+    pub enable_chunked_prefill: bool,
     /// Blocks held per request as a function of its KV length.
     pub kv: KvFootprint,
     /// Speculative decoding (`None` = off: one token per decode per step).
@@ -173,6 +180,14 @@ pub struct EngineConfig {
     /// The CPU KV offload tier (`None` = off; engine/offload.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offload: Option<OffloadConfig>,
+}
+
+fn chunked_default() -> bool {
+    true
+}
+
+fn is_chunked_default(on: &bool) -> bool {
+    *on
 }
 
 impl EngineConfig {

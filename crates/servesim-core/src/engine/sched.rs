@@ -539,6 +539,15 @@ impl<'m> Engine<'m> {
         Ok(())
     }
 
+    /// vLLM V1 without chunked prefill: a waiting request whose next prefill (all of its
+    /// uncomputed prompt, or the long-prefill threshold) exceeds the remaining budget stops
+    /// admission for this step (`Scheduler.schedule`: "If chunked_prefill is disabled, we can
+    /// stop the scheduling here").
+    fn whole_prompt_waits(&self, rest: u64, budget: u64, thr: u64) -> bool {
+        let want = if thr > 0 { rest.min(thr) } else { rest };
+        !self.cfg.enable_chunked_prefill && want > budget
+    }
+
     fn decode_ctx(l: &Live, k: u64) -> u64 {
         match l.phase {
             Phase::Decoding { s0, .. } => l.eff_len + (k - s0),
@@ -904,6 +913,9 @@ impl<'m> Engine<'m> {
                 };
                 let hit = hit_blocks * bs;
                 let (remote, reserved) = (l.remote, l.reserved);
+                if !remote && self.whole_prompt_waits(eff - hit, budget, thr) {
+                    break;
+                }
                 let mut chunk = (eff - hit).min(budget);
                 if thr > 0 {
                     chunk = chunk.min(thr);

@@ -137,6 +137,9 @@ impl Engine<'_> {
     ) -> Option<(u64, u64, bool)> {
         let l = self.slots[s as usize].as_ref().expect("live slot");
         let before = l.computed;
+        if self.whole_prompt_waits(l.eff_len - before, budget, thr) {
+            return None;
+        }
         let mut chunk = (l.eff_len - before).min(budget);
         if thr > 0 {
             chunk = chunk.min(thr);

@@ -190,6 +190,9 @@ impl<'m> Engine<'m> {
                 }
                 let hit = hit_blocks * bs;
                 let (remote, reserved) = (l.remote, l.reserved);
+                if !remote && self.whole_prompt_waits(eff - hit, budget, thr) {
+                    break;
+                }
                 let mut chunk = (eff - hit).min(budget);
                 if thr > 0 {
                     chunk = chunk.min(thr);

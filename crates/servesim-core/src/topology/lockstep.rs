@@ -225,6 +225,7 @@ mod tests {
             max_model_len: 8192,
             enable_prefix_caching: true,
             long_prefill_token_threshold: 0,
+            enable_chunked_prefill: true,
             kv: KvFootprint::uniform(),
             spec: None,
             offload: None,

@@ -63,6 +63,8 @@ pub enum Target {
     BlockSize,
     EnablePrefixCaching,
     DisablePrefixCaching,
+    EnableChunkedPrefill,
+    DisableChunkedPrefill,
     EnforceEager,
     /// `--compilation-config JSON` (and `-O.KEY=V` / `-cc.KEY=V` / `--compilation-config.KEY=V`).
     CompilationConfig,
@@ -225,8 +227,8 @@ static REGISTRY: &[ArgSpec] = &[
     sets("kv-transfer-config", &[], Value, Target::KvTransferConfig, "engine.kv_transfer_config", "JSON: OffloadingConnector / SimpleCPUOffloadConnector (CPU KV tier), NixlConnector, MultiConnector (docs/engine.md \"CPU KV offload tier\")"),
     other("async-scheduling", Flag, NotModelled("overlaps CPU scheduling with the GPU step: ServeSim's step time has no separate CPU scheduling term to overlap")),
     other("no-async-scheduling", Flag, NotModelled("see --async-scheduling")),
-    other("enable-chunked-prefill", Flag, Ignored("always on in vLLM V1; ServeSim's engine chunks prefills to the token budget")),
-    other("no-enable-chunked-prefill", Flag, NotModelled("vLLM V1 without chunked prefill: ServeSim always chunks prefills")),
+    sets("enable-chunked-prefill", &[], Flag, Target::EnableChunkedPrefill, "engine.enable_chunked_prefill", "chunked prefill on (vLLM V1's default)"),
+    sets("no-enable-chunked-prefill", &[], Flag, Target::DisableChunkedPrefill, "engine.enable_chunked_prefill", "chunked prefill off: a prompt is prefilled whole in one step or waits"),
     other("enable-eplb", Flag, NotModelled("expert load balancing: ServeSim assumes balanced experts")),
     other("eplb-config", Value, NotModelled("expert load balancing: ServeSim assumes balanced experts")),
     other("num-redundant-experts", Value, NotModelled("redundant experts (EPLB): not in ServeSim's weight sizing")),
@@ -632,6 +634,14 @@ pub fn apply(
             e.enable_prefix_caching = Some(false);
             "engine.enable_prefix_caching = false".into()
         }
+        Target::EnableChunkedPrefill => {
+            e.enable_chunked_prefill = Some(true);
+            "engine.enable_chunked_prefill = true".into()
+        }
+        Target::DisableChunkedPrefill => {
+            e.enable_chunked_prefill = Some(false);
+            "engine.enable_chunked_prefill = false".into()
+        }
         Target::EnforceEager => {
             e.enforce_eager = Some(true);
             "engine.enforce_eager = true".into()
@@ -903,6 +913,7 @@ mod tests {
             ("--kv-cache-dtype", Some("fp8")),
             ("--max-model-len", Some("32k")),
             ("--no-enable-prefix-caching", None),
+            ("--no-enable-chunked-prefill", None),
             (
                 "--compilation-config",
                 Some(r#"{"cudagraph_mode": "FULL_DECODE_ONLY", "pass_config": {}}"#),
@@ -917,6 +928,7 @@ mod tests {
         assert_eq!(s.weight_precision, WeightPrecision::Checkpoint); // R1 is an fp8 checkpoint
         assert_eq!(s.engine.max_model_len, Some(32_000));
         assert_eq!(s.engine.enable_prefix_caching, Some(false));
+        assert_eq!(s.engine.enable_chunked_prefill, Some(false));
         assert_eq!(s.engine.cudagraph_mode, Some(CudagraphMode::FullDecodeOnly));
         let pp = lookup("-pp").unwrap();
         assert!(apply(&mut s, &mut p, pp, Some("2"))

@@ -716,6 +716,9 @@ pub fn to_vllm_command(s: &Scenario) -> String {
         Some(false) => a.push("--no-enable-prefix-caching".into()),
         None => {}
     }
+    if e.enable_chunked_prefill == Some(false) {
+        a.push("--no-enable-chunked-prefill".into());
+    }
     if e.enforce_eager == Some(true) {
         a.push("--enforce-eager".into());
     }
