@@ -1034,7 +1034,24 @@ impl Deployment {
                     .into(),
             });
         }
-        let engine = EngineSettings::resolve(engine, &model, &gpu)?;
+        let mut engine_settings = EngineSettings::resolve(engine, &model, &gpu)?;
+        if let Some((b, state, attn_token)) = model
+            .hybrid_attention_block_size(kv_cache_dtype, par.tp, engine_settings.block_size)
+            .map_err(DeployError::Model)?
+        {
+            // Resolved again with the raised block so that everything derived from it follows.
+            let raw = RawEngineSettings {
+                block_size: Some(b as i64),
+                ..engine.clone()
+            };
+            let mut e = EngineSettings::resolve(&raw, &model, &gpu)?;
+            e.notes.retain(|n| !n.starts_with("block_size "));
+            e.notes.push(format!(
+                "block_size {b}: vLLM raises the attention block so that one attention page ({b} tokens x {attn_token} B) holds a Gated DeltaNet layer's state ({state} B): \"Setting attention block size to {b} tokens to ensure that attention page size is >= mamba page size\""
+            ));
+            engine_settings = e;
+        }
+        let engine = engine_settings;
         Ok(Deployment {
             model,
             gpu,

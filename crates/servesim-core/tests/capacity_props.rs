@@ -659,3 +659,78 @@ fn chunked_prefill_off_budget_follows_vllm() {
         e => panic!("{e}"),
     }
 }
+
+/// vLLM raises the attention block of a hybrid Gated DeltaNet model until one attention page
+/// holds one layer's recurrent state, and pads the state page to it. Public start-up logs of
+/// Qwen3.5-35B-A3B (bf16 KV, TP1 and TP2): "Setting attention block size to 1056 tokens" and
+/// "Padding mamba page size by 0.76%" (docs/capacity.md "Hybrid models' block size").
+#[test]
+fn hybrid_gdn_attention_block_matches_vllm_logs() {
+    let m = "Qwen/Qwen3.5-35B-A3B";
+    for tp in [1, 2] {
+        let d = dep(
+            m,
+            "H200",
+            tp,
+            KvCacheDtype::Auto,
+            RawEngineSettings::default(),
+        );
+        assert_eq!(d.engine.block_size, 1056, "tp {tp}");
+        let (b, state, token) = d
+            .model
+            .hybrid_attention_block_size(KvCacheDtype::Auto, tp, 16)
+            .unwrap()
+            .unwrap();
+        assert_eq!(b, 1056);
+        let pad_pct = 100.0 * ((b as u64 * token) as f64 / state as f64 - 1.0);
+        assert!((pad_pct - 0.76).abs() < 0.005, "padding {pad_pct:.3}%");
+        let spec = d.kv_cache_spec().unwrap();
+        // One padded state page per Gated DeltaNet layer.
+        assert_eq!(spec.per_request_fixed_bytes, 30 * b as u64 * token);
+        assert!(d
+            .engine
+            .notes
+            .iter()
+            .any(|n| n.contains("Setting attention block size to 1056 tokens")));
+    }
+    // fp8 KV halves the attention bytes per token: 16 x cdiv(2,146,304, 16 x 1,024) = 2,096
+    // tokens, whose page the state fills exactly (no padding).
+    let d = dep(
+        m,
+        "H200",
+        1,
+        KvCacheDtype::Fp8,
+        RawEngineSettings::default(),
+    );
+    assert_eq!(d.engine.block_size, 2096);
+    assert_eq!(
+        d.kv_cache_spec().unwrap().per_request_fixed_bytes,
+        30 * 2_146_304
+    );
+    // A stated block is raised when too small (aligned to itself), kept when large enough.
+    let bs = |b: i64| RawEngineSettings {
+        block_size: Some(b),
+        ..Default::default()
+    };
+    assert_eq!(
+        dep(m, "H200", 1, KvCacheDtype::Auto, bs(32))
+            .engine
+            .block_size,
+        1056
+    );
+    assert_eq!(
+        dep(m, "H200", 1, KvCacheDtype::Auto, bs(2048))
+            .engine
+            .block_size,
+        2048
+    );
+    // Models without recurrent layers keep vLLM's default.
+    let d = dep(
+        "Qwen/Qwen3-8B",
+        "H200",
+        1,
+        KvCacheDtype::Auto,
+        RawEngineSettings::default(),
+    );
+    assert_eq!(d.engine.block_size, 16);
+}

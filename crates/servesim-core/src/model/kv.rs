@@ -23,6 +23,16 @@ pub const DSA_INDEXER_ENTRY_BYTES: u64 = 132;
 /// `tp` (vLLM `MambaStateShapeCalculator.gated_delta_net_state_shape`): the SSM state
 /// `value_heads/tp x key_dim x value_dim` at the state dtype, plus the causal-conv state
 /// `(conv_kernel - 1) x (2 key_heads key_dim + value_heads value_dim)/tp` at the model dtype.
+/// Bytes of one KV element at `kv` for a model whose activations take `model_bytes`.
+fn kv_elem_bytes(kv: KvCacheDtype, model_bytes: u64) -> u64 {
+    match kv {
+        KvCacheDtype::Auto => model_bytes,
+        KvCacheDtype::Bfloat16 => 2,
+        KvCacheDtype::Fp8 | KvCacheDtype::Fp8E4m3 | KvCacheDtype::Fp8E5m2 => 1,
+        KvCacheDtype::Fp8DsMla => 1,
+    }
+}
+
 pub fn linear_state_bytes_per_layer(la: &LinearAttention, tp: u32, model_elem_bytes: u64) -> u64 {
     let tp = tp.max(1) as u64;
     let (kh, vh, kd, vd) = (
@@ -210,12 +220,7 @@ impl ModelConfig {
         let kv_div = self.check_tp(&par)?;
         let bs = block_size as u64;
         let model_bytes = self.checkpoint.unquantized.bytes_per_element() as u64;
-        let elem_bytes = match kv {
-            KvCacheDtype::Auto => model_bytes,
-            KvCacheDtype::Bfloat16 => 2,
-            KvCacheDtype::Fp8 | KvCacheDtype::Fp8E4m3 | KvCacheDtype::Fp8E5m2 => 1,
-            KvCacheDtype::Fp8DsMla => 1,
-        };
+        let elem_bytes = kv_elem_bytes(kv, model_bytes);
         let mut notes = Vec::new();
         match &self.attention {
             AttentionSpec::Gqa {
@@ -239,10 +244,23 @@ impl ModelConfig {
                 let n_lin = self.num_linear_attention_layers() as u64;
                 let fixed = match (&self.linear_attention, n_lin > 0) {
                     (Some(la), true) => {
-                        let b = n_lin * linear_state_bytes_per_layer(la, tp, model_bytes);
-                        notes.push(format!(
-                            "{n_lin} Gated DeltaNet layers: {b} B of recurrent state per request on this GPU, no per-token KV"
-                        ));
+                        let state = linear_state_bytes_per_layer(la, tp, model_bytes);
+                        // vLLM pads each layer's state page to the attention page
+                        // (`mamba_page_size_padded`) once the block size makes that page at
+                        // least as large (`hybrid_attention_block_size`).
+                        let attn_page =
+                            bs * heads * (*head_dim as u64 + *v_head_dim as u64) * elem_bytes;
+                        let per_layer = if attn_page >= state { attn_page } else { state };
+                        let b = n_lin * per_layer;
+                        notes.push(if per_layer > state {
+                            format!(
+                                "{n_lin} Gated DeltaNet layers: {b} B of recurrent state per request on this GPU ({state} B per layer padded to the {per_layer} B attention page), no per-token KV"
+                            )
+                        } else {
+                            format!(
+                                "{n_lin} Gated DeltaNet layers: {b} B of recurrent state per request on this GPU, no per-token KV"
+                            )
+                        });
                         b
                     }
                     _ => 0,
@@ -392,6 +410,57 @@ impl ModelConfig {
     /// every attention layer of the drafter a KV spec in the same KV cache config as the target
     /// (`GPUModelRunner.get_kv_cache_spec` walks all attention layers, draft ones included), so
     /// the spec is the target's with one more layer per MTP module, shaped like
+    /// vLLM's attention block size for a hybrid Gated DeltaNet model (`Platform
+    /// ._align_hybrid_block_size`, formerly `HybridAttentionMambaModelConfig
+    /// .verify_and_update_config`; mamba cache modes `none` and `align`): every page of the shared
+    /// pool has one size, so the attention block grows until one attention page (`block_size x`
+    /// K+V bytes of one token of one layer on this GPU) holds one layer's recurrent state:
+    /// `align x cdiv(state, align x attn_token)` with `align = max(16, block_size)` (16 = the
+    /// FlashAttention / FlashInfer kernels' smallest block). `None` when the model has no Gated
+    /// DeltaNet layers or `block_size` is already that large. Returns `(block size, state bytes,
+    /// attention bytes per token)`.
+    pub fn hybrid_attention_block_size(
+        &self,
+        kv: KvCacheDtype,
+        tp: u32,
+        block_size: u32,
+    ) -> Result<Option<(u32, u64, u64)>, ModelError> {
+        let (
+            Some(la),
+            AttentionSpec::Gqa {
+                num_kv_heads,
+                head_dim,
+                v_head_dim,
+                ..
+            },
+        ) = (&self.linear_attention, &self.attention)
+        else {
+            return Ok(None);
+        };
+        if self.num_linear_attention_layers() == 0 {
+            return Ok(None);
+        }
+        let par = crate::parallel::Parallelism { tp, dp: 1, ep: 1 };
+        let kv_div = self.check_tp(&par)?;
+        let model_bytes = self.checkpoint.unquantized.bytes_per_element() as u64;
+        let heads = (*num_kv_heads as u64 / kv_div).max(1);
+        let attn_token =
+            heads * (*head_dim as u64 + *v_head_dim as u64) * kv_elem_bytes(kv, model_bytes);
+        let state = linear_state_bytes_per_layer(la, tp, model_bytes);
+        let align = (block_size as u64).max(16);
+        let need = align * state.div_ceil(align * attn_token);
+        if need <= block_size as u64 {
+            return Ok(None);
+        }
+        let need = u32::try_from(need).map_err(|_| {
+            self.unsupported(
+                format!("attention block of {need} tokens"),
+                "the recurrent state per layer is too large for one attention page",
+            )
+        })?;
+        Ok(Some((need, state, attn_token)))
+    }
+
     /// [`ModelConfig::mtp_layer_spec`] (DSA models: with its own indexer). `mtp_layers = 0` is
     /// exactly [`ModelConfig::kv_cache_spec`]. Formula: docs/capacity.md "Drafter memory".
     pub fn kv_cache_spec_with_mtp(
