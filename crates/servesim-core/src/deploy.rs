@@ -1114,13 +1114,28 @@ impl Deployment {
 
     /// The KV cache spec of one GPU of this deployment: the model's, plus the MTP drafter's
     /// layers when MTP speculative decoding is on ([`ModelConfig::kv_cache_spec_with_mtp`]).
+    ///
+    /// Hybrid Gated DeltaNet models with prefix caching run vLLM's mamba cache mode `align`
+    /// ("Mamba cache mode is set to 'align' ... by default when prefix caching is enabled"): a
+    /// request holds two state pages per layer (the running state and the last block-aligned
+    /// one; `MambaSpec.max_memory_usage_bytes`), one without prefix caching (docs/capacity.md).
     pub fn kv_cache_spec(&self) -> Result<crate::model::KvCacheSpec, crate::model::ModelError> {
-        self.model.kv_cache_spec_with_mtp(
+        let mut spec = self.model.kv_cache_spec_with_mtp(
             self.kv_cache_dtype,
             self.par.tp,
             self.engine.block_size,
             self.drafter_mtp_layers(),
-        )
+        )?;
+        if self.engine.enable_prefix_caching
+            && self.model.num_linear_attention_layers() > 0
+            && spec.per_request_fixed_bytes > 0
+        {
+            spec.per_request_fixed_bytes *= 2;
+            spec.notes.push(
+                "prefix caching on: vLLM's mamba cache mode `align` keeps two state pages per Gated DeltaNet layer and request (the running state and the last block-aligned one)".into(),
+            );
+        }
+        Ok(spec)
     }
 
     /// Weight bytes of the MTP drafter on one GPU (0 without MTP speculative decoding).

@@ -684,8 +684,16 @@ fn hybrid_gdn_attention_block_matches_vllm_logs() {
         assert_eq!(b, 1056);
         let pad_pct = 100.0 * ((b as u64 * token) as f64 / state as f64 - 1.0);
         assert!((pad_pct - 0.76).abs() < 0.005, "padding {pad_pct:.3}%");
+        // Prefix caching on (the default): mamba cache mode `align`, two padded state pages per
+        // Gated DeltaNet layer; off: one.
         let spec = d.kv_cache_spec().unwrap();
-        // One padded state page per Gated DeltaNet layer.
+        assert_eq!(spec.per_request_fixed_bytes, 2 * 30 * b as u64 * token);
+        let off = RawEngineSettings {
+            enable_prefix_caching: Some(false),
+            ..Default::default()
+        };
+        let d_off = dep(m, "H200", tp, KvCacheDtype::Auto, off);
+        let spec = d_off.kv_cache_spec().unwrap();
         assert_eq!(spec.per_request_fixed_bytes, 30 * b as u64 * token);
         assert!(d
             .engine
@@ -705,7 +713,7 @@ fn hybrid_gdn_attention_block_matches_vllm_logs() {
     assert_eq!(d.engine.block_size, 2096);
     assert_eq!(
         d.kv_cache_spec().unwrap().per_request_fixed_bytes,
-        30 * 2_146_304
+        2 * 30 * 2_146_304
     );
     // A stated block is raised when too small (aligned to itself), kept when large enough.
     let bs = |b: i64| RawEngineSettings {
@@ -733,4 +741,33 @@ fn hybrid_gdn_attention_block_matches_vllm_logs() {
         RawEngineSettings::default(),
     );
     assert_eq!(d.engine.block_size, 16);
+}
+
+/// Two public vLLM 0.24 start-up logs of Qwen3.6-35B-A3B (the Qwen3.5-35B-A3B architecture; its
+/// config stands in) with fp8 KV, prefix caching on and max_model_len 131,072
+/// (noonghunna/club-3090 issues #612 and #652): "Available KV cache memory: 5.98 GiB" ->
+/// "GPU KV cache size: 567,978 tokens", "Maximum concurrency for 131,072 tokens per request:
+/// 4.33x"; 6.01 GiB -> 569,878 tokens, 4.35x. Given the logged memory (`--kv-cache-memory`),
+/// the block size (2,096), the page packing and the two `align`-mode state pages per layer
+/// reproduce both token counts exactly (blocks of 10 layers x 2,096 tokens: 299 and 300; one
+/// 131,072-token request: 63 attention blocks + 2 x 3 state blocks = 69).
+#[test]
+fn hybrid_kv_tokens_match_public_logs_given_their_memory() {
+    for (gib, tokens, conc) in [(5.98, 567_978u64, 4.33), (6.01, 569_878, 4.35)] {
+        let raw = RawEngineSettings {
+            max_model_len: Some(131_072),
+            kv_cache_memory_bytes: Some((gib * (1u64 << 30) as f64) as i64),
+            enable_prefix_caching: Some(true),
+            ..Default::default()
+        };
+        let d = dep("Qwen/Qwen3.5-35B-A3B", "H200", 1, KvCacheDtype::Fp8, raw);
+        let r = compute(&d, None).unwrap();
+        assert_eq!(r.block_size, 2096);
+        assert_eq!(r.kv_cache_tokens_vllm2026, tokens, "{gib} GiB");
+        assert!(
+            (r.max_concurrency - conc).abs() < 0.005,
+            "{}",
+            r.max_concurrency
+        );
+    }
 }
