@@ -26,6 +26,7 @@ fn main() {
         enable_prefix_caching: std::env::var("NOPC").is_err(),
         long_prefill_token_threshold: 0,
         enable_chunked_prefill: true,
+        mamba_align: false,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: None,

@@ -683,6 +683,8 @@ impl Scenario {
             max_model_len: e.max_model_len,
             enable_prefix_caching: e.enable_prefix_caching,
             enable_chunked_prefill: e.enable_chunked_prefill,
+            mamba_align: e.enable_prefix_caching
+                && deployment.model.num_linear_attention_layers() > 0,
             long_prefill_token_threshold: to_u32(
                 "engine.long_prefill_token_threshold",
                 e.long_prefill_token_threshold,

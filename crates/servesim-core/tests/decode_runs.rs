@@ -121,6 +121,7 @@ fn case(seed: u64) -> (EngineConfig, Vec<(Ticks, Request)>) {
         enable_prefix_caching: g.range(0, 3) > 0,
         long_prefill_token_threshold: if g.range(0, 3) == 0 { 256 } else { 0 },
         enable_chunked_prefill: true,
+        mamba_align: false,
         kv,
         spec: None,
         offload: None,

@@ -182,6 +182,7 @@ fn engine_cfg(blocks: u64, bpc: u32, chunks: u64) -> EngineConfig {
         enable_prefix_caching: true,
         long_prefill_token_threshold: 0,
         enable_chunked_prefill: true,
+        mamba_align: false,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: Some(OffloadConfig {

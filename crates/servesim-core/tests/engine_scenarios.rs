@@ -25,6 +25,7 @@ fn cfg(blocks: u64) -> EngineConfig {
         enable_prefix_caching: true,
         long_prefill_token_threshold: 0,
         enable_chunked_prefill: true,
+        mamba_align: false,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: None,
@@ -787,4 +788,43 @@ fn chunked_prefill_off_keeps_the_invariants() {
             f.id
         );
     }
+}
+
+/// vLLM's mamba cache mode `align` (hybrid models with prefix caching): a prefill chunk ending
+/// before the prompt's last block boundary is cut to whole blocks, one crossing it stops on it,
+/// the tail runs whole (`Scheduler._mamba_block_aligned_split`).
+#[test]
+fn mamba_align_cuts_prefill_chunks_at_block_boundaries() {
+    let m = LinearStepTime {
+        per_step_ns: 1e6,
+        per_token_ns: 0.0,
+        per_ctx_token_ns: 0.0,
+    };
+    let run = |align: bool| {
+        let mut c = cfg(1000);
+        c.max_num_batched_tokens = 100;
+        c.mamba_align = align;
+        let mut e = Engine::new(0, c, &m).unwrap();
+        let mut rec = Rec::default();
+        e.submit(Request::unique(1, Ticks(0), 200, 4), Ticks(0), &mut rec)
+            .unwrap();
+        e.advance_to(Ticks(1_000_000_000), &mut rec).unwrap();
+        assert_eq!(rec.fin.len(), 1);
+        rec.steps
+            .iter()
+            .map(|s| s.num_prefill_tokens)
+            .filter(|&n| n > 0)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(false), vec![100, 100]);
+    // Block 16: 100 -> 96 (ends before 192), then 104 left: 96 + 100 crosses 192 -> 96, tail 8.
+    assert_eq!(run(true), vec![96, 96, 8]);
+
+    let w = workload(SYNTH);
+    let s = sweep_spec(r#"{"duration_s":30,"warmup_s":0}"#);
+    let mut c = cfg(400);
+    c.mamba_align = true;
+    let (r, col) = run_level(&c, &model(), &w, &s, Level::Concurrency(8)).unwrap();
+    check_invariants(&r, &col);
+    assert!(r.totals.completed > 50, "{:?}", r.totals);
 }

@@ -20,6 +20,7 @@ fn cfg(blocks: u64, spec: Option<SpecDecode>) -> EngineConfig {
         enable_prefix_caching: true,
         long_prefill_token_threshold: 0,
         enable_chunked_prefill: true,
+        mamba_align: false,
         kv: KvFootprint::uniform(),
         spec,
         offload: None,

@@ -15,9 +15,9 @@ fn combined() -> String {
 /// Copied from docs/accuracy.md: (family, points scored, median abs error %, mean abs error %),
 /// in-sample on the combined set.
 const DOCUMENTED: [(Family, usize, f64, f64); 3] = [
-    (Family::Throughput, 541, 27.2, 72.2),
-    (Family::InterToken, 421, 30.4, 50.4),
-    (Family::Ttft, 420, 46.0, 144.4),
+    (Family::Throughput, 541, 27.2, 72.0),
+    (Family::InterToken, 421, 30.4, 50.5),
+    (Family::Ttft, 420, 46.0, 144.3),
 ];
 
 /// Copied from docs/accuracy.md: held-out medians (leave-one-model-family-out,

@@ -172,6 +172,10 @@ pub struct EngineConfig {
         skip_serializing_if = "is_chunked_default"
     )]
     pub enable_chunked_prefill: bool,
+    /// Hybrid (Gated DeltaNet) model with prefix caching: vLLM's mamba cache mode `align`, whose
+    /// prefill chunks end on block boundaries (`Engine::mamba_aligned`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mamba_align: bool,
     /// Blocks held per request as a function of its KV length.
     pub kv: KvFootprint,
     /// Speculative decoding (`None` = off: one token per decode per step).

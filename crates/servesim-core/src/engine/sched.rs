@@ -548,6 +548,26 @@ impl<'m> Engine<'m> {
         !self.cfg.enable_chunked_prefill && want > budget
     }
 
+    /// vLLM `Scheduler._mamba_block_aligned_split` (hybrid models in mamba cache mode `align`):
+    /// a prefill chunk that ends before the prompt's last block boundary is cut to a multiple of
+    /// the block size; one that crosses that boundary stops on it; the tail after it runs
+    /// whole. 0 = the request cannot run this step.
+    fn mamba_aligned(&self, computed: u64, chunk: u64, eff: u64) -> u64 {
+        if !self.cfg.mamba_align || chunk == 0 {
+            return chunk;
+        }
+        let bs = self.bs;
+        let last = eff - eff % bs;
+        let after = computed + chunk;
+        if after < last {
+            chunk / bs * bs
+        } else if computed < last && last < after {
+            last - computed
+        } else {
+            chunk
+        }
+    }
+
     fn decode_ctx(l: &Live, k: u64) -> u64 {
         match l.phase {
             Phase::Decoding { s0, .. } => l.eff_len + (k - s0),
@@ -789,6 +809,7 @@ impl<'m> Engine<'m> {
             if thr > 0 {
                 chunk = chunk.min(thr);
             }
+            let chunk = self.mamba_aligned(l.computed, chunk, l.eff_len);
             if chunk == 0 {
                 continue;
             }
@@ -919,6 +940,14 @@ impl<'m> Engine<'m> {
                 let mut chunk = (eff - hit).min(budget);
                 if thr > 0 {
                     chunk = chunk.min(thr);
+                }
+                let chunk = if remote {
+                    chunk
+                } else {
+                    self.mamba_aligned(hit, chunk, eff)
+                };
+                if chunk == 0 {
+                    break;
                 }
                 // A transferred prompt: only its last token is computed (`remote.rs`).
                 let (ctx0, chunk) = if remote { (eff - 1, 1) } else { (hit, chunk) };

@@ -144,6 +144,10 @@ impl Engine<'_> {
         if thr > 0 {
             chunk = chunk.min(thr);
         }
+        let chunk = self.mamba_aligned(before, chunk, l.eff_len);
+        if chunk == 0 {
+            return None;
+        }
         let target = if look > 0 {
             (before + chunk + look).min(mml)
         } else {

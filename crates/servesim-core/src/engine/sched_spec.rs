@@ -73,7 +73,7 @@ impl<'m> Engine<'m> {
                     if thr > 0 {
                         c = c.min(thr);
                     }
-                    (c, false)
+                    (self.mamba_aligned(l.computed, c, l.eff_len), false)
                 }
                 Phase::Waiting | Phase::Decoding { .. } => unreachable!("running, speculative"),
             };
@@ -196,6 +196,14 @@ impl<'m> Engine<'m> {
                 let mut chunk = (eff - hit).min(budget);
                 if thr > 0 {
                     chunk = chunk.min(thr);
+                }
+                let chunk = if remote {
+                    chunk
+                } else {
+                    self.mamba_aligned(hit, chunk, eff)
+                };
+                if chunk == 0 {
+                    break;
                 }
                 // A transferred prompt: only its last token is computed (`remote.rs`).
                 let (ctx0, chunk) = if remote { (eff - 1, 1) } else { (hit, chunk) };

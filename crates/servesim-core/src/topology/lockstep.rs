@@ -226,6 +226,7 @@ mod tests {
             enable_prefix_caching: true,
             long_prefill_token_threshold: 0,
             enable_chunked_prefill: true,
+            mamba_align: false,
             kv: KvFootprint::uniform(),
             spec: None,
             offload: None,
