@@ -548,6 +548,33 @@ impl<'m> Engine<'m> {
         !self.cfg.enable_chunked_prefill && want > budget
     }
 
+    /// The first prefill chunk of a waiting request with `hit` tokens cached: all of it, capped
+    /// by the budget and the long-prefill threshold, then whole-prompt admission without chunked
+    /// prefill and block alignment in mamba `align` mode. `None`: admission stops this step.
+    /// (A transferred prompt's chunk is replaced by its last token by the caller.)
+    fn waiting_chunk(
+        &self,
+        eff: u64,
+        hit: u64,
+        budget: u64,
+        thr: u64,
+        remote: bool,
+    ) -> Option<u64> {
+        if !remote && self.whole_prompt_waits(eff - hit, budget, thr) {
+            return None;
+        }
+        let mut chunk = (eff - hit).min(budget);
+        if thr > 0 {
+            chunk = chunk.min(thr);
+        }
+        let chunk = if remote {
+            chunk
+        } else {
+            self.mamba_aligned(hit, chunk, eff)
+        };
+        (chunk > 0).then_some(chunk)
+    }
+
     /// vLLM `Scheduler._mamba_block_aligned_split` (hybrid models in mamba cache mode `align`):
     /// a prefill chunk that ends before the prompt's last block boundary is cut to a multiple of
     /// the block size; one that crosses that boundary stops on it; the tail after it runs
@@ -934,21 +961,9 @@ impl<'m> Engine<'m> {
                 };
                 let hit = hit_blocks * bs;
                 let (remote, reserved) = (l.remote, l.reserved);
-                if !remote && self.whole_prompt_waits(eff - hit, budget, thr) {
+                let Some(chunk) = self.waiting_chunk(eff, hit, budget, thr, remote) else {
                     break;
-                }
-                let mut chunk = (eff - hit).min(budget);
-                if thr > 0 {
-                    chunk = chunk.min(thr);
-                }
-                let chunk = if remote {
-                    chunk
-                } else {
-                    self.mamba_aligned(hit, chunk, eff)
                 };
-                if chunk == 0 {
-                    break;
-                }
                 // A transferred prompt: only its last token is computed (`remote.rs`).
                 let (ctx0, chunk) = if remote { (eff - 1, 1) } else { (hit, chunk) };
                 let need_new = self.cfg.kv.blocks(ctx0 + chunk, bs) - group * hit_blocks;

@@ -190,21 +190,9 @@ impl<'m> Engine<'m> {
                 }
                 let hit = hit_blocks * bs;
                 let (remote, reserved) = (l.remote, l.reserved);
-                if !remote && self.whole_prompt_waits(eff - hit, budget, thr) {
+                let Some(chunk) = self.waiting_chunk(eff, hit, budget, thr, remote) else {
                     break;
-                }
-                let mut chunk = (eff - hit).min(budget);
-                if thr > 0 {
-                    chunk = chunk.min(thr);
-                }
-                let chunk = if remote {
-                    chunk
-                } else {
-                    self.mamba_aligned(hit, chunk, eff)
                 };
-                if chunk == 0 {
-                    break;
-                }
                 // A transferred prompt: only its last token is computed (`remote.rs`).
                 let (ctx0, chunk) = if remote { (eff - 1, 1) } else { (hit, chunk) };
                 let need_new = self.fp((ctx0 + chunk + look).min(mml)) - group * hit_blocks;
