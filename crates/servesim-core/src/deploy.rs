@@ -1045,7 +1045,6 @@ impl Deployment {
                 ..engine.clone()
             };
             let mut e = EngineSettings::resolve(&raw, &model, &gpu)?;
-            e.notes.retain(|n| !n.starts_with("block_size "));
             e.notes.push(format!(
                 "block_size {b}: vLLM raises the attention block so that one attention page ({b} tokens x {attn_token} B) holds a Gated DeltaNet layer's state ({state} B): \"Setting attention block size to {b} tokens to ensure that attention page size is >= mamba page size\""
             ));
