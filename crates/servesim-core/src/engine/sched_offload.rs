@@ -137,17 +137,8 @@ impl Engine<'_> {
     ) -> Option<(u64, u64, bool)> {
         let l = self.slots[s as usize].as_ref().expect("live slot");
         let before = l.computed;
-        if self.whole_prompt_waits(l.eff_len - before, budget, thr) {
-            return None;
-        }
-        let mut chunk = (l.eff_len - before).min(budget);
-        if thr > 0 {
-            chunk = chunk.min(thr);
-        }
-        let chunk = self.mamba_aligned(before, chunk, l.eff_len);
-        if chunk == 0 {
-            return None;
-        }
+        // The loaded tokens count as the request's cached prefix.
+        let chunk = self.waiting_chunk(l.eff_len, before, budget, thr, false)?;
         let target = if look > 0 {
             (before + chunk + look).min(mml)
         } else {

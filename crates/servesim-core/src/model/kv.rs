@@ -19,10 +19,6 @@ pub const DSV4_INDEXER_ENTRY_BYTES: u64 = 132;
 /// elements + one fp32 scale per 128 (vLLM `DeepseekV32IndexerCache`: head_dim + head_dim/128 x 4).
 pub const DSA_INDEXER_ENTRY_BYTES: u64 = 132;
 
-/// Recurrent state of one Gated DeltaNet layer of one request on one GPU at tensor-parallel size
-/// `tp` (vLLM `MambaStateShapeCalculator.gated_delta_net_state_shape`): the SSM state
-/// `value_heads/tp x key_dim x value_dim` at the state dtype, plus the causal-conv state
-/// `(conv_kernel - 1) x (2 key_heads key_dim + value_heads value_dim)/tp` at the model dtype.
 /// Bytes of one KV element at `kv` for a model whose activations take `model_bytes`.
 fn kv_elem_bytes(kv: KvCacheDtype, model_bytes: u64) -> u64 {
     match kv {
@@ -33,6 +29,10 @@ fn kv_elem_bytes(kv: KvCacheDtype, model_bytes: u64) -> u64 {
     }
 }
 
+/// Recurrent state of one Gated DeltaNet layer of one request on one GPU at tensor-parallel size
+/// `tp` (vLLM `MambaStateShapeCalculator.gated_delta_net_state_shape`): the SSM state
+/// `value_heads/tp x key_dim x value_dim` at the state dtype, plus the causal-conv state
+/// `(conv_kernel - 1) x (2 key_heads key_dim + value_heads value_dim)/tp` at the model dtype.
 pub fn linear_state_bytes_per_layer(la: &LinearAttention, tp: u32, model_elem_bytes: u64) -> u64 {
     let tp = tp.max(1) as u64;
     let (kh, vh, kd, vd) = (
@@ -406,10 +406,6 @@ impl ModelConfig {
         }
     }
 
-    /// KV cache spec of one GPU with `mtp_layers` MTP modules loaded as the drafter: vLLM gives
-    /// every attention layer of the drafter a KV spec in the same KV cache config as the target
-    /// (`GPUModelRunner.get_kv_cache_spec` walks all attention layers, draft ones included), so
-    /// the spec is the target's with one more layer per MTP module, shaped like
     /// vLLM's attention block size for a hybrid Gated DeltaNet model (`Platform
     /// ._align_hybrid_block_size`, formerly `HybridAttentionMambaModelConfig
     /// .verify_and_update_config`; mamba cache modes `none` and `align`): every page of the shared
@@ -461,6 +457,10 @@ impl ModelConfig {
         Ok(Some((need, state, attn_token)))
     }
 
+    /// KV cache spec of one GPU with `mtp_layers` MTP modules loaded as the drafter: vLLM gives
+    /// every attention layer of the drafter a KV spec in the same KV cache config as the target
+    /// (`GPUModelRunner.get_kv_cache_spec` walks all attention layers, draft ones included), so
+    /// the spec is the target's with one more layer per MTP module, shaped like
     /// [`ModelConfig::mtp_layer_spec`] (DSA models: with its own indexer). `mtp_layers = 0` is
     /// exactly [`ModelConfig::kv_cache_spec`]. Formula: docs/capacity.md "Drafter memory".
     pub fn kv_cache_spec_with_mtp(
