@@ -129,7 +129,7 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
             None => validate::fitted_efficiencies()?,
         };
         let sc = validate::scenario_of_line(&csv, line, &fitted)?;
-        println!("{}", serde_json::to_string_pretty(&sc)?);
+        println!("{}", sc.to_json_pretty());
         return Ok(());
     }
     let opts = ValidateOptions {

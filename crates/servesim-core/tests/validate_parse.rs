@@ -1,8 +1,11 @@
 //! The calibration CSV parser and the row -> scenario mapping rules (docs/accuracy.md).
 
+use servesim_core::dtype::WeightPrecision;
+use servesim_core::scenario::{ModelRef, Scenario};
 use servesim_core::validate::{
     parse_points, setup_for, split_csv, Family, ValidateError, REQUIRED_COLUMNS,
 };
+use servesim_core::workload::{RawArrival, RawContent, RawLengthDist};
 
 const SHIPPED: &str = include_str!("../data/calibration/measured-points.csv");
 
@@ -35,6 +38,10 @@ fn every_shipped_row_maps_to_a_scenario() {
             "line {} has nothing to compare",
             p.line
         );
+        // The typed scenario is a scenario document: written and read back, it is the same.
+        let back = Scenario::from_json(&s.scenario.to_json())
+            .unwrap_or_else(|e| panic!("line {}: {e}", p.line));
+        assert_eq!(back, s.scenario, "line {}", p.line);
     }
 }
 
@@ -42,27 +49,50 @@ fn every_shipped_row_maps_to_a_scenario() {
 fn arrival_follows_rate_and_concurrency_columns() {
     for p in parse_points(SHIPPED).unwrap() {
         let s = setup_for(&p).unwrap();
-        let arrival = &s.scenario["workload"]["arrival"];
+        let w = &s.scenario.workload;
         match (p.request_rate, p.concurrency) {
             (None, None) => {
-                assert_eq!(arrival["type"], "burst", "line {}", p.line);
-                assert_eq!(arrival["count"].as_f64(), p.num_requests);
-                assert_eq!(s.scenario["sweep"]["num_requests"].as_f64(), p.num_requests);
+                assert_eq!(
+                    w.arrival,
+                    RawArrival::Burst {
+                        count: p.num_requests.unwrap()
+                    },
+                    "line {}",
+                    p.line
+                );
+                assert_eq!(s.scenario.sweep.num_requests, p.num_requests);
             }
             (_, Some(c)) => {
-                assert_eq!(arrival["type"], "closed_loop");
-                assert_eq!(arrival["concurrency"].as_f64(), Some(c));
+                let RawArrival::ClosedLoop { concurrency, .. } = w.arrival else {
+                    panic!("line {}: {:?}", p.line, w.arrival)
+                };
+                assert_eq!(concurrency, c);
             }
             (Some(r), None) => {
-                assert_eq!(arrival["type"], "constant");
-                assert_eq!(arrival["rate"].as_f64(), Some(r));
-                let sp = &s.scenario["workload"]["requests"]["shared_prefix"];
-                assert!(sp["groups"].as_f64().unwrap() >= 9.0);
-                // input after the prefix + prefix = the configured isl
-                let q = s.scenario["workload"]["requests"]["input"]["tokens"]
-                    .as_f64()
-                    .unwrap();
-                assert_eq!(q + sp["tokens"].as_f64().unwrap(), p.isl.unwrap());
+                let (RawArrival::Constant { rate } | RawArrival::Poisson { rate }) = w.arrival
+                else {
+                    panic!("line {}: {:?}", p.line, w.arrival)
+                };
+                assert_eq!(rate, r);
+                let RawContent::Synthetic {
+                    input,
+                    shared_prefix,
+                    ..
+                } = &w.requests
+                else {
+                    panic!("line {}: {:?}", p.line, w.requests)
+                };
+                if let Some(sp) = shared_prefix {
+                    assert!(sp.groups >= 9.0);
+                    // input after the prefix + prefix = the configured isl
+                    let RawLengthDist::Constant { tokens } = input else {
+                        panic!("line {}: {input:?}", p.line)
+                    };
+                    assert_eq!(tokens + sp.tokens, p.isl.unwrap());
+                } else {
+                    // Request-count open loop: every request measured.
+                    assert_eq!(s.scenario.sweep.num_requests, p.num_requests);
+                }
             }
         }
     }
@@ -78,12 +108,16 @@ fn sharegpt_rows_use_the_mean_lengths_from_the_notes() {
         })
         .unwrap();
     let s = setup_for(p).unwrap();
-    let req = &s.scenario["workload"]["requests"];
-    assert_eq!(req["input"]["type"], "lognormal");
-    assert_eq!(req["input"]["mean"].as_f64(), Some(219.2));
-    assert_eq!(req["output"]["mean"].as_f64(), Some(200.8));
-    assert_eq!(s.scenario["model"]["catalog"], "deepseek-ai/DeepSeek-R1");
-    assert_eq!(s.scenario["weight_precision"], "checkpoint");
+    let RawContent::Synthetic { input, output, .. } = &s.scenario.workload.requests else {
+        panic!("{:?}", s.scenario.workload.requests)
+    };
+    assert!(matches!(input, RawLengthDist::Lognormal { mean, .. } if *mean == 219.2));
+    assert!(matches!(output, RawLengthDist::Lognormal { mean, .. } if *mean == 200.8));
+    assert_eq!(
+        s.scenario.model,
+        ModelRef::Catalog("deepseek-ai/DeepSeek-R1".into())
+    );
+    assert_eq!(s.scenario.weight_precision, WeightPrecision::Checkpoint);
 }
 
 #[test]
@@ -91,20 +125,20 @@ fn stated_engine_limits_are_passed_through() {
     let pts = parse_points(SHIPPED).unwrap();
     let a100 = pts.iter().find(|p| p.gpu.starts_with("A100")).unwrap();
     let s = setup_for(a100).unwrap();
-    assert_eq!(s.scenario["engine"]["max_num_seqs"], 256);
-    assert_eq!(s.scenario["engine"]["max_num_batched_tokens"], 2048);
+    assert_eq!(s.scenario.engine.max_num_seqs, Some(256));
+    assert_eq!(s.scenario.engine.max_num_batched_tokens, Some(2048));
     let gpt = pts
         .iter()
         .find(|p| p.model == "openai/gpt-oss-120b" && p.tp == 1)
         .unwrap();
     assert_eq!(
-        setup_for(gpt).unwrap().scenario["engine"]["max_model_len"],
-        32768
+        setup_for(gpt).unwrap().scenario.engine.max_model_len,
+        Some(32768)
     );
     let sim = &pts[0];
     assert_eq!(
-        setup_for(sim).unwrap().scenario["engine"]["max_model_len"],
-        4096
+        setup_for(sim).unwrap().scenario.engine.max_model_len,
+        Some(4096)
     );
 }
 
@@ -214,14 +248,17 @@ fn more_rows_run_or_name_what_they_wait_for() {
             p.line
         );
         let s = setup_for(p).unwrap();
-        assert_eq!(s.scenario["engine"]["speculative_config"]["method"], "mtp");
+        let spec = s.scenario.engine.speculative_config.as_ref().unwrap();
+        assert_eq!(spec.method.as_deref(), Some("mtp"));
+        assert_eq!(spec.num_speculative_tokens, Some(1));
         assert_eq!(
-            s.scenario["engine"]["speculative_config"]["num_speculative_tokens"],
-            1
-        );
-        assert_eq!(
-            s.scenario["engine"]["speculative_acceptance"]["mean_acceptance_length"],
-            1.0 + servesim_core::validate::MTP_ACCEPTANCE_PER_TOKEN
+            s.scenario
+                .engine
+                .speculative_acceptance
+                .as_ref()
+                .unwrap()
+                .mean_acceptance_length,
+            Some(1.0 + servesim_core::validate::MTP_ACCEPTANCE_PER_TOKEN)
         );
     }
     let dpep: Vec<_> = points.iter().filter(|p| p.dp > 1 && p.ep > 1).collect();
@@ -229,11 +266,12 @@ fn more_rows_run_or_name_what_they_wait_for() {
     for p in &dpep {
         let s = setup_for(p).unwrap();
         assert_eq!(
-            s.scenario["enable_expert_parallel"], true,
+            s.scenario.enable_expert_parallel,
+            Some(true),
             "line {}",
             p.line
         );
-        assert_eq!(s.scenario["version"], 2);
+        assert_eq!(s.scenario.written_version(), 2);
     }
     // InferenceX rows compare TPOT from tok/s/user (1000 / median TPOT).
     let per_user = points

@@ -6,7 +6,7 @@
 //! that capability instead of being dropped or simulated wrongly. Rules: docs/accuracy.md.
 
 use super::CalibrationPoint;
-use crate::dtype::DType;
+use crate::dtype::{DType, WeightPrecision};
 use crate::model::catalog;
 
 /// Checkpoint names in the CSVs that use another shipped config (same architecture; the
@@ -73,7 +73,7 @@ const VARIANT_SUFFIXES: &[&str] = &["-FP8", "-AWQ", "-Instruct-2507", "-Instruct
 pub struct ResolvedModel {
     pub catalog_id: String,
     /// Weight precision of the scenario (`checkpoint`, `fp8`, `fp4`, `int4`, `int8`).
-    pub precision: &'static str,
+    pub precision: WeightPrecision,
     pub notes: Vec<String>,
 }
 
@@ -172,24 +172,25 @@ pub fn resolve_model(p: &CalibrationPoint) -> Result<ResolvedModel, String> {
         || (first == "fp8" && ck.dense == DType::Fp8)
     {
         // The checkpoint's own format (incl. an already-quantised catalog config).
-        "checkpoint"
+        WeightPrecision::Checkpoint
     } else if first == "fp8" {
-        "fp8"
+        WeightPrecision::Fp8
     } else if matches!(first, "fp4" | "nvfp4" | "mxfp4") {
-        "fp4"
+        WeightPrecision::Fp4
     } else if first == "int8" {
-        "int8"
+        WeightPrecision::Int8
     } else if first == "int4" || first == "gptq" || w.contains("awq") {
-        "int4"
+        WeightPrecision::Int4
     } else {
         return Err(format!(
             "weight_dtype `{}` is not one ServeSim models (fp16/bf16, fp8, fp4/nvfp4/mxfp4, int4 AWQ/GPTQ/W4A16, int8 GPTQ)",
             p.weight_dtype
         ));
     };
-    if precision != "checkpoint" {
+    if precision != WeightPrecision::Checkpoint {
         notes.push(format!(
-            "weights served as {precision} (from weight_dtype `{}`)",
+            "weights served as {} (from weight_dtype `{}`)",
+            precision.name(),
             p.weight_dtype
         ));
     }

@@ -108,15 +108,24 @@ pub fn run_with(
     Ok(build_report(results, fitted.description.clone()))
 }
 
-/// Simulates one point through [`crate::scenario::Scenario`]: the setup's scenario JSON with
-/// `efficiencies` set to the overrides (when non-empty), resolved and run at its one level.
-pub fn simulate(setup: &PointSetup, efficiencies: &Value) -> Result<LevelResult, String> {
+/// The setup's scenario with `efficiencies` set to the overrides (when non-empty): a JSON object
+/// of efficiency-table fields, as the fit and the shipped table give them.
+pub fn scenario_with(
+    setup: &PointSetup,
+    efficiencies: &Value,
+) -> Result<crate::scenario::Scenario, String> {
     let mut sc = setup.scenario.clone();
     if efficiencies.as_object().is_some_and(|o| !o.is_empty()) {
-        sc["efficiencies"] = efficiencies.clone();
+        let o: crate::perf::EfficiencyOverrides = serde_json::from_value(efficiencies.clone())
+            .map_err(|e| format!("efficiencies: {e}"))?;
+        sc.efficiencies = Some(o);
     }
-    let scenario =
-        crate::scenario::Scenario::from_json(&sc.to_string()).map_err(|e| e.to_string())?;
+    Ok(sc)
+}
+
+/// Simulates one point: [`scenario_with`] resolved and run at its one level.
+pub fn simulate(setup: &PointSetup, efficiencies: &Value) -> Result<LevelResult, String> {
+    let scenario = scenario_with(setup, efficiencies)?;
     let resolved = scenario.resolve().map_err(|e| e.to_string())?;
     let result = resolved.run().map_err(|e| e.to_string())?;
     result
@@ -126,13 +135,14 @@ pub fn simulate(setup: &PointSetup, efficiencies: &Value) -> Result<LevelResult,
         .ok_or_else(|| "the sweep produced no level".to_string())
 }
 
-/// The scenario JSON (the `crate::scenario` schema, runnable with `servesim sweep --scenario`) of
-/// the row on CSV line `line`, with the efficiency table `fitted` gives its GPU generation.
+/// The scenario (runnable with `servesim sweep --scenario` once written with
+/// [`crate::scenario::Scenario::to_json`]) of the row on CSV line `line`, with the efficiency
+/// table `fitted` gives its GPU generation.
 pub fn scenario_of_line(
     points_csv: &str,
     line: usize,
     fitted: &FittedEfficiencies,
-) -> Result<Value, ValidateError> {
+) -> Result<crate::scenario::Scenario, ValidateError> {
     let points = parse_points(points_csv)?;
     let p = points
         .iter()
@@ -143,12 +153,12 @@ pub fn scenario_of_line(
             last: points.last().map_or(0, |p| p.line),
         })?;
     let setup = setup_for(p)?;
-    let mut sc = setup.scenario.clone();
     let eff = fitted.full_table_for(&p.gpu, point_era(p));
-    if eff.as_object().is_some_and(|o| !o.is_empty()) {
-        sc["efficiencies"] = eff;
-    }
-    Ok(sc)
+    scenario_with(&setup, &eff).map_err(|problem| ValidateError::Csv {
+        line,
+        problem,
+        fix: "check data/calibration/efficiencies.json against docs/step-time.md".into(),
+    })
 }
 
 /// Runs the validation: every selected row simulated through its scenario with the fitted

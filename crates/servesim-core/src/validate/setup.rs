@@ -2,9 +2,14 @@
 //! speculative decoding, workload and stop rule, and what to compare (docs/accuracy.md).
 
 use super::*;
+use crate::deploy::RawEngineSettings;
+use crate::dtype::{KvCacheDtype, WeightPrecision};
 use crate::metric::{MetricId, Stat};
+use crate::scenario::{Endpoint, GpuRef, ModelRef, Scenario, SCENARIO_VERSION};
+use crate::speculative::{RawSpecAcceptance, RawSpeculativeConfig};
+use crate::sweep::RawSweepSpec;
+use crate::workload::{RawArrival, RawContent, RawLengthDist, RawSharedPrefix, RawWorkloadSpec};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------------------------
 // Row -> scenario.
@@ -113,15 +118,15 @@ impl Family {
     }
 }
 
-/// A row turned into something the simulator runs: the scenario JSON (`crate::scenario` schema)
+/// A row turned into something the simulator runs: the scenario (built typed, field by field)
 /// plus what the comparison needs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PointSetup {
     pub line: usize,
     /// Catalog model id used.
     pub model_id: String,
-    /// Scenario JSON (without `efficiencies`).
-    pub scenario: Value,
+    /// The scenario (without `efficiencies`); [`Scenario::to_json`] writes it.
+    pub scenario: Scenario,
     /// One-line description of the simulated workload.
     pub workload_summary: String,
     /// Comparisons to make: (family, our metric, measured value, exclusion reason).
@@ -130,16 +135,16 @@ pub struct PointSetup {
     pub notes: Vec<String>,
 }
 
-pub(super) fn weight_precision(p: &CalibrationPoint) -> Result<&'static str, ValidateError> {
+pub(super) fn weight_precision(p: &CalibrationPoint) -> Result<WeightPrecision, ValidateError> {
     let w = p.weight_dtype.to_ascii_lowercase();
     let first = w.split_whitespace().next().unwrap_or("");
     // Native checkpoints (fp16/bf16 Llama/Qwen, block-FP8 DeepSeek, MXFP4 gpt-oss) run as stored.
     if w.contains("native") || matches!(first, "fp16" | "bf16" | "float16" | "bfloat16") {
-        return Ok("checkpoint");
+        return Ok(WeightPrecision::Checkpoint);
     }
     match first {
-        "fp8" => Ok("fp8"),
-        "fp4" | "nvfp4" | "mxfp4" => Ok("fp4"),
+        "fp8" => Ok(WeightPrecision::Fp8),
+        "fp4" | "nvfp4" | "mxfp4" => Ok(WeightPrecision::Fp4),
         _ => Err(bad(
             p.line,
             "weight_dtype",
@@ -150,39 +155,39 @@ pub(super) fn weight_precision(p: &CalibrationPoint) -> Result<&'static str, Val
     }
 }
 
-pub(super) fn kv_dtype(p: &CalibrationPoint) -> Result<String, ValidateError> {
+pub(super) fn kv_dtype(p: &CalibrationPoint) -> Result<KvCacheDtype, ValidateError> {
     let k = p.kv_dtype.to_ascii_lowercase();
     let first = k
         .split(|c: char| c.is_whitespace() || c == '(')
         .next()
         .unwrap_or("");
     match first {
-        "auto" | "bfloat16" | "bf16" | "fp8" | "fp8_e4m3" | "fp8_e5m2" | "fp8_ds_mla" => {
-            Ok(first.to_string())
-        }
-        "fp16" | "float16" => Ok("auto".into()),
-        _ => Err(bad(
-            p.line,
-            "kv_dtype",
-            &p.kv_dtype,
-            "unknown KV cache dtype",
-            "start the cell with auto, bfloat16 or fp8",
-        )),
+        "fp16" | "float16" => Ok(KvCacheDtype::Auto),
+        _ => KvCacheDtype::parse(first).ok_or_else(|| {
+            bad(
+                p.line,
+                "kv_dtype",
+                &p.kv_dtype,
+                "unknown KV cache dtype",
+                "start the cell with auto, bfloat16 or fp8",
+            )
+        }),
     }
 }
 
-pub(super) fn lengths_constant(v: f64) -> Value {
-    json!({"type": "constant", "tokens": libm::round(v)})
+pub(super) fn lengths_constant(v: f64) -> RawLengthDist {
+    RawLengthDist::Constant {
+        tokens: libm::round(v),
+    }
 }
 
-pub(super) fn lengths_sharegpt(mean: f64, max: f64) -> Value {
-    json!({
-        "type": "lognormal",
-        "mean": mean,
-        "std": mean * SHAREGPT_CV,
-        "min": SHAREGPT_MIN_LEN,
-        "max": max,
-    })
+pub(super) fn lengths_sharegpt(mean: f64, max: f64) -> RawLengthDist {
+    RawLengthDist::Lognormal {
+        mean,
+        std: mean * SHAREGPT_CV,
+        min: Some(SHAREGPT_MIN_LEN),
+        max: Some(max),
+    }
 }
 
 /// Maps one row to a scenario (rules in docs/accuracy.md, never tuned per point).
@@ -209,29 +214,26 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
             }
         },
     };
-    let mut engine = serde_json::Map::new();
-    if let Some(v) = p.max_num_seqs {
-        engine.insert("max_num_seqs".into(), json!(v as i64));
-    }
-    if let Some(v) = p.max_num_batched_tokens {
-        engine.insert("max_num_batched_tokens".into(), json!(v as i64));
-    }
-    if let Some(v) = number_after(&p.notes, "max_model_len=") {
-        engine.insert("max_model_len".into(), json!(v as i64));
-    }
+    let mut engine = RawEngineSettings {
+        max_num_seqs: p.max_num_seqs.map(|v| v as i64),
+        max_num_batched_tokens: p.max_num_batched_tokens.map(|v| v as i64),
+        max_model_len: number_after(&p.notes, "max_model_len=").map(|v| v as i64),
+        ..RawEngineSettings::default()
+    };
     let mut notes_spec = None;
     if let Some(k) = mtp_tokens(p) {
         // `--speculative-config.method mtp --speculative-config.num_speculative_tokens k`; the
         // source does not report acceptance, so the literature value stands in (docs/accuracy.md).
-        engine.insert(
-            "speculative_config".into(),
-            json!({"method": "mtp", "num_speculative_tokens": k}),
-        );
+        engine.speculative_config = Some(RawSpeculativeConfig {
+            method: Some("mtp".into()),
+            num_speculative_tokens: Some(i64::from(k)),
+            ..RawSpeculativeConfig::default()
+        });
         let m = 1.0 + MTP_ACCEPTANCE_PER_TOKEN * k as f64;
-        engine.insert(
-            "speculative_acceptance".into(),
-            json!({"mean_acceptance_length": m}),
-        );
+        engine.speculative_acceptance = Some(RawSpecAcceptance {
+            mean_acceptance_length: Some(m),
+            ..RawSpecAcceptance::default()
+        });
         notes_spec = Some(format!(
             "MTP with {k} speculative token(s); acceptance not reported by the source: mean acceptance length {m} assumed (DeepSeek-V3 technical report: 85-90% acceptance of the second token; lower end)"
         ));
@@ -256,13 +258,21 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
             })?;
             let (input, output) = lengths_of(p, n, &mut notes)?;
             let poisson = p.workload.to_ascii_lowercase().contains("poisson");
-            let kind = if poisson { "poisson" } else { "constant" };
+            let (kind, arrival) = if poisson {
+                ("poisson", RawArrival::Poisson { rate })
+            } else {
+                ("constant", RawArrival::Constant { rate })
+            };
             notes.push(format!(
                 "{kind} arrivals at {rate} req/s for {n} requests, simulated until the last one finishes, every request measured (the benchmark's duration ends at the last response)"
             ));
             (
-                json!({"type": kind, "rate": rate}),
-                json!({"request_rates": [rate], "num_requests": n}),
+                arrival,
+                RawSweepSpec {
+                    request_rates: Some(vec![rate]),
+                    num_requests: Some(n),
+                    ..RawSweepSpec::default()
+                },
                 format!("{kind} {rate} req/s, {n} requests"),
                 input,
                 output,
@@ -286,12 +296,20 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
             dur.map(|d| format!("; measured stage {d} s")).unwrap_or_default()
         ));
             (
-                json!({"type": "constant", "rate": rate}),
-                json!({"request_rates": [rate], "duration_s": OPEN_LOOP_DURATION_S, "warmup_s": OPEN_LOOP_WARMUP_S}),
+                RawArrival::Constant { rate },
+                RawSweepSpec {
+                    request_rates: Some(vec![rate]),
+                    duration_s: Some(OPEN_LOOP_DURATION_S),
+                    warmup_s: Some(OPEN_LOOP_WARMUP_S),
+                    ..RawSweepSpec::default()
+                },
                 format!("constant {rate} req/s"),
                 lengths_constant(question),
                 lengths_constant(out),
-                Some((groups, prefix)),
+                Some(RawSharedPrefix {
+                    groups,
+                    tokens: prefix,
+                }),
             )
         }
     } else {
@@ -307,16 +325,27 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         let (input, output) = lengths_of(p, n, &mut notes)?;
         match p.concurrency {
             Some(c) => (
-                json!({"type": "closed_loop", "concurrency": c}),
-                json!({"concurrency": [c], "num_requests": n}),
+                RawArrival::ClosedLoop {
+                    concurrency: c,
+                    think_time_s: None,
+                },
+                RawSweepSpec {
+                    concurrency: Some(vec![c]),
+                    num_requests: Some(n),
+                    ..RawSweepSpec::default()
+                },
                 format!("closed loop c={c}, {n} requests"),
                 input,
                 output,
                 None,
             ),
             None => (
-                json!({"type": "burst", "count": n}),
-                json!({"concurrency": [n], "num_requests": n}),
+                RawArrival::Burst { count: n },
+                RawSweepSpec {
+                    concurrency: Some(vec![n]),
+                    num_requests: Some(n),
+                    ..RawSweepSpec::default()
+                },
                 format!("burst of {n} at t=0"),
                 input,
                 output,
@@ -324,44 +353,55 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
             ),
         }
     };
-    let mut requests = json!({"type": "synthetic", "input": input, "output": output});
-    if let Some((g, t)) = shared {
-        requests["shared_prefix"] = json!({"groups": g, "tokens": t});
-    }
-    let workload = json!({"arrival": arrival, "requests": requests, "seed": SEED});
+    let workload = RawWorkloadSpec {
+        arrival,
+        requests: RawContent::Synthetic {
+            input,
+            output,
+            shared_prefix: shared,
+        },
+        seed: SEED,
+    };
     // Endpoint kind, as the source states it: the workload names the chat endpoint
     // (`vllm bench serve --backend openai-chat`); otherwise completions (inference-perf
     // "streaming completions API", vllm bench serve's default backend).
     let endpoint = if p.workload.to_ascii_lowercase().contains("chat endpoint") {
-        "chat"
+        Endpoint::Chat
     } else {
-        "completions"
+        Endpoint::Completions
     };
     if p.offline {
         notes.push("offline run (no API server): simulated behind the completions endpoint, whose per-request latency is small against these runs".into());
     } else {
-        notes.push(format!("API endpoint: {endpoint}"));
+        let name = match endpoint {
+            Endpoint::Chat => "chat",
+            Endpoint::Completions => "completions",
+        };
+        notes.push(format!("API endpoint: {name}"));
     }
-    let mut scenario = json!({
-        "version": 1,
-        "model": {"catalog": model_id},
-        "gpu": {"catalog": catalog_gpu(&p.gpu)},
-        "tp": p.tp,
-        "dp": p.dp,
-        "ep": p.ep,
-        "num_gpus": p.num_gpus,
-        "weight_precision": precision,
-        "kv_cache_dtype": kv_dtype(p)?,
-        "engine": Value::Object(engine),
-        "workload": workload,
-        "sweep": sweep,
-        "endpoint": endpoint,
-    });
+    let mut scenario = Scenario {
+        version: SCENARIO_VERSION,
+        model: ModelRef::Catalog(model_id.clone()),
+        gpu: GpuRef::Catalog(catalog_gpu(&p.gpu).to_string()),
+        tp: p.tp,
+        dp: p.dp,
+        ep: p.ep,
+        enable_expert_parallel: None,
+        num_gpus: Some(p.num_gpus),
+        weight_precision: precision,
+        kv_cache_dtype: kv_dtype(p)?,
+        engine,
+        workload,
+        sweep,
+        efficiencies: None,
+        endpoint: Some(endpoint),
+        vllm_version: None,
+        topology: None,
+    };
     if p.dp > 1 && p.ep > 1 {
         // DP attention + expert parallelism (`--data-parallel-size N --enable-expert-parallel`):
         // ranks in lockstep, vLLM's default all-to-all backend (docs/topology.md "DP + EP").
-        scenario["version"] = json!(2);
-        scenario["enable_expert_parallel"] = json!(true);
+        scenario.enable_expert_parallel = Some(true);
         notes.push(format!(
             "DP{} + EP{}: DP ranks in lockstep, all-to-all backend = vLLM's default",
             p.dp, p.ep
@@ -371,7 +411,7 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         notes.push(n);
     }
     if let Some(v) = &p.engine_version {
-        scenario["vllm_version"] = json!(v);
+        scenario.vllm_version = Some(v.clone());
         notes.push(format!("vLLM {v}: calibration era {}", point_era(p).key()));
     }
     if let Some(note) = started_kv_floor(&mut scenario) {
@@ -443,7 +483,7 @@ pub(super) fn lengths_of(
     p: &CalibrationPoint,
     n: f64,
     notes: &mut Vec<String>,
-) -> Result<(Value, Value), ValidateError> {
+) -> Result<(RawLengthDist, RawLengthDist), ValidateError> {
     if let (Some(i), Some(o)) = (p.isl, p.osl) {
         return Ok((lengths_constant(i), lengths_constant(o)));
     }
@@ -486,9 +526,8 @@ pub fn totals_from_notes(notes: &str) -> Option<(f64, f64)> {
 /// is then simulated with exactly that minimum (`engine.kv_cache_memory_bytes` = the bytes of one
 /// max-length request): the smallest KV pool consistent with the run having started, an
 /// assumption that makes such rows KV-pessimistic. Other refusals are left as they are.
-pub(super) fn started_kv_floor(scenario: &mut Value) -> Option<String> {
-    let sc = crate::scenario::Scenario::from_json(&scenario.to_string()).ok()?;
-    let cap = sc.resolve().ok()?.capacity;
+pub(super) fn started_kv_floor(scenario: &mut Scenario) -> Option<String> {
+    let cap = scenario.resolve().ok()?.capacity;
     if cap.fits || cap.bytes_per_max_len_request == 0 {
         return None;
     }
@@ -500,7 +539,7 @@ pub(super) fn started_kv_floor(scenario: &mut Value) -> Option<String> {
         return None;
     }
     let bytes = cap.bytes_per_max_len_request;
-    scenario["engine"]["kv_cache_memory_bytes"] = json!(bytes);
+    scenario.engine.kv_cache_memory_bytes = Some(i64::try_from(bytes).ok()?);
     Some(format!(
         "the run started at max_model_len {}, which vLLM only does with >= {:.2} GiB of KV per GPU; our capacity model estimates less ({}); simulated with that minimum (kv_cache_memory_bytes = {bytes}, an assumption: a lower bound on the real pool)",
         cap.max_model_len,
