@@ -757,7 +757,9 @@ fn suggest_fixes(d: &Deployment, r: &CapacityReport) -> Vec<Fix> {
                 e.max_num_batched_tokens,
                 e.max_model_len,
             );
-            if est > 0 {
+            // Only a shorter context is a fix (a stated KV pool that is itself too large is not
+            // cured by the max_model_len it already holds).
+            if est > 0 && est < e.max_model_len {
                 fixes.push(Fix {
                     setting: "max_model_len".into(),
                     value: est.to_string(),

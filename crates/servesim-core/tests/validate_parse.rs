@@ -293,3 +293,93 @@ fn more_rows_run_or_name_what_they_wait_for() {
     let both = servesim_core::validate::combine_csvs(&[first, text]).unwrap();
     assert_eq!(parse_points(&both).unwrap().len(), 63 + 614);
 }
+
+#[test]
+fn engine_flags_recorded_in_the_notes_are_applied() {
+    use servesim_core::validate::engine_flags_in_notes;
+    // The InferenceX blog's serve flags (benchmarks/single_node/minimaxm2.5_fp4_b200.sh, as the
+    // CSV quotes them): engine flags read, client flags and flags with a CSV column not.
+    let notes =
+        "serve flags (x.sh @d4948f9937): --gpu-memory-utilization 0.90 --max-model-len 9472 \
+                 (isl+osl+256) --kv-cache-dtype fp8 --max-num-batched-tokens 16384 (2*ISL) \
+                 --no-enable-prefix-caching --block-size=32; client --num-prompts 40";
+    assert_eq!(
+        engine_flags_in_notes(notes),
+        [
+            "--gpu-memory-utilization=0.90",
+            "--max-model-len=9472",
+            "--no-enable-prefix-caching",
+            "--block-size=32"
+        ]
+    );
+    // gpustack's quoted parameter list, and dstack's offline engine arguments.
+    assert_eq!(
+        engine_flags_in_notes("`[params: --reasoning-parser=qwen3 --max-model-len=32768]`;"),
+        ["--max-model-len=32768"]
+    );
+    assert_eq!(
+        engine_flags_in_notes(
+            "benchmark_throughput.py --input-len 128 --max-model-len 91680 --enforce-eager --num-scheduler-step 15"
+        ),
+        ["--max-model-len=91680", "--enforce-eager"]
+    );
+    // V0 knobs are not engine flags here (docs/accuracy.md says why).
+    assert!(
+        engine_flags_in_notes("--enable-chunked-prefill False --num-scheduler-steps 15").is_empty()
+    );
+
+    // On the shipped rows: every row stating them runs with them.
+    let more = include_str!("../data/calibration/measured-points-more.csv");
+    let mut with_len = 0;
+    let mut eager = 0;
+    for p in parse_points(more).unwrap() {
+        let flags = engine_flags_in_notes(&p.notes);
+        if flags.is_empty() || servesim_core::validate::waits_for(&p).is_some() {
+            continue;
+        }
+        let s = setup_for(&p).unwrap_or_else(|e| panic!("line {}: {e}", p.line));
+        assert!(
+            s.notes.iter().any(|n| n.contains(&flags.join(" "))),
+            "line {}: {:?}",
+            p.line,
+            s.notes
+        );
+        if let Some(v) = flags
+            .iter()
+            .find_map(|f| f.strip_prefix("--max-model-len="))
+        {
+            assert_eq!(
+                s.scenario.engine.max_model_len,
+                v.parse().ok(),
+                "line {}",
+                p.line
+            );
+            with_len += 1;
+        }
+        if flags.iter().any(|f| f == "--enforce-eager") {
+            assert_eq!(s.scenario.engine.enforce_eager, Some(true));
+            eager += 1;
+        }
+    }
+    assert_eq!((with_len, eager), (178, 57));
+}
+
+#[test]
+fn a_flag_whose_value_is_a_shell_variable_is_named_and_not_applied() {
+    use servesim_core::validate::{engine_flags_in_notes, unresolved_flags_in_notes};
+    // SemiAnalysis InferenceX PR #1061's serve line, as the validation CSV quotes it.
+    let notes = "--gpu-memory-utilization 0.95 --max-model-len $MAX_MODEL_LEN --block-size=64 \
+                 --no-enable-prefix-caching`; client: ...";
+    assert_eq!(
+        engine_flags_in_notes(notes),
+        [
+            "--gpu-memory-utilization=0.95",
+            "--block-size=64",
+            "--no-enable-prefix-caching"
+        ]
+    );
+    assert_eq!(
+        unresolved_flags_in_notes(notes),
+        ["--max-model-len=$MAX_MODEL_LEN"]
+    );
+}

@@ -414,6 +414,41 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         scenario.vllm_version = Some(v.clone());
         notes.push(format!("vLLM {v}: calibration era {}", point_era(p).key()));
     }
+    let flags = engine_flags_in_notes(&p.notes);
+    if !flags.is_empty() {
+        let pasted = crate::vllm::command::apply_flags(&scenario, &flags).map_err(|e| {
+            bad(
+                p.line,
+                "notes",
+                &flags.join(" "),
+                &e,
+                "correct the recorded flag",
+            )
+        })?;
+        match pasted.scenario {
+            Some(s) => scenario = s,
+            None => {
+                return Err(bad(
+                    p.line,
+                    "notes",
+                    &flags.join(" "),
+                    &pasted.refusals().join("; "),
+                    "correct the recorded flag",
+                ))
+            }
+        }
+        notes.push(format!(
+            "engine flags recorded in the notes, applied: {}",
+            flags.join(" ")
+        ));
+    }
+    let unresolved = unresolved_flags_in_notes(&p.notes);
+    if !unresolved.is_empty() {
+        notes.push(format!(
+            "not applied (a shell variable the notes do not resolve): {}; vLLM's default used",
+            unresolved.join(" ")
+        ));
+    }
     if let Some(note) = started_kv_floor(&mut scenario) {
         notes.push(note);
     }
@@ -517,6 +552,78 @@ pub fn totals_from_notes(notes: &str) -> Option<(f64, f64)> {
     let slash = rest.find('/')?;
     let b = leading_number(&rest[slash + 1..])?;
     Some((a, b))
+}
+
+/// Engine flags a row's notes record (its `vllm serve` command or offline engine arguments) that
+/// the CSV has no column for. They are applied through the vLLM argument registry, as a pasted
+/// command is. Not read from the notes: flags with a CSV column (`max_num_seqs`,
+/// `max_num_batched_tokens`, `kv_dtype`, parallelism), V0 scheduler knobs
+/// (`--enable-chunked-prefill False`, `--num-scheduler-steps`: docs/accuracy.md says why), and
+/// client (benchmark) flags.
+pub const NOTE_ENGINE_FLAGS: [&str; 6] = [
+    "--max-model-len",
+    "--enforce-eager",
+    "--gpu-memory-utilization",
+    "--block-size",
+    "--enable-prefix-caching",
+    "--no-enable-prefix-caching",
+];
+
+/// The [`NOTE_ENGINE_FLAGS`] written in `notes` (`--flag value`, `--flag=value` or a bare switch,
+/// quotes and list punctuation around words ignored), each once, in the order written. A flag whose
+/// value is a shell variable (`--max-model-len $MAX_MODEL_LEN`) is left out: the notes do not say
+/// its value ([`unresolved_flags_in_notes`] lists them).
+pub fn engine_flags_in_notes(notes: &str) -> Vec<String> {
+    note_flags(notes)
+        .into_iter()
+        .filter(|f| !f.contains('$'))
+        .collect()
+}
+
+/// The [`NOTE_ENGINE_FLAGS`] in `notes` whose value is a shell variable.
+pub fn unresolved_flags_in_notes(notes: &str) -> Vec<String> {
+    note_flags(notes)
+        .into_iter()
+        .filter(|f| f.contains('$'))
+        .collect()
+}
+
+fn note_flags(notes: &str) -> Vec<String> {
+    let strip = |w: &str| -> String {
+        w.trim_matches(|c: char| "`;,[]()'\"".contains(c))
+            .to_string()
+    };
+    let words: Vec<String> = notes.split_whitespace().map(strip).collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        let (name, inline) = match w.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (w.as_str(), None),
+        };
+        let Some(flag) = NOTE_ENGINE_FLAGS.iter().find(|f| **f == name) else {
+            continue;
+        };
+        if seen.contains(flag) {
+            continue;
+        }
+        let takes_value = crate::vllm::args::lookup(flag)
+            .is_some_and(|spec| spec.arity == crate::vllm::args::Arity::Value);
+        if takes_value {
+            let Some(v) = inline
+                .map(str::to_string)
+                .or_else(|| words.get(i + 1).cloned())
+                .filter(|v| !v.is_empty() && !v.starts_with("--"))
+            else {
+                continue;
+            };
+            out.push(format!("{flag}={v}"));
+        } else {
+            out.push(flag.to_string());
+        }
+        seen.push(flag);
+    }
+    out
 }
 
 /// A measured run that started although our capacity model says vLLM would refuse the recorded
