@@ -66,8 +66,16 @@ impl ArgValue for i64 {
         if t.is_empty() {
             return None;
         }
+        // `--max-model-len auto` is vLLM's -1 (the scenario's value; docs/capacity.md).
+        if key == "max_model_len" && t.eq_ignore_ascii_case("auto") {
+            return Some(-1);
+        }
         match t.parse::<i64>() {
             Ok(v) => Some(v),
+            Err(_) if key == "max_model_len" => {
+                e.insert(key, "a whole number of tokens, or auto (-1)".into());
+                None
+            }
             Err(_) => {
                 e.insert(key, "a whole number".into());
                 None
@@ -188,6 +196,13 @@ mod tests {
         f.write(&mut back, &mut e);
         assert!(e.is_empty(), "{e:?}");
         assert_eq!(back, en);
+        // `auto` in the context field is vLLM's -1.
+        let mut g = EngineArgsForm::default();
+        g.set("max_model_len", "Auto".into());
+        let mut back = RawEngineSettings::default();
+        g.write(&mut back, &mut e);
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(back.max_model_len, Some(-1));
         // Every table entry reads and writes its own field.
         for a in ENGINE_ARGS {
             let mut g = EngineArgsForm::default();

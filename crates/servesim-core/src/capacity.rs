@@ -483,6 +483,17 @@ fn compute_inner(
     }
     let avail_gib = kv_available as f64 / GIB as f64;
     let mut log_lines = vec![format!("Available KV cache memory: {avail_gib:.2} GiB")];
+    // `--max-model-len auto` (`Deployment::auto_fit_max_model_len` has set `mml`).
+    let derived = model.max_position_embeddings;
+    if e.max_model_len_auto && kv_available > 0 && mml < derived {
+        log_lines.push(format!(
+            "Auto-fit max_model_len: reduced from {derived} to {mml} to fit in available GPU memory ({avail_gib:.2} GiB available for KV cache)"
+        ));
+    } else if e.max_model_len_auto && kv_available > 0 && (per_req as i64) <= kv_available {
+        log_lines.push(format!(
+            "Auto-fit max_model_len: full model context length {mml} fits in available GPU memory"
+        ));
+    }
     // An explicit KV size must fit in the GPU next to everything else: vLLM allocates the pool
     // as given and runs out of memory when it does not.
     let kv_over_gpu = e
@@ -536,10 +547,15 @@ fn compute_inner(
                 per_req as f64 / GIB as f64,
                 avail_gib
             ),
-            Some(format!(
+            Some(if e.max_model_len_auto {
+                // Auto-fit found no length at all (less KV memory than one block).
+                "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. Try increasing `gpu_memory_utilization`.".to_string()
+            } else {
+                format!(
                 "To serve at least one request with the models's max seq len ({mml}), ({:.2} GiB KV cache is needed, which is larger than the available KV cache memory ({avail_gib:.2} GiB). Based on the available memory, the estimated maximum model length is {est}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
                 per_req as f64 / GIB as f64
-            )),
+            )
+            }),
             per_req as i64 - kv_available,
         )
     } else {
@@ -629,6 +645,25 @@ fn compute_inner(
     })
 }
 
+/// `--max-model-len auto`: the longest `max_model_len` (at most the configured one) whose one
+/// request fits the KV memory, with that memory in GiB; `None` when there is no KV memory
+/// (the weights or the profile take the budget) or the deployment cannot be sized.
+pub(crate) fn auto_fit_len(d: &Deployment) -> Option<(u64, f64)> {
+    let r = compute_inner(d, None).ok()?;
+    let avail = r.breakdown.kv_available.bytes;
+    if avail <= 0 {
+        return None;
+    }
+    let spec = d.kv_cache_spec().ok()?;
+    let len = estimate_max_len(
+        &spec,
+        avail as u64,
+        d.engine.max_num_batched_tokens,
+        d.engine.max_model_len,
+    );
+    Some((len, r.breakdown.kv_available.gib))
+}
+
 /// vLLM's estimate of the longest `max_model_len` that fits (binary search, as
 /// `estimate_max_model_len` does).
 fn estimate_max_len(spec: &KvCacheSpec, available: u64, mnbt: u64, upper: u64) -> u64 {
@@ -667,7 +702,8 @@ fn rebuild(
         kv,
         &raw,
     )
-    .ok()?;
+    .ok()?
+    .auto_fit_max_model_len();
     compute_inner(&nd, None).ok()
 }
 
@@ -679,7 +715,11 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
         max_num_seqs: Some(e.max_num_seqs as i64),
         max_num_batched_tokens: Some(e.max_num_batched_tokens as i64),
         block_size: Some(e.block_size as i64),
-        max_model_len: Some(e.max_model_len as i64),
+        max_model_len: Some(if e.max_model_len_auto {
+            -1
+        } else {
+            e.max_model_len as i64
+        }),
         enable_prefix_caching: Some(e.enable_prefix_caching),
         enable_chunked_prefill: Some(e.enable_chunked_prefill),
         cudagraph_mode: Some(e.cudagraph_mode),

@@ -121,6 +121,7 @@ pub struct RawEngineSettings {
     pub max_num_seqs: Option<i64>,
     pub max_num_batched_tokens: Option<i64>,
     pub block_size: Option<i64>,
+    /// `-1` = vLLM's `--max-model-len auto` (the longest context the KV memory holds).
     pub max_model_len: Option<i64>,
     pub enable_prefix_caching: Option<bool>,
     /// `--enable-chunked-prefill` / `--no-enable-chunked-prefill` (on by default in V1).
@@ -167,6 +168,10 @@ pub struct EngineSettings {
     pub max_num_batched_tokens: u64,
     pub block_size: u32,
     pub max_model_len: u64,
+    /// `--max-model-len auto` / `-1`: `max_model_len` starts at the model's maximum and
+    /// [`Deployment::auto_fit_max_model_len`] lowers it to what the KV memory holds.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub max_model_len_auto: bool,
     pub enable_prefix_caching: bool,
     /// Off: a prompt is prefilled whole in one step or waits (docs/engine.md).
     pub enable_chunked_prefill: bool,
@@ -266,6 +271,11 @@ fn pos_int(field: &'static str, v: Option<i64>) -> Result<Option<u64>, DeployErr
             }
             Ok(Some(x as u64))
         }
+        Some(x) if field == "max_model_len" => Err(invalid(
+            field,
+            x,
+            "must be a positive integer, or -1 (vLLM's auto: the longest context the KV memory holds)",
+        )),
         Some(x) => Err(invalid(field, x, "must be a positive integer")),
     }
 }
@@ -377,7 +387,16 @@ impl EngineSettings {
             }
         };
         let allow_long = raw.allow_long_max_model_len.unwrap_or(false);
-        let max_model_len = match pos_int("max_model_len", raw.max_model_len)? {
+        // vLLM's `-1` / `auto` (`ModelConfig.max_model_len`, `ge=-1`): the engine is configured
+        // with the model's maximum, and the KV sizing at start-up lowers it when one request of
+        // that length does not fit (`_auto_fit_max_model_len`, vllm/v1/core/kv_cache_utils.py).
+        let max_model_len_auto = raw.max_model_len == Some(-1);
+        let stated_len = if max_model_len_auto {
+            None
+        } else {
+            raw.max_model_len
+        };
+        let max_model_len = match pos_int("max_model_len", stated_len)? {
             Some(v) => {
                 if v > model.max_position_embeddings && !allow_long {
                     return Err(invalid(
@@ -391,6 +410,7 @@ impl EngineSettings {
                 }
                 v
             }
+            None if max_model_len_auto => model.max_position_embeddings,
             None => {
                 notes.push(format!(
                     "max_model_len {}: the model's max_position_embeddings",
@@ -566,6 +586,7 @@ impl EngineSettings {
             max_num_batched_tokens: mnbt,
             block_size,
             max_model_len,
+            max_model_len_auto,
             enable_prefix_caching,
             enable_chunked_prefill,
             cudagraph_mode,
@@ -712,6 +733,7 @@ impl RawDeployment {
             self.kv_cache_dtype.unwrap_or_default(),
             &self.engine,
         )
+        .map(Deployment::auto_fit_max_model_len)
     }
 }
 
@@ -1079,6 +1101,32 @@ impl Deployment {
             self.engine.cudagraph_mode = CudagraphMode::None;
             self.engine.cudagraph_capture_sizes.clear();
             self.notes.push("all2all_backend deepep_high_throughput with dp > 1: CUDA graphs off (cudagraph_mode NONE), as vLLM turns them off for these kernels".into());
+        }
+        self
+    }
+
+    /// `--max-model-len auto`: vLLM sizes the KV cache at start-up and, when one request of the
+    /// model's maximum length does not fit, lowers `max_model_len` to the longest that does
+    /// (a binary search over the per-request KV bytes, `_auto_fit_max_model_len` in
+    /// vllm/v1/core/kv_cache_utils.py, docs/capacity.md). Applied after every other setting is
+    /// final (expert parallelism changes the buffers and the graphs); a deployment without KV
+    /// memory keeps the model's maximum, and the capacity report says why it cannot start.
+    pub fn auto_fit_max_model_len(mut self) -> Self {
+        if !self.engine.max_model_len_auto {
+            return self;
+        }
+        let from = self.engine.max_model_len;
+        match crate::capacity::auto_fit_len(&self) {
+            Some((len, avail_gib)) if len > 0 && len < from => {
+                self.engine.max_model_len = len;
+                self.engine.notes.push(format!(
+                    "max_model_len auto: reduced from {from} to {len} to fit in available GPU memory ({avail_gib:.2} GiB available for KV cache), as vLLM's auto-fit does"
+                ));
+            }
+            Some((len, _)) if len >= from => self.engine.notes.push(format!(
+                "max_model_len auto: the model's full context length {from} fits in available GPU memory"
+            )),
+            _ => {}
         }
         self
     }

@@ -658,7 +658,10 @@ impl Scenario {
             &self.engine,
         )
         .map_err(ScenarioError::Deploy)
-        .map(|d| d.with_expert_parallel(self.enable_expert_parallel, ep_note))
+        .map(|d| {
+            d.with_expert_parallel(self.enable_expert_parallel, ep_note)
+                .auto_fit_max_model_len()
+        })
     }
 
     fn resolve_from(

@@ -771,3 +771,96 @@ fn hybrid_kv_tokens_match_public_logs_given_their_memory() {
         );
     }
 }
+
+/// `--max-model-len auto` (`engine.max_model_len = -1`, vLLM PR #29431): the longest length
+/// one request of which fits, the same `M` vLLM's error names when that length is stated
+/// explicitly, and one token more needs another block that is not there.
+#[test]
+fn auto_max_model_len_fits_the_kv_memory_as_vllm_does() {
+    // Qwen3-32B on one H100 (the llm-d campaign: 32,000 fails; the model's maximum is 40,960).
+    let block = |n: i64| RawEngineSettings {
+        block_size: Some(128),
+        max_model_len: Some(n),
+        ..Default::default()
+    };
+    let h100 = |raw: RawEngineSettings| {
+        dep("Qwen/Qwen3-32B", "H100", 1, KvCacheDtype::Auto, raw).auto_fit_max_model_len()
+    };
+    let full = compute(&h100(block(40_960)), None).unwrap();
+    assert!(!full.fits);
+    let msg = full.vllm_error.unwrap();
+    let est: u64 = msg
+        .split("estimated maximum model length is ")
+        .nth(1)
+        .and_then(|t| t.split('.').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no estimate in: {msg}"));
+    let auto = h100(block(-1));
+    assert!(auto.engine.max_model_len_auto);
+    assert_eq!(auto.engine.max_model_len, est);
+    assert!(
+        auto.engine
+            .notes
+            .iter()
+            .any(|n| n.contains(&format!("reduced from 40960 to {est}"))),
+        "{:?}",
+        auto.engine.notes
+    );
+    let r = compute(&auto, None).unwrap();
+    assert!(r.fits, "{}", r.reason);
+    assert_eq!(r.max_model_len, est);
+    assert!(r.log_lines.iter().any(|l| l
+        == &format!("Auto-fit max_model_len: reduced from 40960 to {est} to fit in available GPU memory ({:.2} GiB available for KV cache)", r.breakdown.kv_available.gib)));
+    assert!(r.max_concurrency >= 1.0 && r.max_concurrency < 1.1);
+    // The boundary: stated explicitly, `est` starts and `est + 1` does not.
+    assert!(compute(&h100(block(est as i64)), None).unwrap().fits);
+    assert!(!compute(&h100(block(est as i64 + 1)), None).unwrap().fits);
+
+    // A model whose whole context fits keeps it, and says so.
+    let small = dep(
+        "meta-llama/Meta-Llama-3.1-8B",
+        "H100",
+        1,
+        KvCacheDtype::Auto,
+        mml(-1),
+    )
+    .auto_fit_max_model_len();
+    assert_eq!(small.engine.max_model_len, 131_072);
+    assert!(small
+        .engine
+        .notes
+        .iter()
+        .any(|n| n.contains("full context length 131072 fits")));
+
+    // Weights over the budget: nothing to fit, and vLLM's start-up error stays.
+    let none = dep(
+        "Qwen/Qwen3-32B",
+        "H100",
+        1,
+        KvCacheDtype::Auto,
+        RawEngineSettings {
+            gpu_memory_utilization: Some(0.5),
+            max_model_len: Some(-1),
+            ..Default::default()
+        },
+    )
+    .auto_fit_max_model_len();
+    let r = compute(&none, None).unwrap();
+    assert!(!r.fits);
+    assert!(r
+        .vllm_error
+        .unwrap()
+        .starts_with("No available memory for the cache blocks"));
+
+    // Other negatives are refused, naming -1.
+    let err = RawDeployment {
+        model: "Qwen/Qwen3-32B".into(),
+        gpu: "H100".into(),
+        engine: mml(-2),
+        ..Default::default()
+    }
+    .resolve()
+    .unwrap_err();
+    assert_eq!(err.field(), "max_model_len");
+    assert!(err.to_string().contains("-1"), "{err}");
+}

@@ -588,9 +588,10 @@ pub fn apply(
         }
         Target::MaxModelLen => {
             let v = need()?;
-            if v.trim() == "auto" || v.trim() == "-1" {
-                e.max_model_len = None;
-                "max_model_len = the model's maximum".into()
+            // vLLM: `-1` and `auto` (any case) are the same auto-fit (`human_readable_int`).
+            if v.trim().eq_ignore_ascii_case("auto") || v.trim() == "-1" {
+                e.max_model_len = Some(-1);
+                "engine.max_model_len = -1 (auto: the longest context the KV memory holds, up to the model's maximum)".into()
             } else {
                 e.max_model_len = Some(int(&flag, v)?);
                 format!(

@@ -701,7 +701,10 @@ pub fn to_vllm_command(s: &Scenario) -> String {
             a.push(format!("--{flag} {v}"));
         }
     };
-    num(&mut a, "max-model-len", e.max_model_len);
+    match e.max_model_len {
+        Some(-1) => a.push("--max-model-len auto".into()),
+        v => num(&mut a, "max-model-len", v),
+    }
     num(&mut a, "max-num-seqs", e.max_num_seqs);
     num(&mut a, "max-num-batched-tokens", e.max_num_batched_tokens);
     if let Some(u) = e.gpu_memory_utilization {

@@ -6,6 +6,9 @@
 //! - `Qwen/Qwen3.md` (Qwen3-235B-A22B-FP8 on MI300X, with ROCm environment variables);
 //! - `OpenAI/GPT-OSS.md` (gpt-oss-120b on MI355X with `export` lines and `-cc.` compilation keys;
 //!   gpt-oss-20b in `docker run ... vllm/vllm-openai`).
+//! - `GLM/GLM5.md` (commit 134386f; GLM-5-FP8 on 8xH200 with MTP) with the recipe site's
+//!   advanced option "max-model-len = auto" (`src/components/recipes/CommandBuilder.jsx`:
+//!   `args: ["--max-model-len", "auto"]`, "Auto-size context window to what KV cache can hold").
 
 use super::args::Status;
 use super::command::{parse_command, to_bench_command, to_vllm_command};
@@ -124,6 +127,44 @@ fn gpt_oss_20b_in_docker() {
         .iter()
         .filter(|a| a.arg.starts_with("docker"))
         .all(|a| a.status == Status::Ignored));
+}
+
+#[test]
+fn glm5_fp8_on_eight_h200_with_max_model_len_auto() {
+    let cmd = "vllm serve zai-org/GLM-5-FP8 \\\n     --tensor-parallel-size 8 \\\n     --speculative-config.method mtp \\\n     --speculative-config.num_speculative_tokens 3 \\\n     --tool-call-parser glm47 \\\n     --reasoning-parser glm45 \\\n     --enable-auto-tool-choice \\\n     --served-model-name glm-5-fp8 --max-model-len auto";
+    let (mut s, _) = parsed(cmd);
+    assert_eq!(s.engine.max_model_len, Some(-1));
+    s.gpu = GpuRef::Catalog("H200".into());
+    let r = s.resolve().unwrap();
+    assert!(r.capacity.fits, "{}", r.capacity.reason);
+    // The resolved length is the model's maximum or the longest one request of which fits.
+    let max = s.model_config().unwrap().max_position_embeddings;
+    let len = r.capacity.max_model_len;
+    assert!(len > 0 && len <= max);
+    if len < max {
+        assert!(r.capacity.max_concurrency >= 1.0 && r.capacity.max_concurrency < 1.1);
+    }
+    assert!(
+        r.deployment
+            .engine
+            .notes
+            .iter()
+            .any(|n| n.starts_with("max_model_len auto")),
+        "{:?}",
+        r.deployment.engine.notes
+    );
+    // The command ServeSim writes says `auto`, and reads back to the same scenario.
+    let out = to_vllm_command(&s);
+    assert!(out.contains("--max-model-len auto"), "{out}");
+    let (back, _) = parsed(&out);
+    assert_eq!(back.engine.max_model_len, Some(-1));
+    // vLLM's alias is case-insensitive (`AUTO`), and `-1` is the same value.
+    for v in ["AUTO", "-1"] {
+        let (t, _) = parsed(&format!(
+            "vllm serve zai-org/GLM-5-FP8 -tp 8 --max-model-len {v}"
+        ));
+        assert_eq!(t.engine.max_model_len, Some(-1), "{v}");
+    }
 }
 
 #[test]
