@@ -131,3 +131,62 @@ fn source_caveat_exclusions_are_listed() {
     let md = r.to_markdown();
     assert!(md.contains("left out of the aggregates"));
 }
+
+/// docs/accuracy.md, read at run time so that `UPDATE_DOCS=1` can rewrite it.
+fn accuracy_doc_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/accuracy.md")
+}
+
+/// The text between `<!-- {name}:begin ... -->` and `<!-- {name}:end -->` (byte range).
+fn marked(doc: &str, name: &str) -> std::ops::Range<usize> {
+    let begin = format!("<!-- {name}:begin");
+    let b = doc
+        .find(&begin)
+        .unwrap_or_else(|| panic!("docs/accuracy.md has no {begin} marker"));
+    let b = b + doc[b..].find("-->").unwrap() + 3;
+    let e = doc
+        .find(&format!("<!-- {name}:end -->"))
+        .unwrap_or_else(|| panic!("docs/accuracy.md has no {name}:end marker"));
+    b..e
+}
+
+/// The tables docs/accuracy.md publishes ("Targets and status", "Per model family", "Result
+/// with the calibrated table") are the shipped summary's and this run's, every point: docs say
+/// what is true now. `UPDATE_DOCS=1 cargo test -p servesim-core --test validate_accuracy`
+/// rewrites them.
+#[test]
+fn documented_tables_are_the_shipped_summary_and_this_run() {
+    let s = validate::accuracy_summary();
+    let r = validate::run(&combined(), &ValidateOptions::default()).unwrap();
+    let md = r.to_markdown();
+    let points = md
+        .strip_prefix("## Validation against measured vLLM runs\n")
+        .expect("the report opens with its heading");
+    let fresh = [
+        ("targets", s.targets_table()),
+        ("families", s.families_table()),
+        ("points", points.trim().to_string() + "\n"),
+    ];
+    let path = accuracy_doc_path();
+    let mut doc = std::fs::read_to_string(&path).unwrap();
+    let mut stale = Vec::new();
+    for (name, table) in &fresh {
+        let range = marked(&doc, name);
+        let want = format!("\n{}", table);
+        if doc[range.clone()] != want {
+            stale.push(*name);
+            doc.replace_range(range, &want);
+        }
+    }
+    if stale.is_empty() {
+        return;
+    }
+    if std::env::var("UPDATE_DOCS").is_ok() {
+        std::fs::write(&path, doc).unwrap();
+        eprintln!("rewrote {stale:?} in {}", path.display());
+        return;
+    }
+    panic!(
+        "docs/accuracy.md's {stale:?} tables are not the shipped summary's / this run's. Regenerate: UPDATE_DOCS=1 cargo test -p servesim-core --test validate_accuracy"
+    );
+}

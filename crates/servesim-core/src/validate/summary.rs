@@ -76,6 +76,18 @@ pub struct FamilyAccuracy {
     pub held_out_mean_signed_pct: Option<f64>,
 }
 
+/// The limit on a model family's in-sample mean signed error, percent.
+pub const FAMILY_SIGNED_LIMIT_PCT: f64 = 25.0;
+
+/// A metric family's name in docs/accuracy.md's tables.
+fn doc_metric_name(f: Family) -> &'static str {
+    match f {
+        Family::Throughput => "output tok/s",
+        Family::InterToken => "ITL / TPOT mean",
+        Family::Ttft => "TTFT p50",
+    }
+}
+
 pub(super) fn round1(v: f64) -> f64 {
     libm::round(v * 10.0) / 10.0
 }
@@ -189,6 +201,68 @@ impl AccuracySummary {
             }
         }
         v
+    }
+
+    /// docs/accuracy.md "Targets and status": per metric, held out first, then in-sample
+    /// (a test keeps the page in step with the shipped summary).
+    pub fn targets_table(&self) -> String {
+        let mut s = String::from(
+            "| metric | points | held out: leave-one-model-family-out (target) | held out: leave-one-source-out | in-sample (target) | in-sample mean signed |\n|---|---|---|---|---|---|\n",
+        );
+        for m in &self.metrics {
+            let family_out = match (m.held_out_family_median_abs_pct, m.held_out_target_pct) {
+                (Some(v), Some(t)) => format!(
+                    "{v:.1} % (<= {t:.0} %: {})",
+                    if v <= t { "yes" } else { "no" }
+                ),
+                (Some(v), None) => format!("{v:.1} %"),
+                (None, _) => "not computed".into(),
+            };
+            let source_out = m
+                .held_out_source_median_abs_pct
+                .map_or("not computed".into(), |v| format!("{v:.1} %"));
+            s.push_str(&format!(
+                "| {} | {} | {family_out} | {source_out} | {:.1} % (<= {:.0} %: {}) | {:+.1} % |\n",
+                doc_metric_name(m.family),
+                m.n,
+                m.median_abs_pct,
+                m.target_pct,
+                if m.met { "yes" } else { "no" },
+                m.mean_signed_pct
+            ));
+        }
+        s
+    }
+
+    /// docs/accuracy.md "Per model family": held out and in-sample, signed means beyond
+    /// the issue's +-25 % marked.
+    pub fn families_table(&self) -> String {
+        let mut s = String::from(
+            "| family | metric | points | held out: median abs error | held out: mean signed | in-sample: median abs error | in-sample: mean signed |\n|---|---|---|---|---|---|---|\n",
+        );
+        let pct = |v: Option<f64>, signed: bool| match v {
+            Some(v) if signed => format!("{v:+.1} %"),
+            Some(v) => format!("{v:.1} %"),
+            None => "not computed".into(),
+        };
+        for f in &self.families {
+            let beyond = if f.mean_signed_pct.abs() > FAMILY_SIGNED_LIMIT_PCT {
+                " (beyond +-25 %)"
+            } else {
+                ""
+            };
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {:.1} % | {:+.1} %{beyond} |\n",
+                f.model_family,
+                doc_metric_name(f.family),
+                f.n,
+                pct(f.held_out_median_abs_pct, false),
+                pct(f.held_out_mean_signed_pct, true),
+                f.median_abs_pct,
+                f.mean_signed_pct
+            ));
+        }
+        s
     }
 
     /// The JSON written to data/calibration/accuracy-summary.json.
