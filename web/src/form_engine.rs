@@ -118,9 +118,14 @@ macro_rules! engine_args {
         impl EngineArgsForm {
             /// The fields for a scenario's engine settings (blank where the scenario has none).
             pub fn of(en: &RawEngineSettings) -> EngineArgsForm {
-                EngineArgsForm {
+                let mut f = EngineArgsForm {
                     $( $key: <$ty as ArgValue>::show(en.$key.as_ref()), )*
+                };
+                // vLLM's -1 reads as the word it is typed as.
+                if en.max_model_len == Some(-1) {
+                    f.max_model_len = "auto".into();
                 }
+                f
             }
 
             /// Writes the fields into `en` (blank = `None`, vLLM's default); text that does not
@@ -203,6 +208,7 @@ mod tests {
         g.write(&mut back, &mut e);
         assert!(e.is_empty(), "{e:?}");
         assert_eq!(back.max_model_len, Some(-1));
+        assert_eq!(EngineArgsForm::of(&back).max_model_len, "auto");
         // Every table entry reads and writes its own field.
         for a in ENGINE_ARGS {
             let mut g = EngineArgsForm::default();

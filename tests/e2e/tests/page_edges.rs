@@ -505,6 +505,66 @@ async fn a_pasted_vllm_serve_command_fills_the_form_and_its_link_reopens_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pasted_max_model_len_auto_is_fitted_shown_and_kept_in_the_link() {
+    // vllm-project/recipes `GLM/GLM5.md` (GLM-5-FP8 on 8xH200) with the recipe site's advanced
+    // option "max-model-len = auto" (`src/components/recipes/CommandBuilder.jsx`); the core's
+    // recipe table has the same command (crates/servesim-core/src/vllm/recipe_tests.rs).
+    let cmd = "vllm serve zai-org/GLM-5-FP8 \\\n     --tensor-parallel-size 8 \\\n     --tool-call-parser glm47 \\\n     --reasoning-parser glm45 \\\n     --enable-auto-tool-choice \\\n     --served-model-name glm-5-fp8 --max-model-len auto";
+    let (field, log, reason, link) = with_browser("max-len-auto", |c, base| async move {
+        let r = async {
+            c.goto(&base).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            choose(&c, "#f-gpu_id", "H200").await?;
+            type_into(&c, "#f-gpus", "8").await?;
+            c.find(Locator::Css("#vllm-command-box > summary"))
+                .await?
+                .click()
+                .await?;
+            type_into(&c, "#vllm-command", cmd).await?;
+            c.find(Locator::Css("#apply-command"))
+                .await?
+                .click()
+                .await?;
+            wait_text(&c, "#command-loaded").await?;
+            // The start-up log is behind its disclosure, as a user opens it.
+            c.find(Locator::Css(".cap-details > summary")).await?.click().await?;
+            let log = wait_until("the auto-fit log line", Duration::from_secs(20), || async {
+                Ok(text_of(&c, "#cap-log")
+                    .await?
+                    .filter(|t| t.contains("Auto-fit max_model_len")))
+            })
+            .await?;
+            let reason = wait_text(&c, "#cap-reason").await?;
+            let field = value_of(&c, "#f-max_model_len").await?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let link = c.current_url().await?.to_string();
+            Ok((field, log, reason, link))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert_eq!(field, "auto", "the context field shows vLLM's word for -1");
+    // GLM-5-FP8's whole 202,752-token context fits on 8 H200 (as `servesim capacity` says).
+    assert!(
+        log.contains("Auto-fit max_model_len: full model context length 202752 fits"),
+        "{log}"
+    );
+    assert!(reason.contains("max_model_len 202,752"), "{reason}");
+    let reopened = with_browser("max-len-auto-b", |c, _| async move {
+        let r = async {
+            c.goto(&link).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            value_of(&c, "#f-max_model_len").await
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert_eq!(reopened, "auto", "the link keeps auto");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sla_operating_point_is_refined_by_simulation_between_the_levels() {
     use servesim_web::core_api::{fragment_for, Scenario};
     // A gate halfway between the per-user speeds simulated at C = 4 and C = 64 (natively), so
