@@ -527,7 +527,10 @@ async fn a_pasted_max_model_len_auto_is_fitted_shown_and_kept_in_the_link() {
                 .await?;
             wait_text(&c, "#command-loaded").await?;
             // The start-up log is behind its disclosure, as a user opens it.
-            c.find(Locator::Css(".cap-details > summary")).await?.click().await?;
+            c.find(Locator::Css(".cap-details > summary"))
+                .await?
+                .click()
+                .await?;
             let log = wait_until("the auto-fit log line", Duration::from_secs(20), || async {
                 Ok(text_of(&c, "#cap-log")
                     .await?
