@@ -418,6 +418,26 @@ async fn two_replicas_behind_the_llm_d_router_reopen_from_the_link_with_the_cli_
     );
 }
 
+/// Opens the page, sets 8 H200s, pastes `cmd` into the `vllm serve` box and applies it, as a user
+/// does; returns once the page says the command was loaded.
+async fn paste_command_on_8_h200(c: &Client, base: &str, cmd: &str) -> Res<()> {
+    c.goto(base).await?;
+    wait_text(c, "#cap-kv-tokens").await?;
+    choose(c, "#f-gpu_id", "H200").await?;
+    type_into(c, "#f-gpus", "8").await?;
+    c.find(Locator::Css("#vllm-command-box > summary"))
+        .await?
+        .click()
+        .await?;
+    type_into(c, "#vllm-command", cmd).await?;
+    c.find(Locator::Css("#apply-command"))
+        .await?
+        .click()
+        .await?;
+    wait_text(c, "#command-loaded").await?;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pasted_vllm_serve_command_fills_the_form_and_its_link_reopens_it() {
     // vllm-project/recipes `DeepSeek/DeepSeek-V3.md` (snapshot 8959cf6; the core's recipe table,
@@ -425,14 +445,7 @@ async fn a_pasted_vllm_serve_command_fills_the_form_and_its_link_reopens_it() {
     let cmd = "vllm serve deepseek-ai/DeepSeek-R1-0528 \\\n  --trust-remote-code \\\n  --tensor-parallel-size 8 \\\n  --enable-expert-parallel";
     let (args, fields, serve, link) = with_browser("vllm-command", |c, base| async move {
         let r = async {
-            c.goto(&base).await?;
-            wait_text(&c, "#cap-kv-tokens").await?;
-            choose(&c, "#f-gpu_id", "H200").await?;
-            type_into(&c, "#f-gpus", "8").await?;
-            c.find(Locator::Css("#vllm-command-box > summary")).await?.click().await?;
-            type_into(&c, "#vllm-command", cmd).await?;
-            c.find(Locator::Css("#apply-command")).await?.click().await?;
-            wait_text(&c, "#command-loaded").await?;
+            paste_command_on_8_h200(&c, &base, cmd).await?;
             let args: Vec<(String, String)> = serde_json::from_value(
                 c.execute(
                     "return [...document.querySelectorAll('#command-args li')].map(li => [li.dataset.arg, li.dataset.status]);",
@@ -512,20 +525,7 @@ async fn a_pasted_max_model_len_auto_is_fitted_shown_and_kept_in_the_link() {
     let cmd = "vllm serve zai-org/GLM-5-FP8 \\\n     --tensor-parallel-size 8 \\\n     --tool-call-parser glm47 \\\n     --reasoning-parser glm45 \\\n     --enable-auto-tool-choice \\\n     --served-model-name glm-5-fp8 --max-model-len auto";
     let (field, log, reason, link) = with_browser("max-len-auto", |c, base| async move {
         let r = async {
-            c.goto(&base).await?;
-            wait_text(&c, "#cap-kv-tokens").await?;
-            choose(&c, "#f-gpu_id", "H200").await?;
-            type_into(&c, "#f-gpus", "8").await?;
-            c.find(Locator::Css("#vllm-command-box > summary"))
-                .await?
-                .click()
-                .await?;
-            type_into(&c, "#vllm-command", cmd).await?;
-            c.find(Locator::Css("#apply-command"))
-                .await?
-                .click()
-                .await?;
-            wait_text(&c, "#command-loaded").await?;
+            paste_command_on_8_h200(&c, &base, cmd).await?;
             // The start-up log is behind its disclosure, as a user opens it.
             c.find(Locator::Css(".cap-details > summary"))
                 .await?
