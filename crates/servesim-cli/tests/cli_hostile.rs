@@ -283,7 +283,7 @@ fn an_empty_window_gives_no_value_in_table_json_and_csv() {
     assert!(row.contains("no value"), "{row}");
     assert!(!row.contains(" 0.0 "), "{row}");
     assert!(
-        out.contains("c=1: no value: no request completed in the measurement window"),
+        out.contains("c=1: no value: no request completed: the engine rejected the requests"),
         "{out}"
     );
     assert!(err.contains("no value output tok/s"), "{err}");

@@ -1064,10 +1064,13 @@ impl LevelResult {
 }
 
 /// Why a level's window rates have no value, or `None` when they have one: a window of zero
-/// length, or a window in which no request completed (docs/metrics.md "Window").
-pub fn no_value_reason(window_ns: u64, completed: u64) -> Option<&'static str> {
+/// length, or a window in which no request completed (docs/metrics.md "Window"); when no
+/// request of the whole run completed and the engine rejected some, the rejections are why.
+pub fn no_value_reason(window_ns: u64, completed: u64, totals: &RunTotals) -> Option<&'static str> {
     if window_ns == 0 {
         Some(NO_VALUE_EMPTY_WINDOW)
+    } else if completed == 0 && totals.completed == 0 && totals.rejected > 0 {
+        Some(NO_VALUE_REJECTED)
     } else if completed == 0 {
         Some(NO_VALUE_NO_COMPLETED)
     } else {
@@ -1078,6 +1081,9 @@ pub fn no_value_reason(window_ns: u64, completed: u64) -> Option<&'static str> {
 /// [`LevelResult::no_value`] for a window of zero length.
 pub const NO_VALUE_EMPTY_WINDOW: &str =
     "the measurement window has zero length, so no rate can be measured; lengthen the duration (sweep.duration_s) or the run (sweep.num_requests)";
+/// [`LevelResult::no_value`] when the engine rejected requests and none completed in the run.
+pub const NO_VALUE_REJECTED: &str =
+    "no request completed: the engine rejected the requests (rejected_requests; prompt + output over max_model_len, or more KV than the pool holds, as the warnings say), so no rate can be measured; shorten the requests or raise max_model_len / the KV memory (a longer run does not help)";
 /// [`LevelResult::no_value`] for a window without a completed request.
 pub const NO_VALUE_NO_COMPLETED: &str =
     "no request completed in the measurement window, so no rate can be measured; lengthen the duration (sweep.duration_s) or shorten the warm-up (sweep.warmup_s)";
@@ -1477,7 +1483,7 @@ impl WindowTotals<'_> {
 
         let (q, h) = (self.lookups, self.hits);
         let done = self.done;
-        let reason = no_value_reason(win_len, done);
+        let reason = no_value_reason(win_len, done, &self.totals);
         let rate = |x: f64| reason.is_none().then_some(x);
         let over_window = |x: f64| (win_len > 0).then_some(x);
         let n_engines = self.n_engines;

@@ -444,7 +444,7 @@ fn requests_longer_than_max_model_len_are_warned_about() {
 /// neither passes nor fails it.
 #[test]
 fn an_empty_window_gives_no_value_not_zero() {
-    use servesim_core::metrics::{NO_VALUE_EMPTY_WINDOW, NO_VALUE_NO_COMPLETED};
+    use servesim_core::metrics::{NO_VALUE_EMPTY_WINDOW, NO_VALUE_NO_COMPLETED, NO_VALUE_REJECTED};
     use servesim_core::sweep::{level_verdict, operating_point};
     // Every request is rejected (prompt over max_model_len), so nothing completes.
     let mut v = base();
@@ -465,7 +465,9 @@ fn an_empty_window_gives_no_value_not_zero() {
     assert_eq!(l.output_tokens_per_s_per_gpu, None);
     assert_eq!(l.requests_per_s, None);
     assert_eq!(l.input_tokens_per_s, None);
-    assert_eq!(l.no_value.as_deref(), Some(NO_VALUE_NO_COMPLETED));
+    // The reason names the rejections, not the run's length.
+    assert_eq!(l.no_value.as_deref(), Some(NO_VALUE_REJECTED));
+    assert!(l.rejected_requests > 0);
     // kv use and batch are time averages over a non-empty window: 0 is a measured value
     assert_eq!(l.kv_utilization_mean, Some(0.0));
     let j: Value = serde_json::from_str(
@@ -475,7 +477,7 @@ fn an_empty_window_gives_no_value_not_zero() {
     let jl = &j["levels"][0];
     assert!(jl["output_tokens_per_s"].is_null(), "{jl}");
     assert!(jl["requests_per_s"].is_null());
-    assert_eq!(jl["no_value"], json!(NO_VALUE_NO_COMPLETED));
+    assert_eq!(jl["no_value"], json!(NO_VALUE_REJECTED));
     // the gate has no value at either level: no verdict, and the operating point says so
     let gates = &r.sweep.sla;
     assert_eq!(level_verdict(gates, l), None);
@@ -487,6 +489,20 @@ fn an_empty_window_gives_no_value_not_zero() {
         "{}",
         op.summary
     );
+
+    // Requests that fit but cannot finish in a short run: the run's length is the reason.
+    let mut w = base();
+    w["workload"]["requests"]["output"] = json!({"type": "constant", "tokens": 4096});
+    w["sweep"] = json!({"concurrency": [1], "duration_s": 1.0, "warmup_s": 0.0});
+    let res = Scenario::from_json(&w.to_string())
+        .unwrap()
+        .resolve()
+        .unwrap()
+        .run()
+        .unwrap();
+    let l = &res.levels[0];
+    assert_eq!((l.completed_requests, l.rejected_requests), (0, 0));
+    assert_eq!(l.no_value.as_deref(), Some(NO_VALUE_NO_COMPLETED));
 
     // With no front-end delay and every request rejected at t = 0, the window [0, 0] is empty.
     set(&mut v, "efficiencies/api_latency_completions_s", json!(0));
