@@ -806,3 +806,61 @@ fn a_checkpoint_is_served_only_at_the_precisions_vllm_serves_it_at() {
         o => panic!("{o:?}"),
     }
 }
+
+/// With `--max-model-len auto` each layout gets the context its KV memory holds; a layout whose
+/// fitted length is below every request would have vLLM reject them all, so it is pruned as
+/// one that cannot serve the workload, and the pruning is exact: run anyway, it completes
+/// nothing.
+#[test]
+fn an_auto_fitted_context_below_every_request_prunes_the_layout() {
+    let mut s = base(1.0);
+    s.model = servesim_core::scenario::ModelRef::Catalog("Qwen/Qwen3-32B".into());
+    s.engine.max_model_len = Some(-1);
+    s.workload = serde_json::from_str(
+        r#"{"arrival": {"concurrency": 1.0, "type": "closed_loop"}, "requests": {"input": {"tokens": 30000.0, "type": "constant"}, "output": {"tokens": 200.0, "type": "constant"}, "type": "synthetic"}, "seed": 0}"#,
+    )
+    .unwrap();
+    s.sweep.concurrency = Some(vec![1.0, 2.0]);
+    s.sweep.sla.truncate(1);
+    let raw = RawSearch {
+        gpus: Some(vec!["H100-SXM".into()]),
+        tp: Some(vec![1, 2]),
+        ..small(1.0)
+    };
+    let raw = RawSearch { base: s, ..raw };
+    let space = raw.validate().unwrap();
+    let report = search::run(&space, true);
+    let tp1 = report
+        .candidates
+        .iter()
+        .find(|c| c.candidate.tp == 1)
+        .unwrap();
+    match &tp1.outcome {
+        Outcome::Pruned {
+            stage: PruneStage::Capacity,
+            reason,
+        } => assert!(
+            reason.contains("every request (30200+ tokens")
+                && reason.contains("auto-fitted to this layout's KV memory"),
+            "{reason}"
+        ),
+        other => panic!("TP1 should be pruned: {other:?}"),
+    }
+    // Exact: the pruned layout, run as a scenario, rejects every request.
+    let run = tp1.candidate.scenario.resolve().unwrap().run().unwrap();
+    for l in &run.levels {
+        assert_eq!(l.completed_requests, 0);
+        assert!(l.rejected_requests > 0);
+    }
+    // TP2 holds a longer context and serves the workload.
+    let tp2 = report
+        .candidates
+        .iter()
+        .find(|c| c.candidate.tp == 2)
+        .unwrap();
+    assert!(
+        matches!(tp2.outcome, Outcome::Evaluated { .. }),
+        "{:?}",
+        tp2.outcome
+    );
+}

@@ -1115,6 +1115,24 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
             reason: format!("{pool}does not start: {}", r.capacity.reason),
         };
     }
+    // A layout whose context limit (stated, or auto-fitted to its KV memory) is below every
+    // request of the workload would reject them all, as vLLM does.
+    if let Some(shortest) = r.workload.shortest_request_tokens() {
+        let mml = r.engine.max_model_len;
+        if shortest > mml {
+            let how = if r.deployment.engine.max_model_len_auto {
+                " (auto-fitted to this layout's KV memory)"
+            } else {
+                ""
+            };
+            return Outcome::Pruned {
+                stage: PruneStage::Capacity,
+                reason: format!(
+                    "every request ({shortest}+ tokens, prompt + output) exceeds max_model_len {mml}{how}: vLLM rejects them all"
+                ),
+            };
+        }
+    }
     if prune {
         for g in &r.sweep.sla {
             let e2e = g.metric == MetricId::from_name("e2e_tokens_per_s_per_user").unwrap();

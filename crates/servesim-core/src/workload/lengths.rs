@@ -407,6 +407,18 @@ impl LengthDist {
         }
     }
 
+    /// The smallest length the distribution can produce.
+    pub fn min_value(&self) -> u64 {
+        match self {
+            LengthDist::Constant(n) => *n,
+            LengthDist::Uniform { min, .. }
+            | LengthDist::Normal { min, .. }
+            | LengthDist::Lognormal { min, .. }
+            | LengthDist::Exponential { min, .. } => *min,
+            LengthDist::Empirical(v) => v.iter().copied().min().unwrap_or(1),
+        }
+    }
+
     /// The largest length the distribution can produce.
     pub fn max_value(&self) -> u64 {
         match self {

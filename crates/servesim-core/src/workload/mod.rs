@@ -399,6 +399,29 @@ impl WorkloadSpec {
         Ok(s)
     }
 
+    /// The fewest tokens (prompt + output) a request of this workload can have; `None` for an
+    /// agentic workload (later turns grow) and an empty trace.
+    pub fn shortest_request_tokens(&self) -> Option<u64> {
+        match &self.content {
+            Content::Synthetic {
+                input,
+                output,
+                shared_prefix,
+            } => Some(
+                shared_prefix
+                    .map(|(_, t)| t)
+                    .unwrap_or(0)
+                    .saturating_add(input.min_value())
+                    .saturating_add(output.min_value()),
+            ),
+            Content::Agentic(_) => None,
+            Content::Trace(t) => t
+                .iter()
+                .map(|r| r.input_length.saturating_add(r.output_length))
+                .min(),
+        }
+    }
+
     /// A warning when requests can exceed `max_model_len` (prompt + output): vLLM rejects those,
     /// and so does the simulator (counted in `rejected_requests`). `None` when every request fits.
     pub fn max_model_len_warning(&self, max_model_len: u64) -> Option<String> {
