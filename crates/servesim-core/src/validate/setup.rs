@@ -454,9 +454,10 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     }
 
     // What to compare, and the per-source caveats.
+    let cached = prompts_served_from_cache(p, &scenario);
     let mut targets = Vec::new();
     if let Some(m) = p.output_tok_s {
-        let mut excl = None;
+        let mut excl = cached.clone();
         if is_inference_sim {
             let retok = number_after(&p.notes, "output_len(re-tokenized text) mean=");
             if let (Some(r), Some(osl)) = (retok, p.osl) {
@@ -499,6 +500,12 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     }
     if let Some(m) = p.ttft_p50_ms {
         targets.push((Family::Ttft, MetricId::TtftMs(Stat::P50), m, None));
+    }
+    // A run whose prompts came from the prefix cache is not like with like for any metric.
+    if let Some(why) = &cached {
+        for t in &mut targets {
+            t.3.get_or_insert_with(|| why.clone());
+        }
     }
     let _ = &summary_arrival;
     Ok(PointSetup {
@@ -633,6 +640,48 @@ fn note_flags(notes: &str) -> Vec<String> {
 /// is then simulated with exactly that minimum (`engine.kv_cache_memory_bytes` = the bytes of one
 /// max-length request): the smallest KV pool consistent with the run having started, an
 /// assumption that makes such rows KV-pessimistic. Other refusals are left as they are.
+/// A caveat when the row's measured prompt throughput is more than its GPUs could compute: prompt
+/// tokens / s (at least `isl x output tok/s / osl`, outputs that stop early only raise it) times the
+/// 2 FLOPs per active parameter a prefilled token costs (attention left out, so the bound is
+/// loose) above every GPU's highest dense tensor peak. Such prompts were served from the prefix
+/// cache, e.g. fixed-seed random prompts rerun against a server that kept them (vLLM caches
+/// prefixes by default), which a run without cached prompts is not comparable with.
+pub(super) fn prompts_served_from_cache(
+    p: &CalibrationPoint,
+    scenario: &Scenario,
+) -> Option<String> {
+    let (isl, osl, out) = (p.isl?, p.osl?, p.output_tok_s?);
+    if osl <= 0.0 || out <= 0.0 {
+        return None;
+    }
+    let model = scenario.model_config().ok()?;
+    let gpu = match &scenario.gpu {
+        GpuRef::Catalog(id) => crate::gpu::find_gpu(id).ok()?,
+        GpuRef::Custom(_) => return None,
+    };
+    let prompt_tok_s = isl * out / osl;
+    let flops_per_token = 2.0 * model.params().active as f64;
+    let peak = [Some(gpu.bf16_flops), gpu.fp8_flops, gpu.fp4_flops]
+        .into_iter()
+        .flatten()
+        .fold(0.0, f64::max);
+    let gpus = f64::from(
+        scenario
+            .num_gpus
+            .unwrap_or(scenario.tp * scenario.dp)
+            .max(1),
+    );
+    let needed = prompt_tok_s * flops_per_token;
+    (needed > gpus * peak).then(|| {
+        format!(
+            "prompts served from the prefix cache: {prompt_tok_s:.0} prompt tokens/s x {:.0} GFLOP each = {:.1} PFLOP/s, above the {gpus:.0} GPUs' {:.1} PFLOP/s peak (source caveat)",
+            flops_per_token / 1e9,
+            needed / 1e15,
+            gpus * peak / 1e15
+        )
+    })
+}
+
 pub(super) fn started_kv_floor(scenario: &mut Scenario) -> Option<String> {
     let cap = scenario.resolve().ok()?.capacity;
     if cap.fits || cap.bytes_per_max_len_request == 0 {
