@@ -1151,12 +1151,25 @@ impl ResolvedScenario {
     }
 
     /// Warnings about the workload against the deployment, shown next to the capacity figures:
-    /// requests longer than `max_model_len` (which vLLM, and the simulation, reject).
+    /// requests longer than `max_model_len` (which vLLM, and the simulation, reject), of the
+    /// prefill pool too when it is shorter (each pool has its own, e.g. auto-fitted ones).
     pub fn warnings(&self) -> Vec<String> {
-        self.workload
+        let mut w: Vec<String> = self
+            .workload
             .max_model_len_warning(self.engine.max_model_len)
             .into_iter()
-            .collect()
+            .collect();
+        if let Some(d) = &self.disagg {
+            let p = d.prefill.engine.max_model_len;
+            if p < self.engine.max_model_len {
+                w.extend(
+                    self.workload
+                        .max_model_len_warning(p)
+                        .map(|m| format!("prefill pool: {m}")),
+                );
+            }
+        }
+        w
     }
 
     /// Runs every level.

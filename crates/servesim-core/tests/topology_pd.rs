@@ -269,6 +269,45 @@ fn prefill_pool_runs_no_drafter_and_keeps_its_own_engine_settings() {
     assert_ne!(r.engine.max_num_batched_tokens, 16384);
 }
 
+/// With `--max-model-len auto` each pool fits its own context to its own KV memory: a prefill
+/// pool on a smaller GPU gets a shorter one, rejects the requests longer than it, and the
+/// scenario's warnings say so (the decode pool's longer limit alone would not).
+#[test]
+fn each_pool_auto_fits_its_own_context_and_the_shorter_one_is_warned_about() {
+    let mut s = pd_base();
+    s.model = servesim_core::scenario::ModelRef::Catalog("Qwen/Qwen3-32B".into());
+    s.gpu = servesim_core::scenario::GpuRef::Catalog("H200".into());
+    s.engine.max_model_len = Some(-1);
+    s.workload = serde_json::from_str(
+        r#"{"arrival": {"concurrency": 2.0, "type": "closed_loop"}, "requests": {"input": {"tokens": 30000.0, "type": "constant"}, "output": {"tokens": 100.0, "type": "constant"}, "type": "synthetic"}, "seed": 0}"#,
+    )
+    .unwrap();
+    s.sweep.concurrency = Some(vec![2.0]);
+    s.topology.as_mut().unwrap().prefill = Some(RawPool {
+        gpu: Some(servesim_core::scenario::GpuRef::Catalog("H100".into())),
+        tp: Some(1),
+        ..RawPool::default()
+    });
+    s.topology.as_mut().unwrap().decode = Some(RawPool {
+        tp: Some(2),
+        ..RawPool::default()
+    });
+    let r = s.resolve().unwrap();
+    let pre = r.disagg.as_ref().unwrap().prefill.engine.max_model_len;
+    // Qwen3-32B: 40,960 fits two H200s; one H100 holds 18,256 (tests/capacity_props.rs).
+    assert_eq!((pre, r.engine.max_model_len), (18_256, 40_960));
+    let w = r.warnings();
+    assert!(
+        w.iter()
+            .any(|m| m.starts_with("prefill pool: requests of 30100 tokens")
+                && m.contains("max_model_len 18256")),
+        "{w:?}"
+    );
+    let res = r.run().unwrap();
+    assert_eq!(res.levels[0].completed_requests, 0);
+    assert!(res.levels[0].rejected_requests > 0);
+}
+
 #[test]
 fn schema_errors_name_the_field() {
     let mut s = pd_base();
