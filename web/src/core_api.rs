@@ -232,14 +232,20 @@ pub fn request_shape(w: &WorkloadSpec) -> Option<RequestShape> {
 }
 
 /// vLLM's start-up memory sizing for the scenario (`capacity::compute`, as `servesim capacity`),
-/// with the workload's mean request as the request shape.
+/// with the workload's mean request as the request shape; its warnings add the workload's
+/// against the deployment (requests over a stated or auto-fitted `max_model_len`, as `servesim
+/// sweep` prints them).
 pub fn capacity(s: &Scenario) -> Result<CapacityView, String> {
     let r = s.resolve().map_err(|e| e.to_string())?;
     let shape = request_shape(&r.workload);
     capacity::compute(&r.deployment, shape)
-        .map(|c| CapacityView {
-            drafter: drafter_line(&r.deployment, r.disagg.is_some()),
-            ..view_of(&c, shape, r.calibration.summary.clone())
+        .map(|c| {
+            let mut v = CapacityView {
+                drafter: drafter_line(&r.deployment, r.disagg.is_some()),
+                ..view_of(&c, shape, r.calibration.summary.clone())
+            };
+            v.warnings.extend(r.warnings());
+            v
         })
         .map_err(|e| e.to_string())
 }
@@ -676,6 +682,35 @@ mod tests {
             .any(|l| l.starts_with("GPU KV cache size:")));
         let used: f64 = v.per_gpu.iter().map(|m| m.bytes).sum();
         assert!(used <= v.gpu_bytes);
+    }
+
+    /// The card warns, before any run, when the workload's requests exceed the context the
+    /// deployment holds: here `--max-model-len auto` fits Qwen3-32B to 18,256 tokens on one H100.
+    #[test]
+    fn capacity_card_warns_when_requests_exceed_an_auto_fitted_context() {
+        let mut s = Scenario {
+            model: ModelRef::Catalog("Qwen/Qwen3-32B".into()),
+            ..Scenario::default_scenario()
+        };
+        s.engine.max_model_len = Some(-1);
+        s.workload.requests = serde_json::from_str(
+            r#"{"input": {"tokens": 30000.0, "type": "constant"}, "output": {"tokens": 100.0, "type": "constant"}, "type": "synthetic"}"#,
+        )
+        .unwrap();
+        let v = capacity(&s).unwrap();
+        assert!(v.fits);
+        assert!(
+            v.warnings
+                .iter()
+                .any(|w| w.starts_with("requests of 30100 tokens")
+                    && w.contains("max_model_len 18256")),
+            "{:?}",
+            v.warnings
+        );
+        assert!(v
+            .log_lines
+            .iter()
+            .any(|l| l.starts_with("Auto-fit max_model_len: reduced from 40960 to 18256")));
     }
 
     #[test]
