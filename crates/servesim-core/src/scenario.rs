@@ -1150,24 +1150,33 @@ impl ResolvedScenario {
         Ok(())
     }
 
+    /// The longest request (prompt + output) every engine accepts: `max_model_len`, or the
+    /// shorter of the two pools' when disaggregated (each pool has its own, e.g. auto-fitted).
+    pub fn context_limit(&self) -> u64 {
+        self.disagg.as_ref().map_or(self.engine.max_model_len, |d| {
+            d.prefill
+                .engine
+                .max_model_len
+                .min(self.engine.max_model_len)
+        })
+    }
+
     /// Warnings about the workload against the deployment, shown next to the capacity figures:
     /// requests longer than `max_model_len` (which vLLM, and the simulation, reject), of the
-    /// prefill pool too when it is shorter (each pool has its own, e.g. auto-fitted ones).
+    /// prefill pool too when its limit ([`Self::context_limit`]) is the shorter one.
     pub fn warnings(&self) -> Vec<String> {
         let mut w: Vec<String> = self
             .workload
             .max_model_len_warning(self.engine.max_model_len)
             .into_iter()
             .collect();
-        if let Some(d) = &self.disagg {
-            let p = d.prefill.engine.max_model_len;
-            if p < self.engine.max_model_len {
-                w.extend(
-                    self.workload
-                        .max_model_len_warning(p)
-                        .map(|m| format!("prefill pool: {m}")),
-                );
-            }
+        let limit = self.context_limit();
+        if limit < self.engine.max_model_len {
+            w.extend(
+                self.workload
+                    .max_model_len_warning(limit)
+                    .map(|m| format!("prefill pool: {m}")),
+            );
         }
         w
     }

@@ -1119,9 +1119,7 @@ fn evaluate_outcome(space: &SearchSpace, c: &Candidate, prune: bool) -> Outcome 
     // request of the workload would reject them all, as vLLM does.
     if let Some(shortest) = r.workload.shortest_request_tokens() {
         // Both pools of a disaggregated layout must hold the request.
-        let mml = r.disagg.as_ref().map_or(r.engine.max_model_len, |d| {
-            d.prefill.engine.max_model_len.min(r.engine.max_model_len)
-        });
+        let mml = r.context_limit();
         if shortest > mml {
             let how = if r.deployment.engine.max_model_len_auto {
                 " (auto-fitted to this layout's KV memory)"
