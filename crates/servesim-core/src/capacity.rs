@@ -28,9 +28,10 @@ use serde::Serialize;
 pub const SAMPLER_BYTES_PER_LOGIT: f64 = 38.4;
 /// Activation element size during the profile run (bf16/fp16).
 pub const ACT_BYTES: u64 = 2;
-/// Hidden-size-wide buffers alive at the forward peak (residual, normed input, attention output,
-/// MLP output). Derived from the layer structure, not calibrated (see docs/capacity.md).
-pub const FWD_HIDDEN_BUFFERS: u64 = 4;
+/// Hidden-size-wide buffers alive at the forward peak: the residual and the decoder layer's input
+/// (vLLM's fused add + RMSNorm works in place; the caller keeps the block's input alive while the
+/// block's own tensors exist). Derived from the layer structure (docs/capacity.md).
+pub const FWD_HIDDEN_BUFFERS: u64 = 2;
 /// vLLM's fused-MoE kernels process at most this many tokens per chunk
 /// (`VLLM_FUSED_MOE_CHUNK_SIZE`, default 32768).
 pub const FUSED_MOE_CHUNK: u64 = 32 * 1024;
@@ -263,7 +264,9 @@ pub fn activation_bytes(
     } else {
         0
     };
-    let fwd_dense = n * ACT_BYTES * (FWD_HIDDEN_BUFFERS * h + attn_w + dense_w);
+    // Live at once: the residual and the layer's input (FWD_HIDDEN_BUFFERS hidden vectors) with
+    // the larger of the attention block's and the MLP block's own tensors.
+    let fwd_dense = n * ACT_BYTES * (FWD_HIDDEN_BUFFERS * h + attn_w.max(dense_w));
     let fwd_moe = match &model.moe {
         None => 0,
         Some(moe) => {
@@ -740,6 +743,7 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
         usage_context: Some(e.usage_context),
         all2all_backend: Some(e.all2all_backend),
         allow_long_max_model_len: Some(true),
+        v0_defaults: e.v0_defaults,
         speculative_config: e.speculative.as_ref().map(|sp| sp.raw.clone()),
         kv_transfer_config: e.kv_transfer.as_ref().map(|k| k.raw.clone()),
         host_link_gb_s: e.host_link_bytes_per_s.map(|b| b as f64 / 1e9),

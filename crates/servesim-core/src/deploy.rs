@@ -139,6 +139,11 @@ pub struct RawEngineSettings {
     pub all2all_backend: Option<All2AllBackend>,
     /// `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`: accept `max_model_len` above the model's maximum.
     pub allow_long_max_model_len: Option<bool>,
+    /// Resolve the defaults of vLLM's V0 engine (vLLM < 0.8) instead of V1's. Never written by a
+    /// user: [`crate::scenario::Scenario::deployment`] sets it from the scenario's
+    /// `vllm_version`, the one place the version is stated.
+    #[serde(skip)]
+    pub v0_defaults: bool,
     /// vLLM `--speculative-config` (its JSON object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speculative_config: Option<crate::speculative::RawSpeculativeConfig>,
@@ -185,6 +190,9 @@ pub struct EngineSettings {
     pub enforce_eager: bool,
     pub usage_context: UsageContext,
     pub all2all_backend: All2AllBackend,
+    /// The defaults are vLLM V0's (`RawEngineSettings::v0_defaults`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub v0_defaults: bool,
     /// Speculative decoding (`None` = off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speculative: Option<crate::speculative::SpeculativeSettings>,
@@ -280,6 +288,15 @@ fn pos_int(field: &'static str, v: Option<i64>) -> Result<Option<u64>, DeployErr
     }
 }
 
+/// vLLM V0's default `max_num_seqs` (`EngineArgs.max_num_seqs`, vLLM < 0.8).
+pub const V0_MAX_NUM_SEQS: u64 = 256;
+/// V0 turns chunked prefill on by default above this `max_model_len` (32K).
+pub const V0_LONG_CONTEXT: u64 = 32_768;
+/// V0's default token budget with chunked prefill (`SchedulerConfig`, one scheduler step).
+pub const V0_CHUNKED_BUDGET: u64 = 512;
+/// V0's smallest default budget without chunked prefill (`max(max_model_len, 2048)`).
+pub const V0_MIN_BUDGET: u64 = 2048;
+
 /// vLLM's default `max_num_batched_tokens` / `max_num_seqs` (`EngineArgs.get_batch_defaults`,
 /// vLLM >= 0.10): GPUs with >= 70 GiB whose name does not contain "a100" get the large values.
 pub fn default_batch_limits(gpu: &GpuSpec, ctx: UsageContext) -> (u64, u64) {
@@ -360,9 +377,16 @@ impl EngineSettings {
             ));
         }
         let ctx = raw.usage_context.unwrap_or_default();
+        let v0 = raw.v0_defaults;
         let (def_mnbt, def_seqs) = default_batch_limits(gpu, ctx);
         let max_num_seqs = match pos_int("max_num_seqs", raw.max_num_seqs)? {
             Some(v) => v,
+            None if v0 => {
+                notes.push(format!(
+                    "max_num_seqs {V0_MAX_NUM_SEQS}: vLLM V0's default (vllm_version < 0.8, EngineArgs.max_num_seqs)"
+                ));
+                V0_MAX_NUM_SEQS
+            }
             None => {
                 notes.push(format!(
                     "max_num_seqs {def_seqs}: vLLM's default for {} in the {} context",
@@ -426,9 +450,45 @@ impl EngineSettings {
                 format!("{fix} (the model's max_position_embeddings is larger: set max_model_len)"),
             ));
         }
-        let enable_chunked_prefill = raw.enable_chunked_prefill.unwrap_or(true);
+        let speculative_stated = raw.speculative_config.is_some();
+        let enable_chunked_prefill = match raw.enable_chunked_prefill {
+            Some(b) => b,
+            None if v0 => {
+                // V0 `EngineArgs.create_engine_config`: on by default only for long contexts
+                // ("Chunked prefill is enabled by default for models with max_model_len > 32K"),
+                // and not with prefix caching or speculative decoding.
+                let on = max_model_len > V0_LONG_CONTEXT
+                    && raw.enable_prefix_caching != Some(true)
+                    && !speculative_stated;
+                notes.push(if on {
+                    format!("chunked prefill on: vLLM V0 turns it on by default when max_model_len > {V0_LONG_CONTEXT}")
+                } else {
+                    format!("chunked prefill off: vLLM V0's default (on only when max_model_len > {V0_LONG_CONTEXT}, without prefix caching or speculative decoding)")
+                });
+                on
+            }
+            None => true,
+        };
         let mnbt = match pos_int("max_num_batched_tokens", raw.max_num_batched_tokens)? {
             Some(v) => v,
+            None if v0 => {
+                // V0 `SchedulerConfig.__post_init__`: 512 with chunked prefill (one scheduler
+                // step), otherwise max(max_model_len, 2048).
+                let v = if enable_chunked_prefill {
+                    V0_CHUNKED_BUDGET
+                } else {
+                    max_model_len.max(V0_MIN_BUDGET)
+                };
+                notes.insert(
+                    mnbt_note_at,
+                    if enable_chunked_prefill {
+                        format!("max_num_batched_tokens {v}: vLLM V0's default with chunked prefill")
+                    } else {
+                        format!("max_num_batched_tokens {v}: vLLM V0's default without chunked prefill (max(max_model_len, {V0_MIN_BUDGET}))")
+                    },
+                );
+                v
+            }
             None if !enable_chunked_prefill && max_model_len > def_mnbt => {
                 // vLLM `EngineArgs._set_default_args`: without chunked prefill the default
                 // budget is raised to max_model_len so that any prompt fits one step.
@@ -542,7 +602,15 @@ impl EngineSettings {
                 ))
             }
         };
-        let enable_prefix_caching = raw.enable_prefix_caching.unwrap_or(true);
+        let enable_prefix_caching = match raw.enable_prefix_caching {
+            Some(b) => b,
+            None if v0 => {
+                notes
+                    .push("prefix caching off: vLLM V0's default (--enable-prefix-caching)".into());
+                false
+            }
+            None => true,
+        };
         let kv_transfer = match &raw.kv_transfer_config {
             None => None,
             Some(k) => {
@@ -597,6 +665,7 @@ impl EngineSettings {
             enforce_eager,
             usage_context: ctx,
             all2all_backend: raw.all2all_backend.unwrap_or_default(),
+            v0_defaults: v0,
             speculative,
             notes,
         })

@@ -648,6 +648,8 @@ impl Scenario {
             ),
             (g, _) => g,
         };
+        let mut engine = self.engine.clone();
+        engine.v0_defaults = self.engine_era()? == crate::perf::EngineEra::Vllm07;
         Deployment::new(
             model,
             gpu,
@@ -655,7 +657,7 @@ impl Scenario {
             num_gpus,
             self.weight_precision,
             self.kv_cache_dtype,
-            &self.engine,
+            &engine,
         )
         .map_err(ScenarioError::Deploy)
         .map(|d| {

@@ -864,3 +864,113 @@ fn auto_max_model_len_fits_the_kv_memory_as_vllm_does() {
     assert_eq!(err.field(), "max_model_len");
     assert!(err.to_string().contains("-1"), "{err}");
 }
+
+/// A scenario of `model` on one H100 with `vllm_version` and extra engine JSON.
+fn v0_scenario(version: &str, model: &str, engine: &str) -> servesim_core::scenario::Scenario {
+    servesim_core::scenario::Scenario::from_json(&format!(
+        r#"{{"version": 1, "model": {{"catalog": "{model}"}}, "gpu": {{"catalog": "H100-SXM"}},
+            "tp": 1, "vllm_version": "{version}", "engine": {{{engine}}},
+            "workload": {{"arrival": {{"type": "closed_loop", "concurrency": 1}},
+                "requests": {{"type": "synthetic", "input": {{"type": "constant", "tokens": 128}},
+                              "output": {{"type": "constant", "tokens": 128}}}}}}}}"#
+    ))
+    .unwrap()
+}
+
+#[test]
+fn vllm_v0_defaults_follow_the_scenarios_version() {
+    // vLLM 0.6 (V0): 256 sequences; Llama-3.1-8B's 131,072 context turns chunked prefill on with
+    // V0's 512-token budget ("Chunked prefill is enabled by default for models with max_model_len
+    // > 32K", "Chunked prefill is enabled with max_num_batched_tokens=512"); no prefix caching.
+    let e = v0_scenario("0.6.3", "meta-llama/Llama-3.1-8B-Instruct", "")
+        .deployment()
+        .unwrap()
+        .engine;
+    assert!(e.v0_defaults);
+    assert_eq!((e.max_num_seqs, e.max_num_batched_tokens), (256, 512));
+    assert!(e.enable_chunked_prefill && !e.enable_prefix_caching);
+    assert!(e.notes.iter().any(|n| n.contains("V0")));
+    // A short context keeps chunked prefill off and the budget at max(max_model_len, 2048).
+    for (len, budget) in [(8192, 8192), (1024, 2048), (32768, 32768)] {
+        let e = v0_scenario(
+            "0.7.3",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            &format!(r#""max_model_len": {len}"#),
+        )
+        .deployment()
+        .unwrap()
+        .engine;
+        assert!(!e.enable_chunked_prefill, "{len}");
+        assert_eq!(e.max_num_batched_tokens, budget, "{len}");
+    }
+    // Prefix caching stated: V0 leaves chunked prefill off, so the budget is the whole context.
+    let e = v0_scenario(
+        "0.6.3",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        r#""enable_prefix_caching": true"#,
+    )
+    .deployment()
+    .unwrap()
+    .engine;
+    assert!(!e.enable_chunked_prefill && e.enable_prefix_caching);
+    assert_eq!(e.max_num_batched_tokens, 131_072);
+    // Stated values win over V0's defaults.
+    let e = v0_scenario(
+        "0.6.3",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        r#""max_num_seqs": 1024, "enable_chunked_prefill": false"#,
+    )
+    .deployment()
+    .unwrap()
+    .engine;
+    assert_eq!((e.max_num_seqs, e.max_num_batched_tokens), (1024, 131_072));
+    // From 0.8 (V1) the V1 defaults of the table above apply.
+    let e = v0_scenario("0.8.0", "meta-llama/Llama-3.1-8B-Instruct", "")
+        .deployment()
+        .unwrap()
+        .engine;
+    assert!(!e.v0_defaults);
+    assert_eq!((e.max_num_seqs, e.max_num_batched_tokens), (1024, 8192));
+    assert!(e.enable_chunked_prefill && e.enable_prefix_caching);
+}
+
+#[test]
+fn meta_fp8_405b_weights_match_the_logged_load() {
+    // vLLM 0.6.3 logged "Loading model weights took 56.7677 GB" (GiB) per GPU for
+    // meta-llama/Llama-3.1-405B-FP8 at TP8, on H100 and on MI300X (dstackai/benchmarks
+    // comparison/h100sxm5_vs_mi300x/raw_data/gpu-usage.md). The fbgemm_fp8 config keeps the
+    // attention in bf16; ServeSim sizes the bf16 MLPs of layers 0 and 125 as fp8 (-1.2 %).
+    for gpu in ["H100-SXM", "MI300X"] {
+        let d = RawDeployment {
+            model: "meta-llama/Llama-3.1-405B-FP8".into(),
+            gpu: gpu.into(),
+            tp: Some(8),
+            engine: RawEngineSettings {
+                max_model_len: Some(91_680),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap();
+        let r = compute(&d, None).unwrap();
+        let w = r.breakdown.weights.gib;
+        assert!((w / 56.7677 - 1.0).abs() < 0.02, "{gpu}: {w:.2} GiB");
+        // Online fp8 of every linear layer would be 16 % lighter.
+        let all_fp8 = RawDeployment {
+            model: "meta-llama/Meta-Llama-3.1-405B".into(),
+            gpu: gpu.into(),
+            tp: Some(8),
+            weight_precision: Some(WeightPrecision::Fp8),
+            engine: RawEngineSettings {
+                max_model_len: Some(91_680),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap();
+        let w8 = compute(&all_fp8, None).unwrap().breakdown.weights.gib;
+        assert!(w8 < 0.86 * w, "{gpu}: {w8:.2} vs {w:.2} GiB");
+    }
+}

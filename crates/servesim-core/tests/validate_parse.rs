@@ -323,9 +323,22 @@ fn engine_flags_recorded_in_the_notes_are_applied() {
         ),
         ["--max-model-len=91680", "--enforce-eager"]
     );
-    // V0 knobs are not engine flags here (docs/accuracy.md says why).
-    assert!(
-        engine_flags_in_notes("--enable-chunked-prefill False --num-scheduler-steps 15").is_empty()
+    // V0's boolean switches take a value (`StoreBoolean`): False is the `--no-` form, in either
+    // spelling (the MI300X serve command of dstack's H100 vs MI300X study). Multi-step
+    // scheduling is not an engine flag here (docs/accuracy.md says why).
+    assert_eq!(
+        engine_flags_in_notes("--enable-chunked-prefill False --num-scheduler-steps 15"),
+        ["--no-enable-chunked-prefill"]
+    );
+    assert_eq!(
+        engine_flags_in_notes(
+            "vllm serve ... -tp 8 --enable-chunked-prefill=False --num-scheduler-step 15"
+        ),
+        ["--no-enable-chunked-prefill"]
+    );
+    assert_eq!(
+        engine_flags_in_notes("--enable-chunked-prefill --max-model-len 8192"),
+        ["--enable-chunked-prefill", "--max-model-len=8192"]
     );
 
     // On the shipped rows: every row stating them runs with them.

@@ -85,6 +85,10 @@ const CATALOG: &[(&str, &str)] = &[
         include_str!("../../data/models/meta-llama--Llama-2-7b-hf.json"),
     ),
     (
+        "meta-llama/Llama-3.1-405B-Instruct-FP8",
+        include_str!("../../data/models/meta-llama--Llama-3.1-405B-Instruct-FP8.json"),
+    ),
+    (
         "meta-llama/Meta-Llama-3.1-405B",
         include_str!("../../data/models/meta-llama--Meta-Llama-3.1-405B.json"),
     ),

@@ -277,6 +277,13 @@ fn checkpoint_of(
                     notes.push("fp8 checkpoint without weight_block_size: per-tensor scales (negligible bytes)".to_string());
                 }
             }
+            "fbgemm_fp8" => {
+                // Meta's Llama-3.1 FP8 releases (vLLM `FBGEMMFp8Config`): fp8 weights with one
+                // scale per output channel, activations quantised per token at run time.
+                ck.dense = DType::Fp8;
+                ck.experts = DType::Fp8;
+                notes.push("fbgemm_fp8 checkpoint: fp8 weights with per-channel scales (negligible bytes), dynamic per-token activation scales".to_string());
+            }
             "mxfp4" => {
                 // gpt-oss: only the MoE expert weights are MXFP4; `modules_to_not_convert` lists
                 // attention, router, embedding and lm_head, which stay in torch_dtype.
@@ -325,7 +332,7 @@ fn checkpoint_of(
                 return Err(invalid(
                     "quantization_config.quant_method",
                     &Value::from(other),
-                    "ServeSim models fp8 (incl. block-wise), mxfp4, ModelOpt NVFP4/FP8, AWQ, GPTQ and compressed-tensors (W4A16, W8A16, FP8, NVFP4) checkpoints; choose a weight precision override (bf16/fp8/fp4/int4) instead",
+                    "ServeSim models fp8 (incl. block-wise), fbgemm_fp8, mxfp4, ModelOpt NVFP4/FP8, AWQ, GPTQ and compressed-tensors (W4A16, W8A16, FP8, NVFP4) checkpoints; choose a weight precision override (bf16/fp8/fp4/int4) instead",
                 ))
             }
         }

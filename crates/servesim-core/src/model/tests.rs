@@ -24,7 +24,7 @@ fn assert_within(what: &str, actual: f64, expected: f64, tol: f64) {
 #[test]
 fn every_shipped_config_parses_with_consistent_layers() {
     let ids = catalog::ids();
-    assert_eq!(ids.len(), 35);
+    assert_eq!(ids.len(), 36);
     for id in ids {
         let m = load(id);
         assert_eq!(m.layers.len(), m.num_layers as usize, "{id}");

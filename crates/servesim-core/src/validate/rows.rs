@@ -19,13 +19,8 @@ pub const MODEL_FILE_ALIASES: &[(&str, &str, &str)] = &[
     ),
     (
         "meta-llama/Llama-3.1-405B-FP8",
-        "meta-llama/Meta-Llama-3.1-405B",
-        "Meta's FP8 checkpoint of the same architecture",
-    ),
-    (
         "meta-llama/Llama-3.1-405B-Instruct-FP8",
-        "meta-llama/Meta-Llama-3.1-405B",
-        "Meta's FP8 Instruct checkpoint of the same architecture",
+        "Meta's FP8 checkpoint of the base model, quantised like the Instruct one (fbgemm_fp8, attention in bf16: 56.77 GiB of weights per GPU at TP8 in the source's own vLLM log)",
     ),
     (
         "meta-llama/Llama-3.1-405B-Instruct",

@@ -220,6 +220,17 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         max_model_len: number_after(&p.notes, "max_model_len=").map(|v| v as i64),
         ..RawEngineSettings::default()
     };
+    if p.offline
+        && p.notes.contains("benchmark_throughput")
+        && super::run::point_era(p) == crate::perf::EngineEra::Vllm07
+    {
+        // The V0-era script declares `--enable-chunked-prefill` as a store_true flag and passes
+        // its value to `LLM(...)`, so chunked prefill is off unless the run asked for it (vLLM
+        // benchmarks/benchmark_throughput.py, e.g. at 018efff); V0 then sizes the budget and
+        // the profile run at max(max_model_len, 2048) tokens.
+        engine.enable_chunked_prefill = Some(false);
+        notes.push("benchmark_throughput.py (V0 era) passes enable_chunked_prefill=False: chunked prefill off".into());
+    }
     let mut notes_spec = None;
     if let Some(k) = mtp_tokens(p) {
         // `--speculative-config.method mtp --speculative-config.num_speculative_tokens k`; the
@@ -564,16 +575,18 @@ pub fn totals_from_notes(notes: &str) -> Option<(f64, f64)> {
 /// Engine flags a row's notes record (its `vllm serve` command or offline engine arguments) that
 /// the CSV has no column for. They are applied through the vLLM argument registry, as a pasted
 /// command is. Not read from the notes: flags with a CSV column (`max_num_seqs`,
-/// `max_num_batched_tokens`, `kv_dtype`, parallelism), V0 scheduler knobs
-/// (`--enable-chunked-prefill False`, `--num-scheduler-steps`: docs/accuracy.md says why), and
-/// client (benchmark) flags.
-pub const NOTE_ENGINE_FLAGS: [&str; 6] = [
+/// `max_num_batched_tokens`, `kv_dtype`, parallelism), `--num-scheduler-steps` (V0 multi-step,
+/// not modelled: docs/accuracy.md), and client (benchmark) flags. A switch written with a false
+/// value (`--enable-chunked-prefill=False`, V0's spelling) counts as its `--no-` form.
+pub const NOTE_ENGINE_FLAGS: [&str; 8] = [
     "--max-model-len",
     "--enforce-eager",
     "--gpu-memory-utilization",
     "--block-size",
     "--enable-prefix-caching",
     "--no-enable-prefix-caching",
+    "--enable-chunked-prefill",
+    "--no-enable-chunked-prefill",
 ];
 
 /// The [`NOTE_ENGINE_FLAGS`] written in `notes` (`--flag value`, `--flag=value` or a bare switch,
@@ -625,6 +638,15 @@ fn note_flags(notes: &str) -> Vec<String> {
                 continue;
             };
             out.push(format!("{flag}={v}"));
+        } else if inline
+            .or_else(|| words.get(i + 1).map(String::as_str))
+            .is_some_and(|v| v.eq_ignore_ascii_case("false") || v == "0")
+        {
+            // V0's `StoreBoolean` switches take an optional value: `--flag False`, `--flag=False`.
+            match flag.strip_prefix("--") {
+                Some(base) if !base.starts_with("no-") => out.push(format!("--no-{base}")),
+                _ => continue,
+            }
         } else {
             out.push(flag.to_string());
         }
