@@ -940,11 +940,12 @@ fn meta_fp8_405b_weights_match_the_logged_load() {
     // meta-llama/Llama-3.1-405B-FP8 at TP8, on H100 and on MI300X (dstackai/benchmarks
     // comparison/h100sxm5_vs_mi300x/raw_data/gpu-usage.md). The fbgemm_fp8 config keeps the
     // attention in bf16; ServeSim sizes the bf16 MLPs of layers 0 and 125 as fp8 (-1.2 %).
-    for gpu in ["H100-SXM", "MI300X"] {
+    let weights_gib = |model: &str, gpu: &str, precision: Option<WeightPrecision>| {
         let d = RawDeployment {
-            model: "meta-llama/Llama-3.1-405B-FP8".into(),
+            model: model.into(),
             gpu: gpu.into(),
             tp: Some(8),
+            weight_precision: precision,
             engine: RawEngineSettings {
                 max_model_len: Some(91_680),
                 ..Default::default()
@@ -953,24 +954,17 @@ fn meta_fp8_405b_weights_match_the_logged_load() {
         }
         .resolve()
         .unwrap();
-        let r = compute(&d, None).unwrap();
-        let w = r.breakdown.weights.gib;
+        compute(&d, None).unwrap().breakdown.weights.gib
+    };
+    for gpu in ["H100-SXM", "MI300X"] {
+        let w = weights_gib("meta-llama/Llama-3.1-405B-FP8", gpu, None);
         assert!((w / 56.7677 - 1.0).abs() < 0.02, "{gpu}: {w:.2} GiB");
         // Online fp8 of every linear layer would be 16 % lighter.
-        let all_fp8 = RawDeployment {
-            model: "meta-llama/Meta-Llama-3.1-405B".into(),
-            gpu: gpu.into(),
-            tp: Some(8),
-            weight_precision: Some(WeightPrecision::Fp8),
-            engine: RawEngineSettings {
-                max_model_len: Some(91_680),
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-        .resolve()
-        .unwrap();
-        let w8 = compute(&all_fp8, None).unwrap().breakdown.weights.gib;
+        let w8 = weights_gib(
+            "meta-llama/Meta-Llama-3.1-405B",
+            gpu,
+            Some(WeightPrecision::Fp8),
+        );
         assert!(w8 < 0.86 * w, "{gpu}: {w8:.2} vs {w:.2} GiB");
     }
 }
