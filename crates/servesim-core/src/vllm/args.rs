@@ -296,7 +296,7 @@ static REGISTRY: &[ArgSpec] = &[
     servesim("num-gpus", &[], Target::NumGpus, "num_gpus", "total GPUs (a multiple of tp*dp; replicas = num_gpus / (tp*dp))"),
     servesim("ep", &[], Target::Ep, "ep", "expert-parallel size: 1, or tp*dp (what --enable-expert-parallel sets)"),
     servesim("weight-precision", &[], Target::WeightPrecision, "weight_precision", "checkpoint | bf16 | fp8 | fp4 (what-if serving precision)"),
-    servesim("vllm-version", &[], Target::VllmVersion, "vllm_version", "the vLLM version served (selects the calibration line)"),
+    servesim("vllm-version", &[], Target::VllmVersion, "vllm_version", "the vLLM version served (selects the calibration line; before 0.8, V0's engine defaults)"),
     servesim("host-link-gb-s", &[], Target::HostLinkGbS, "engine.host_link_gb_s", "GB/s per GPU and direction of the CPU KV tier's host link (default: the GPU's link as achieved, docs/step-time.md \"Host link\")"),
     servesim("host-memory-gb-per-node", &[], Target::HostMemoryGbPerNode, "engine.host_memory_gb_per_node", "host memory of one node in GB, which bounds the CPU KV tier (default: the system table, docs/engine.md \"Host memory\")"),
     servesim("speculative-acceptance", &[], Target::SpeculativeAcceptance, "engine.speculative_acceptance", "JSON: the draft acceptance the simulation draws from (vLLM measures it; ServeSim needs it stated)"),
