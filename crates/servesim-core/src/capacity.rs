@@ -26,6 +26,9 @@ use serde::Serialize;
 /// Qwen3-32B, Llama-3.1-8B, Llama-3.3-70B (TP2) and gpt-oss-20b divided by
 /// `max_num_seqs * vocab_size` gives 38.25-38.55 B; 38.4 is their mean.
 pub const SAMPLER_BYTES_PER_LOGIT: f64 = 38.4;
+/// vLLM V0's default CPU swap space per GPU (`--swap-space`, 4 GiB), which its start-up log
+/// reports in blocks ("# CPU blocks").
+pub const V0_SWAP_SPACE_BYTES: u64 = 4 << 30;
 /// Activation element size during the profile run (bf16/fp16).
 pub const ACT_BYTES: u64 = 2;
 /// Hidden-size-wide buffers alive at the forward peak: the residual and the decoder layer's input
@@ -485,7 +488,13 @@ fn compute_inner(
         ));
     }
     let avail_gib = kv_available as f64 / GIB as f64;
-    let mut log_lines = vec![format!("Available KV cache memory: {avail_gib:.2} GiB")];
+    // V0 logs the pool in blocks, next to the CPU swap blocks (`--swap-space`, 4 GiB per GPU by
+    // default), and has no "Available KV cache memory" line.
+    let mut log_lines = if e.v0_defaults {
+        Vec::new()
+    } else {
+        vec![format!("Available KV cache memory: {avail_gib:.2} GiB")]
+    };
     // `--max-model-len auto` (`Deployment::auto_fit_max_model_len` has set `mml`).
     let derived = model.max_position_embeddings;
     if e.max_model_len_auto && kv_available > 0 && mml < derived {
@@ -574,15 +583,26 @@ fn compute_inner(
             0,
         )
     };
-    if fits {
+    if fits && e.v0_defaults {
+        log_lines.push(format!(
+            "# GPU blocks: {num_blocks}, # CPU blocks: {}",
+            V0_SWAP_SPACE_BYTES / block_bytes
+        ));
+    } else if fits {
         log_lines.push(format!(
             "GPU KV cache size: {} tokens",
             fmt_thousands(kv_tokens)
         ));
+    }
+    if fits {
+        // V0 prints the length with `%s` ("... for 32768 tokens ..."), V1 with `{:,}`.
+        let len = if e.v0_defaults {
+            mml.to_string()
+        } else {
+            fmt_thousands(mml)
+        };
         log_lines.push(format!(
-            "Maximum concurrency for {} tokens per request: {:.2}x",
-            fmt_thousands(mml),
-            max_concurrency
+            "Maximum concurrency for {len} tokens per request: {max_concurrency:.2}x"
         ));
     } else if let Some(msg) = &vllm_error {
         log_lines.push(format!("ValueError: {msg}"));

@@ -318,6 +318,22 @@ pub fn default_capture_sizes(max_num_seqs: u64, max_num_batched_tokens: u64) -> 
     default_capture_sizes_q(max_num_seqs, max_num_batched_tokens, 1)
 }
 
+/// vLLM V0's CUDA-graph batch sizes (`_BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + [8 * i for i in
+/// range(1, 33)]`) up to `_get_max_graph_batch_size(max_num_seqs)`: `max_num_seqs` padded as
+/// `_get_graph_batch_size` pads a batch (1, 2, 4, then multiples of 8), at most 256.
+pub fn v0_capture_sizes(max_num_seqs: u64) -> Vec<u64> {
+    let cap = match max_num_seqs {
+        0..=2 => max_num_seqs.max(1),
+        3..=4 => 4,
+        n => n.div_ceil(8).saturating_mul(8).min(256),
+    };
+    [1, 2, 4]
+        .into_iter()
+        .chain((8..=256).step_by(8))
+        .filter(|&s| s <= cap)
+        .collect()
+}
+
 /// [`default_capture_sizes`] with decode query length `q` (`1 + num_speculative_tokens`):
 /// the cap is `min(2 * max_num_seqs * q, 512, max_num_batched_tokens)` (vLLM
 /// `VllmConfig._set_cudagraph_sizes`, `decode_query_len`).
@@ -539,7 +555,16 @@ impl EngineSettings {
             }
             CudagraphMode::None
         } else {
-            raw.cudagraph_mode.unwrap_or_default()
+            match raw.cudagraph_mode {
+                Some(m) => m,
+                None if v0 => {
+                    // V0's model runner replays a graph only for a batch without prefill
+                    // (`prefill_metadata is None`); prefill and mixed steps run eagerly.
+                    notes.push("cudagraph_mode FULL_DECODE_ONLY: vLLM V0 captures CUDA graphs for decode-only batches; steps with a prefill run eagerly".into());
+                    CudagraphMode::FullDecodeOnly
+                }
+                None => CudagraphMode::default(),
+            }
         };
         let cudagraph_capture_sizes = if cudagraph_mode == CudagraphMode::None {
             Vec::new()
@@ -568,6 +593,8 @@ impl EngineSettings {
                 ));
             }
             v
+        } else if v0 {
+            v0_capture_sizes(max_num_seqs)
         } else {
             default_capture_sizes(max_num_seqs, mnbt)
         };

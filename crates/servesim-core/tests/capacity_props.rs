@@ -1,7 +1,9 @@
 //! Properties of the start-up sizing, every shipped model on the main GPUs, and bad input.
 
 use servesim_core::capacity::compute;
-use servesim_core::deploy::{DeployError, Deployment, RawDeployment, RawEngineSettings};
+use servesim_core::deploy::{
+    CudagraphMode, DeployError, Deployment, RawDeployment, RawEngineSettings,
+};
 use servesim_core::dtype::{KvCacheDtype, WeightPrecision};
 use servesim_core::gpu::{find_gpu, GpuError, RawGpu};
 use servesim_core::model::catalog;
@@ -890,6 +892,20 @@ fn vllm_v0_defaults_follow_the_scenarios_version() {
     assert_eq!((e.max_num_seqs, e.max_num_batched_tokens), (256, 512));
     assert!(e.enable_chunked_prefill && !e.enable_prefix_caching);
     assert!(e.notes.iter().any(|n| n.contains("V0")));
+    // V0 replays CUDA graphs only for decode-only batches of 1, 2, 4, 8, ..., 256
+    // (`_BATCH_SIZES_TO_CAPTURE`); steps with a prefill run eagerly.
+    assert_eq!(e.cudagraph_mode, CudagraphMode::FullDecodeOnly);
+    let sizes: Vec<u64> = [1, 2, 4].into_iter().chain((8..=256).step_by(8)).collect();
+    assert_eq!(e.cudagraph_capture_sizes, sizes);
+    assert_eq!(servesim_core::deploy::v0_capture_sizes(3), [1, 2, 4]);
+    assert_eq!(
+        servesim_core::deploy::v0_capture_sizes(20),
+        [1, 2, 4, 8, 16, 24]
+    );
+    assert_eq!(
+        servesim_core::deploy::v0_capture_sizes(1024).last(),
+        Some(&256)
+    );
     // A short context keeps chunked prefill off and the budget at max(max_model_len, 2048).
     for (len, budget) in [(8192, 8192), (1024, 2048), (32768, 32768)] {
         let e = v0_scenario(
@@ -930,6 +946,7 @@ fn vllm_v0_defaults_follow_the_scenarios_version() {
         .unwrap()
         .engine;
     assert!(!e.v0_defaults);
+    assert_eq!(e.cudagraph_mode, CudagraphMode::FullAndPiecewise);
     assert_eq!((e.max_num_seqs, e.max_num_batched_tokens), (1024, 8192));
     assert!(e.enable_chunked_prefill && e.enable_prefix_caching);
 }
@@ -956,6 +973,24 @@ fn meta_fp8_405b_weights_match_the_logged_load() {
         .unwrap();
         compute(&d, None).unwrap().breakdown.weights.gib
     };
+    // V0's start-up log for dstack's offline runs (chunked prefill off, 91,680-token profile):
+    // blocks, not tokens, and the CPU swap blocks of `--swap-space 4`.
+    let s = servesim_core::scenario::Scenario::from_json(
+        r#"{"version": 1, "model": {"catalog": "meta-llama/Llama-3.1-405B-FP8"}, "gpu": {"catalog": "H100-SXM"},
+            "tp": 8, "vllm_version": "0.6.3", "engine": {"max_model_len": 91680, "enable_chunked_prefill": false},
+            "workload": {"arrival": {"type": "closed_loop", "concurrency": 1},
+                "requests": {"type": "synthetic", "input": {"type": "constant", "tokens": 128},
+                              "output": {"type": "constant", "tokens": 128}}}}"#,
+    )
+    .unwrap();
+    let r = compute(&s.deployment().unwrap(), None).unwrap();
+    assert_eq!(
+        r.log_lines,
+        [
+            "# GPU blocks: 5820, # CPU blocks: 4161",
+            "Maximum concurrency for 91680 tokens per request: 1.02x"
+        ]
+    );
     for gpu in ["H100-SXM", "MI300X"] {
         let w = weights_gib("meta-llama/Llama-3.1-405B-FP8", gpu, None);
         assert!((w / 56.7677 - 1.0).abs() < 0.02, "{gpu}: {w:.2} GiB");
