@@ -345,6 +345,7 @@ fn engine_flags_recorded_in_the_notes_are_applied() {
     let more = include_str!("../data/calibration/measured-points-more.csv");
     let mut with_len = 0;
     let mut eager = 0;
+    let mut no_chunked = 0;
     for p in parse_points(more).unwrap() {
         let flags = engine_flags_in_notes(&p.notes);
         if flags.is_empty() || servesim_core::validate::waits_for(&p).is_some() {
@@ -373,8 +374,12 @@ fn engine_flags_recorded_in_the_notes_are_applied() {
             assert_eq!(s.scenario.engine.enforce_eager, Some(true));
             eager += 1;
         }
+        if flags.iter().any(|f| f == "--no-enable-chunked-prefill") {
+            assert_eq!(s.scenario.engine.enable_chunked_prefill, Some(false));
+            no_chunked += 1;
+        }
     }
-    assert_eq!((with_len, eager), (178, 57));
+    assert_eq!((with_len, eager, no_chunked), (178, 57, 9));
 }
 
 #[test]
