@@ -184,9 +184,10 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
             a.ctx
         );
     }
-    let b = r
-        .cost
-        .breakdown_iter(chunks.iter().copied(), a.decode, a.decode * a.ctx);
+    // Every decode at `--ctx`: the longest context is `--ctx` (V0's graph limit reads it).
+    let b =
+        r.cost
+            .breakdown_with_ctx_max(chunks.iter().copied(), a.decode, a.decode * a.ctx, a.ctx);
     // Lockstep (DP + EP on a MoE model): the other ranks' steps and the group's.
     let dp = r.deployment.par.dp as usize;
     let lockstep = r.deployment.dp_lockstep();

@@ -193,6 +193,10 @@ pub struct EngineSettings {
     /// The defaults are vLLM V0's (`RawEngineSettings::v0_defaults`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub v0_defaults: bool,
+    /// vLLM V0's `max_seq_len_to_capture` (8192): a decode batch holding a longer sequence runs
+    /// without its CUDA graph. `None` in V1, which has no such limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_seq_len_to_capture: Option<u64>,
     /// Speculative decoding (`None` = off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speculative: Option<crate::speculative::SpeculativeSettings>,
@@ -296,6 +300,8 @@ pub const V0_LONG_CONTEXT: u64 = 32_768;
 pub const V0_CHUNKED_BUDGET: u64 = 512;
 /// V0's smallest default budget without chunked prefill (`max(max_model_len, 2048)`).
 pub const V0_MIN_BUDGET: u64 = 2048;
+/// V0's `max_seq_len_to_capture` (`EngineArgs`): the longest sequence a CUDA graph serves.
+pub const V0_MAX_SEQ_LEN_TO_CAPTURE: u64 = 8192;
 
 /// vLLM's default `max_num_batched_tokens` / `max_num_seqs` (`EngineArgs.get_batch_defaults`,
 /// vLLM >= 0.10): GPUs with >= 70 GiB whose name does not contain "a100" get the large values.
@@ -560,7 +566,7 @@ impl EngineSettings {
                 None if v0 => {
                     // V0's model runner replays a graph only for a batch without prefill
                     // (`prefill_metadata is None`); prefill and mixed steps run eagerly.
-                    notes.push("cudagraph_mode FULL_DECODE_ONLY: vLLM V0 captures CUDA graphs for decode-only batches; steps with a prefill run eagerly".into());
+                    notes.push(format!("cudagraph_mode FULL_DECODE_ONLY: vLLM V0 captures CUDA graphs for decode-only batches; steps with a prefill, or with a sequence longer than max_seq_len_to_capture {V0_MAX_SEQ_LEN_TO_CAPTURE}, run eagerly"));
                     CudagraphMode::FullDecodeOnly
                 }
                 None => CudagraphMode::default(),
@@ -693,6 +699,8 @@ impl EngineSettings {
             usage_context: ctx,
             all2all_backend: raw.all2all_backend.unwrap_or_default(),
             v0_defaults: v0,
+            max_seq_len_to_capture: (v0 && cudagraph_mode != CudagraphMode::None)
+                .then_some(V0_MAX_SEQ_LEN_TO_CAPTURE),
             speculative,
             notes,
         })

@@ -968,11 +968,22 @@ fn map_chunk(c: &EnginePrefill) -> PerfPrefill {
 impl StepTimeModel for StepCostModel {
     #[inline]
     fn step_time(&self, b: &StepBatch) -> Ticks {
+        if b.num_prefill_tokens == 0 && self.graph_seq_len_limit().is_some() {
+            return crate::perf::secs_to_ticks(self.decode_seconds(
+                b.num_decode_seqs as u64,
+                b.decode_ctx_sum,
+                b.decode_ctx_max,
+            ));
+        }
         self.step_time_iter(
             b.prefills.iter().map(map_chunk),
             b.num_decode_seqs as u64,
             b.decode_ctx_sum,
         )
+    }
+
+    fn needs_decode_ctx_max(&self) -> bool {
+        self.graph_seq_len_limit().is_some()
     }
 
     /// `step_time` of each decode-only batch: the same arithmetic (`decode_run_ticks`).

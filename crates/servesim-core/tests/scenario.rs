@@ -352,6 +352,7 @@ fn step_time_adapter_equals_the_cost_model_on_the_same_work() {
                 .map(|c| c.new_tokens * c.context_before + c.new_tokens * (c.new_tokens + 1) / 2)
                 .sum(),
             num_tokens: npt + 40,
+            decode_ctx_max: 2000,
         };
         let via_engine = StepTimeModel::step_time(&r.cost, &batch);
         let direct = StepCostModel::step_time(
@@ -529,4 +530,54 @@ fn burst_levels_run_until_the_burst_finishes() {
     assert_eq!(c.sweep.duration_s, base.sweep.duration_s);
     assert!(base.at_measured_levels(LevelKind::Burst, &[2.5]).is_err());
     assert!(base.at_measured_levels(LevelKind::Burst, &[]).is_err());
+}
+
+/// vLLM V0 replays a CUDA graph only while every decode's sequence fits
+/// `max_seq_len_to_capture` (8192 by default; V0 `_use_captured_graph`): a decode-only step with
+/// a longer sequence runs eagerly. The engine passes the longest context to the step-time model;
+/// V1 has no such limit.
+#[test]
+fn v0_decodes_longer_than_max_seq_len_to_capture_run_without_a_graph() {
+    use servesim_core::perf::ExecMode;
+    let mut s = small("meta-llama/Llama-3.1-8B-Instruct");
+    s.vllm_version = Some("0.6.3".into());
+    let r = s.resolve().unwrap();
+    assert_eq!(r.deployment.engine.max_seq_len_to_capture, Some(8192));
+    assert!(StepTimeModel::needs_decode_ctx_max(&r.cost));
+    let step = |ctx_max: u64| {
+        let b = StepBatch {
+            num_seqs: 4,
+            num_decode_seqs: 4,
+            decode_ctx_sum: 4 * ctx_max,
+            prefills: &[],
+            num_prefill_tokens: 0,
+            prefill_ctx_sum: 0,
+            prefill_attn_pairs: 0,
+            num_tokens: 4,
+            decode_ctx_max: ctx_max,
+        };
+        StepTimeModel::step_time(&r.cost, &b)
+    };
+    // 8191 tokens in the cache + the new one = 8192: still a graph, the same time as the roofline's.
+    let graph = r
+        .cost
+        .breakdown_with_ctx_max(std::iter::empty(), 4, 4 * 8191, 8191);
+    assert_eq!(graph.mode, ExecMode::FullGraph);
+    assert_eq!(step(8191), graph.total_ticks());
+    // One token more: eager, priced as `servesim step` prints it.
+    let eager = r
+        .cost
+        .breakdown_with_ctx_max(std::iter::empty(), 4, 4 * 8192, 8192);
+    assert_eq!(eager.mode, ExecMode::Eager);
+    assert_eq!(step(8192), eager.total_ticks());
+    assert_ne!(eager.total_ticks(), graph.total_ticks());
+
+    // V1: no limit, the longest context is not read.
+    let r1 = small("meta-llama/Llama-3.1-8B-Instruct").resolve().unwrap();
+    assert_eq!(r1.deployment.engine.max_seq_len_to_capture, None);
+    assert!(!StepTimeModel::needs_decode_ctx_max(&r1.cost));
+    let b = r1
+        .cost
+        .breakdown_with_ctx_max(std::iter::empty(), 4, 4 * 20_000, 20_000);
+    assert_eq!(b.mode, ExecMode::FullGraph);
 }

@@ -401,3 +401,19 @@ fn a_flag_whose_value_is_a_shell_variable_is_named_and_not_applied() {
         ["--max-model-len=$MAX_MODEL_LEN"]
     );
 }
+
+#[test]
+fn the_eager_step_overhead_is_fitted_only_for_the_v0_era() {
+    use servesim_core::validate::{fit_params_for, FIT_PARAMS};
+    // V0 runs every step with a prefill without a CUDA graph; in V1 eager steps are the
+    // exception (`--enforce-eager` rows), too few to fit the overhead on.
+    assert!(fit_params_for("hopper@vllm-0.7", 5).contains(&"step_overhead_eager_s"));
+    assert!(fit_params_for("cdna3@vllm-0.7", 3).contains(&"step_overhead_eager_s"));
+    for key in ["hopper@vllm-0.11", "hopper@vllm-0.15", "ampere@vllm-0.11"] {
+        let p = fit_params_for(key, 5);
+        assert!(!p.contains(&"step_overhead_eager_s"), "{key}");
+        assert_eq!(p.len(), FIT_PARAMS.len() - 1, "{key}");
+    }
+    // A key with fewer than 3 models fits the four broad factors only.
+    assert_eq!(fit_params_for("blackwell@vllm-0.15", 2).len(), 4);
+}

@@ -285,6 +285,9 @@ pub struct StepBatch<'a> {
     pub prefill_attn_pairs: u64,
     /// All tokens of the step: `num_decode_seqs + num_prefill_tokens`.
     pub num_tokens: u64,
+    /// The longest context among the decodes (tokens already in its KV cache), tracked only
+    /// for a model that asks for it ([`StepTimeModel::needs_decode_ctx_max`]); 0 otherwise.
+    pub decode_ctx_max: u64,
 }
 
 /// Decode attention under one sliding window (one distinct `window` of
@@ -302,6 +305,14 @@ pub struct WindowedDecode {
 /// [`LinearStepTime`].
 pub trait StepTimeModel {
     fn step_time(&self, batch: &StepBatch) -> Ticks;
+
+    /// Whether the step time depends on the longest decode context
+    /// ([`StepBatch::decode_ctx_max`]): vLLM V0 replays a CUDA graph only while every decode's
+    /// sequence fits `max_seq_len_to_capture`. The engine then fills that field and plans no
+    /// decode runs (their batches carry only context sums).
+    fn needs_decode_ctx_max(&self) -> bool {
+        false
+    }
 
     /// The engine calls this one. `windows` has one entry per distinct sliding window of the
     /// engine's [`KvFootprint`] (ascending; empty without sliding groups). Models of
@@ -327,6 +338,7 @@ pub trait StepTimeModel {
                 prefill_ctx_sum: 0,
                 prefill_attn_pairs: 0,
                 num_tokens: n,
+                decode_ctx_max: 0,
             };
             out.push(self.step_time_windowed(&batch, &[]));
         }

@@ -113,6 +113,8 @@ pub struct Engine<'m> {
     group: u64,
     caching: bool,
     model: &'m dyn StepTimeModel,
+    /// The model reads [`StepBatch::decode_ctx_max`] (`StepTimeModel::needs_decode_ctx_max`).
+    track_ctx_max: bool,
     pool: KvPool,
     slots: Vec<Option<Live>>,
     free_slots: Vec<u32>,
@@ -188,6 +190,7 @@ impl<'m> Engine<'m> {
             group,
             caching: cfg.enable_prefix_caching && group > 0,
             model,
+            track_ctx_max: model.needs_decode_ctx_max(),
             pool: KvPool::new(cfg.num_gpu_blocks, group),
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -600,6 +603,18 @@ impl<'m> Engine<'m> {
             Phase::Decoding { s0, .. } => l.eff_len + (k - s0),
             _ => l.computed,
         }
+    }
+
+    /// The longest context among the decodes at step `k` (0 without decodes): one pass over
+    /// them, made only for a model that reads it.
+    fn decode_ctx_max(&self, k: u64) -> u64 {
+        self.buckets
+            .iter()
+            .flatten()
+            .filter_map(|&s| self.slots[s as usize].as_ref())
+            .map(|l| Self::decode_ctx(l, k))
+            .max()
+            .unwrap_or(0)
     }
 
     fn residue(&self, s0: u64, eff_len: u64) -> usize {
@@ -1054,6 +1069,11 @@ impl<'m> Engine<'m> {
                 .map(|c| c.new_tokens * c.context_before + c.new_tokens * (c.new_tokens + 1) / 2)
                 .sum(),
             num_tokens,
+            decode_ctx_max: if self.track_ctx_max {
+                self.decode_ctx_max(k)
+            } else {
+                0
+            },
         };
         let dt = self
             .model

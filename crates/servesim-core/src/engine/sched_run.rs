@@ -2,7 +2,8 @@
 //! the driver one event for all of them instead of a start and an end per step.
 //!
 //! After scheduling step `k` as a pure decode step (no prefill chunk, nobody waiting or
-//! prefilling, no preemption, no sliding window, CPU tier or speculative decoding), the steps
+//! prefilling, no preemption, no sliding window, CPU tier, speculative decoding or a model that
+//! reads the longest decode context), the steps
 //! `k + 1, k + 2, ...` are known in advance until something outside changes the batch: each
 //! has the same decodes, its context sum grows by the number of decodes per step, and its KV
 //! allocations are the decodes that enter a new block at that step. The plan stops at
@@ -76,6 +77,7 @@ impl<'m> Engine<'m> {
             || !self.windows.is_empty()
             || self.offload.is_some()
             || self.cfg.spec.is_some()
+            || self.track_ctx_max
         {
             return;
         }

@@ -285,6 +285,7 @@ impl<'m> Engine<'m> {
                 .map(|c| c.new_tokens * c.context_before + c.new_tokens * (c.new_tokens + 1) / 2)
                 .sum(),
             num_tokens,
+            decode_ctx_max: 0,
         };
         let spec = SpecStep {
             draft_tokens,

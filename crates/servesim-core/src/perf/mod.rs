@@ -237,6 +237,8 @@ pub struct StepCostModel {
     /// Execution.
     cudagraph_mode: CudagraphMode,
     capture_sizes: Vec<u64>,
+    /// vLLM V0's `max_seq_len_to_capture`: a decode batch with a longer sequence runs eagerly.
+    graph_seq_len_limit: Option<u64>,
     /// Precomputed per step shape, for [`StepCostModel::step_time_iter`] (the same values the
     /// step would compute; docs/performance.md): the padded token count of every token count
     /// up to the largest capture size (at most [`PAD_TABLE_MAX`] entries; above it a binary
@@ -501,6 +503,7 @@ impl StepCostModel {
             a2a,
             cudagraph_mode: dep.engine.cudagraph_mode,
             capture_sizes: dep.engine.cudagraph_capture_sizes.clone(),
+            graph_seq_len_limit: dep.engine.max_seq_len_to_capture,
             pad_table: Vec::new(),
             in_range_mode: [ExecMode::Eager; 2],
             mode_fixed: [0.0; 3],
@@ -546,6 +549,18 @@ impl StepCostModel {
     #[inline]
     fn shape_terms(&self, tokens: u64, requests: f64, has_prefill: bool) -> ShapeTerms {
         let (mode, padded) = self.exec_mode_fast(has_prefill, tokens);
+        self.shape_terms_in(mode, padded, tokens, requests)
+    }
+
+    /// [`StepCostModel::shape_terms`] with the execution path given.
+    #[inline]
+    fn shape_terms_in(
+        &self,
+        mode: ExecMode,
+        padded: u64,
+        tokens: u64,
+        requests: f64,
+    ) -> ShapeTerms {
         let t = padded as f64;
 
         // GEMMs.
@@ -764,6 +779,26 @@ impl StepCostModel {
         self.seconds_of(&sh, pf_flops, pf_bytes, decode_seqs, decode_ctx_sum)
     }
 
+    /// vLLM V0's `max_seq_len_to_capture` when the deployment has one (V0's default 8192).
+    pub fn graph_seq_len_limit(&self) -> Option<u64> {
+        self.graph_seq_len_limit
+    }
+
+    /// A decode-only step of `n` decodes whose contexts sum to `ctx_sum` and whose longest is
+    /// `ctx_max`: as [`StepCostModel::step_seconds`], except that it runs eagerly when a
+    /// sequence (`ctx_max + 1` tokens with the new one) is longer than V0's
+    /// `max_seq_len_to_capture` (V0 `_use_captured_graph`: `max_decode_seq_len <=
+    /// max_seq_len_to_capture`).
+    pub fn decode_seconds(&self, n: u64, ctx_sum: u64, ctx_max: u64) -> f64 {
+        match self.graph_seq_len_limit {
+            Some(limit) if n > 0 && ctx_max + 1 > limit => {
+                let sh = self.shape_terms_in(ExecMode::Eager, n, n, 0.0 + n as f64);
+                self.seconds_of(&sh, 0.0, 0.0, n, ctx_sum)
+            }
+            _ => self.step_seconds(std::iter::empty(), n, ctx_sum),
+        }
+    }
+
     /// [`StepCostModel::step_seconds`] of `count` decode-only steps of `n` decodes whose
     /// contexts sum to `ctx_first`, `ctx_first + n`, ... (the steps of a decode run,
     /// engine/sched_run.rs), each rounded to ticks and pushed to `out`: the same arithmetic as
@@ -932,6 +967,39 @@ impl StepCostModel {
     where
         I: Iterator<Item = PrefillChunk> + Clone,
     {
+        self.breakdown_at(prefill, decode_seqs, decode_ctx_sum, false)
+    }
+
+    /// [`StepCostModel::breakdown_iter`] of a step whose longest decode context is
+    /// `decode_ctx_max`: a decode-only step runs eagerly above V0's `max_seq_len_to_capture`,
+    /// as [`StepCostModel::decode_seconds`] prices it.
+    pub fn breakdown_with_ctx_max<I>(
+        &self,
+        prefill: I,
+        decode_seqs: u64,
+        decode_ctx_sum: u64,
+        decode_ctx_max: u64,
+    ) -> StepBreakdown
+    where
+        I: Iterator<Item = PrefillChunk> + Clone,
+    {
+        let no_prefill = prefill.clone().all(|c| c.new == 0);
+        let over = self
+            .graph_seq_len_limit
+            .is_some_and(|limit| decode_seqs > 0 && decode_ctx_max + 1 > limit);
+        self.breakdown_at(prefill, decode_seqs, decode_ctx_sum, no_prefill && over)
+    }
+
+    fn breakdown_at<I>(
+        &self,
+        prefill: I,
+        decode_seqs: u64,
+        decode_ctx_sum: u64,
+        eager: bool,
+    ) -> StepBreakdown
+    where
+        I: Iterator<Item = PrefillChunk> + Clone,
+    {
         let w = StepWork {
             prefill: &[],
             decode_seqs,
@@ -944,7 +1012,11 @@ impl StepCostModel {
             return b;
         }
         let has_prefill = prefill_tokens > 0;
-        let (mode, padded) = self.exec_mode(has_prefill, tokens);
+        let (mode, padded) = if eager {
+            (ExecMode::Eager, tokens)
+        } else {
+            self.exec_mode(has_prefill, tokens)
+        };
         b.mode = mode;
         let t = padded as f64;
         let requests = prefill.clone().filter(|c| c.new > 0).count() as f64 + w.decode_seqs as f64;

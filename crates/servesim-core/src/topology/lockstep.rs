@@ -52,6 +52,7 @@ impl GroupState {
             prefill_ctx_sum: 0,
             prefill_attn_pairs: 0,
             num_tokens: 1,
+            decode_ctx_max: 0,
         });
         GroupState {
             in_flight_end: None,

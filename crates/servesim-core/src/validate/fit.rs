@@ -172,13 +172,18 @@ pub const FIT_PARAMS: &[FitParam] = &[
         field: "step_overhead_graph_s",
         kind: "per-step engine overhead (CUDA-graph steps)",
         grid: &[
-            0.1e-3, 0.3e-3, 0.6e-3, 1.0e-3, 1.5e-3, 2.0e-3, 3.0e-3, 4.0e-3,
+            0.1e-3, 0.3e-3, 0.6e-3, 1.0e-3, 1.5e-3, 2.0e-3, 3.0e-3, 4.0e-3, 6.0e-3,
         ],
     },
     FitParam {
         field: "step_overhead_piecewise_s",
         kind: "per-step engine overhead (mixed prefill/decode steps)",
         grid: &[0.3e-3, 0.6e-3, 1.2e-3, 2.0e-3, 3.0e-3, 4.5e-3, 6.0e-3],
+    },
+    FitParam {
+        field: "step_overhead_eager_s",
+        kind: "per-step engine overhead (steps without a CUDA graph: --enforce-eager, V0's steps with a prefill)",
+        grid: &[0.3e-3, 0.6e-3, 1.2e-3, 2.0e-3, 3.0e-3, 4.5e-3, 6.0e-3, 8.0e-3],
     },
     FitParam {
         field: "per_request_overhead_s",
@@ -264,13 +269,21 @@ pub fn fit_generation(
     run_fit_job(points_csv, &job, sim)
 }
 
-/// Which fields are fitted per generation: all of [`FIT_PARAMS`] where the set has several
-/// models; with a single model (A100: Qwen3-14B only) just the three broad factors, so the fit
-/// cannot tune to one model's kernels.
-pub fn fit_params_for(generation: &str, num_models: usize) -> Vec<&'static str> {
-    let _ = generation;
+/// Which fields are fitted per calibration key (`<generation>@<era>`): all of [`FIT_PARAMS`]
+/// where the set has several models; with a single model (A100: Qwen3-14B only) just the three
+/// broad factors, so the fit cannot tune to one model's kernels. `step_overhead_eager_s` only for
+/// the V0 era, whose engine runs every step with a prefill without a graph; elsewhere eager
+/// steps are the exception (`--enforce-eager` runs), too few to fit it on.
+pub fn fit_params_for(key: &str, num_models: usize) -> Vec<&'static str> {
+    let v0 = key
+        .rsplit_once('@')
+        .is_some_and(|(_, era)| era == crate::perf::EngineEra::Vllm07.key());
     if num_models >= 3 {
-        FIT_PARAMS.iter().map(|f| f.field).collect()
+        FIT_PARAMS
+            .iter()
+            .map(|f| f.field)
+            .filter(|&f| v0 || f != "step_overhead_eager_s")
+            .collect()
     } else {
         vec![
             "gemm_bf16",
