@@ -182,7 +182,7 @@ pub const FIT_PARAMS: &[FitParam] = &[
     },
     FitParam {
         field: "step_overhead_eager_s",
-        kind: "per-step engine overhead (steps without a CUDA graph: --enforce-eager, V0's steps with a prefill)",
+        kind: "per-step engine overhead (steps without a CUDA graph; V0 keys only: its steps with a prefill)",
         grid: &[0.3e-3, 0.6e-3, 1.2e-3, 2.0e-3, 3.0e-3, 4.5e-3, 6.0e-3, 8.0e-3],
     },
     FitParam {

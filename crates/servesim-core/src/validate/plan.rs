@@ -200,6 +200,7 @@ pub fn run_fit_job(
         value: 0.0,
         objective: best.1,
     }];
+    let fits_eager = job.params.contains(&"step_overhead_eager_s");
     for round in 1..=job.rounds {
         for fp in FIT_PARAMS.iter().filter(|f| job.params.contains(&f.field)) {
             for &v in fp.grid {
@@ -208,7 +209,6 @@ pub fn run_fit_job(
                     .entry(job.key.clone())
                     .or_default()
                     .insert(fp.field.to_string(), v);
-                let fits_eager = job.params.contains(&"step_overhead_eager_s");
                 if t == cur || (fits_eager && !overheads_ordered(t.generations.get(&job.key))) {
                     continue;
                 }
