@@ -1,6 +1,7 @@
 //! The fit as independent jobs (`validate::plan_fit` / `run_fit_job` / `assemble_fit`): the jobs
 //! run in any order give exactly `validate::fit_all`'s report, and the plan has one in-sample job
-//! per calibration key and per fold the keys that hold the left-out rows. Runs on a small subset
+//! per calibration key and per fold the keys that hold the left-out rows; the held-out
+//! aggregates come pooled and per left-out source. Runs on a small subset
 //! of the shipped calibration rows (two sources, two calibration keys, dense and MoE models) with
 //! one coordinate-descent pass, so it stays fast.
 
@@ -98,6 +99,33 @@ fn jobs_run_in_any_order_give_fit_alls_report() {
             .held_out
             .iter()
             .any(|a| a.scope == scope && a.n > 0));
+    }
+    // Per source, the pooled leave-one-source-out rows, split without loss or overlap.
+    for pooled in sequential
+        .held_out
+        .iter()
+        .filter(|a| a.scope == "leave-one-source-out")
+    {
+        let split: usize = sequential
+            .held_out
+            .iter()
+            .filter(|a| a.scope.starts_with("leave-one-source-out: ") && a.family == pooled.family)
+            .map(|a| a.n)
+            .sum();
+        assert_eq!(split, pooled.n, "{:?}", pooled.family);
+    }
+    for src in [
+        "inference-sim/training",
+        "gpustack/gpustack performance-lab",
+    ] {
+        let scope = format!("leave-one-source-out: {src}");
+        assert!(
+            sequential
+                .held_out
+                .iter()
+                .any(|a| a.scope == scope && a.n > 0),
+            "{scope}"
+        );
     }
     // A wrong number of results is an error, not a panic.
     assert!(validate::assemble_fit(&csv, &plan, &results[1..], &mut sim()).is_err());

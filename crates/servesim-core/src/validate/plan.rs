@@ -315,6 +315,15 @@ pub fn assemble_fit(
             &|p| p.model_family == *fam,
         ));
     }
+    // Per source, what a fit that never saw the source predicts for it: a harness or era
+    // setting only that source has shows here, pooled it hides in the others.
+    for src in &sources {
+        held_out.extend(aggregate(
+            &by_source,
+            &format!("leave-one-source-out: {src}"),
+            &|p| p.source == *src,
+        ));
+    }
     Ok(FitReport {
         table,
         logs,
