@@ -62,6 +62,30 @@ fn hopper_has_its_own_fit_for_each_vllm_release_line() {
 }
 
 #[test]
+fn harness_entries_of_the_fit_are_never_a_scenarios_table() {
+    // `<key>+<tag>` entries (validate::HARNESS_KEYS) hold what one measurement harness alone
+    // shows; scenarios look a table up by generation and era and must never land on one.
+    let fit = validate::fitted_efficiencies().unwrap();
+    assert!(fit.generations.keys().any(|k| k.contains('+')));
+    for g in [
+        Generation::Hopper,
+        Generation::Ampere,
+        Generation::Blackwell,
+        Generation::Cdna3,
+        Generation::Ada,
+    ] {
+        for era in EngineEra::ALL {
+            if let Some((key, _)) = lookup_calibration(&fit.generations, g, era) {
+                assert!(!key.contains('+'), "{g:?} {era:?} -> {key}");
+            }
+            if let Some(key) = Efficiencies::calibration_entry(g, era) {
+                assert!(!key.contains('+'), "{g:?} {era:?} -> {key}");
+            }
+        }
+    }
+}
+
+#[test]
 fn lookup_prefers_the_exact_era_then_a_plain_generation_then_the_other_era() {
     let mut t: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
     let one = |v: f64| BTreeMap::from([("gemm_bf16".to_string(), v)]);

@@ -130,3 +130,81 @@ fn jobs_run_in_any_order_give_fit_alls_report() {
     // A wrong number of results is an error, not a panic.
     assert!(validate::assemble_fit(&csv, &plan, &results[1..], &mut sim()).is_err());
 }
+
+const CSV_B: &str = include_str!("../data/calibration/measured-points-more.csv");
+
+/// The inference-sim Llama-2-7B rows plus two InferenceX experimental rows (MiniMax-M2.5 on 8
+/// H200, vLLM nightly): one calibration key, one harness.
+fn harness_subset() -> String {
+    let mut out = String::new();
+    for (i, line) in CSV_A.lines().enumerate() {
+        if i == 0 || (line.starts_with("inference-sim/training") && line.contains("Llama-2-7b-hf"))
+        {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    let experimental = CSV_B
+        .lines()
+        .filter(|l| {
+            l.starts_with("SemiAnalysis InferenceX experimental")
+                && l.contains("MiniMax")
+                && l.contains("_conc4.json")
+        })
+        .take(2);
+    for line in experimental {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn a_harness_fits_its_own_entry_in_its_keys_descent_and_only_its_rows_read_it() {
+    let csv = harness_subset();
+    let rows = validate::parse_points(&csv).unwrap();
+    let harness: Vec<&validate::CalibrationPoint> = rows
+        .iter()
+        .filter(|p| validate::harness_key(p).is_some())
+        .collect();
+    assert_eq!(harness.len(), 2);
+    let entry = "hopper@vllm-0.15+inferencex-experimental";
+    assert_eq!(validate::harness_key(harness[0]).as_deref(), Some(entry));
+    // Both sources' rows are in the key's one in-sample job, which also fits the harness entry.
+    let plan = validate::plan_fit(&csv, 1, 1).unwrap();
+    assert_eq!(plan.in_sample.len(), 1);
+    let job = &plan.jobs[plan.in_sample[0]];
+    assert_eq!(job.key, "hopper@vllm-0.15");
+    assert_eq!(job.lines.len(), rows.len());
+    assert_eq!(job.harness, [entry]);
+    // Held out, the harness source's fold refits the key on the other rows, without the entry.
+    let fold = plan
+        .folds
+        .iter()
+        .find(|f| f.grouping == Grouping::Source && f.group.starts_with("SemiAnalysis"))
+        .unwrap();
+    assert_eq!(fold.jobs.len(), 1);
+    assert!(plan.jobs[fold.jobs[0]].harness.is_empty());
+    // The fit writes the entry, its log names the harness, and its fields are harness fields.
+    let report = validate::fit_all(&csv, 1, 1, &mut sim()).unwrap();
+    let own = &report.table.generations[entry];
+    assert!(own
+        .keys()
+        .all(|f| validate::HARNESS_PARAMS.contains(&f.as_str())));
+    // A table read for a row: the entry's fields for the harness rows only.
+    let mut t = validate::FittedEfficiencies::default();
+    t.generations.insert(
+        "hopper@vllm-0.15".into(),
+        [("gemm_fp8".to_string(), 0.7)].into_iter().collect(),
+    );
+    t.generations.insert(
+        entry.into(),
+        [("gemm_fp8".to_string(), 0.2)].into_iter().collect(),
+    );
+    let other = rows
+        .iter()
+        .find(|p| validate::harness_key(p).is_none())
+        .unwrap();
+    assert_eq!(t.full_table_for_point(harness[0])["gemm_fp8"], 0.2);
+    assert_eq!(t.full_table_for_point(other)["gemm_fp8"], 0.7);
+}

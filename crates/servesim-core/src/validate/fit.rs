@@ -54,6 +54,22 @@ impl FittedEfficiencies {
         serde_json::to_value(eff).unwrap_or_else(|_| json!({}))
     }
 
+    /// [`FittedEfficiencies::full_table_for`] of a row, with the fields of its harness entry
+    /// ([`harness_key`]) on top when the table has one.
+    pub fn full_table_for_point(&self, p: &CalibrationPoint) -> Value {
+        let base = self.full_table_for(&p.gpu, point_era(p));
+        let Some(own) = harness_key(p).and_then(|k| self.generations.get(&k)) else {
+            return base;
+        };
+        let mut v = base;
+        if let Some(o) = v.as_object_mut() {
+            for (k, x) in own {
+                o.insert(k.clone(), json!(x));
+            }
+        }
+        v
+    }
+
     /// The overrides JSON for a generation (`{}` when the fit has none).
     pub fn overrides_for(&self, generation: &str) -> Value {
         match self.generations.get(generation) {
@@ -264,9 +280,11 @@ pub fn fit_generation(
             .map(|p| p.line)
             .collect(),
         params: params.to_vec(),
+        harness: Vec::new(),
         rounds,
     };
-    run_fit_job(points_csv, &job, sim)
+    let (mut tables, log) = run_fit_job(points_csv, &job, sim)?;
+    Ok((tables.remove(generation).unwrap_or_default(), log))
 }
 
 /// Which fields are fitted per calibration key (`<generation>@<era>`): all of [`FIT_PARAMS`]

@@ -9,12 +9,16 @@ use super::*;
 use std::collections::BTreeMap;
 
 /// One coordinate descent: calibration key `key` fitted on the rows `lines` (all of that key),
-/// over the parameters `params`, `rounds` passes, from the literature table.
+/// over the parameters `params`, and for each harness entry in `harness` ([`HARNESS_KEYS`]: rows
+/// of that harness among `lines`) the [`HARNESS_PARAMS`] of that entry, `rounds` passes, from the
+/// literature table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyFitJob {
     pub key: String,
     pub lines: Vec<usize>,
     pub params: Vec<&'static str>,
+    /// Harness entries (`<key>+<tag>`) fitted in the same descent.
+    pub harness: Vec<String>,
     pub rounds: usize,
 }
 
@@ -25,7 +29,13 @@ impl KeyFitJob {
             .iter()
             .filter(|f| self.params.contains(&f.field))
             .map(|f| f.grid.len())
-            .sum();
+            .sum::<usize>()
+            + self.harness.len()
+                * FIT_PARAMS
+                    .iter()
+                    .filter(|f| HARNESS_PARAMS.contains(&f.field))
+                    .map(|f| f.grid.len())
+                    .sum::<usize>();
         self.lines.len() * (1 + grid * self.rounds)
     }
 }
@@ -62,26 +72,44 @@ pub struct FitPlan {
     pub folds: Vec<FoldPlan>,
 }
 
-/// A row as the plan sees it: (line, calibration key, model, source, model family).
-type PlanRow<'a> = (usize, Option<String>, &'a str, &'a str, &'a str);
+/// A row as the plan sees it: (line, calibration key, model, source, model family, harness
+/// entry).
+type PlanRow<'a> = (
+    usize,
+    Option<String>,
+    &'a str,
+    &'a str,
+    &'a str,
+    Option<String>,
+);
 
-/// The jobs fitting every key present among `rows` (line, key, model), in key order, each on
-/// that key's rows.
-fn key_jobs(rows: &[(usize, String, &str)], rounds: usize) -> Vec<KeyFitJob> {
-    let mut by_key: BTreeMap<&str, (Vec<usize>, Vec<&str>)> = BTreeMap::new();
-    for (line, key, model) in rows {
+/// A row a job trains on: (line, key, model, harness entry).
+type TrainRow<'a> = (usize, String, &'a str, Option<String>);
+
+/// The jobs fitting every key present among `rows`, in key order, each on that key's rows (with
+/// the harness entries of those rows).
+fn key_jobs(rows: &[TrainRow], rounds: usize) -> Vec<KeyFitJob> {
+    type Acc<'a> = (Vec<usize>, Vec<&'a str>, Vec<String>);
+    let mut by_key: BTreeMap<&str, Acc> = BTreeMap::new();
+    for (line, key, model, harness) in rows {
         let e = by_key.entry(key.as_str()).or_default();
         e.0.push(*line);
         if !e.1.contains(model) {
             e.1.push(model);
         }
+        if let Some(h) = harness {
+            if !e.2.contains(h) {
+                e.2.push(h.clone());
+            }
+        }
     }
     by_key
         .into_iter()
-        .map(|(key, (lines, models))| KeyFitJob {
+        .map(|(key, (lines, models, harness))| KeyFitJob {
             key: key.to_string(),
             lines,
             params: fit_params_for(key, models.len()),
+            harness,
             rounds,
         })
         .collect()
@@ -106,13 +134,14 @@ pub fn plan_fit(
                 p.model.as_str(),
                 p.source.as_str(),
                 model_family(p),
+                harness_key(p),
             )
         })
         .collect();
     let keyed = |keep: &dyn Fn(&PlanRow) -> bool| {
         rows.iter()
             .filter(|r| keep(r))
-            .filter_map(|r| r.1.clone().map(|k| (r.0, k, r.2)))
+            .filter_map(|r| r.1.clone().map(|k| (r.0, k, r.2, r.5.clone())))
             .collect::<Vec<_>>()
     };
     let mut jobs = key_jobs(&keyed(&|_| true), rounds);
@@ -167,8 +196,9 @@ pub fn plan_fit(
     })
 }
 
-/// The result of one job: the key's fitted overrides and the log of accepted steps.
-pub type KeyFitResult = (BTreeMap<String, f64>, Vec<FitStep>);
+/// The result of one job: the fitted overrides of its key and of its harness entries (entry ->
+/// field -> value), and the log of accepted steps.
+pub type KeyFitResult = (BTreeMap<String, BTreeMap<String, f64>>, Vec<FitStep>);
 
 /// Runs one job: coordinate descent over its parameters, from the literature table of its key
 /// ([`fit_generation`]'s method).
@@ -201,12 +231,29 @@ pub fn run_fit_job(
         objective: best.1,
     }];
     let fits_eager = job.params.contains(&"step_overhead_eager_s");
+    // (entry, parameter) in the order they are tried: each harness entry's first, so what only a
+    // harness shows lands in its entry before the key's shared fields move, then the key's own.
+    let mut steps: Vec<(&str, &FitParam)> = Vec::new();
+    for h in &job.harness {
+        steps.extend(
+            FIT_PARAMS
+                .iter()
+                .filter(|f| HARNESS_PARAMS.contains(&f.field))
+                .map(|f| (h.as_str(), f)),
+        );
+    }
+    steps.extend(
+        FIT_PARAMS
+            .iter()
+            .filter(|f| job.params.contains(&f.field))
+            .map(|f| (job.key.as_str(), f)),
+    );
     for round in 1..=job.rounds {
-        for fp in FIT_PARAMS.iter().filter(|f| job.params.contains(&f.field)) {
+        for &(entry, fp) in &steps {
             for &v in fp.grid {
                 let mut t = cur.clone();
                 t.generations
-                    .entry(job.key.clone())
+                    .entry(entry.to_string())
                     .or_default()
                     .insert(fp.field.to_string(), v);
                 if t == cur || (fits_eager && !overheads_ordered(t.generations.get(&job.key))) {
@@ -218,7 +265,10 @@ pub fn run_fit_job(
                     cur = t;
                     log.push(FitStep {
                         round,
-                        field: fp.field.to_string(),
+                        field: match entry.split_once('+') {
+                            Some((_, tag)) if entry != job.key => format!("{} [{tag}]", fp.field),
+                            _ => fp.field.to_string(),
+                        },
                         value: v,
                         objective: obj.1,
                     });
@@ -226,10 +276,17 @@ pub fn run_fit_job(
             }
         }
     }
-    Ok((
+    let mut tables = BTreeMap::new();
+    tables.insert(
+        job.key.clone(),
         cur.generations.get(&job.key).cloned().unwrap_or_default(),
-        log,
-    ))
+    );
+    for h in &job.harness {
+        if let Some(m) = cur.generations.get(h) {
+            tables.insert(h.clone(), m.clone());
+        }
+    }
+    Ok((tables, log))
 }
 
 /// A step without a CUDA graph does all the CPU work of a step with one (scheduling, inputs,
@@ -268,7 +325,7 @@ pub fn assemble_fit(
     }
     let mut table = FittedEfficiencies {
         description: format!(
-            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per GPU generation and vLLM release line (`<generation>@<era>`), {} rounds (held-out folds {}), objective = mean over sources of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
+            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per GPU generation and vLLM release line (`<generation>@<era>`; the InferenceX experimental harness's rows also fit prefill and front-end fields of their own, `<key>+inferencex-experimental`, never used for a scenario), {} rounds (held-out folds {}), objective = mean over sources of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
             pts.len(),
             sources.join(" + "),
             plan.rounds,
@@ -279,19 +336,23 @@ pub fn assemble_fit(
     let mut logs = BTreeMap::new();
     for &i in &plan.in_sample {
         let key = plan.jobs[i].key.clone();
-        table.generations.insert(key.clone(), results[i].0.clone());
+        table.generations.extend(results[i].0.clone());
         logs.insert(key, results[i].1.clone());
     }
     let mut by_source = Vec::new();
     let mut by_family = Vec::new();
     for fold in &plan.folds {
         let mut t = table.clone();
-        for k in &fold.keys {
-            t.generations.remove(k);
-        }
+        // The fold's keys and their harness entries go; the refits (with theirs) come in.
+        t.generations.retain(|k, _| {
+            !fold.keys.iter().any(|f| {
+                k == f
+                    || k.strip_prefix(f.as_str())
+                        .is_some_and(|r| r.starts_with('+'))
+            })
+        });
         for &i in &fold.jobs {
-            t.generations
-                .insert(plan.jobs[i].key.clone(), results[i].0.clone());
+            t.generations.extend(results[i].0.clone());
         }
         let o = ValidateOptions {
             only_lines: Some(fold.test.clone()),
