@@ -325,9 +325,14 @@ pub fn assemble_fit(
     }
     let mut table = FittedEfficiencies {
         description: format!(
-            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per GPU generation and vLLM release line (`<generation>@<era>`; the InferenceX experimental harness's rows also fit prefill and front-end fields of their own, `<key>+inferencex-experimental`, never used for a scenario), {} rounds (held-out folds {}), objective = mean over sources of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
+            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per GPU generation and vLLM release line (`<generation>@<era>`; {}), {} rounds (held-out folds {}), objective = mean over sources of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
             pts.len(),
             sources.join(" + "),
+            HARNESS_KEYS
+                .iter()
+                .map(|(prefix, tag)| format!("the {prefix} rows also fit prefill and front-end fields of their own, `<key>+{tag}`, never used for a scenario"))
+                .collect::<Vec<_>>()
+                .join("; "),
             plan.rounds,
             plan.held_out_rounds
         ),
