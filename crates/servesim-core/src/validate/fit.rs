@@ -43,31 +43,36 @@ impl FittedEfficiencies {
     /// calibration the scenario would otherwise use (`--defaults` really is the literature table).
     /// `{}` for an unknown GPU (the scenario then reports it).
     pub fn full_table_for(&self, gpu: &str, era: crate::perf::EngineEra) -> Value {
-        let Ok(g) = crate::gpu::find_gpu(catalog_gpu(gpu)) else {
-            return json!({});
-        };
-        let base = crate::perf::Efficiencies::default_for(g.generation);
-        let eff = match crate::perf::lookup_calibration(&self.generations, g.generation, era) {
-            Some((_, m)) => base.with_fitted(m).unwrap_or(base),
-            None => base,
-        };
-        serde_json::to_value(eff).unwrap_or_else(|_| json!({}))
+        self.table(gpu, era, None)
     }
 
     /// [`FittedEfficiencies::full_table_for`] of a row, with the fields of its harness entry
     /// ([`harness_key`]) on top when the table has one.
     pub fn full_table_for_point(&self, p: &CalibrationPoint) -> Value {
-        let base = self.full_table_for(&p.gpu, point_era(p));
-        let Some(own) = harness_key(p).and_then(|k| self.generations.get(&k)) else {
-            return base;
+        let own = harness_key(p).and_then(|k| self.generations.get(&k));
+        self.table(&p.gpu, point_era(p), own)
+    }
+
+    /// The literature table of `gpu`'s generation, its calibration entry's fields on top, then
+    /// `extra`'s (a harness entry); `{}` for an unknown GPU.
+    fn table(
+        &self,
+        gpu: &str,
+        era: crate::perf::EngineEra,
+        extra: Option<&BTreeMap<String, f64>>,
+    ) -> Value {
+        let Ok(g) = crate::gpu::find_gpu(catalog_gpu(gpu)) else {
+            return json!({});
         };
-        let mut v = base;
-        if let Some(o) = v.as_object_mut() {
-            for (k, x) in own {
-                o.insert(k.clone(), json!(x));
-            }
+        let mut eff = crate::perf::Efficiencies::default_for(g.generation);
+        let layers = crate::perf::lookup_calibration(&self.generations, g.generation, era)
+            .map(|(_, m)| m)
+            .into_iter()
+            .chain(extra);
+        for m in layers {
+            eff = eff.with_fitted(m).unwrap_or(eff);
         }
-        v
+        serde_json::to_value(eff).unwrap_or_else(|_| json!({}))
     }
 
     /// The overrides JSON for a generation (`{}` when the fit has none).
