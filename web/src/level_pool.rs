@@ -7,11 +7,12 @@
 //! worker runs it (`SweepRunner::run_at`); the sweep worker assembles the outputs in level order
 //! with `SweepRunner::finish_with` and sends the page exactly the messages, and the report
 //! bytes, one worker stepping through the levels would send. Level outputs travel between
-//! workers in [`exact`] form (every float as its shortest round-trip decimal), because
-//! serde_json's default float parser is not exact to the last bit.
+//! workers in [`exact`](crate::protocol::exact) form (every float as its shortest round-trip
+//! decimal), because serde_json's default float parser is not exact to the last bit.
 //! The page's protocol (`protocol::ToWorker` / `FromWorker`) does not change: the page talks to
 //! the sweep worker only.
 
+use crate::protocol::exact;
 use crate::protocol::{prepare_job, start_job, FromWorker, SweepRun, ToWorker};
 use serde::{Deserialize, Serialize};
 use servesim_core::sweep::LevelOutput;
@@ -43,7 +44,7 @@ pub enum FromLevel {
         index: usize,
         fraction: f64,
     },
-    /// Level `index` finished: the core's `LevelOutput` in [`exact`] form.
+    /// Level `index` finished: the core's `LevelOutput` in [`exact`](crate::protocol::exact) form.
     LevelDone {
         id: u32,
         index: usize,
@@ -283,61 +284,6 @@ impl<'r> Assembly<'r> {
     }
 }
 
-/// JSON that carries every float exactly: each non-integer number is written as
-/// `{"\u0001f64": "<shortest round-trip decimal>"}` and read back with `str::parse::<f64>`
-/// (exact), integers stay JSON integers (exact in serde_json).
-pub mod exact {
-    use serde::de::DeserializeOwned;
-    use serde::Serialize;
-    use serde_json::{Map, Number, Value};
-
-    const KEY: &str = "\u{1}f64";
-
-    pub fn to_string<T: Serialize>(x: &T) -> Result<String, String> {
-        let mut v = serde_json::to_value(x).map_err(|e| e.to_string())?;
-        wrap(&mut v);
-        serde_json::to_string(&v).map_err(|e| e.to_string())
-    }
-
-    pub fn from_str<T: DeserializeOwned>(s: &str) -> Result<T, String> {
-        let mut v: Value = serde_json::from_str(s).map_err(|e| e.to_string())?;
-        unwrap(&mut v)?;
-        serde_json::from_value(v).map_err(|e| e.to_string())
-    }
-
-    fn wrap(v: &mut Value) {
-        match v {
-            Value::Number(n) if n.is_f64() => {
-                let text = n.as_f64().map(|f| f.to_string()).unwrap_or_default();
-                let mut m = Map::new();
-                m.insert(KEY.to_string(), Value::String(text));
-                *v = Value::Object(m);
-            }
-            Value::Array(a) => a.iter_mut().for_each(wrap),
-            Value::Object(m) => m.values_mut().for_each(wrap),
-            _ => {}
-        }
-    }
-
-    fn unwrap(v: &mut Value) -> Result<(), String> {
-        match v {
-            Value::Object(m) if m.len() == 1 && m.contains_key(KEY) => {
-                let f = m
-                    .get(KEY)
-                    .and_then(Value::as_str)
-                    .and_then(|t| t.parse::<f64>().ok())
-                    .and_then(Number::from_f64)
-                    .ok_or_else(|| format!("a float written as {:?} cannot be read", m.get(KEY)))?;
-                *v = Value::Number(f);
-                Ok(())
-            }
-            Value::Array(a) => a.iter_mut().try_for_each(unwrap),
-            Value::Object(m) => m.values_mut().try_for_each(unwrap),
-            _ => Ok(()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,27 +463,5 @@ mod tests {
         assert_eq!(v["cancelled"], true);
         assert_eq!(v["levels"].as_array().unwrap().len(), 1);
         assert_eq!(v["levels"][0]["concurrency"], 64.0);
-    }
-
-    #[test]
-    fn exact_json_carries_every_float_to_the_last_bit() {
-        let xs: Vec<f64> = vec![
-            0.1 + 0.2,
-            1.0 / 3.0,
-            5e-324,
-            1.7976931348623157e308,
-            -2.2250738585072014e-308,
-            0.35842078800000005,
-            123456789.12345679,
-            3.0,
-        ];
-        let back: Vec<f64> = exact::from_str(&exact::to_string(&xs).unwrap()).unwrap();
-        assert_eq!(
-            xs.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-            back.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
-        );
-        // Integers stay integers; a stray marker object is refused, not guessed.
-        assert_eq!(exact::to_string(&vec![1u64, 2]).unwrap(), "[1,2]");
-        assert!(exact::from_str::<Vec<f64>>("[{\"\\u0001f64\":\"x\"}]").is_err());
     }
 }

@@ -220,11 +220,12 @@ impl ToWorker {
 }
 
 impl FromWorker {
+    /// In [`exact`] form: the page reads every number bit for bit as the worker computed it.
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
+        exact::to_string(self).unwrap_or_default()
     }
     pub fn from_json(s: &str) -> Result<Self, String> {
-        serde_json::from_str(s).map_err(|e| format!("bad message from worker: {e}"))
+        exact::from_str(s).map_err(|e| format!("bad message from worker: {e}"))
     }
     /// The run this message belongs to (None for `Ready`).
     pub fn run_id(&self) -> Option<u32> {
@@ -664,6 +665,61 @@ pub fn run_job(
     }
 }
 
+/// JSON that carries every float exactly: each non-integer number is written as
+/// `{"\u0001f64": "<shortest round-trip decimal>"}` and read back with `str::parse::<f64>`
+/// (exact), integers stay JSON integers (exact in serde_json).
+pub mod exact {
+    use serde::de::DeserializeOwned;
+    use serde::Serialize;
+    use serde_json::{Map, Number, Value};
+
+    const KEY: &str = "\u{1}f64";
+
+    pub fn to_string<T: Serialize>(x: &T) -> Result<String, String> {
+        let mut v = serde_json::to_value(x).map_err(|e| e.to_string())?;
+        wrap(&mut v);
+        serde_json::to_string(&v).map_err(|e| e.to_string())
+    }
+
+    pub fn from_str<T: DeserializeOwned>(s: &str) -> Result<T, String> {
+        let mut v: Value = serde_json::from_str(s).map_err(|e| e.to_string())?;
+        unwrap(&mut v)?;
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+
+    fn wrap(v: &mut Value) {
+        match v {
+            Value::Number(n) if n.is_f64() => {
+                let text = n.as_f64().map(|f| f.to_string()).unwrap_or_default();
+                let mut m = Map::new();
+                m.insert(KEY.to_string(), Value::String(text));
+                *v = Value::Object(m);
+            }
+            Value::Array(a) => a.iter_mut().for_each(wrap),
+            Value::Object(m) => m.values_mut().for_each(wrap),
+            _ => {}
+        }
+    }
+
+    fn unwrap(v: &mut Value) -> Result<(), String> {
+        match v {
+            Value::Object(m) if m.len() == 1 && m.contains_key(KEY) => {
+                let f = m
+                    .get(KEY)
+                    .and_then(Value::as_str)
+                    .and_then(|t| t.parse::<f64>().ok())
+                    .and_then(Number::from_f64)
+                    .ok_or_else(|| format!("a float written as {:?} cannot be read", m.get(KEY)))?;
+                *v = Value::Number(f);
+                Ok(())
+            }
+            Value::Array(a) => a.iter_mut().try_for_each(unwrap),
+            Value::Object(m) => m.values_mut().try_for_each(unwrap),
+            _ => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1016,5 +1072,46 @@ mod tests {
         assert_eq!(sweep_fraction(1, 4), 0.25);
         assert_eq!(sweep_fraction(4, 4), 1.0);
         assert_eq!(sweep_fraction(0, 0), 1.0);
+    }
+
+    #[test]
+    fn exact_json_carries_every_float_to_the_last_bit() {
+        let xs: Vec<f64> = vec![
+            // 185.66666666666666: serde_json's default parser reads it back as ...663.
+            3342.0 / 18.0,
+            0.1 + 0.2,
+            1.0 / 3.0,
+            5e-324,
+            1.7976931348623157e308,
+            -2.2250738585072014e-308,
+            0.35842078800000005,
+            123456789.12345679,
+            3.0,
+        ];
+        let back: Vec<f64> = exact::from_str(&exact::to_string(&xs).unwrap()).unwrap();
+        assert_eq!(
+            xs.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            back.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
+        // Integers stay integers; a stray marker object is refused, not guessed.
+        assert_eq!(exact::to_string(&vec![1u64, 2]).unwrap(), "[1,2]");
+        assert!(exact::from_str::<Vec<f64>>("[{\"\\u0001f64\":\"x\"}]").is_err());
+    }
+
+    #[test]
+    fn worker_messages_reach_the_page_bit_exact() {
+        let m = FromWorker::LevelProgress {
+            id: 3,
+            index: 1,
+            fraction: 3342.0 / 18.0,
+        };
+        let back = FromWorker::from_json(&m.to_json()).unwrap();
+        let FromWorker::LevelProgress { fraction, .. } = back else {
+            panic!("the same message comes back")
+        };
+        assert_eq!(fraction.to_bits(), (3342.0f64 / 18.0).to_bits());
+        // Plain serde_json (no exact form) would not carry it.
+        let plain: f64 = serde_json::from_str(&(3342.0f64 / 18.0).to_string()).unwrap();
+        assert_ne!(plain.to_bits(), (3342.0f64 / 18.0).to_bits());
     }
 }
