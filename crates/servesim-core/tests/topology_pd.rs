@@ -10,7 +10,7 @@ use servesim_core::scenario::{ResolvedScenario, Scenario, SweepReport};
 use servesim_core::topology::{
     run_disagg_level_logged, HandoffLog, KvPath, RawKvTransfer, RawPool, RawTopology, TopologyLevel,
 };
-use servesim_core::workload::Level;
+use servesim_core::workload::{Level, RawArrival};
 use std::path::PathBuf;
 
 /// Llama-3.1-8B on H100, 1024 in / 128 out, closed loop, 60 s levels (the default scenario's
@@ -204,8 +204,13 @@ fn slower_links_cost_ttft() {
         let k = s.topology.as_mut().unwrap().kv_transfer.as_mut().unwrap();
         k.rdma_gbps_per_gpu = Some(gbps);
         k.latency_ms = Some(if gbps < 1e9 { 0.05 } else { 0.0 });
+        // Poisson arrivals: a closed loop of equal requests can lock into waves (every request
+        // prefilled in one batch, then decoded together) whose phase a link's delay decides.
+        s.workload.arrival = RawArrival::Poisson { rate: 6.0 };
+        s.sweep.concurrency = None;
+        s.sweep.request_rates = Some(vec![6.0]);
         let r = s.resolve().unwrap();
-        let out = run(&r, Level::Concurrency(8));
+        let out = run(&r, Level::RequestRate(6.0));
         check_invariants(&r, &out);
         ttft.push((
             gbps,

@@ -15,17 +15,17 @@ fn combined() -> String {
 /// Copied from docs/accuracy.md: (family, points scored, median abs error %, mean abs error %),
 /// in-sample on the combined set.
 const DOCUMENTED: [(Family, usize, f64, f64); 3] = [
-    (Family::Throughput, 540, 24.8, 51.8),
-    (Family::InterToken, 420, 26.8, 48.1),
-    (Family::Ttft, 419, 44.9, 261.1),
+    (Family::Throughput, 546, 18.2, 41.7),
+    (Family::InterToken, 426, 20.4, 48.7),
+    (Family::Ttft, 419, 45.1, 234.8),
 ];
 
 /// Copied from docs/accuracy.md: held-out medians (leave-one-model-family-out,
 /// leave-one-source-out), percent, as the shipped summary carries them.
 const DOCUMENTED_HELD_OUT: [(Family, f64, f64); 3] = [
-    (Family::Throughput, 38.5, 106.3),
-    (Family::InterToken, 39.2, 49.5),
-    (Family::Ttft, 60.1, 71.9),
+    (Family::Throughput, 28.5, 84.3),
+    (Family::InterToken, 35.7, 44.8),
+    (Family::Ttft, 61.8, 68.1),
 ];
 /// Allowed worsening of a documented median, percentage points.
 const SLACK_PCT: f64 = 1.0;
@@ -135,8 +135,11 @@ fn source_caveat_exclusions_are_listed() {
 /// A run whose prompt throughput exceeds its GPUs' compute served its prompts from the prefix
 /// cache: the gpustack DeepSeek-V3.2 random 32000/100 "baseline" (line 270) measured 2,075
 /// output tok/s and a 4.6 s TTFT where the same page's identical run (line 269, the same
-/// seed-42 prompts) measured 30 tok/s and 164 s. It is left out of every aggregate, and no
-/// other simulated row is.
+/// seed-42 prompts) measured 30 tok/s and 164 s. So are the six RTX 4090 runs of gpustack's
+/// LMCache study whose page says every prompt hit the KV cache in VRAM (lines 469-474; e.g.
+/// 5,954 output tok/s where the cache-miss run of the same prompts, line 463, measured 580).
+/// They are left out of every aggregate, their cache-miss twins are compared, and no other
+/// simulated row is left out for it.
 #[test]
 fn prompts_served_from_the_prefix_cache_are_left_out() {
     let r = validate::run(&combined(), &ValidateOptions::default()).unwrap();
@@ -145,13 +148,17 @@ fn prompts_served_from_the_prefix_cache_are_left_out() {
         .iter()
         .filter(|(_, _, why)| why.contains("prefix cache"))
         .collect();
-    assert_eq!(cached.len(), 3, "{cached:?}");
-    assert!(cached.iter().all(|(line, _, _)| *line == 270), "{cached:?}");
-    let twin = r.points.iter().find(|p| p.line == 269).unwrap();
-    assert!(
-        twin.comparisons.iter().all(|c| c.excluded.is_none()),
-        "the uncached twin is compared"
-    );
+    let mut lines: Vec<usize> = cached.iter().map(|(line, _, _)| *line).collect();
+    lines.dedup();
+    assert_eq!(lines, [270, 469, 470, 471, 472, 473, 474], "{cached:?}");
+    for twin in [269, 463, 464, 465, 466, 467, 468] {
+        let twin = r.points.iter().find(|p| p.line == twin).unwrap();
+        assert!(
+            !twin.comparisons.is_empty() && twin.comparisons.iter().all(|c| c.excluded.is_none()),
+            "the uncached twin (line {}) is compared",
+            twin.line
+        );
+    }
 }
 
 /// docs/accuracy.md, read at run time so that `UPDATE_DOCS=1` can rewrite it.

@@ -125,7 +125,11 @@ fn vllm_versions_map_to_their_release_line() {
 
 #[test]
 fn generations_without_measured_runs_keep_the_literature_table_and_say_so() {
-    for g in [Generation::Ada] {
+    for g in [
+        Generation::Cdna4,
+        Generation::BlackwellUltra,
+        Generation::BlackwellRtx,
+    ] {
         for era in EngineEra::ALL {
             assert_eq!(
                 Efficiencies::calibrated_for(g, era),
@@ -183,8 +187,14 @@ fn resolved_scenarios_report_which_calibration_they_run_with() {
     assert_eq!(c.fit.as_deref(), Some("ampere@vllm-0.11"));
     assert!(c.summary.contains("nearest"), "{}", c.summary);
 
-    // A generation without measured runs: the literature table, said so.
+    // An L40S is Ada, fitted on the RTX 4090 runs (vLLM 0.9 / 0.10): the nearest line is used.
     s.gpu = servesim_core::scenario::GpuRef::Catalog("L40S".into());
+    let c = s.resolve().unwrap().calibration;
+    assert_eq!(c.fit.as_deref(), Some("ada@vllm-0.11"));
+    assert!(c.summary.contains("nearest"), "{}", c.summary);
+
+    // A generation without measured runs: the literature table, said so.
+    s.gpu = servesim_core::scenario::GpuRef::Catalog("MI355X".into());
     let c = s.resolve().unwrap().calibration;
     assert_eq!((c.basis.as_str(), c.fit.as_deref()), ("literature", None));
     assert!(c.summary.contains("literature"), "{}", c.summary);

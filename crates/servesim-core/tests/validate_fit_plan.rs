@@ -208,3 +208,43 @@ fn a_harness_fits_its_own_entry_in_its_keys_descent_and_only_its_rows_read_it() 
     assert_eq!(t.full_table_for_point(harness[0])["gemm_fp8"], 0.2);
     assert_eq!(t.full_table_for_point(other)["gemm_fp8"], 0.7);
 }
+
+/// A row that waits for a capability (`validate::waits_for`: here the source states no tp) trains
+/// nothing: it is in no job, and its model does not count towards its key's models, so a key
+/// whose simulated rows are one model keeps the broad fields only (`validate::fit_params_for`).
+#[test]
+fn rows_that_wait_train_nothing_and_are_not_one_of_their_keys_models() {
+    let one_model: Vec<&str> = CSV_A
+        .lines()
+        .filter(|l| l.starts_with("gpustack") && l.contains("Qwen/Qwen3-8B,"))
+        .collect();
+    assert!(one_model.len() >= 3, "the gpustack Qwen3-8B rows");
+    let mut csv = format!("{}\n", CSV_A.lines().next().unwrap());
+    for l in &one_model {
+        csv.push_str(l);
+        csv.push('\n');
+    }
+    // The same run twice more under other models' names, without a tp: both wait.
+    for other in ["Qwen/Qwen3-14B", "Qwen/Qwen3-32B"] {
+        let f: Vec<&str> = one_model[0].splitn(7, ',').collect();
+        csv.push_str(&format!(
+            "{},{},{other},{},{},,{}\n",
+            f[0], f[1], f[3], f[4], f[6]
+        ));
+    }
+    let rows = validate::parse_points(&csv).unwrap();
+    let waiting: Vec<usize> = rows
+        .iter()
+        .filter(|p| validate::waits_for(p).is_some())
+        .map(|p| p.line)
+        .collect();
+    assert_eq!(waiting.len(), 2);
+    let plan = validate::plan_fit(&csv, 1, 1).unwrap();
+    assert_eq!(plan.in_sample.len(), 1);
+    let job = &plan.jobs[plan.in_sample[0]];
+    assert_eq!(job.key, "hopper@vllm-0.11");
+    assert!(job.lines.iter().all(|l| !waiting.contains(l)));
+    assert_eq!(job.lines.len(), one_model.len());
+    assert_eq!(job.params, validate::fit_params_for(&job.key, 1));
+    assert!(job.params.len() < validate::fit_params_for(&job.key, 3).len());
+}

@@ -124,9 +124,12 @@ pub fn plan_fit(
     held_out_rounds: usize,
 ) -> Result<FitPlan, ValidateError> {
     let pts = parse_points(points_csv)?;
-    // (line, key, model, source, family) of every row (key `None`: GPU not in the catalog).
+    // (line, key, model, source, family) of every row that is simulated (key `None`: GPU not in
+    // the catalog). A row waiting for a capability (`waits_for`) trains nothing and does not
+    // count as one of its key's models.
     let rows: Vec<PlanRow> = pts
         .iter()
+        .filter(|p| super::waits_for(p).is_none())
         .map(|p| {
             (
                 p.line,
@@ -330,7 +333,12 @@ pub fn assemble_fit(
             sources.join(" + "),
             HARNESS_KEYS
                 .iter()
-                .map(|(prefix, tag)| format!("the {prefix} rows also fit prefill and front-end fields of their own, `<key>+{tag}`, never used for a scenario"))
+                .map(|(prefix, tag)| {
+                    format!(
+                        "the {prefix} rows also fit {} for themselves, `<key>+{tag}`, never used for a scenario",
+                        HARNESS_PARAMS.join(", ")
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join("; "),
             plan.rounds,

@@ -42,13 +42,16 @@ pub const HARNESS_KEYS: &[(&str, &str)] = &[(
 )];
 
 /// The fields fitted per harness ([`HARNESS_KEYS`]) on top of its key's table: the prefill-side
-/// efficiencies and the front end, where that harness departs from the others.
+/// efficiencies, the front end and the per-layer floors, where that harness departs from the others
+/// (slow prefill, queued first tokens, small-batch decode twice the official InferenceX run's).
 pub const HARNESS_PARAMS: &[&str] = &[
     "gemm_bf16",
     "gemm_fp8",
     "prefill_attention",
     "api_serial_per_request_s",
     "step_overhead_piecewise_s",
+    "layer_gpu_floor_s",
+    "moe_layer_floor_s",
 ];
 
 /// A row's harness entry, `<generation>@<era>+<tag>`, when its source is in [`HARNESS_KEYS`].
