@@ -124,9 +124,9 @@ pub fn plan_fit(
     held_out_rounds: usize,
 ) -> Result<FitPlan, ValidateError> {
     let pts = parse_points(points_csv)?;
-    // (line, key, model, source, family) of every row that is simulated (key `None`: GPU not in
-    // the catalog). A row waiting for a capability (`waits_for`) trains nothing and does not
-    // count as one of its key's models.
+    // (line, key, model, source, family, harness entry) of every row that is simulated. A row
+    // waiting for a capability (`waits_for`, which also covers a GPU not in the catalog) trains
+    // nothing and does not count as one of its key's models.
     let rows: Vec<PlanRow> = pts
         .iter()
         .filter(|p| super::waits_for(p).is_none())
