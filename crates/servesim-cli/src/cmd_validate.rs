@@ -34,11 +34,11 @@ pub struct ValidateArgs {
         default_value = "crates/servesim-core/data/calibration/efficiencies.json"
     )]
     pub fit_out: PathBuf,
-    /// Coordinate-descent passes of --fit.
+    /// Coordinate-descent passes of --fit, at most (a pass that moves nothing ends the descent).
     #[arg(long, default_value_t = 2)]
     pub rounds: usize,
     /// Coordinate-descent passes of each held-out fold's refit (leave-one-source-out,
-    /// leave-one-family-out).
+    /// leave-one-family-out), at most.
     #[arg(long, default_value_t = 1)]
     pub held_out_rounds: usize,
     /// Threads that run --fit's jobs (one coordinate descent per calibration key and fold);

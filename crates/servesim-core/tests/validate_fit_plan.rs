@@ -248,3 +248,33 @@ fn rows_that_wait_train_nothing_and_are_not_one_of_their_keys_models() {
     assert_eq!(job.params, validate::fit_params_for(&job.key, 1));
     assert!(job.params.len() < validate::fit_params_for(&job.key, 3).len());
 }
+
+/// A pass of the coordinate descent that accepts no move ends it: the next pass would try the
+/// same moves from the same table. So a job allowed far more passes than it needs returns the
+/// same table and log as one allowed just enough, and finishes (a million passes of the four
+/// broad fields over these rows would take days without the stop).
+#[test]
+fn the_descent_stops_once_a_pass_moves_nothing() {
+    let csv = subset();
+    let plan = validate::plan_fit(&csv, 1, 1).unwrap();
+    let mut job = plan
+        .jobs
+        .iter()
+        .find(|j| j.key == "hopper@vllm-0.11")
+        .unwrap()
+        .clone();
+    job.rounds = 1_000_000;
+    let (table, log) = validate::run_fit_job(&csv, &job, &mut sim()).unwrap();
+    let last = log.iter().map(|s| s.round).max().unwrap();
+    assert!(last >= 1, "the descent moved something: {log:?}");
+    // Allowed exactly the passes that moved something plus the one that found nothing to move.
+    job.rounds = last + 1;
+    let (table2, log2) = validate::run_fit_job(&csv, &job, &mut sim()).unwrap();
+    assert_eq!(table2, table);
+    assert_eq!(log2, log);
+    // Allowed only the passes that moved something, it ends on the same table: the extra pass
+    // only confirms it.
+    job.rounds = last;
+    let (table3, _) = validate::run_fit_job(&csv, &job, &mut sim()).unwrap();
+    assert_eq!(table3, table, "the last accepted move is in pass {last}");
+}

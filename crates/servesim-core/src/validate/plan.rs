@@ -252,6 +252,7 @@ pub fn run_fit_job(
             .map(|f| (job.key.as_str(), f)),
     );
     for round in 1..=job.rounds {
+        let accepted_before = log.len();
         for &(entry, fp) in &steps {
             for &v in fp.grid {
                 let mut t = cur.clone();
@@ -277,6 +278,11 @@ pub fn run_fit_job(
                     });
                 }
             }
+        }
+        // A pass that moved nothing has converged: the next pass would try the same moves from
+        // the same table and accept none, so stopping here changes no result, only the time.
+        if log.len() == accepted_before {
+            break;
         }
     }
     let mut tables = BTreeMap::new();
