@@ -41,6 +41,11 @@ pub struct ValidateArgs {
     /// leave-one-family-out), at most.
     #[arg(long, default_value_t = 1)]
     pub held_out_rounds: usize,
+    /// With --fit: CSVs the fit never reads, validated after it with the new table and with the
+    /// table this binary ships, side by side (repeatable). Default: the validation set,
+    /// crates/servesim-core/data/validation/measured-points-validation.csv, when it is there.
+    #[arg(long, value_name = "CSV", requires = "fit")]
+    pub check: Vec<PathBuf>,
     /// Threads that run --fit's jobs (one coordinate descent per calibration key and fold);
     /// the result does not depend on it. Default: the cores available.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -110,6 +115,7 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
         if !a.json {
             println!("{}", r.to_markdown());
         }
+        check_refit(a, &rep.table)?;
         return Ok(());
     }
     let efficiencies = if a.defaults {
@@ -149,6 +155,58 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         print!("{}", r.to_markdown());
+    }
+    Ok(())
+}
+
+/// The validation set's default path (relative to the repository root).
+const VALIDATION_SET: &str = "crates/servesim-core/data/validation/measured-points-validation.csv";
+
+/// After a refit: the `--check` CSVs (default: the validation set, when it is there) validated
+/// with the new table and with the shipped one; Markdown on stdout (stderr with `--json`). The
+/// fit has already run: these rows never reach it.
+fn check_refit(a: &ValidateArgs, table: &FittedEfficiencies) -> Result<()> {
+    let paths: Vec<PathBuf> = if a.check.is_empty() {
+        let p = PathBuf::from(VALIDATION_SET);
+        if !p.exists() {
+            eprintln!("note: no --check CSV and no {VALIDATION_SET} here: the refit is not checked on rows it never read");
+            return Ok(());
+        }
+        vec![p]
+    } else {
+        a.check.clone()
+    };
+    let mut texts = Vec::new();
+    for p in &paths {
+        texts.push(crate::input::read_text(p)?);
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let csv = validate::combine_csvs(&refs)?;
+    let run = |t: FittedEfficiencies| {
+        validate::run(
+            &csv,
+            &ValidateOptions {
+                efficiencies: Some(t),
+                ..Default::default()
+            },
+        )
+    };
+    let after = run(table.clone())?;
+    let before = run(validate::fitted_efficiencies()?)?;
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let md = validate::refit_check_markdown(
+        &format!(
+            "Never fitted ({}): this fit against the shipped table",
+            names.join(" + ")
+        ),
+        &after,
+        &before,
+        8,
+    );
+    if a.json {
+        eprint!("{md}");
+    } else {
+        print!("{md}");
     }
     Ok(())
 }

@@ -77,3 +77,88 @@ fn a_thread_count_out_of_range_is_refused_naming_the_flag() {
     assert_ne!(code, 0);
     assert!(err.contains("--threads"), "{err}");
 }
+
+/// The validation set (rows no fit reads), as shipped.
+fn validation_set() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../servesim-core/data/validation/measured-points-validation.csv"
+    ))
+}
+
+/// After a refit, `--check CSV` validates rows the fit never read with the new table and with
+/// the shipped one, side by side: the same aggregates `servesim validate CSV` gives for the
+/// shipped table, and the rows that moved most. With `--json` it goes to stderr, so stdout stays
+/// one JSON document. Without `--fit` the flag is refused, naming what it needs.
+#[test]
+fn a_refit_is_checked_on_rows_it_never_read() {
+    let csv = subset();
+    let v = validation_set();
+    let shipped = {
+        let (code, out, err) = servesim(&["validate", v.to_str().unwrap(), "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+        r["aggregates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["scope"] == "all points" && a["family"] == "Throughput")
+            .cloned()
+            .unwrap()
+    };
+    let fit = |json: bool| {
+        let table = tmp(&format!("eff-check-{json}.json"));
+        let summary = tmp(&format!("summary-check-{json}.json"));
+        let mut args = vec![
+            "validate",
+            csv.to_str().unwrap(),
+            "--fit",
+            "--rounds",
+            "1",
+            "--held-out-rounds",
+            "1",
+            "--fit-out",
+            table.to_str().unwrap(),
+            "--summary-out",
+            summary.to_str().unwrap(),
+            "--check",
+            v.to_str().unwrap(),
+        ];
+        if json {
+            args.push("--json");
+        }
+        let (code, out, err) = servesim(&args);
+        assert_eq!(code, 0, "{err}");
+        (out, err)
+    };
+    let (out, _) = fit(false);
+    let section = out
+        .split("### Never fitted (")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no check section:\n{out}"));
+    assert!(
+        section.contains("this fit against the shipped table"),
+        "{section}"
+    );
+    // The shipped table's column is `servesim validate CSV`'s aggregate.
+    let row = section
+        .lines()
+        .find(|l| l.starts_with("| output tok/s |"))
+        .unwrap();
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert_eq!(cells[2], shipped["n"].to_string(), "{row}");
+    assert_eq!(
+        cells[4],
+        format!("{:.1}%", shipped["median_abs_pct"].as_f64().unwrap()),
+        "{row}"
+    );
+    assert!(section.contains("Largest moves"), "{section}");
+    // --json: stdout is one JSON document, the check on stderr.
+    let (out, err) = fit(true);
+    assert!(serde_json::from_str::<serde_json::Value>(&out).is_ok());
+    assert!(err.contains("### Never fitted ("), "{err}");
+    // Without --fit there is no refit to check.
+    let (code, _, err) = servesim(&["validate", csv.to_str().unwrap(), "--check", "x.csv"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--fit"), "{err}");
+}

@@ -179,6 +179,85 @@ pub fn aggregate(
         .collect()
 }
 
+/// How a refit's table does on rows no fit reads (the validation set), against the table it
+/// replaces: the pooled aggregates of both side by side, then the comparisons whose absolute
+/// error moved most (up to `top`), so that a lower objective bought with a worse prediction out
+/// of sample is seen before the table ships (docs/accuracy.md "Calibration").
+pub fn refit_check_markdown(
+    title: &str,
+    after: &ValidationReport,
+    before: &ValidationReport,
+    top: usize,
+) -> String {
+    let pooled = |r: &ValidationReport| aggregate(&r.points, "all points", &|_| true);
+    let (a, b) = (pooled(after), pooled(before));
+    let mut s = format!(
+        "\n### {title}\n\n| metric | n | median abs error: this fit | the table it replaces | mean signed: this fit | the table it replaces |\n|---|---|---|---|---|---|\n"
+    );
+    for f in Family::ALL {
+        let (Some(x), Some(y)) = (
+            a.iter().find(|g| g.family == f),
+            b.iter().find(|g| g.family == f),
+        ) else {
+            continue;
+        };
+        s.push_str(&format!(
+            "| {} | {} | {:.1}% | {:.1}% | {:+.1}% | {:+.1}% |\n",
+            f.name(),
+            x.n,
+            x.median_abs_pct,
+            y.median_abs_pct,
+            x.mean_signed_pct,
+            y.mean_signed_pct
+        ));
+    }
+    // (|after| - |before|, line, model, GPU, workload, metric, before, after) per comparison
+    // scored in both runs.
+    let mut moves: Vec<(f64, &PointResult, &str, f64, f64)> = Vec::new();
+    for p in after.points.iter().filter(|p| p.error.is_none()) {
+        let Some(q) = before
+            .points
+            .iter()
+            .find(|q| q.line == p.line && q.error.is_none())
+        else {
+            continue;
+        };
+        for c in p.comparisons.iter().filter(|c| c.excluded.is_none()) {
+            let old = q
+                .comparisons
+                .iter()
+                .find(|d| d.family == c.family && d.excluded.is_none())
+                .and_then(|d| d.signed_error_pct);
+            if let (Some(new), Some(old)) = (c.signed_error_pct, old) {
+                moves.push((new.abs() - old.abs(), p, c.family.name(), old, new));
+            }
+        }
+    }
+    moves.sort_by(|x, y| {
+        y.0.abs()
+            .total_cmp(&x.0.abs())
+            .then(x.1.line.cmp(&y.1.line))
+            .then(x.2.cmp(y.2))
+    });
+    let moved: Vec<_> = moves
+        .iter()
+        .filter(|m| m.0.abs() >= 0.05)
+        .take(top)
+        .collect();
+    if moved.is_empty() {
+        s.push_str("\nNo comparison moved.\n");
+    } else {
+        s.push_str("\nLargest moves (signed error, the table it replaces -> this fit):\n\n| line | model | GPU | TP | workload | metric | before | after |\n|---|---|---|---|---|---|---|---|\n");
+        for (_, p, metric, old, new) in moved {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {:+.1}% | {:+.1}% |\n",
+                p.line, p.model, p.gpu, p.tp, p.workload, metric, old, new
+            ));
+        }
+    }
+    s
+}
+
 /// Builds the report from per-point results.
 pub fn build_report(points: Vec<PointResult>, efficiencies: String) -> ValidationReport {
     let mut aggregates = aggregate(&points, "all points", &|_| true);
