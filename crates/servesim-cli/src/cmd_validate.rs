@@ -94,6 +94,8 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let csv = validate::combine_csvs(&refs)?;
     if a.fit {
+        // Read before the fit, so a wrong path fails in a second, not after the fit's minutes.
+        let check = load_check(a)?;
         let rep = fit_on_threads(&csv, a.rounds, a.held_out_rounds, a.threads)?;
         std::fs::write(&a.fit_out, rep.table_json())
             .with_context(|| format!("writing {}", a.fit_out.display()))?;
@@ -115,7 +117,9 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
         if !a.json {
             println!("{}", r.to_markdown());
         }
-        check_refit(a, &rep.table)?;
+        if let Some((names, check_csv)) = check {
+            check_refit(a, &names, &check_csv, &rep.table)?;
+        }
         return Ok(());
     }
     let efficiencies = if a.defaults {
@@ -162,15 +166,15 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
 /// The validation set's default path (relative to the repository root).
 const VALIDATION_SET: &str = "crates/servesim-core/data/validation/measured-points-validation.csv";
 
-/// After a refit: the `--check` CSVs (default: the validation set, when it is there) validated
-/// with the new table and with the shipped one; Markdown on stdout (stderr with `--json`). The
-/// fit has already run: these rows never reach it.
-fn check_refit(a: &ValidateArgs, table: &FittedEfficiencies) -> Result<()> {
+/// The `--check` CSVs (default: the validation set, when it is there), read and combined:
+/// (their names, the combined CSV), or `None` when there is nothing to check. A file that is also
+/// one of the fitted CSVs is refused: its rows would not be out of sample.
+fn load_check(a: &ValidateArgs) -> Result<Option<(Vec<String>, String)>> {
     let paths: Vec<PathBuf> = if a.check.is_empty() {
         let p = PathBuf::from(VALIDATION_SET);
         if !p.exists() {
             eprintln!("note: no --check CSV and no {VALIDATION_SET} here: the refit is not checked on rows it never read");
-            return Ok(());
+            return Ok(None);
         }
         vec![p]
     } else {
@@ -178,13 +182,35 @@ fn check_refit(a: &ValidateArgs, table: &FittedEfficiencies) -> Result<()> {
     };
     let mut texts = Vec::new();
     for p in &paths {
-        texts.push(crate::input::read_text(p)?);
+        let same = |q: &PathBuf| match (p.canonicalize(), q.canonicalize()) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => p == q,
+        };
+        if a.points.iter().any(same) {
+            anyhow::bail!(
+                "--check {}: the fit reads this file, so its rows are not out of sample. Fix: give --check only CSVs that are not among the fitted ones (e.g. the validation set)",
+                p.display()
+            );
+        }
+        texts.push(crate::input::read_text(p).with_context(|| format!("--check {}", p.display()))?);
     }
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let csv = validate::combine_csvs(&refs)?;
+    let csv = validate::combine_csvs(&refs).context("--check")?;
+    let names = paths.iter().map(|p| p.display().to_string()).collect();
+    Ok(Some((names, csv)))
+}
+
+/// After a refit: the `--check` rows validated with the new table and with the shipped one;
+/// Markdown on stdout (stderr with `--json`). The fit has already run: these rows never reach it.
+fn check_refit(
+    a: &ValidateArgs,
+    names: &[String],
+    csv: &str,
+    table: &FittedEfficiencies,
+) -> Result<()> {
     let run = |t: FittedEfficiencies| {
         validate::run(
-            &csv,
+            csv,
             &ValidateOptions {
                 efficiencies: Some(t),
                 ..Default::default()
@@ -193,7 +219,6 @@ fn check_refit(a: &ValidateArgs, table: &FittedEfficiencies) -> Result<()> {
     };
     let after = run(table.clone())?;
     let before = run(validate::fitted_efficiencies()?)?;
-    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let md = validate::refit_check_markdown(
         &format!(
             "Never fitted ({}): this fit against the shipped table",

@@ -161,4 +161,29 @@ fn a_refit_is_checked_on_rows_it_never_read() {
     let (code, _, err) = servesim(&["validate", csv.to_str().unwrap(), "--check", "x.csv"]);
     assert_ne!(code, 0);
     assert!(err.contains("--fit"), "{err}");
+    // A missing file, or one the fit reads, is refused before the fit runs: no table written.
+    for (check, says) in [
+        ("no-such-file.csv", "--check no-such-file.csv"),
+        (csv.to_str().unwrap(), "not out of sample"),
+    ] {
+        let table = tmp("eff-refused.json");
+        let summary = tmp("summary-refused.json");
+        let (code, _, err) = servesim(&[
+            "validate",
+            csv.to_str().unwrap(),
+            "--fit",
+            "--rounds",
+            "1",
+            "--fit-out",
+            table.to_str().unwrap(),
+            "--summary-out",
+            summary.to_str().unwrap(),
+            "--check",
+            check,
+        ]);
+        assert_ne!(code, 0);
+        assert!(err.contains(says), "{err}");
+        assert!(!err.contains("fit: job"), "the fit ran: {err}");
+        assert!(!table.exists() && !summary.exists());
+    }
 }
