@@ -35,27 +35,37 @@ fn subset() -> PathBuf {
     p
 }
 
+/// `servesim validate CSV --fit` with one pass per descent, writing the table and the summary
+/// to `tag`-named temporary files; more arguments follow.
+fn one_pass_fit(csv: &std::path::Path, tag: &str) -> (Vec<String>, PathBuf, PathBuf) {
+    let table = tmp(&format!("eff-{tag}.json"));
+    let summary = tmp(&format!("summary-{tag}.json"));
+    let args = [
+        "validate",
+        csv.to_str().unwrap(),
+        "--fit",
+        "--rounds",
+        "1",
+        "--held-out-rounds",
+        "1",
+        "--fit-out",
+        table.to_str().unwrap(),
+        "--summary-out",
+        summary.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
+    (args, table, summary)
+}
+
 #[test]
 fn fit_on_two_threads_writes_the_same_bytes_as_on_one() {
     let csv = subset();
     let run = |threads: &str| {
-        let table = tmp(&format!("eff-{threads}.json"));
-        let summary = tmp(&format!("summary-{threads}.json"));
-        let (code, out, err) = servesim(&[
-            "validate",
-            csv.to_str().unwrap(),
-            "--fit",
-            "--rounds",
-            "1",
-            "--held-out-rounds",
-            "1",
-            "--threads",
-            threads,
-            "--fit-out",
-            table.to_str().unwrap(),
-            "--summary-out",
-            summary.to_str().unwrap(),
-        ]);
+        let (mut args, table, summary) = one_pass_fit(&csv, threads);
+        args.extend(["--threads".to_string(), threads.to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = servesim(&args);
         assert_eq!(code, 0, "{err}");
         assert!(err.contains(&format!("on {threads} thread(s)")), "{err}");
         (
@@ -107,26 +117,12 @@ fn a_refit_is_checked_on_rows_it_never_read() {
             .unwrap()
     };
     let fit = |json: bool| {
-        let table = tmp(&format!("eff-check-{json}.json"));
-        let summary = tmp(&format!("summary-check-{json}.json"));
-        let mut args = vec![
-            "validate",
-            csv.to_str().unwrap(),
-            "--fit",
-            "--rounds",
-            "1",
-            "--held-out-rounds",
-            "1",
-            "--fit-out",
-            table.to_str().unwrap(),
-            "--summary-out",
-            summary.to_str().unwrap(),
-            "--check",
-            v.to_str().unwrap(),
-        ];
+        let (mut args, _, _) = one_pass_fit(&csv, &format!("check-{json}"));
+        args.extend(["--check".to_string(), v.to_str().unwrap().to_string()]);
         if json {
-            args.push("--json");
+            args.push("--json".to_string());
         }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let (code, out, err) = servesim(&args);
         assert_eq!(code, 0, "{err}");
         (out, err)
@@ -166,21 +162,10 @@ fn a_refit_is_checked_on_rows_it_never_read() {
         ("no-such-file.csv", "--check no-such-file.csv"),
         (csv.to_str().unwrap(), "not out of sample"),
     ] {
-        let table = tmp("eff-refused.json");
-        let summary = tmp("summary-refused.json");
-        let (code, _, err) = servesim(&[
-            "validate",
-            csv.to_str().unwrap(),
-            "--fit",
-            "--rounds",
-            "1",
-            "--fit-out",
-            table.to_str().unwrap(),
-            "--summary-out",
-            summary.to_str().unwrap(),
-            "--check",
-            check,
-        ]);
+        let (mut args, table, summary) = one_pass_fit(&csv, "refused");
+        args.extend(["--check".to_string(), check.to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = servesim(&args);
         assert_ne!(code, 0);
         assert!(err.contains(says), "{err}");
         assert!(!err.contains("fit: job"), "the fit ran: {err}");
