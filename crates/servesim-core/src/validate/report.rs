@@ -211,8 +211,8 @@ pub fn refit_check_markdown(
             y.mean_signed_pct
         ));
     }
-    // (|after| - |before|, line, model, GPU, workload, metric, before, after) per comparison
-    // scored in both runs.
+    // (|after| - |before|, the row, metric, signed error before, after) per comparison scored in
+    // both runs.
     let mut moves: Vec<(f64, &PointResult, &str, f64, f64)> = Vec::new();
     for p in after.points.iter().filter(|p| p.error.is_none()) {
         let Some(q) = before
