@@ -195,6 +195,10 @@ fn documented_tables_are_the_shipped_summary_and_this_run() {
         ("targets", s.targets_table()),
         ("families", s.families_table()),
         ("points", points.trim().to_string() + "\n"),
+        (
+            "fitted",
+            validate::fitted_values_table(&validate::fitted_efficiencies().unwrap()),
+        ),
     ];
     let path = accuracy_doc_path();
     let mut doc = std::fs::read_to_string(&path).unwrap();

@@ -254,6 +254,35 @@ pub fn failures(r: &ValidationReport) -> usize {
     r.points.iter().filter(|p| p.error.is_some()).count()
 }
 
+/// The fitted values as a Markdown table, each marked when it sits on an edge of its grid
+/// ([`FIT_PARAMS`]; a zero lower edge, where a cost term is off, is not marked): a value the fit
+/// could not move further, a factor absorbing what the model lacks rather than a measurement
+/// (docs/accuracy.md "Calibration").
+pub fn fitted_values_table(t: &FittedEfficiencies) -> String {
+    let mut s = String::from("| generation | field | value | grid edge |\n|---|---|---|---|\n");
+    for (g, m) in &t.generations {
+        for (k, v) in m {
+            let edge = FIT_PARAMS
+                .iter()
+                .find(|f| f.field == k)
+                .and_then(|f| {
+                    let (lo, hi) = (f.grid.first()?, f.grid.last()?);
+                    // 0 is where a cost term is off, a bound of the physics, not of the grid.
+                    if v <= lo && *lo > 0.0 {
+                        Some("lowest")
+                    } else if v >= hi {
+                        Some("highest")
+                    } else {
+                        None
+                    }
+                })
+                .unwrap_or("");
+            s.push_str(&format!("| {g} | {k} | {v} | {edge} |\n"));
+        }
+    }
+    s
+}
+
 /// One step of the fit's log.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FitStep {
@@ -363,14 +392,8 @@ impl FitReport {
 
     /// Markdown: fitted values, the log, and the out-of-sample errors.
     pub fn to_markdown(&self) -> String {
-        let mut s = String::from(
-            "## Fitted efficiencies\n\n| generation | field | value |\n|---|---|---|\n",
-        );
-        for (g, m) in &self.table.generations {
-            for (k, v) in m {
-                s.push_str(&format!("| {g} | {k} | {v} |\n"));
-            }
-        }
+        let mut s = String::from("## Fitted efficiencies\n\n");
+        s.push_str(&fitted_values_table(&self.table));
         s.push_str("\n### Fit log (accepted steps)\n\n| generation | round | field | value | objective |\n|---|---|---|---|---|\n");
         for (g, log) in &self.logs {
             for st in log {
