@@ -278,3 +278,50 @@ fn the_descent_stops_once_a_pass_moves_nothing() {
     let (table3, _) = validate::run_fit_job(&csv, &job, &mut sim()).unwrap();
     assert_eq!(table3, table, "the last accepted move is in pass {last}");
 }
+
+/// The fitted-values table marks a value on its grid's edge (a factor the fit could not move
+/// further), but not a zero lower edge (a cost term that is off) nor a value inside the grid.
+#[test]
+fn the_fitted_values_table_marks_grid_edges() {
+    let grid = |f: &str| {
+        validate::FIT_PARAMS
+            .iter()
+            .find(|p| p.field == f)
+            .unwrap()
+            .grid
+    };
+    let gemm = grid("gemm_bf16");
+    let floor = grid("moe_layer_floor_s");
+    assert_eq!(
+        floor[0], 0.0,
+        "the MoE floor's grid starts where the term is off"
+    );
+    let mut t = validate::FittedEfficiencies::default();
+    t.generations.insert(
+        "hopper@vllm-0.15".into(),
+        [
+            ("gemm_bf16".to_string(), gemm[0]),
+            (
+                "hbm_weights".to_string(),
+                *grid("hbm_weights").last().unwrap(),
+            ),
+            ("hbm_kv".to_string(), grid("hbm_kv")[1]),
+            ("moe_layer_floor_s".to_string(), 0.0),
+        ]
+        .into_iter()
+        .collect(),
+    );
+    let md = validate::fitted_values_table(&t);
+    let edge = |field: &str| {
+        let row = md
+            .lines()
+            .find(|l| l.contains(&format!("| {field} |")))
+            .unwrap();
+        row.split('|').map(str::trim).nth(4).unwrap().to_string()
+    };
+    assert_eq!(edge("gemm_bf16"), "lowest");
+    assert_eq!(edge("hbm_weights"), "highest");
+    assert_eq!(edge("hbm_kv"), "");
+    assert_eq!(edge("moe_layer_floor_s"), "");
+    assert!(md.starts_with("| generation | field | value | grid edge |"));
+}
