@@ -201,10 +201,15 @@ pub fn refit_check_markdown(
         ) else {
             continue;
         };
+        // A row the new table cannot simulate leaves one side's aggregate: say so in `n`.
+        let n = if x.n == y.n {
+            x.n.to_string()
+        } else {
+            format!("{} (shipped: {})", x.n, y.n)
+        };
         s.push_str(&format!(
-            "| {} | {} | {:.1}% | {:.1}% | {:+.1}% | {:+.1}% |\n",
+            "| {} | {n} | {:.1}% | {:.1}% | {:+.1}% | {:+.1}% |\n",
             f.name(),
-            x.n,
             x.median_abs_pct,
             y.median_abs_pct,
             x.mean_signed_pct,
