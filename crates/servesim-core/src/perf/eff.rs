@@ -403,7 +403,7 @@ fn calibrated_fields(
 ) -> Option<(String, String, BTreeMap<String, f64>)> {
     let file = shipped_calibration()?;
     let (key, fitted) = lookup_calibration(&file.generations, generation, era)?;
-    (!fitted.is_empty()).then(|| (file.description.clone(), key, fitted.clone()))
+    (!fitted.is_empty()).then(|| (file.description.clone(), key, fitted))
 }
 
 /// The key of a calibration table entry: `<generation>@<era>`, e.g. `hopper@vllm-0.15`.
@@ -419,19 +419,25 @@ pub fn lookup_calibration(
     table: &BTreeMap<String, BTreeMap<String, f64>>,
     generation: Generation,
     era: EngineEra,
-) -> Option<(String, &BTreeMap<String, f64>)> {
+) -> Option<(String, BTreeMap<String, f64>)> {
     let g = generation_key(generation);
     let exact = calibration_key(generation, era);
-    if let Some(m) = table.get(&exact) {
-        return Some((exact, m));
+    let line = table.get(&exact).map(|m| (exact, m)).or_else(|| {
+        era.fallbacks().into_iter().find_map(|e| {
+            let k = calibration_key(generation, e);
+            table.get(&k).map(|m| (k, m))
+        })
+    });
+    match (table.get(&g), line) {
+        (None, None) => None,
+        (Some(b), None) => Some((g, b.clone())),
+        (None, Some((k, m))) => Some((k, m.clone())),
+        (Some(b), Some((k, m))) => {
+            let mut merged = b.clone();
+            merged.extend(m.iter().map(|(f, v)| (f.clone(), *v)));
+            Some((format!("{g} + {k}"), merged))
+        }
     }
-    if let Some(m) = table.get(&g) {
-        return Some((g, m));
-    }
-    era.fallbacks().into_iter().find_map(|e| {
-        let k = calibration_key(generation, e);
-        table.get(&k).map(|m| (k, m))
-    })
 }
 
 /// A vLLM release line with its own calibration. vLLM's engine changed between the releases the

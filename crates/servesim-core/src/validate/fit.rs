@@ -65,11 +65,9 @@ impl FittedEfficiencies {
             return json!({});
         };
         let mut eff = crate::perf::Efficiencies::default_for(g.generation);
-        let layers = crate::perf::lookup_calibration(&self.generations, g.generation, era)
-            .map(|(_, m)| m)
-            .into_iter()
-            .chain(extra);
-        for m in layers {
+        let own = crate::perf::lookup_calibration(&self.generations, g.generation, era)
+            .map(|(_, m)| m);
+        for m in own.iter().chain(extra) {
             eff = eff.with_fitted(m).unwrap_or(eff);
         }
         serde_json::to_value(eff).unwrap_or_else(|_| json!({}))
@@ -315,6 +313,7 @@ pub fn fit_generation(
             .collect(),
         params: params.to_vec(),
         harness: Vec::new(),
+        eras: Vec::new(),
         rounds,
     };
     let (mut tables, log) = run_fit_job(points_csv, &job, sim)?;
@@ -344,6 +343,54 @@ pub fn fit_params_for(key: &str, num_models: usize) -> Vec<&'static str> {
             "layer_gpu_floor_s",
             "step_overhead_graph_s",
         ]
+    }
+}
+
+/// The fields a release line fits for itself (`<generation>@<era>`, [`era_params_for`]): what
+/// the engine's software costs, which changed between releases (scheduling, input preparation,
+/// sampling, the API server). Every other fitted field is a kernel or link efficiency of the GPU
+/// generation, shared by its release lines ([`shared_params_for`]).
+pub const ERA_PARAMS: &[&str] = &[
+    "api_latency_completions_s",
+    "api_latency_chat_s",
+    "api_serial_per_request_s",
+    "step_overhead_graph_s",
+    "step_overhead_piecewise_s",
+    "step_overhead_eager_s",
+    "per_request_overhead_s",
+];
+
+/// The fields a GPU generation's entry fits on the rows of all its release lines: the
+/// [`FIT_PARAMS`] not in [`ERA_PARAMS`] where those rows have 3 models or more; with fewer the
+/// broad three (dense GEMM, weight reads, the per-layer floor).
+pub fn shared_params_for(num_models: usize) -> Vec<&'static str> {
+    if num_models >= 3 {
+        FIT_PARAMS
+            .iter()
+            .map(|f| f.field)
+            .filter(|f| !ERA_PARAMS.contains(f))
+            .collect()
+    } else {
+        vec!["gemm_bf16", "hbm_weights", "layer_gpu_floor_s"]
+    }
+}
+
+/// The fields a release line's entry fits on its own rows: the [`ERA_PARAMS`] where they have 3
+/// models or more, else the graph step overhead alone; `step_overhead_eager_s` only for the V0
+/// era, whose engine runs every step with a prefill without a graph (elsewhere eager steps are the
+/// exception, too few to fit it on).
+pub fn era_params_for(key: &str, num_models: usize) -> Vec<&'static str> {
+    let v0 = key
+        .rsplit_once('@')
+        .is_some_and(|(_, era)| era == crate::perf::EngineEra::Vllm07.key());
+    if num_models >= 3 {
+        ERA_PARAMS
+            .iter()
+            .copied()
+            .filter(|&f| v0 || f != "step_overhead_eager_s")
+            .collect()
+    } else {
+        vec!["step_overhead_graph_s"]
     }
 }
 

@@ -19,24 +19,40 @@ pub struct KeyFitJob {
     pub params: Vec<&'static str>,
     /// Harness entries (`<key>+<tag>`) fitted in the same descent.
     pub harness: Vec<String>,
+    /// The release lines of a generation job (`key` a plain generation): each era entry's rows
+    /// and the [`ERA_PARAMS`] fitted on it, over the generation entry's shared fields. Empty for
+    /// a job that fits one entry.
+    pub eras: Vec<EraFit>,
     pub rounds: usize,
+}
+
+/// One release line inside a generation job: the entry `<generation>@<era>`, its rows, and the
+/// fields fitted on it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EraFit {
+    pub key: String,
+    pub lines: Vec<usize>,
+    pub params: Vec<&'static str>,
 }
 
 impl KeyFitJob {
     /// A rough cost (row-simulations), for scheduling the longest jobs first.
     pub fn cost(&self) -> usize {
-        let grid: usize = FIT_PARAMS
+        let grid = |params: &[&str]| -> usize {
+            FIT_PARAMS
+                .iter()
+                .filter(|f| params.contains(&f.field))
+                .map(|f| f.grid.len())
+                .sum()
+        };
+        let shared = self.lines.len() * grid(&self.params)
+            + self.harness.len() * self.lines.len() * grid(HARNESS_PARAMS);
+        let eras: usize = self
+            .eras
             .iter()
-            .filter(|f| self.params.contains(&f.field))
-            .map(|f| f.grid.len())
-            .sum::<usize>()
-            + self.harness.len()
-                * FIT_PARAMS
-                    .iter()
-                    .filter(|f| HARNESS_PARAMS.contains(&f.field))
-                    .map(|f| f.grid.len())
-                    .sum::<usize>();
-        self.lines.len() * (1 + grid * self.rounds)
+            .map(|e| e.lines.len() * grid(&e.params))
+            .sum();
+        self.lines.len() + (shared + eras) * self.rounds
     }
 }
 
@@ -86,13 +102,17 @@ type PlanRow<'a> = (
 /// A row a job trains on: (line, key, model, harness entry).
 type TrainRow<'a> = (usize, String, &'a str, Option<String>);
 
-/// The jobs fitting every key present among `rows`, in key order, each on that key's rows (with
-/// the harness entries of those rows).
+/// The jobs fitting every GPU generation present among `rows`, in generation order, each on
+/// that generation's rows: the shared fields ([`shared_params_for`]) on the generation's entry,
+/// and per release line among the rows the [`ERA_PARAMS`] ([`era_params_for`]) on its
+/// `<generation>@<era>` entry (with the harness entries of those rows).
 fn key_jobs(rows: &[TrainRow], rounds: usize) -> Vec<KeyFitJob> {
     type Acc<'a> = (Vec<usize>, Vec<&'a str>, Vec<String>);
-    let mut by_key: BTreeMap<&str, Acc> = BTreeMap::new();
+    let mut by_gen: BTreeMap<&str, (Acc, BTreeMap<&str, (Vec<usize>, Vec<&str>)>)> =
+        BTreeMap::new();
     for (line, key, model, harness) in rows {
-        let e = by_key.entry(key.as_str()).or_default();
+        let gen = key.split('@').next().unwrap_or(key);
+        let (e, eras) = by_gen.entry(gen).or_default();
         e.0.push(*line);
         if !e.1.contains(model) {
             e.1.push(model);
@@ -102,14 +122,27 @@ fn key_jobs(rows: &[TrainRow], rounds: usize) -> Vec<KeyFitJob> {
                 e.2.push(h.clone());
             }
         }
+        let era = eras.entry(key.as_str()).or_default();
+        era.0.push(*line);
+        if !era.1.contains(model) {
+            era.1.push(model);
+        }
     }
-    by_key
+    by_gen
         .into_iter()
-        .map(|(key, (lines, models, harness))| KeyFitJob {
-            key: key.to_string(),
+        .map(|(gen, ((lines, models, harness), eras))| KeyFitJob {
+            key: gen.to_string(),
             lines,
-            params: fit_params_for(key, models.len()),
+            params: shared_params_for(models.len()),
             harness,
+            eras: eras
+                .into_iter()
+                .map(|(key, (lines, models))| EraFit {
+                    key: key.to_string(),
+                    params: era_params_for(key, models.len()),
+                    lines,
+                })
+                .collect(),
             rounds,
         })
         .collect()
@@ -166,15 +199,18 @@ pub fn plan_fit(
         }
         for g in groups {
             let mut keys: Vec<String> = Vec::new();
+            let gen_of = |k: &str| k.split('@').next().unwrap_or(k).to_string();
             for r in rows.iter().filter(|r| group_of(r) == g) {
                 if let Some(k) = &r.1 {
-                    if !keys.contains(k) {
-                        keys.push(k.clone());
+                    let k = gen_of(k);
+                    if !keys.contains(&k) {
+                        keys.push(k);
                     }
                 }
             }
-            let train =
-                keyed(&|r| group_of(r) != g && r.1.as_ref().is_some_and(|k| keys.contains(k)));
+            let train = keyed(&|r| {
+                group_of(r) != g && r.1.as_ref().is_some_and(|k| keys.contains(&gen_of(k)))
+            });
             let first = jobs.len();
             jobs.extend(key_jobs(&train, held_out_rounds));
             folds.push(FoldPlan {
@@ -215,63 +251,109 @@ pub fn run_fit_job(
             filter: format!(" on {} GPUs", job.key),
         });
     }
-    let eval =
-        |table: &FittedEfficiencies, sim: &mut Simulator| -> Result<(usize, f64), ValidateError> {
-            let o = ValidateOptions {
-                only_source: None,
-                efficiencies: Some(table.clone()),
-                only_lines: Some(job.lines.clone()),
-            };
-            let r = run_with(points_csv, &o, sim)?;
-            Ok((failures(&r), objective(&r)))
+    // Each row's result depends on its own entries only, so a move is simulated on the rows its
+    // entry reaches (the generation entry: all; an era or harness entry: its rows) and the
+    // objective taken over those results merged with the current ones of the other rows.
+    let run = |table: &FittedEfficiencies,
+               lines: &[usize],
+               sim: &mut Simulator|
+     -> Result<Vec<PointResult>, ValidateError> {
+        let o = ValidateOptions {
+            only_source: None,
+            efficiencies: Some(table.clone()),
+            only_lines: Some(lines.to_vec()),
         };
+        Ok(run_with(points_csv, &o, sim)?.points)
+    };
+    let score = |pts: &BTreeMap<usize, PointResult>| -> (usize, f64) {
+        let r = ValidationReport {
+            points: pts.values().cloned().collect(),
+            aggregates: Vec::new(),
+            excluded: Vec::new(),
+            efficiencies: String::new(),
+        };
+        (failures(&r), objective(&r))
+    };
     let mut cur = FittedEfficiencies::default();
-    let mut best = eval(&cur, sim)?;
+    let mut cur_pts: BTreeMap<usize, PointResult> = run(&cur, &job.lines, sim)?
+        .into_iter()
+        .map(|p| (p.line, p))
+        .collect();
+    let mut best = score(&cur_pts);
     let mut log = vec![FitStep {
         round: 0,
         field: "(start)".into(),
         value: 0.0,
         objective: best.1,
     }];
-    let fits_eager = job.params.contains(&"step_overhead_eager_s");
-    // (entry, parameter) in the order they are tried: each harness entry's first, so what only a
-    // harness shows lands in its entry before the key's shared fields move, then the key's own.
-    let mut steps: Vec<(&str, &FitParam)> = Vec::new();
+    let pts = parse_points(points_csv)?;
+    let harness_lines = |h: &str| -> Vec<usize> {
+        pts.iter()
+            .filter(|p| job.lines.contains(&p.line) && harness_key(p).as_deref() == Some(h))
+            .map(|p| p.line)
+            .collect()
+    };
+    // (entry, parameter, rows the entry reaches, whether the entry fits the eager overhead) in
+    // the order they are tried: each harness entry's first, so what only a harness shows lands
+    // in its entry before the shared fields move, then the key's own, then each era's.
+    let mut steps: Vec<(&str, &FitParam, Vec<usize>, bool)> = Vec::new();
     for h in &job.harness {
+        let lines = harness_lines(h);
         steps.extend(
             FIT_PARAMS
                 .iter()
                 .filter(|f| HARNESS_PARAMS.contains(&f.field))
-                .map(|f| (h.as_str(), f)),
+                .map(|f| (h.as_str(), f, lines.clone(), false)),
         );
     }
+    let eager = |params: &[&str]| params.contains(&"step_overhead_eager_s");
     steps.extend(
         FIT_PARAMS
             .iter()
             .filter(|f| job.params.contains(&f.field))
-            .map(|f| (job.key.as_str(), f)),
+            .map(|f| (job.key.as_str(), f, job.lines.clone(), eager(&job.params))),
     );
+    for e in &job.eras {
+        steps.extend(
+            FIT_PARAMS
+                .iter()
+                .filter(|f| e.params.contains(&f.field))
+                .map(|f| (e.key.as_str(), f, e.lines.clone(), eager(&e.params))),
+        );
+    }
     for round in 1..=job.rounds {
         let accepted_before = log.len();
-        for &(entry, fp) in &steps {
+        for (entry, fp, lines, fits_eager) in &steps {
             for &v in fp.grid {
                 let mut t = cur.clone();
                 t.generations
                     .entry(entry.to_string())
                     .or_default()
                     .insert(fp.field.to_string(), v);
-                if t == cur || (fits_eager && !overheads_ordered(t.generations.get(&job.key))) {
+                if t == cur || (*fits_eager && !overheads_ordered(t.generations.get(*entry))) {
                     continue;
                 }
-                let obj = eval(&t, sim)?;
+                let mut trial = cur_pts.clone();
+                for p in run(&t, lines, sim)? {
+                    trial.insert(p.line, p);
+                }
+                let obj = score(&trial);
                 if obj.0 < best.0 || (obj.0 == best.0 && obj.1 < best.1 - 1e-9) {
                     best = obj;
                     cur = t;
+                    cur_pts = trial;
                     log.push(FitStep {
                         round,
                         field: match entry.split_once('+') {
-                            Some((_, tag)) if entry != job.key => format!("{} [{tag}]", fp.field),
-                            _ => fp.field.to_string(),
+                            Some((_, tag)) if *entry != job.key => {
+                                format!("{} [{tag}]", fp.field)
+                            }
+                            _ => match entry.split_once('@') {
+                                Some((_, era)) if *entry != job.key => {
+                                    format!("{} [{era}]", fp.field)
+                                }
+                                _ => fp.field.to_string(),
+                            },
                         },
                         value: v,
                         objective: obj.1,
@@ -290,9 +372,9 @@ pub fn run_fit_job(
         job.key.clone(),
         cur.generations.get(&job.key).cloned().unwrap_or_default(),
     );
-    for h in &job.harness {
-        if let Some(m) = cur.generations.get(h) {
-            tables.insert(h.clone(), m.clone());
+    for k in job.harness.iter().chain(job.eras.iter().map(|e| &e.key)) {
+        if let Some(m) = cur.generations.get(k) {
+            tables.insert(k.clone(), m.clone());
         }
     }
     Ok((tables, log))
@@ -367,7 +449,7 @@ pub fn assemble_fit(
             !fold.keys.iter().any(|f| {
                 k == f
                     || k.strip_prefix(f.as_str())
-                        .is_some_and(|r| r.starts_with('+'))
+                        .is_some_and(|r| r.starts_with('+') || r.starts_with('@'))
             })
         });
         for &i in &fold.jobs {
