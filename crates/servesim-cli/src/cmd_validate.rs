@@ -41,6 +41,12 @@ pub struct ValidateArgs {
     /// leave-one-family-out), at most.
     #[arg(long, default_value_t = 1)]
     pub held_out_rounds: usize,
+    /// With --fit: fit the kernel and link efficiencies once per GPU generation, shared by its
+    /// vLLM release lines, and per release line only the engine's software costs (scheduling,
+    /// inputs, sampling, the API server). The shipped table fits every field per release line;
+    /// docs/accuracy.md ("Calibration: Method") compares the two.
+    #[arg(long, requires = "fit")]
+    pub shared_kernels: bool,
     /// With --fit: CSVs the fit never reads, validated after it with the new table and with the
     /// table this binary ships, side by side (repeatable). Default: the validation set,
     /// crates/servesim-core/data/validation/measured-points-validation.csv, when it is there.
@@ -96,7 +102,12 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
     if a.fit {
         // Read before the fit, so a wrong path fails in a second, not after the fit's minutes.
         let check = load_check(a)?;
-        let rep = fit_on_threads(&csv, a.rounds, a.held_out_rounds, a.threads)?;
+        let shape = if a.shared_kernels {
+            validate::FitShape::SharedKernels
+        } else {
+            validate::FitShape::PerRelease
+        };
+        let rep = fit_on_threads(&csv, a.rounds, a.held_out_rounds, shape, a.threads)?;
         std::fs::write(&a.fit_out, rep.table_json())
             .with_context(|| format!("writing {}", a.fit_out.display()))?;
         eprintln!("wrote {}", a.fit_out.display());
@@ -243,11 +254,12 @@ pub fn fit_on_threads(
     csv: &str,
     rounds: usize,
     held_out_rounds: usize,
+    shape: validate::FitShape,
     threads: Option<u32>,
 ) -> Result<validate::FitReport> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
-    let plan = validate::plan_fit(csv, rounds, held_out_rounds)?;
+    let plan = validate::plan_fit_shaped(csv, rounds, held_out_rounds, shape)?;
     let n = plan.jobs.len();
     let threads = threads
         .map(|t| t as usize)

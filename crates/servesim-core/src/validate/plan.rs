@@ -65,6 +65,21 @@ pub enum Grouping {
     Family,
 }
 
+/// How the fit groups its parameters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FitShape {
+    /// Every `<generation>@<era>` entry fits all its fields on its own rows ([`fit_params_for`]):
+    /// the shipped table.
+    #[default]
+    PerRelease,
+    /// A plain `<generation>` entry fits the kernel and link efficiencies on the rows of all its
+    /// release lines ([`shared_params_for`]), and each `<generation>@<era>` entry only the
+    /// engine's software costs on its own rows ([`era_params_for`]); a scenario's table layers
+    /// the second over the first (`perf::lookup_calibration`). Fewer parameters per row; not
+    /// shipped (docs/accuracy.md "Calibration: Method").
+    SharedKernels,
+}
+
 /// One held-out fold: the group left out, the calibration keys refitted without it (the keys
 /// holding its rows), the jobs that refit them, and the rows it predicts.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,6 +95,7 @@ pub struct FoldPlan {
 /// Every job of a fit, in the order [`fit_all`] runs them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FitPlan {
+    pub shape: FitShape,
     pub rounds: usize,
     pub held_out_rounds: usize,
     pub jobs: Vec<KeyFitJob>,
@@ -102,11 +118,14 @@ type PlanRow<'a> = (
 /// A row a job trains on: (line, key, model, harness entry).
 type TrainRow<'a> = (usize, String, &'a str, Option<String>);
 
-/// The jobs fitting every GPU generation present among `rows`, in generation order, each on
-/// that generation's rows: the shared fields ([`shared_params_for`]) on the generation's entry,
+/// The jobs of `shape` for the keys among `rows`. [`FitShape::SharedKernels`]: one job per GPU
+/// generation present, in generation order, each on that generation's rows: the shared fields ([`shared_params_for`]) on the generation's entry,
 /// and per release line among the rows the [`ERA_PARAMS`] ([`era_params_for`]) on its
 /// `<generation>@<era>` entry (with the harness entries of those rows).
-fn key_jobs(rows: &[TrainRow], rounds: usize) -> Vec<KeyFitJob> {
+fn key_jobs(rows: &[TrainRow], rounds: usize, shape: FitShape) -> Vec<KeyFitJob> {
+    if shape == FitShape::PerRelease {
+        return release_jobs(rows, rounds);
+    }
     type Acc<'a> = (Vec<usize>, Vec<&'a str>, Vec<String>);
     let mut by_gen: BTreeMap<&str, (Acc, BTreeMap<&str, (Vec<usize>, Vec<&str>)>)> =
         BTreeMap::new();
@@ -148,6 +167,36 @@ fn key_jobs(rows: &[TrainRow], rounds: usize) -> Vec<KeyFitJob> {
         .collect()
 }
 
+/// [`FitShape::PerRelease`]'s jobs: one per calibration key present among `rows`, in key order,
+/// each on that key's rows (with the harness entries of those rows).
+fn release_jobs(rows: &[TrainRow], rounds: usize) -> Vec<KeyFitJob> {
+    type Acc<'a> = (Vec<usize>, Vec<&'a str>, Vec<String>);
+    let mut by_key: BTreeMap<&str, Acc> = BTreeMap::new();
+    for (line, key, model, harness) in rows {
+        let e = by_key.entry(key.as_str()).or_default();
+        e.0.push(*line);
+        if !e.1.contains(model) {
+            e.1.push(model);
+        }
+        if let Some(h) = harness {
+            if !e.2.contains(h) {
+                e.2.push(h.clone());
+            }
+        }
+    }
+    by_key
+        .into_iter()
+        .map(|(key, (lines, models, harness))| KeyFitJob {
+            key: key.to_string(),
+            lines,
+            params: fit_params_for(key, models.len()),
+            harness,
+            eras: Vec::new(),
+            rounds,
+        })
+        .collect()
+}
+
 /// Lists the fit's jobs: the in-sample fit of every key on all rows, then per held-out fold
 /// (sources in first-appearance order, then model families likewise) the keys holding the left-out
 /// rows, refitted on their other rows.
@@ -155,6 +204,18 @@ pub fn plan_fit(
     points_csv: &str,
     rounds: usize,
     held_out_rounds: usize,
+) -> Result<FitPlan, ValidateError> {
+    plan_fit_shaped(points_csv, rounds, held_out_rounds, FitShape::PerRelease)
+}
+
+/// [`plan_fit`] with the parameters grouped as `shape` says. A fold refits the entries of the
+/// jobs holding the left-out rows: their keys ([`FitShape::PerRelease`]) or their generations
+/// ([`FitShape::SharedKernels`]).
+pub fn plan_fit_shaped(
+    points_csv: &str,
+    rounds: usize,
+    held_out_rounds: usize,
+    shape: FitShape,
 ) -> Result<FitPlan, ValidateError> {
     let pts = parse_points(points_csv)?;
     // (line, key, model, source, family, harness entry) of every row that is simulated. A row
@@ -180,7 +241,7 @@ pub fn plan_fit(
             .filter_map(|r| r.1.clone().map(|k| (r.0, k, r.2, r.5.clone())))
             .collect::<Vec<_>>()
     };
-    let mut jobs = key_jobs(&keyed(&|_| true), rounds);
+    let mut jobs = key_jobs(&keyed(&|_| true), rounds, shape);
     let in_sample: Vec<usize> = (0..jobs.len()).collect();
     let mut folds = Vec::new();
     for grouping in [Grouping::Source, Grouping::Family] {
@@ -199,7 +260,10 @@ pub fn plan_fit(
         }
         for g in groups {
             let mut keys: Vec<String> = Vec::new();
-            let gen_of = |k: &str| k.split('@').next().unwrap_or(k).to_string();
+            let gen_of = |k: &str| match shape {
+                FitShape::PerRelease => k.to_string(),
+                FitShape::SharedKernels => k.split('@').next().unwrap_or(k).to_string(),
+            };
             for r in rows.iter().filter(|r| group_of(r) == g) {
                 if let Some(k) = &r.1 {
                     let k = gen_of(k);
@@ -212,7 +276,7 @@ pub fn plan_fit(
                 group_of(r) != g && r.1.as_ref().is_some_and(|k| keys.contains(&gen_of(k)))
             });
             let first = jobs.len();
-            jobs.extend(key_jobs(&train, held_out_rounds));
+            jobs.extend(key_jobs(&train, held_out_rounds, shape));
             folds.push(FoldPlan {
                 grouping,
                 test: rows
@@ -227,6 +291,7 @@ pub fn plan_fit(
         }
     }
     Ok(FitPlan {
+        shape,
         rounds,
         held_out_rounds,
         jobs,
@@ -416,9 +481,13 @@ pub fn assemble_fit(
     }
     let mut table = FittedEfficiencies {
         description: format!(
-            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per GPU generation and vLLM release line (`<generation>@<era>`; {}), {} rounds (held-out folds {}), objective = mean over sources of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
+            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per {} ({}), {} rounds (held-out folds {}), objective = mean over sources of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
             pts.len(),
             sources.join(" + "),
+            match plan.shape {
+                FitShape::PerRelease => "GPU generation and vLLM release line (`<generation>@<era>`",
+                FitShape::SharedKernels => "GPU generation (`<generation>`: kernel and link efficiencies shared by its release lines; `<generation>@<era>`: the engine's software costs of one release line",
+            },
             HARNESS_KEYS
                 .iter()
                 .map(|(prefix, tag)| {
