@@ -41,12 +41,14 @@ pub struct ValidateArgs {
     /// leave-one-family-out), at most.
     #[arg(long, default_value_t = 1)]
     pub held_out_rounds: usize,
-    /// With --fit: fit the kernel and link efficiencies once per GPU generation, shared by its
-    /// vLLM release lines, and per release line only the engine's software costs (scheduling,
-    /// inputs, sampling, the API server). The shipped table fits every field per release line;
-    /// docs/accuracy.md ("Calibration: Method") compares the two.
-    #[arg(long, requires = "fit")]
-    pub shared_kernels: bool,
+    /// With --fit: how the fitted fields are grouped. `per-release` (the shipped table): every
+    /// field per GPU generation and vLLM release line. `shared-kernels`: kernel and link
+    /// efficiencies per GPU generation, shared by its release lines, and per release line only
+    /// the engine's software costs (scheduling, inputs, sampling, the API server).
+    /// `per-generation`: every field per GPU generation. docs/accuracy.md ("Calibration:
+    /// Method") compares them.
+    #[arg(long, value_enum, default_value = "per-release", requires = "fit")]
+    pub fit_shape: FitShapeArg,
     /// With --fit: CSVs the fit never reads, validated after it with the new table and with the
     /// table this binary ships, side by side (repeatable). Default: the validation set,
     /// crates/servesim-core/data/validation/measured-points-validation.csv, when it is there.
@@ -102,10 +104,10 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
     if a.fit {
         // Read before the fit, so a wrong path fails in a second, not after the fit's minutes.
         let check = load_check(a)?;
-        let shape = if a.shared_kernels {
-            validate::FitShape::SharedKernels
-        } else {
-            validate::FitShape::PerRelease
+        let shape = match a.fit_shape {
+            FitShapeArg::PerRelease => validate::FitShape::PerRelease,
+            FitShapeArg::SharedKernels => validate::FitShape::SharedKernels,
+            FitShapeArg::PerGeneration => validate::FitShape::PerGeneration,
         };
         let rep = fit_on_threads(&csv, a.rounds, a.held_out_rounds, shape, a.threads)?;
         std::fs::write(&a.fit_out, rep.table_json())
@@ -245,6 +247,14 @@ fn check_refit(
         print!("{md}");
     }
     Ok(())
+}
+
+/// `--fit-shape` (the core's [`validate::FitShape`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FitShapeArg {
+    PerRelease,
+    SharedKernels,
+    PerGeneration,
 }
 
 /// `validate --fit` on threads: the core's plan ([`validate::plan_fit`]) lists independent jobs;

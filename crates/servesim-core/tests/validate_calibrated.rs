@@ -39,7 +39,7 @@ fn calibrated_table_carries_every_fitted_field_of_its_generation_and_era() {
             }
             match Efficiencies::calibrated_basis(g, era) {
                 EfficiencyBasis::Calibrated { fitted, note } => {
-                    assert_eq!(&fitted, fields);
+                    assert_eq!(fitted, fields);
                     assert!(note.contains("calibrated"));
                 }
                 b => panic!("{g:?}: expected calibrated, got {b:?}"),
@@ -86,19 +86,31 @@ fn harness_entries_of_the_fit_are_never_a_scenarios_table() {
 }
 
 #[test]
-fn lookup_prefers_the_exact_era_then_a_plain_generation_then_the_other_era() {
+fn lookup_layers_the_release_line_over_the_generation() {
     let mut t: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
-    let one = |v: f64| BTreeMap::from([("gemm_bf16".to_string(), v)]);
-    t.insert("hopper@vllm-0.11".into(), one(0.3));
+    let one = |f: &str, v: f64| BTreeMap::from([(f.to_string(), v)]);
+    t.insert("hopper@vllm-0.11".into(), one("gemm_bf16", 0.3));
     // Only the old era: the new era falls back to it, and says which key it used.
     let (k, m) = lookup_calibration(&t, Generation::Hopper, EngineEra::Vllm015).unwrap();
     assert_eq!((k.as_str(), m["gemm_bf16"]), ("hopper@vllm-0.11", 0.3));
-    t.insert("hopper".into(), one(0.5));
-    let (k, _) = lookup_calibration(&t, Generation::Hopper, EngineEra::Vllm015).unwrap();
-    assert_eq!(k, "hopper");
-    t.insert("hopper@vllm-0.15".into(), one(0.7));
+    // A plain generation entry (a `--shared-kernels` fit) lies under the release line's.
+    let mut gen = one("gemm_bf16", 0.5);
+    gen.insert("hbm_weights".into(), 0.8);
+    t.insert("hopper".into(), gen);
     let (k, m) = lookup_calibration(&t, Generation::Hopper, EngineEra::Vllm015).unwrap();
-    assert_eq!((k.as_str(), m["gemm_bf16"]), ("hopper@vllm-0.15", 0.7));
+    assert_eq!(k, "hopper + hopper@vllm-0.11");
+    assert_eq!((m["gemm_bf16"], m["hbm_weights"]), (0.3, 0.8));
+    t.insert("hopper@vllm-0.15".into(), one("step_overhead_graph_s", 1e-3));
+    let (k, m) = lookup_calibration(&t, Generation::Hopper, EngineEra::Vllm015).unwrap();
+    assert_eq!(k, "hopper + hopper@vllm-0.15");
+    assert_eq!(
+        (m["gemm_bf16"], m["hbm_weights"], m["step_overhead_graph_s"]),
+        (0.5, 0.8, 1e-3)
+    );
+    t.remove("hopper@vllm-0.11");
+    t.remove("hopper@vllm-0.15");
+    let (k, m) = lookup_calibration(&t, Generation::Hopper, EngineEra::Vllm011).unwrap();
+    assert_eq!((k.as_str(), m.len()), ("hopper", 2));
     assert!(lookup_calibration(&t, Generation::Ampere, EngineEra::Vllm015).is_none());
 }
 

@@ -325,3 +325,77 @@ fn the_fitted_values_table_marks_grid_edges() {
     assert_eq!(edge("moe_layer_floor_s"), "");
     assert!(md.starts_with("| generation | field | value | grid edge |"));
 }
+
+/// `FitShape::SharedKernels` (`servesim validate --fit --shared-kernels`): one job per GPU
+/// generation, its release lines as parts that split its rows; the generation's entry fits only
+/// kernel and link efficiencies, each release line's entry only the engine's software costs
+/// (`validate::ERA_PARAMS`); a fold refits the whole generation. The job simulates a move on the
+/// rows its entry reaches only, so its last logged objective must equal the objective of its
+/// table simulated on all of its rows.
+#[test]
+fn a_shared_kernels_fit_has_one_job_per_generation_over_its_release_lines() {
+    let csv = subset();
+    let plan = validate::plan_fit_shaped(&csv, 1, 1, validate::FitShape::SharedKernels).unwrap();
+    assert_eq!(plan.shape, validate::FitShape::SharedKernels);
+    let keys: Vec<&str> = plan
+        .in_sample
+        .iter()
+        .map(|&i| plan.jobs[i].key.as_str())
+        .collect();
+    assert_eq!(keys, ["hopper"]);
+    let job = &plan.jobs[plan.in_sample[0]];
+    let eras: Vec<&str> = job.eras.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(eras, ["hopper@vllm-0.11", "hopper@vllm-0.15"]);
+    let mut split: Vec<usize> = job.eras.iter().flat_map(|e| e.lines.clone()).collect();
+    split.sort_unstable();
+    let mut all = job.lines.clone();
+    all.sort_unstable();
+    assert_eq!(split, all);
+    // Three models in the generation: every shared field; one and two per release line: the
+    // graph overhead alone.
+    assert_eq!(job.params, validate::shared_params_for(3));
+    assert!(job
+        .params
+        .iter()
+        .all(|p| !validate::ERA_PARAMS.contains(p)));
+    for e in &job.eras {
+        assert_eq!(e.params, ["step_overhead_graph_s"], "{}", e.key);
+    }
+    assert!(plan
+        .folds
+        .iter()
+        .all(|f| f.keys.iter().all(|k| !k.contains('@'))));
+    // The per-release plan of the same rows has one job per release line instead.
+    let flat = validate::plan_fit(&csv, 1, 1).unwrap();
+    assert_eq!(flat.in_sample.len(), 2);
+    assert!(flat.jobs.iter().all(|j| j.eras.is_empty()));
+
+    let (tables, log) = validate::run_fit_job(&csv, job, &mut sim()).unwrap();
+    assert!(tables.contains_key("hopper"));
+    for (k, m) in &tables {
+        for f in m.keys() {
+            assert_eq!(
+                k.contains('@'),
+                validate::ERA_PARAMS.contains(&f.as_str()),
+                "{k}: {f}"
+            );
+        }
+    }
+    let table = validate::FittedEfficiencies {
+        description: String::new(),
+        generations: tables,
+    };
+    let o = validate::ValidateOptions {
+        only_lines: Some(job.lines.clone()),
+        efficiencies: Some(table),
+        ..Default::default()
+    };
+    let r = validate::run_with(&csv, &o, &mut sim()).unwrap();
+    let last = log.last().unwrap().objective;
+    assert!(
+        (validate::objective(&r) - last).abs() < 1e-9,
+        "{} vs {last}",
+        validate::objective(&r)
+    );
+    assert!(log.len() > 1, "the fit moved something");
+}

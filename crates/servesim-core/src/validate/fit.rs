@@ -327,9 +327,10 @@ pub fn fit_generation(
 /// prefill without a graph; elsewhere eager steps are the exception (`--enforce-eager` runs), too
 /// few to fit it on.
 pub fn fit_params_for(key: &str, num_models: usize) -> Vec<&'static str> {
+    // A plain generation (`FitShape::PerGeneration`) may hold V0 rows.
     let v0 = key
         .rsplit_once('@')
-        .is_some_and(|(_, era)| era == crate::perf::EngineEra::Vllm07.key());
+        .is_none_or(|(_, era)| era == crate::perf::EngineEra::Vllm07.key());
     if num_models >= 3 {
         FIT_PARAMS
             .iter()

@@ -78,6 +78,10 @@ pub enum FitShape {
     /// the second over the first (`perf::lookup_calibration`). Fewer parameters per row; not
     /// shipped (docs/accuracy.md "Calibration: Method").
     SharedKernels,
+    /// One plain `<generation>` entry fits every field on the rows of all its release lines
+    /// (`step_overhead_eager_s` included, since V0 rows may be among them): no release line of
+    /// its own. Not shipped (docs/accuracy.md "Calibration: Method").
+    PerGeneration,
 }
 
 /// One held-out fold: the group left out, the calibration keys refitted without it (the keys
@@ -123,8 +127,16 @@ type TrainRow<'a> = (usize, String, &'a str, Option<String>);
 /// and per release line among the rows the [`ERA_PARAMS`] ([`era_params_for`]) on its
 /// `<generation>@<era>` entry (with the harness entries of those rows).
 fn key_jobs(rows: &[TrainRow], rounds: usize, shape: FitShape) -> Vec<KeyFitJob> {
-    if shape == FitShape::PerRelease {
-        return release_jobs(rows, rounds);
+    match shape {
+        FitShape::PerRelease => return release_jobs(rows, rounds),
+        FitShape::PerGeneration => {
+            let gen_rows: Vec<TrainRow> = rows
+                .iter()
+                .map(|(l, k, m, h)| (*l, k.split('@').next().unwrap_or(k).to_string(), *m, h.clone()))
+                .collect();
+            return release_jobs(&gen_rows, rounds);
+        }
+        FitShape::SharedKernels => {}
     }
     type Acc<'a> = (Vec<usize>, Vec<&'a str>, Vec<String>);
     let mut by_gen: BTreeMap<&str, (Acc, BTreeMap<&str, (Vec<usize>, Vec<&str>)>)> =
@@ -262,7 +274,9 @@ pub fn plan_fit_shaped(
             let mut keys: Vec<String> = Vec::new();
             let gen_of = |k: &str| match shape {
                 FitShape::PerRelease => k.to_string(),
-                FitShape::SharedKernels => k.split('@').next().unwrap_or(k).to_string(),
+                FitShape::SharedKernels | FitShape::PerGeneration => {
+                    k.split('@').next().unwrap_or(k).to_string()
+                }
             };
             for r in rows.iter().filter(|r| group_of(r) == g) {
                 if let Some(k) = &r.1 {
@@ -481,12 +495,13 @@ pub fn assemble_fit(
     }
     let mut table = FittedEfficiencies {
         description: format!(
-            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per {} ({}), {} rounds (held-out folds {}), objective = mean over sources of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
+            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per {}; {}), {} rounds (held-out folds {}), objective = mean over sources of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
             pts.len(),
             sources.join(" + "),
             match plan.shape {
                 FitShape::PerRelease => "GPU generation and vLLM release line (`<generation>@<era>`",
                 FitShape::SharedKernels => "GPU generation (`<generation>`: kernel and link efficiencies shared by its release lines; `<generation>@<era>`: the engine's software costs of one release line",
+                FitShape::PerGeneration => "GPU generation, every field shared by its release lines (`<generation>`",
             },
             HARNESS_KEYS
                 .iter()
