@@ -100,7 +100,10 @@ fn lookup_layers_the_release_line_over_the_generation() {
     let (k, m) = lookup_calibration(&t, Generation::Hopper, EngineEra::Vllm015).unwrap();
     assert_eq!(k, "hopper + hopper@vllm-0.11");
     assert_eq!((m["gemm_bf16"], m["hbm_weights"]), (0.3, 0.8));
-    t.insert("hopper@vllm-0.15".into(), one("step_overhead_graph_s", 1e-3));
+    t.insert(
+        "hopper@vllm-0.15".into(),
+        one("step_overhead_graph_s", 1e-3),
+    );
     let (k, m) = lookup_calibration(&t, Generation::Hopper, EngineEra::Vllm015).unwrap();
     assert_eq!(k, "hopper + hopper@vllm-0.15");
     assert_eq!(

@@ -354,10 +354,7 @@ fn a_shared_kernels_fit_has_one_job_per_generation_over_its_release_lines() {
     // Three models in the generation: every shared field; one and two per release line: the
     // graph overhead alone.
     assert_eq!(job.params, validate::shared_params_for(3));
-    assert!(job
-        .params
-        .iter()
-        .all(|p| !validate::ERA_PARAMS.contains(p)));
+    assert!(job.params.iter().all(|p| !validate::ERA_PARAMS.contains(p)));
     for e in &job.eras {
         assert_eq!(e.params, ["step_overhead_graph_s"], "{}", e.key);
     }

@@ -65,8 +65,8 @@ impl FittedEfficiencies {
             return json!({});
         };
         let mut eff = crate::perf::Efficiencies::default_for(g.generation);
-        let own = crate::perf::lookup_calibration(&self.generations, g.generation, era)
-            .map(|(_, m)| m);
+        let own =
+            crate::perf::lookup_calibration(&self.generations, g.generation, era).map(|(_, m)| m);
         for m in own.iter().chain(extra) {
             eff = eff.with_fitted(m).unwrap_or(eff);
         }

@@ -132,7 +132,14 @@ fn key_jobs(rows: &[TrainRow], rounds: usize, shape: FitShape) -> Vec<KeyFitJob>
         FitShape::PerGeneration => {
             let gen_rows: Vec<TrainRow> = rows
                 .iter()
-                .map(|(l, k, m, h)| (*l, k.split('@').next().unwrap_or(k).to_string(), *m, h.clone()))
+                .map(|(l, k, m, h)| {
+                    (
+                        *l,
+                        k.split('@').next().unwrap_or(k).to_string(),
+                        *m,
+                        h.clone(),
+                    )
+                })
                 .collect();
             return release_jobs(&gen_rows, rounds);
         }
@@ -353,7 +360,13 @@ pub fn run_fit_job(
         };
         (failures(&r), objective(&r))
     };
+    // Every entry of the job exists from the start, empty (literature values), so a row reads
+    // its own release line's entry and never falls back to another era's
+    // (`perf::lookup_calibration`): a move of one era's entry then reaches that era's rows only.
     let mut cur = FittedEfficiencies::default();
+    for e in &job.eras {
+        cur.generations.entry(e.key.clone()).or_default();
+    }
     let mut cur_pts: BTreeMap<usize, PointResult> = run(&cur, &job.lines, sim)?
         .into_iter()
         .map(|p| (p.line, p))
