@@ -252,6 +252,7 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
         ("ep all-to-all", b.ep_alltoall),
         ("overhead", b.overhead),
         ("moe floor", b.moe_floor),
+        ("mla floor", b.mla_floor),
     ] {
         println!("  {name:<15}{:9.3} ms", ms(v));
     }

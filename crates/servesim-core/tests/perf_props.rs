@@ -5,7 +5,7 @@
 use servesim_core::deploy::{All2AllBackend, CudagraphMode, Deployment, RawEngineSettings};
 use servesim_core::dtype::{ComputeClass, DType, KvCacheDtype, WeightPrecision};
 use servesim_core::gpu::{find_gpu, Generation};
-use servesim_core::model::catalog;
+use servesim_core::model::{catalog, AttentionSpec};
 use servesim_core::parallel::Parallelism;
 use servesim_core::perf::{
     compute_class_on, secs_to_ticks, Efficiencies, EfficiencyOverrides, ExecMode, PerfError,
@@ -772,4 +772,57 @@ fn moe_routing_chain_adds_its_time_per_moe_layer() {
             );
         }
     }
+}
+
+/// The latent-attention chain (docs/step-time.md §6): `mla_floor = L_mla x mla_layer_floor_s`,
+/// added to the step whatever the batch; zero for GQA models (Llama, gpt-oss, Qwen3, Mixtral),
+/// every layer of DeepSeek-V3 (MLA) and DeepSeek-V4; the lean path equals the breakdown bit for
+/// bit with it on, with and without prefill chunks.
+#[test]
+fn the_latent_attention_chain_adds_its_time_per_mla_layer() {
+    let o: EfficiencyOverrides = serde_json::from_str(r#"{"mla_layer_floor_s": 60e-6}"#).unwrap();
+    let mut seen_mla = 0;
+    for d in cases() {
+        let base = Efficiencies::default_for(d.gpu.generation);
+        let on = StepCostModel::new(&d, &base.with_overrides(&o).unwrap()).unwrap();
+        let off = StepCostModel::new(&d, &base).unwrap();
+        let l_mla = d.model.num_latent_attention_layers();
+        let latent = matches!(
+            d.model.attention,
+            AttentionSpec::Mla { .. } | AttentionSpec::DeepseekV4 { .. }
+        );
+        assert_eq!(l_mla == d.model.num_layers, latent, "{}", d.model.name);
+        seen_mla += latent as usize;
+        let mut rng = Lcg(11);
+        for n in [1u64, 4, 16, 256] {
+            let ctx = n * (1 + rng.next(8_000));
+            let b = on.breakdown_iter(std::iter::empty(), n, ctx);
+            let b0 = off.breakdown_iter(std::iter::empty(), n, ctx);
+            assert_eq!(b0.mla_floor, 0.0);
+            let want = l_mla as f64 * 60e-6;
+            assert!(
+                (b.mla_floor - want).abs() <= 1e-12,
+                "{} n={n}: mla_floor {} want {want}",
+                d.model.name,
+                b.mla_floor
+            );
+            assert!(b.total() >= b0.total() - 1e-12, "{} n={n}", d.model.name);
+            assert_eq!(
+                on.step_seconds(std::iter::empty(), n, ctx).to_bits(),
+                b.total().to_bits(),
+                "{} n={n}",
+                d.model.name
+            );
+            let chunks = [PrefillChunk {
+                past: rng.next(4000),
+                new: 1 + rng.next(2000),
+            }];
+            let bp = on.breakdown_iter(chunks.iter().copied(), n, ctx);
+            assert_eq!(
+                on.step_seconds(chunks.iter().copied(), n, ctx).to_bits(),
+                bp.total().to_bits()
+            );
+        }
+    }
+    assert!(seen_mla >= 2, "DeepSeek-V3 and V4 are among the cases");
 }

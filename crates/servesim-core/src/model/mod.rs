@@ -478,6 +478,20 @@ impl ModelConfig {
             .count() as u32
     }
 
+    /// Number of decoder layers whose attention is latent (MLA: DeepSeek-V2/V3, Kimi-K2; with
+    /// DeepSeek sparse attention's indexer: DeepSeek-V3.2, GLM-5; DeepSeek-V4's compressed MQA):
+    /// every layer that is not linear attention, for those attention kinds; 0 for GQA models.
+    pub fn num_latent_attention_layers(&self) -> u32 {
+        match self.attention {
+            AttentionSpec::Gqa { .. } => 0,
+            AttentionSpec::Mla { .. } | AttentionSpec::DeepseekV4 { .. } => self
+                .layers
+                .iter()
+                .filter(|l| l.attn != LayerAttn::Linear)
+                .count() as u32,
+        }
+    }
+
     /// Number of linear-attention (Gated DeltaNet) decoder layers.
     pub fn num_linear_attention_layers(&self) -> u32 {
         self.layers

@@ -184,6 +184,13 @@ efficiencies! {
     /// seconds. Added per MoE layer to every step. 0 in the literature table (not modelled);
     /// fitted per calibration key (docs/step-time.md §6, docs/accuracy.md).
     moe_layer_floor_s: Seconds,
+    /// GPU time of the latent-attention (MLA) chain of one layer beyond what a GQA layer runs:
+    /// the second low-rank projection and its norms, the absorbed `W_UK` / `W_UV` batched GEMMs,
+    /// the latent cache write and the MLA decode kernel's split-KV combine, kernels in sequence
+    /// whatever the batch, seconds. Added per MLA layer (DSA and DeepSeek-V4 layers included) to
+    /// every step. 0 in the literature table (not modelled); fitted per calibration key
+    /// (docs/step-time.md §6, docs/accuracy.md).
+    mla_layer_floor_s: Seconds,
     /// Per-step fixed overhead when the whole forward replays one full CUDA graph, seconds
     /// (scheduler, input preparation, sampler, output processing).
     step_overhead_graph_s: Seconds,
@@ -303,6 +310,7 @@ impl Efficiencies {
             internode_latency_s: 20e-6,
             layer_gpu_floor_s: 30e-6,
             moe_layer_floor_s: 0.0,
+            mla_layer_floor_s: 0.0,
             step_overhead_graph_s: 0.6e-3,
             step_overhead_piecewise_s: 1.2e-3,
             step_overhead_eager_s: 1.5e-3,

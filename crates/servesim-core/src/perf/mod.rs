@@ -141,6 +141,9 @@ pub struct StepBreakdown {
     /// weighted combine: kernels in sequence with the grouped GEMMs): `MoE layers x
     /// moe_layer_floor_s`, whatever the batch.
     pub moe_floor: f64,
+    /// The latent-attention layers' chain beyond a GQA layer's: `MLA layers x
+    /// mla_layer_floor_s`, whatever the batch.
+    pub mla_floor: f64,
     /// How the step runs.
     pub mode: ExecMode,
     /// Unbounded times of each side before the roofline max (diagnostics, not summed).
@@ -180,6 +183,7 @@ impl StepBreakdown {
             + self.ep_alltoall
             + self.overhead
             + self.moe_floor
+            + self.mla_floor
     }
     /// The step time in ticks (what [`StepCostModel::step_time`] returns).
     pub fn total_ticks(&self) -> Ticks {
@@ -216,6 +220,8 @@ pub struct StepCostModel {
     num_dense_layers: f64,
     /// `num_moe_layers x moe_layer_floor_s`: the routed-expert component's floor per step.
     moe_floor_s: f64,
+    /// `MLA layers x mla_layer_floor_s` (0 for GQA models).
+    mla_floor_s: f64,
     /// Attention.
     attn: AttnTerms,
     attn_compute_s_per_flop_prefill: f64,
@@ -270,6 +276,8 @@ struct ShapeTerms {
     floor: f64,
     /// [`StepBreakdown::moe_floor`].
     moe_floor: f64,
+    /// [`StepBreakdown::mla_floor`].
+    mla_floor: f64,
 }
 
 /// Largest decode batch with precomputed [`ShapeTerms`].
@@ -487,6 +495,7 @@ impl StepCostModel {
             num_moe_layers: m.num_moe_layers() as f64,
             num_dense_layers: m.num_dense_layers() as f64,
             moe_floor_s: m.num_moe_layers() as f64 * eff.moe_layer_floor_s,
+            mla_floor_s: m.num_latent_attention_layers() as f64 * eff.mla_layer_floor_s,
             attn,
             attn_compute_s_per_flop_prefill: 1.0 / (attn_peak * eff.prefill_attention),
             attn_compute_s_per_flop_decode: 1.0 / (attn_peak * eff.decode_attention),
@@ -610,6 +619,7 @@ impl StepCostModel {
                 + requests * self.eff.per_request_overhead_s,
             floor: self.mode_floor[mode as usize],
             moe_floor,
+            mla_floor: self.mla_floor_s,
         }
     }
 
@@ -873,7 +883,8 @@ impl StepCostModel {
             + sh.tp_allreduce
             + sh.ep_alltoall
             + 0.0
-            + sh.moe_floor;
+            + sh.moe_floor
+            + sh.mla_floor;
         let overhead = sh.overhead_base + (sh.floor - gpu).max(0.0);
         sh.gemm_compute
             + attention_compute
@@ -884,6 +895,7 @@ impl StepCostModel {
             + sh.ep_alltoall
             + overhead
             + sh.moe_floor
+            + sh.mla_floor
     }
 
     /// `x / tp`, skipping the division at tp = 1 (`x / 1.0` is `x` exactly).
@@ -1045,6 +1057,7 @@ impl StepCostModel {
             b.work.experts_active_fraction = frac;
             b.moe_floor = self.moe_floor_s;
         }
+        b.mla_floor = self.mla_floor_s;
         for (c, mm) in [
             (b.raw.dense_gemm_compute, b.raw.dense_weight_reads),
             (b.raw.expert_gemm_compute, b.raw.expert_weight_reads),

@@ -237,7 +237,8 @@ impl StepCostModel {
             + sh.ep_alltoall
             + pf_attn
             + dc_attn
-            + sh.moe_floor;
+            + sh.moe_floor
+            + sh.mla_floor;
         let target = gpu + sh.overhead_base + (sh.floor - gpu).max(0.0);
 
         // Rejection sampling over every verified position of the drafting decodes.
@@ -264,6 +265,7 @@ impl StepCostModel {
                             + s.tp_allreduce
                             + s.ep_alltoall
                             + s.moe_floor
+                            + s.mla_floor
                             + if with_attn {
                                 pf_attn + dc_attn
                             } else {

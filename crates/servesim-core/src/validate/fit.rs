@@ -188,6 +188,13 @@ pub const FIT_PARAMS: &[FitParam] = &[
         ],
     },
     FitParam {
+        field: "mla_layer_floor_s",
+        kind: "GPU time of one latent-attention (MLA) layer's chain beyond a GQA layer's",
+        grid: &[
+            0.0, 20e-6, 40e-6, 60e-6, 80e-6, 100e-6, 130e-6, 170e-6, 250e-6,
+        ],
+    },
+    FitParam {
         field: "step_overhead_graph_s",
         kind: "per-step engine overhead (CUDA-graph steps)",
         grid: &[
