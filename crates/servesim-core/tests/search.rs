@@ -266,8 +266,8 @@ fn pd_space(gate: f64) -> RawSearch {
 
 #[test]
 fn pd_candidates_prune_per_pool_and_pruning_never_drops_one_that_would_pass() {
-    // decode TP1's bound (one step at context 1: 5.08 ms, 197 tok/s with the shipped Hopper
-    // table, `servesim step --decode 1 --ctx 1`) is below 210 tok/s; TP2's (4.26 ms, 235 tok/s)
+    // decode TP1's bound (one step at context 1: 5.28 ms, 189 tok/s with the shipped Hopper
+    // table, `servesim step --decode 1 --ctx 1`) is below 210 tok/s; TP2's (4.46 ms, 224 tok/s)
     // is above
     let space = pd_space(210.0).validate().unwrap();
     assert_eq!(space.candidates.len(), 2 + 3 * 2 * 2);
