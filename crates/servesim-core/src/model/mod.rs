@@ -484,11 +484,12 @@ impl ModelConfig {
     pub fn num_latent_attention_layers(&self) -> u32 {
         match self.attention {
             AttentionSpec::Gqa { .. } => 0,
-            AttentionSpec::Mla { .. } | AttentionSpec::DeepseekV4 { .. } => self
-                .layers
-                .iter()
-                .filter(|l| l.attn != LayerAttn::Linear)
-                .count() as u32,
+            AttentionSpec::Mla { .. } | AttentionSpec::DeepseekV4 { .. } => {
+                self.layers
+                    .iter()
+                    .filter(|l| l.attn != LayerAttn::Linear)
+                    .count() as u32
+            }
         }
     }
 

@@ -146,8 +146,9 @@ fn key_jobs(rows: &[TrainRow], rounds: usize, shape: FitShape) -> Vec<KeyFitJob>
         FitShape::SharedKernels => {}
     }
     type Acc<'a> = (Vec<usize>, Vec<&'a str>, Vec<String>);
-    let mut by_gen: BTreeMap<&str, (Acc, BTreeMap<&str, (Vec<usize>, Vec<&str>)>)> =
-        BTreeMap::new();
+    /// An era's rows and models.
+    type EraAcc<'a> = (Vec<usize>, Vec<&'a str>);
+    let mut by_gen: BTreeMap<&str, (Acc, BTreeMap<&str, EraAcc>)> = BTreeMap::new();
     for (line, key, model, harness) in rows {
         let gen = key.split('@').next().unwrap_or(key);
         let (e, eras) = by_gen.entry(gen).or_default();
