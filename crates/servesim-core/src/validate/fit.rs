@@ -335,9 +335,7 @@ pub fn fit_generation(
 /// few to fit it on.
 pub fn fit_params_for(key: &str, num_models: usize) -> Vec<&'static str> {
     // A plain generation (`FitShape::PerGeneration`) may hold V0 rows.
-    let v0 = key
-        .rsplit_once('@')
-        .is_none_or(|(_, era)| era == crate::perf::EngineEra::Vllm07.key());
+    let v0 = may_hold_v0_rows(key);
     if num_models >= 3 {
         FIT_PARAMS
             .iter()
@@ -388,9 +386,7 @@ pub fn shared_params_for(num_models: usize) -> Vec<&'static str> {
 /// era, whose engine runs every step with a prefill without a graph (elsewhere eager steps are the
 /// exception, too few to fit it on).
 pub fn era_params_for(key: &str, num_models: usize) -> Vec<&'static str> {
-    let v0 = key
-        .rsplit_once('@')
-        .is_some_and(|(_, era)| era == crate::perf::EngineEra::Vllm07.key());
+    let v0 = may_hold_v0_rows(key);
     if num_models >= 3 {
         ERA_PARAMS
             .iter()
@@ -400,6 +396,13 @@ pub fn era_params_for(key: &str, num_models: usize) -> Vec<&'static str> {
     } else {
         vec!["step_overhead_graph_s"]
     }
+}
+
+/// Whether a key's rows may be V0-era runs: the V0 release line's entry, or a plain generation
+/// (every release line).
+fn may_hold_v0_rows(key: &str) -> bool {
+    key.rsplit_once('@')
+        .is_none_or(|(_, era)| era == crate::perf::EngineEra::Vllm07.key())
 }
 
 /// The fit's output.

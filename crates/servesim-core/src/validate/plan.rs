@@ -122,74 +122,53 @@ type PlanRow<'a> = (
 /// A row a job trains on: (line, key, model, harness entry).
 type TrainRow<'a> = (usize, String, &'a str, Option<String>);
 
-/// The jobs of `shape` for the keys among `rows`. [`FitShape::SharedKernels`]: one job per GPU
-/// generation present, in generation order, each on that generation's rows: the shared fields ([`shared_params_for`]) on the generation's entry,
-/// and per release line among the rows the [`ERA_PARAMS`] ([`era_params_for`]) on its
-/// `<generation>@<era>` entry (with the harness entries of those rows).
+/// The jobs of `shape` for the keys among `rows`:
+/// - [`FitShape::PerRelease`]: one per calibration key, every field ([`fit_params_for`]);
+/// - [`FitShape::PerGeneration`]: one per GPU generation, every field;
+/// - [`FitShape::SharedKernels`]: one per GPU generation, the shared fields
+///   ([`shared_params_for`]) on the generation's entry and, per release line among its rows, the
+///   [`ERA_PARAMS`] ([`era_params_for`]) on the `<generation>@<era>` entry.
+///
+/// Each in key order, on that key's rows, with the harness entries of those rows.
 fn key_jobs(rows: &[TrainRow], rounds: usize, shape: FitShape) -> Vec<KeyFitJob> {
+    let gen_rows: Vec<TrainRow> = rows
+        .iter()
+        .map(|(l, k, m, h)| (*l, generation_of(k).to_string(), *m, h.clone()))
+        .collect();
     match shape {
-        FitShape::PerRelease => return release_jobs(rows, rounds),
-        FitShape::PerGeneration => {
-            let gen_rows: Vec<TrainRow> = rows
-                .iter()
-                .map(|(l, k, m, h)| {
-                    (
-                        *l,
-                        k.split('@').next().unwrap_or(k).to_string(),
-                        *m,
-                        h.clone(),
-                    )
-                })
-                .collect();
-            return release_jobs(&gen_rows, rounds);
-        }
-        FitShape::SharedKernels => {}
-    }
-    type Acc<'a> = (Vec<usize>, Vec<&'a str>, Vec<String>);
-    /// An era's rows and models.
-    type EraAcc<'a> = (Vec<usize>, Vec<&'a str>);
-    let mut by_gen: BTreeMap<&str, (Acc, BTreeMap<&str, EraAcc>)> = BTreeMap::new();
-    for (line, key, model, harness) in rows {
-        let gen = key.split('@').next().unwrap_or(key);
-        let (e, eras) = by_gen.entry(gen).or_default();
-        e.0.push(*line);
-        if !e.1.contains(model) {
-            e.1.push(model);
-        }
-        if let Some(h) = harness {
-            if !e.2.contains(h) {
-                e.2.push(h.clone());
+        FitShape::PerRelease => grouped_jobs(rows, rounds, &fit_params_for),
+        FitShape::PerGeneration => grouped_jobs(&gen_rows, rounds, &fit_params_for),
+        FitShape::SharedKernels => {
+            let eras = grouped_jobs(rows, rounds, &era_params_for);
+            let mut jobs = grouped_jobs(&gen_rows, rounds, &|_, n| shared_params_for(n));
+            for job in &mut jobs {
+                job.eras = eras
+                    .iter()
+                    .filter(|e| generation_of(&e.key) == job.key)
+                    .map(|e| EraFit {
+                        key: e.key.clone(),
+                        lines: e.lines.clone(),
+                        params: e.params.clone(),
+                    })
+                    .collect();
             }
-        }
-        let era = eras.entry(key.as_str()).or_default();
-        era.0.push(*line);
-        if !era.1.contains(model) {
-            era.1.push(model);
+            jobs
         }
     }
-    by_gen
-        .into_iter()
-        .map(|(gen, ((lines, models, harness), eras))| KeyFitJob {
-            key: gen.to_string(),
-            lines,
-            params: shared_params_for(models.len()),
-            harness,
-            eras: eras
-                .into_iter()
-                .map(|(key, (lines, models))| EraFit {
-                    key: key.to_string(),
-                    params: era_params_for(key, models.len()),
-                    lines,
-                })
-                .collect(),
-            rounds,
-        })
-        .collect()
 }
 
-/// [`FitShape::PerRelease`]'s jobs: one per calibration key present among `rows`, in key order,
-/// each on that key's rows (with the harness entries of those rows).
-fn release_jobs(rows: &[TrainRow], rounds: usize) -> Vec<KeyFitJob> {
+/// The GPU generation of a calibration key (`hopper@vllm-0.15` -> `hopper`).
+fn generation_of(key: &str) -> &str {
+    key.split('@').next().unwrap_or(key)
+}
+
+/// One job per key among `rows`, in key order, on that key's rows (with the harness entries of
+/// those rows), fitting `params(key, number of models among its rows)`.
+fn grouped_jobs(
+    rows: &[TrainRow],
+    rounds: usize,
+    params: &dyn Fn(&str, usize) -> Vec<&'static str>,
+) -> Vec<KeyFitJob> {
     type Acc<'a> = (Vec<usize>, Vec<&'a str>, Vec<String>);
     let mut by_key: BTreeMap<&str, Acc> = BTreeMap::new();
     for (line, key, model, harness) in rows {
@@ -209,7 +188,7 @@ fn release_jobs(rows: &[TrainRow], rounds: usize) -> Vec<KeyFitJob> {
         .map(|(key, (lines, models, harness))| KeyFitJob {
             key: key.to_string(),
             lines,
-            params: fit_params_for(key, models.len()),
+            params: params(key, models.len()),
             harness,
             eras: Vec::new(),
             rounds,
@@ -282,9 +261,7 @@ pub fn plan_fit_shaped(
             let mut keys: Vec<String> = Vec::new();
             let gen_of = |k: &str| match shape {
                 FitShape::PerRelease => k.to_string(),
-                FitShape::SharedKernels | FitShape::PerGeneration => {
-                    k.split('@').next().unwrap_or(k).to_string()
-                }
+                FitShape::SharedKernels | FitShape::PerGeneration => generation_of(k).to_string(),
             };
             for r in rows.iter().filter(|r| group_of(r) == g) {
                 if let Some(k) = &r.1 {
