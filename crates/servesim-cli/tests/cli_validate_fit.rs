@@ -88,6 +88,41 @@ fn a_thread_count_out_of_range_is_refused_naming_the_flag() {
     assert!(err.contains("--threads"), "{err}");
 }
 
+/// `--fit-shape shared-kernels` writes a plain generation entry holding only kernel and link
+/// fields and release-line entries holding only the engine's software costs; a scenario then
+/// reads both layered (the report's own validation of the new table says so in its description).
+/// `--fit-shape` without `--fit` is refused naming `--fit`.
+#[test]
+fn a_shared_kernels_fit_writes_a_generation_entry_under_its_release_lines() {
+    let csv = subset();
+    let (mut args, table, _) = one_pass_fit(&csv, "shared");
+    args.extend(["--fit-shape".to_string(), "shared-kernels".to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, err) = servesim(&args);
+    assert_eq!(code, 0, "{err}");
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(table).unwrap()).unwrap();
+    assert!(t["description"]
+        .as_str()
+        .unwrap()
+        .contains("shared by its release lines"));
+    let gens = t["generations"].as_object().unwrap();
+    assert!(gens.contains_key("hopper"), "{gens:?}");
+    assert!(gens.contains_key("hopper@vllm-0.11") && gens.contains_key("hopper@vllm-0.15"));
+    for (k, m) in gens {
+        for f in m.as_object().unwrap().keys() {
+            assert_eq!(
+                k.contains('@'),
+                servesim_core::validate::ERA_PARAMS.contains(&f.as_str()),
+                "{k}: {f}"
+            );
+        }
+    }
+    let (code, _, err) = servesim(&["validate", "x.csv", "--fit-shape", "per-generation"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--fit"), "{err}");
+}
+
 /// The validation set (rows no fit reads), as shipped.
 fn validation_set() -> PathBuf {
     PathBuf::from(concat!(
