@@ -47,8 +47,8 @@ pub struct ValidateArgs {
     /// the engine's software costs (scheduling, inputs, sampling, the API server).
     /// `per-generation`: every field per GPU generation. docs/accuracy.md ("Calibration:
     /// Method") compares them.
-    #[arg(long, value_enum, default_value = "per-release", requires = "fit")]
-    pub fit_shape: FitShapeArg,
+    #[arg(long, default_value = "per-release", requires = "fit", value_parser = fit_shape_parser())]
+    pub fit_shape: validate::FitShape,
     /// With --fit: CSVs the fit never reads, validated after it with the new table and with the
     /// table this binary ships, side by side (repeatable). Default: the validation set,
     /// crates/servesim-core/data/validation/measured-points-validation.csv, when it is there.
@@ -104,12 +104,7 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
     if a.fit {
         // Read before the fit, so a wrong path fails in a second, not after the fit's minutes.
         let check = load_check(a)?;
-        let shape = match a.fit_shape {
-            FitShapeArg::PerRelease => validate::FitShape::PerRelease,
-            FitShapeArg::SharedKernels => validate::FitShape::SharedKernels,
-            FitShapeArg::PerGeneration => validate::FitShape::PerGeneration,
-        };
-        let rep = fit_on_threads(&csv, a.rounds, a.held_out_rounds, shape, a.threads)?;
+        let rep = fit_on_threads(&csv, a.rounds, a.held_out_rounds, a.fit_shape, a.threads)?;
         std::fs::write(&a.fit_out, rep.table_json())
             .with_context(|| format!("writing {}", a.fit_out.display()))?;
         eprintln!("wrote {}", a.fit_out.display());
@@ -249,12 +244,11 @@ fn check_refit(
     Ok(())
 }
 
-/// `--fit-shape` (the core's [`validate::FitShape`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum FitShapeArg {
-    PerRelease,
-    SharedKernels,
-    PerGeneration,
+/// `--fit-shape`: the core's [`validate::FitShape`] names, one list.
+fn fit_shape_parser() -> impl clap::builder::TypedValueParser<Value = validate::FitShape> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(validate::FitShape::ALL.map(|s| s.name()))
+        .map(|n| validate::FitShape::from_name(&n).unwrap_or_default())
 }
 
 /// `validate --fit` on threads: the core's plan ([`validate::plan_fit`]) lists independent jobs;

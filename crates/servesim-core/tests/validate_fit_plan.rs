@@ -396,3 +396,18 @@ fn a_shared_kernels_fit_has_one_job_per_generation_over_its_release_lines() {
     );
     assert!(log.len() > 1, "the fit moved something");
 }
+
+/// The names `--fit-shape` takes come from the core, one list: each names one shape, and the
+/// default is the shipped per-release shape.
+#[test]
+fn every_fit_shape_has_one_name() {
+    for s in validate::FitShape::ALL {
+        assert_eq!(validate::FitShape::from_name(s.name()), Some(s));
+    }
+    assert_eq!(validate::FitShape::from_name("per-key"), None);
+    assert_eq!(
+        validate::FitShape::ALL[0],
+        validate::FitShape::default(),
+        "the shipped shape comes first"
+    );
+}

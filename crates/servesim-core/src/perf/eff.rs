@@ -421,7 +421,7 @@ pub fn calibration_key(generation: Generation, era: EngineEra) -> String {
 
 /// The fitted fields a table gives `(generation, era)`, and the key(s) they came from: a plain
 /// `<generation>` entry (what a fit gives every release line of the generation, e.g. the shared
-/// kernel efficiencies of `servesim validate --fit --shared-kernels`) with, on top, the release
+/// kernel efficiencies of `servesim validate --fit --fit-shape shared-kernels`) with, on top, the release
 /// line's own entry: the exact `<generation>@<era>`, else the same generation's entry for the
 /// nearest other era ([`EngineEra::fallbacks`]). The key reads `hopper + hopper@vllm-0.15` when
 /// both layers are there. `None` when the table has nothing for the generation.

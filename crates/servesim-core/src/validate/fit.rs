@@ -330,11 +330,11 @@ pub fn fit_generation(
 /// Which fields are fitted per calibration key (`<generation>@<era>`): all of [`FIT_PARAMS`]
 /// where the key's simulated rows have 3 models or more (rows that wait count for nothing,
 /// `plan_fit`); with fewer just the four broad factors, so the fit cannot tune to one model's
-/// kernels. `step_overhead_eager_s` only for the V0 era, whose engine runs every step with a
+/// kernels. `step_overhead_eager_s` only for the V0 era (or a plain generation key, which holds
+/// every release line's rows, `FitShape::PerGeneration`), whose engine runs every step with a
 /// prefill without a graph; elsewhere eager steps are the exception (`--enforce-eager` runs), too
 /// few to fit it on.
 pub fn fit_params_for(key: &str, num_models: usize) -> Vec<&'static str> {
-    // A plain generation (`FitShape::PerGeneration`) may hold V0 rows.
     let v0 = may_hold_v0_rows(key);
     if num_models >= 3 {
         FIT_PARAMS

@@ -84,6 +84,29 @@ pub enum FitShape {
     PerGeneration,
 }
 
+impl FitShape {
+    /// Every shape, the shipped one first.
+    pub const ALL: [FitShape; 3] = [
+        FitShape::PerRelease,
+        FitShape::SharedKernels,
+        FitShape::PerGeneration,
+    ];
+
+    /// The name a user types (`servesim validate --fit-shape NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FitShape::PerRelease => "per-release",
+            FitShape::SharedKernels => "shared-kernels",
+            FitShape::PerGeneration => "per-generation",
+        }
+    }
+
+    /// The shape of a [`FitShape::name`].
+    pub fn from_name(name: &str) -> Option<FitShape> {
+        FitShape::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
 /// One held-out fold: the group left out, the calibration keys refitted without it (the keys
 /// holding its rows), the jobs that refit them, and the rows it predicts.
 #[derive(Clone, Debug, PartialEq)]
