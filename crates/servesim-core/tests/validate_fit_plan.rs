@@ -53,7 +53,7 @@ fn the_plan_lists_one_job_per_key_and_the_keys_of_each_fold() {
     covered.sort_unstable();
     assert_eq!(covered, rows.iter().map(|p| p.line).collect::<Vec<_>>());
     // Leave-one-source-out: each source is alone on its key, so its fold refits nothing and
-    // predicts its rows with the key dropped (literature table).
+    // predicts its rows with the key dropped (another release line's entry, or the literature).
     let sources: Vec<&validate::FoldPlan> = plan
         .folds
         .iter()
@@ -129,6 +129,68 @@ fn jobs_run_in_any_order_give_fit_alls_report() {
     }
     // A wrong number of results is an error, not a panic.
     assert!(validate::assemble_fit(&csv, &plan, &results[1..], &mut sim()).is_err());
+}
+
+/// The report carries every held-out prediction behind its aggregates: each simulated row once
+/// per grouping, by line, predicted by its fold's table. Here each source is alone on its key, so
+/// its fold refits nothing: its rows are predicted by the in-sample table without their key (a
+/// row then reads another release line's entry, `perf::lookup_calibration`).
+#[test]
+fn the_held_out_points_are_each_folds_predictions() {
+    let csv = subset();
+    let rep = validate::fit_all(&csv, 1, 1, &mut sim()).unwrap();
+    let plan = validate::plan_fit(&csv, 1, 1).unwrap();
+    let simulated: Vec<usize> = validate::run(&csv, &validate::ValidateOptions::default())
+        .unwrap()
+        .points
+        .iter()
+        .filter(|p| p.error.is_none() && p.waits_for.is_none())
+        .map(|p| p.line)
+        .collect();
+    for held in [&rep.held_out_by_source, &rep.held_out_by_family] {
+        let lines: Vec<usize> = held.iter().map(|p| p.line).collect();
+        assert_eq!(lines, simulated);
+    }
+    for fold in plan.folds.iter().filter(|f| f.grouping == Grouping::Source) {
+        assert!(fold.jobs.is_empty());
+        let mut t = rep.table.clone();
+        t.generations.retain(|k, _| !fold.keys.contains(k));
+        let expected = validate::run(
+            &csv,
+            &validate::ValidateOptions {
+                efficiencies: Some(t),
+                only_lines: Some(fold.test.clone()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for p in expected.points {
+            let held = rep
+                .held_out_by_source
+                .iter()
+                .find(|q| q.line == p.line)
+                .unwrap();
+            assert_eq!(held.comparisons, p.comparisons, "line {}", p.line);
+        }
+    }
+    // The pooled aggregates count exactly these points' comparisons.
+    for (scope, held) in [
+        ("leave-one-source-out", &rep.held_out_by_source),
+        ("leave-one-family-out", &rep.held_out_by_family),
+    ] {
+        for a in rep.held_out.iter().filter(|a| a.scope == scope) {
+            let n = held
+                .iter()
+                .flat_map(|p| &p.comparisons)
+                .filter(|c| {
+                    c.family == a.family && c.excluded.is_none() && c.signed_error_pct.is_some()
+                })
+                .count();
+            assert_eq!(n, a.n, "{scope} {:?}", a.family);
+        }
+    }
+    // The groupings predict differently: a family fold refits its key on the other family.
+    assert_ne!(rep.held_out_by_source, rep.held_out_by_family);
 }
 
 const CSV_B: &str = include_str!("../data/calibration/measured-points-more.csv");

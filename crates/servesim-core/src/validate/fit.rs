@@ -415,6 +415,12 @@ pub struct FitReport {
     /// predicted by a fit on the others), `leave-one-family-out` (each model family predicted by
     /// a fit on the other families) and `leave-one-family-out: <family>` per family.
     pub held_out: Vec<Aggregate>,
+    /// Each simulated row as the fit that left its source out predicts it (the points behind
+    /// the `leave-one-source-out` aggregates), by line.
+    pub held_out_by_source: Vec<PointResult>,
+    /// Each simulated row as the fit that left its model family out predicts it (the points
+    /// behind the `leave-one-family-out` aggregates), by line.
+    pub held_out_by_family: Vec<PointResult>,
 }
 
 /// The model families of [`model_family`], in report order.

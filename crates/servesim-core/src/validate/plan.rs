@@ -588,6 +588,8 @@ pub fn assemble_fit(
         table,
         logs,
         held_out,
+        held_out_by_source: by_source,
+        held_out_by_family: by_family,
     })
 }
 
