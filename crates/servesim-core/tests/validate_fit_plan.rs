@@ -189,6 +189,19 @@ fn the_held_out_points_are_each_folds_predictions() {
             assert_eq!(n, a.n, "{scope} {:?}", a.family);
         }
     }
+    // Every row of the subset runs a V1 engine (vLLM 0.10-0.15), so the V1-only scopes pool
+    // exactly the same comparisons as the full ones.
+    for scope in ["leave-one-source-out", "leave-one-family-out"] {
+        let v1 = format!("{scope} (vLLM V1 rows)");
+        for a in rep.held_out.iter().filter(|a| a.scope == scope) {
+            let b = rep
+                .held_out
+                .iter()
+                .find(|b| b.scope == v1 && b.family == a.family)
+                .unwrap();
+            assert_eq!((b.n, b.median_abs_pct), (a.n, a.median_abs_pct), "{v1}");
+        }
+    }
     // The groupings predict differently: a family fold refits its key on the other family.
     assert_ne!(rep.held_out_by_source, rep.held_out_by_family);
 }

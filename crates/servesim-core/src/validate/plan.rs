@@ -575,6 +575,24 @@ pub fn assemble_fit(
             &|p| p.model_family == *fam,
         ));
     }
+    // The same pooled over the rows of the V1 engine's release lines (vLLM >= 0.8), without the
+    // V0 runs of 2024-25: what a deployment planned on today's vLLM is closest to.
+    let v1_lines: Vec<usize> = pts
+        .iter()
+        .filter(|p| point_era(p) != crate::perf::EngineEra::Vllm07)
+        .map(|p| p.line)
+        .collect();
+    let v1 = |p: &PointResult| v1_lines.contains(&p.line);
+    held_out.extend(aggregate(
+        &by_source,
+        "leave-one-source-out (vLLM V1 rows)",
+        &v1,
+    ));
+    held_out.extend(aggregate(
+        &by_family,
+        "leave-one-family-out (vLLM V1 rows)",
+        &v1,
+    ));
     // Per source, what a fit that never saw the source predicts for it: a harness or era
     // setting only that source has shows here, pooled it hides in the others.
     for src in &sources {
