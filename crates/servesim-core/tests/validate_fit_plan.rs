@@ -173,6 +173,38 @@ fn the_held_out_points_are_each_folds_predictions() {
             assert_eq!(held.comparisons, p.comparisons, "line {}", p.line);
         }
     }
+    // A family fold refits its keys on the other family: the in-sample table without them plus
+    // the fold's refits (`held_out_refits`) predicts the fold's rows.
+    assert!(rep
+        .held_out_refits
+        .keys()
+        .all(|k| k.starts_with("leave-one-family-out: ")));
+    for fold in plan.folds.iter().filter(|f| f.grouping == Grouping::Family) {
+        let scope = format!("leave-one-family-out: {}", fold.group);
+        let refit = &rep.held_out_refits[&scope];
+        // A key left without training rows has no refit (its rows read another release line).
+        assert!(refit.keys().all(|k| fold.keys.contains(k)));
+        let mut t = rep.table.clone();
+        t.generations.retain(|k, _| !fold.keys.contains(k));
+        t.generations.extend(refit.clone());
+        let expected = validate::run(
+            &csv,
+            &validate::ValidateOptions {
+                efficiencies: Some(t),
+                only_lines: Some(fold.test.clone()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for p in expected.points {
+            let held = rep
+                .held_out_by_family
+                .iter()
+                .find(|q| q.line == p.line)
+                .unwrap();
+            assert_eq!(held.comparisons, p.comparisons, "{scope} line {}", p.line);
+        }
+    }
     // The pooled aggregates count exactly these points' comparisons.
     for (scope, held) in [
         ("leave-one-source-out", &rep.held_out_by_source),

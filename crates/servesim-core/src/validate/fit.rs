@@ -421,6 +421,10 @@ pub struct FitReport {
     /// Each simulated row as the fit that left its model family out predicts it (the points
     /// behind the `leave-one-family-out` aggregates), by line.
     pub held_out_by_family: Vec<PointResult>,
+    /// What each held-out fold refitted, by fold (`leave-one-source-out: <source>`,
+    /// `leave-one-family-out: <family>`): entry -> field -> value. A fold's table is the in-sample
+    /// table without the fold's keys, plus these entries; a fold that refits nothing is absent.
+    pub held_out_refits: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>>,
 }
 
 /// The model families of [`model_family`], in report order.

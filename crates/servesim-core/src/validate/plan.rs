@@ -540,6 +540,7 @@ pub fn assemble_fit(
     }
     let mut by_source = Vec::new();
     let mut by_family = Vec::new();
+    let mut held_out_refits = BTreeMap::new();
     for fold in &plan.folds {
         let mut t = table.clone();
         // The fold's keys and their harness entries go; the refits (with theirs) come in.
@@ -550,8 +551,17 @@ pub fn assemble_fit(
                         .is_some_and(|r| r.starts_with('+') || r.starts_with('@'))
             })
         });
+        let mut refit = BTreeMap::new();
         for &i in &fold.jobs {
             t.generations.extend(results[i].0.clone());
+            refit.extend(results[i].0.clone());
+        }
+        if !refit.is_empty() {
+            let scope = match fold.grouping {
+                Grouping::Source => "leave-one-source-out",
+                Grouping::Family => "leave-one-family-out",
+            };
+            held_out_refits.insert(format!("{scope}: {}", fold.group), refit);
         }
         let o = ValidateOptions {
             only_lines: Some(fold.test.clone()),
@@ -608,6 +618,7 @@ pub fn assemble_fit(
         held_out,
         held_out_by_source: by_source,
         held_out_by_family: by_family,
+        held_out_refits,
     })
 }
 
