@@ -160,11 +160,11 @@ fn the_held_out_points_are_each_folds_predictions() {
         .keys()
         .all(|k| k.starts_with("leave-one-family-out: ")));
     for fold in &plan.folds {
-        let (scope, held) = match fold.grouping {
-            Grouping::Source => ("leave-one-source-out", &rep.held_out_by_source),
-            Grouping::Family => ("leave-one-family-out", &rep.held_out_by_family),
+        let held = match fold.grouping {
+            Grouping::Source => &rep.held_out_by_source,
+            Grouping::Family => &rep.held_out_by_family,
         };
-        let scope = format!("{scope}: {}", fold.group);
+        let scope = format!("{}: {}", fold.grouping.scope(), fold.group);
         let mut t = rep.table.clone();
         t.generations.retain(|k, _| !fold.keys.contains(k));
         if let Some(refit) = rep.held_out_refits.get(&scope) {

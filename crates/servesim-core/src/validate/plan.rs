@@ -65,6 +65,16 @@ pub enum Grouping {
     Family,
 }
 
+impl Grouping {
+    /// The held-out aggregates' scope of this grouping, pooled (`<scope>: <group>` per group).
+    pub fn scope(self) -> &'static str {
+        match self {
+            Grouping::Source => "leave-one-source-out",
+            Grouping::Family => "leave-one-family-out",
+        }
+    }
+}
+
 /// How the fit groups its parameters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FitShape {
@@ -553,15 +563,11 @@ pub fn assemble_fit(
         });
         let mut refit = BTreeMap::new();
         for &i in &fold.jobs {
-            t.generations.extend(results[i].0.clone());
             refit.extend(results[i].0.clone());
         }
+        t.generations.extend(refit.clone());
         if !refit.is_empty() {
-            let scope = match fold.grouping {
-                Grouping::Source => "leave-one-source-out",
-                Grouping::Family => "leave-one-family-out",
-            };
-            held_out_refits.insert(format!("{scope}: {}", fold.group), refit);
+            held_out_refits.insert(format!("{}: {}", fold.grouping.scope(), fold.group), refit);
         }
         let o = ValidateOptions {
             only_lines: Some(fold.test.clone()),
@@ -576,12 +582,13 @@ pub fn assemble_fit(
     }
     by_source.sort_by_key(|p| p.line);
     by_family.sort_by_key(|p| p.line);
-    let mut held_out = aggregate(&by_source, "leave-one-source-out", &|_| true);
-    held_out.extend(aggregate(&by_family, "leave-one-family-out", &|_| true));
+    let (src_scope, fam_scope) = (Grouping::Source.scope(), Grouping::Family.scope());
+    let mut held_out = aggregate(&by_source, src_scope, &|_| true);
+    held_out.extend(aggregate(&by_family, fam_scope, &|_| true));
     for fam in FAMILIES {
         held_out.extend(aggregate(
             &by_family,
-            &format!("leave-one-family-out: {fam}"),
+            &format!("{fam_scope}: {fam}"),
             &|p| p.model_family == *fam,
         ));
     }
@@ -595,12 +602,12 @@ pub fn assemble_fit(
     let v1 = |p: &PointResult| v1_lines.contains(&p.line);
     held_out.extend(aggregate(
         &by_source,
-        "leave-one-source-out (vLLM V1 rows)",
+        &format!("{src_scope} (vLLM V1 rows)"),
         &v1,
     ));
     held_out.extend(aggregate(
         &by_family,
-        "leave-one-family-out (vLLM V1 rows)",
+        &format!("{fam_scope} (vLLM V1 rows)"),
         &v1,
     ));
     // Per source, what a fit that never saw the source predicts for it: a harness or era
@@ -608,7 +615,7 @@ pub fn assemble_fit(
     for src in &sources {
         held_out.extend(aggregate(
             &by_source,
-            &format!("leave-one-source-out: {src}"),
+            &format!("{src_scope}: {src}"),
             &|p| p.source == *src,
         ));
     }
