@@ -291,7 +291,77 @@ fn more_rows_run_or_name_what_they_wait_for() {
     // The combined file numbers the second file's rows after the first file's.
     let first = include_str!("../data/calibration/measured-points.csv");
     let both = servesim_core::validate::combine_csvs(&[first, text]).unwrap();
-    assert_eq!(parse_points(&both).unwrap().len(), 63 + 614);
+    let all = parse_points(&both).unwrap();
+    assert_eq!(all.len(), 63 + 614);
+    // gpustack's GLM-4.5-Air A100 and H100 pages repeat four runs figure for figure: those eight
+    // rows pair up (A100 line l with H100 line l + 5) and wait; no other row repeats another GPU's.
+    let repeated: Vec<(usize, usize)> = all
+        .iter()
+        .filter_map(|p| p.repeats_line.map(|l| (p.line, l)))
+        .collect();
+    assert_eq!(
+        repeated,
+        vec![
+            (272, 277),
+            (273, 278),
+            (274, 279),
+            (275, 280),
+            (277, 272),
+            (278, 273),
+            (279, 274),
+            (280, 275)
+        ]
+    );
+    for p in all.iter().filter(|p| p.repeats_line.is_some()) {
+        let why = servesim_core::validate::waits_for(p).unwrap();
+        assert!(
+            why.contains("repeats another row"),
+            "line {}: {why}",
+            p.line
+        );
+        assert!(p.model.contains("GLM-4.5-Air"));
+    }
+    // The GLM-4.5-Air ShareGPT rows (their own figures on each page) and the GLM-4.6 rows run.
+    for l in [271, 276, 281, 286, 287, 292] {
+        let p = all.iter().find(|p| p.line == l).unwrap();
+        assert!(servesim_core::validate::waits_for(p).is_none(), "line {l}");
+        setup_for(p).unwrap_or_else(|e| panic!("line {l}: {e}"));
+    }
+}
+
+#[test]
+fn a_row_repeating_another_gpus_figures_waits_but_the_same_gpu_does_not() {
+    let header = REQUIRED_COLUMNS.join(",");
+    let row = |gpu: &str, tok: &str| {
+        REQUIRED_COLUMNS
+            .iter()
+            .map(|c| match *c {
+                "source" => "s".to_string(),
+                "model" => "Qwen/Qwen3-8B".to_string(),
+                "gpu" => gpu.to_string(),
+                "num_gpus" | "tp" | "dp" | "ep" => "1".to_string(),
+                "request_rate" => "inf".to_string(),
+                "isl" => "100".to_string(),
+                "osl" => "10".to_string(),
+                "output_tok_s" => tok.to_string(),
+                "ttft_p50_ms" => "50".to_string(),
+                _ => String::new(),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let text = format!(
+        "{header}\n{}\n{}\n{}\n{}\n",
+        row("H100-SXM-80GB", "100"),
+        row("A100-SXM-80GB", "100"),
+        row("H100-SXM-80GB", "200"),
+        row("H100-SXM-80GB", "200"),
+    );
+    let pts = parse_points(&text).unwrap();
+    assert_eq!(pts[0].repeats_line, Some(3));
+    assert_eq!(pts[1].repeats_line, Some(2));
+    assert_eq!((pts[2].repeats_line, pts[3].repeats_line), (None, None));
+    assert!(servesim_core::validate::waits_for(&pts[0]).is_some());
 }
 
 #[test]

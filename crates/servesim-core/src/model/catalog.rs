@@ -137,6 +137,14 @@ const CATALOG: &[(&str, &str)] = &[
         include_str!("../../data/models/sgl-project--DeepSeek-V4-Pro-FP8.json"),
     ),
     (
+        "zai-org/GLM-4.5-Air",
+        include_str!("../../data/models/zai-org--GLM-4.5-Air.json"),
+    ),
+    (
+        "zai-org/GLM-4.7",
+        include_str!("../../data/models/zai-org--GLM-4.7.json"),
+    ),
+    (
         "zai-org/GLM-5",
         include_str!("../../data/models/zai-org--GLM-5.json"),
     ),

@@ -255,6 +255,20 @@ const RELEASES: &[Release] = &[
         quant: None,
         why: "the base checkpoint of the same architecture",
     },
+    Release {
+        id: "zai-org/GLM-4.6",
+        config: "zai-org/GLM-4.7",
+        context: None,
+        quant: None,
+        why: "GLM-4.6 and GLM-4.7 are the GLM-4.5 355B-A32B architecture (92 layers, the first 3 dense, 5120 hidden, 96/8 heads, 160 experts top-8 and a shared expert) with 202,752 context",
+    },
+    Release {
+        id: "zai-org/GLM-4.5",
+        config: "zai-org/GLM-4.7",
+        context: Some(131_072),
+        quant: None,
+        why: "GLM-4.5 is the 355B-A32B architecture GLM-4.7 keeps (92 layers, the first 3 dense, 5120 hidden, 96/8 heads, 160 experts top-8); its context is 131,072",
+    },
 ];
 
 /// Organisations that publish re-quantized or re-uploaded copies of other organisations' models.

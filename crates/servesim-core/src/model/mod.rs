@@ -96,6 +96,10 @@ pub enum ModelFamily {
     /// Qwen3.5 MoE (`Qwen3_5MoeForConditionalGeneration`, text config nested): Gated DeltaNet
     /// linear-attention layers interleaved with gated full-attention layers.
     Qwen35Moe,
+    /// GLM-4.5 / 4.5-Air / 4.6 / 4.7 (`Glm4MoeForCausalLM`): GQA with q/k/v bias (optional
+    /// per-head QK-norm), DeepSeek-V3-style MoE (leading dense layers, a shared expert, sigmoid
+    /// routing with a correction bias).
+    Glm4Moe,
 }
 
 /// DeepSeek sparse attention (DSA, DeepSeek-V3.2 / GLM-5): a lightning indexer scores every cached

@@ -129,8 +129,9 @@ impl ModelConfig {
                 if *qkv_bias {
                     out.push(vecp(G::Attention, nh * hd, n, Shard::Tp));
                     out.push(vecp(G::Attention, nkv * (hd + vd), n, Shard::KvHeads));
-                    // Llama-style `attention_bias` also biases o_proj; Qwen2 biases q/k/v only.
-                    if self.family != ModelFamily::Qwen2 {
+                    // Llama-style `attention_bias` also biases o_proj; Qwen2 and GLM-4.5
+                    // (`Glm4MoeAttention`: o_proj without bias) bias q/k/v only.
+                    if !matches!(self.family, ModelFamily::Qwen2 | ModelFamily::Glm4Moe) {
                         out.push(vecp(G::Attention, h, n, Shard::Replicated));
                     }
                 }

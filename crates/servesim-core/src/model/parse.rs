@@ -12,7 +12,8 @@ type Obj = Map<String, Value>;
 
 const SUPPORTED: &str = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, \
 MixtralForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM (incl. Kimi-K2), DeepseekV32ForCausalLM, \
-DeepseekV4ForCausalLM, GptOssForCausalLM, GlmMoeDsaForCausalLM, MiniMaxM2ForCausalLM, Qwen3_5MoeForConditionalGeneration";
+DeepseekV4ForCausalLM, GptOssForCausalLM, Glm4MoeForCausalLM, GlmMoeDsaForCausalLM, MiniMaxM2ForCausalLM, \
+Qwen3_5MoeForConditionalGeneration";
 
 fn missing(field: &str, hint: &str) -> ModelError {
     ModelError::MissingField {
@@ -159,6 +160,7 @@ fn family_of(o: &Obj) -> Result<ModelFamily, ModelError> {
             "DeepseekV4ForCausalLM" => Some(ModelFamily::DeepseekV4),
             "GptOssForCausalLM" => Some(ModelFamily::GptOss),
             "DeepseekV32ForCausalLM" => Some(ModelFamily::DeepseekV32),
+            "Glm4MoeForCausalLM" => Some(ModelFamily::Glm4Moe),
             "GlmMoeDsaForCausalLM" => Some(ModelFamily::GlmMoeDsa),
             "MiniMaxM2ForCausalLM" => Some(ModelFamily::MiniMaxM2),
             "Qwen3_5MoeForConditionalGeneration" | "Qwen3_5MoeForCausalLM" => {
@@ -182,6 +184,7 @@ fn family_of(o: &Obj) -> Result<ModelFamily, ModelError> {
         Some("deepseek_v4") => Ok(ModelFamily::DeepseekV4),
         Some("gpt_oss") => Ok(ModelFamily::GptOss),
         Some("deepseek_v32") => Ok(ModelFamily::DeepseekV32),
+        Some("glm4_moe") => Ok(ModelFamily::Glm4Moe),
         Some("glm_moe_dsa") => Ok(ModelFamily::GlmMoeDsa),
         Some("minimax_m2") => Ok(ModelFamily::MiniMaxM2),
         Some("qwen3_5_moe") | Some("qwen3_5_moe_text") => Ok(ModelFamily::Qwen35Moe),
@@ -876,7 +879,8 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
         ModelFamily::DeepseekV2
         | ModelFamily::DeepseekV3
         | ModelFamily::DeepseekV32
-        | ModelFamily::GlmMoeDsa => {
+        | ModelFamily::GlmMoeDsa
+        | ModelFamily::Glm4Moe => {
             let moe_int = req(o, "moe_intermediate_size")?;
             let n_shared = to_u32(
                 "n_shared_experts",

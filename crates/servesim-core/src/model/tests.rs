@@ -24,7 +24,7 @@ fn assert_within(what: &str, actual: f64, expected: f64, tol: f64) {
 #[test]
 fn every_shipped_config_parses_with_consistent_layers() {
     let ids = catalog::ids();
-    assert_eq!(ids.len(), 36);
+    assert_eq!(ids.len(), 38);
     for id in ids {
         let m = load(id);
         assert_eq!(m.layers.len(), m.num_layers as usize, "{id}");
@@ -549,6 +549,38 @@ fn new_architectures_match_published_sizes() {
             tol_active,
         );
     }
+}
+
+#[test]
+fn glm4_moe_matches_published_sizes() {
+    // GLM-4.5 "355 billion total parameters with 32 billion active", GLM-4.5-Air "106 billion
+    // total parameters and 12 billion active" (transformers' glm4_moe page, quoting the model
+    // card; without the MTP layer, which vLLM loads only for MTP speculative decoding). Z.ai's
+    // active count leaves out the input embedding table.
+    for (id, total, active) in [
+        ("zai-org/GLM-4.7", 355e9, 32e9),
+        ("zai-org/GLM-4.5-Air", 106e9, 12e9),
+    ] {
+        let m = load(id);
+        assert_eq!(m.family, ModelFamily::Glm4Moe, "{id}");
+        let p = m.params();
+        assert_within(&format!("{id} total"), p.total as f64, total, 0.03);
+        assert_within(&format!("{id} active"), p.active as f64, active, 0.08);
+    }
+    let air = load("zai-org/GLM-4.5-Air");
+    assert_eq!(air.num_moe_layers(), 45); // first_k_dense_replace 1
+    let big = load("zai-org/GLM-4.7");
+    assert_eq!(big.num_moe_layers(), 89); // first_k_dense_replace 3
+    assert!(matches!(
+        air.attention,
+        AttentionSpec::Gqa {
+            num_heads: 96,
+            num_kv_heads: 8,
+            head_dim: 128,
+            qkv_bias: true,
+            ..
+        }
+    ));
 }
 
 #[test]

@@ -73,6 +73,10 @@ pub struct CalibrationPoint {
     /// `request_rate` cell says `offline`.
     #[serde(default)]
     pub offline: bool,
+    /// Another row (its line) whose every measured figure is this row's, on a different GPU: the
+    /// source published one run twice, and which GPU ran it cannot be told ([`parse_points`]).
+    #[serde(default)]
+    pub repeats_line: Option<usize>,
 }
 
 /// Splits CSV text into records (RFC 4180: quoted fields may hold commas, `""` and newlines),
@@ -242,6 +246,31 @@ pub fn combine_csvs(texts: &[&str]) -> Result<String, ValidateError> {
     Ok(out)
 }
 
+/// Marks rows whose measured figures (output tok/s and at least one latency, every one given
+/// equal) repeat a row's on another GPU: two GPUs never produce the same run to the last digit,
+/// so the source copied one run onto both (gpustack's GLM-4.5-Air A100 and H100 pages share their
+/// "Other Benchmark Cases"). Both rows are marked; [`super::waits_for`] keeps them out.
+fn mark_repeated_runs(points: &mut [CalibrationPoint]) {
+    let key = |p: &CalibrationPoint| {
+        let lat = [p.ttft_p50_ms, p.itl_mean_ms, p.tpot_mean_ms];
+        match p.output_tok_s {
+            Some(t) if lat.iter().any(Option::is_some) => {
+                Some((t.to_bits(), lat.map(|v| v.map(f64::to_bits))))
+            }
+            _ => None,
+        }
+    };
+    for i in 0..points.len() {
+        let Some(ki) = key(&points[i]) else { continue };
+        for j in 0..points.len() {
+            if i != j && points[i].gpu != points[j].gpu && key(&points[j]) == Some(ki) {
+                points[i].repeats_line = Some(points[j].line);
+                break;
+            }
+        }
+    }
+}
+
 /// Parses the calibration CSV.
 pub fn parse_points(text: &str) -> Result<Vec<CalibrationPoint>, ValidateError> {
     let recs = split_csv(text)?;
@@ -368,8 +397,10 @@ pub fn parse_points(text: &str) -> Result<Vec<CalibrationPoint>, ValidateError> 
             )?,
             engine,
             offline,
+            repeats_line: None,
         });
     }
+    mark_repeated_runs(&mut out);
     if out.is_empty() {
         return Err(ValidateError::NoPoints {
             filter: String::new(),

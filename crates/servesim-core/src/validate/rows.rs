@@ -18,6 +18,16 @@ pub const MODEL_FILE_ALIASES: &[(&str, &str, &str)] = &[
         "the MiniMax-M2.5 config was not found; M2.7 has the same structure (context 204,800 vs 196,608)",
     ),
     (
+        "zai-org/GLM-4.6",
+        "zai-org/GLM-4.7",
+        "GLM-4.6 and GLM-4.7 are the same 355B-A32B architecture with 202,752 context (data/models/PROVENANCE.md)",
+    ),
+    (
+        "zai-org/GLM-4.6-FP8",
+        "zai-org/GLM-4.7",
+        "GLM-4.6 and GLM-4.7 are the same 355B-A32B architecture with 202,752 context (data/models/PROVENANCE.md); fp8 from the row's weight_dtype",
+    ),
+    (
         "meta-llama/Llama-3.1-405B-FP8",
         "meta-llama/Llama-3.1-405B-Instruct-FP8",
         "Meta's FP8 checkpoint of the base model, quantised like the Instruct one (fbgemm_fp8, attention in bf16: 56.77 GiB of weights per GPU at TP8 in the source's own vLLM log)",
@@ -231,6 +241,11 @@ pub fn waits_for(p: &CalibrationPoint) -> Option<String> {
             "MTP speculative decoding: the row does not say how many speculative tokens".into(),
         );
     }
+    if p.repeats_line.is_some() {
+        return Some(
+            "a measurement of its own: every figure repeats another row's, measured on another GPU (the source published one run on two GPUs' pages; which GPU ran it cannot be told)".into(),
+        );
+    }
     if p.tp == 0 || p.dp == 0 {
         return Some("the parallel layout: the source does not state tp/dp for this run".into());
     }
@@ -300,6 +315,11 @@ mod tests {
             id("MiniMaxAI/MiniMax-M2.5").as_deref(),
             Some("MiniMaxAI/MiniMax-M2.7")
         );
-        assert_eq!(id("zai-org/GLM-4.6"), None);
+        assert_eq!(id("zai-org/GLM-4.6").as_deref(), Some("zai-org/GLM-4.7"));
+        assert_eq!(
+            id("zai-org/GLM-4.5-Air").as_deref(),
+            Some("zai-org/GLM-4.5-Air")
+        );
+        assert_eq!(id("zai-org/GLM-4.4"), None);
     }
 }
