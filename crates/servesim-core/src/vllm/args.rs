@@ -393,6 +393,29 @@ pub struct ArgReport {
     pub detail: String,
 }
 
+/// Why a V0-engine argument that V1 ignores ([`V0`]) matters in a scenario that runs V0's engine
+/// (`vllm_version` < 0.8), where vLLM honours it but ServeSim, whose scheduler is V1's, does not
+/// model it; `None` for the V0 arguments that change neither memory nor speed, and for a
+/// multi-step count of 1 (V0's default).
+pub fn v0_not_modelled(spelling: &str, value: Option<&str>) -> Option<String> {
+    let spec = lookup(spelling)?;
+    if spec.effect != Effect::Ignored(V0) {
+        return None;
+    }
+    match spec.name {
+        "num-scheduler-steps" => {
+            let n = value.and_then(parse_int).unwrap_or(1);
+            (n > 1).then(|| format!(
+                "V0 multi-step scheduling: vLLM < 0.8 runs {n} decode steps per scheduling round and streams their tokens in bursts of {n}; ServeSim schedules every step (V1's scheduler), so ITL, TTFT and throughput are those of one step per round (docs/capacity.md)"
+            ))
+        }
+        "swap-space" => Some(
+            "V0 swaps a preempted request's KV cache to this much CPU memory; ServeSim recomputes a preempted request instead (V1's policy), and the capacity report's CPU block count assumes V0's default 4 GiB".into(),
+        ),
+        _ => None,
+    }
+}
+
 /// Parses vLLM's integer forms: `8192`, `8k` (x1000), `8K` (x1024), `1m`, `1M`, `25.6k`
 /// (vLLM's `human_readable_int`).
 pub fn parse_int(v: &str) -> Option<i64> {

@@ -577,6 +577,16 @@ pub(crate) fn apply_all(
         }
     }
     let mut notes = args::finish(&mut s, &p);
+    // V0 settings that V1 ignores are honoured by a V0 scenario's engine (vllm_version < 0.8):
+    // there they are not modelled rather than ignored.
+    if matches!(s.engine_era(), Ok(crate::perf::EngineEra::Vllm07)) {
+        for r in reports.iter_mut().filter(|r| r.status == Status::Ignored) {
+            if let Some(why) = args::v0_not_modelled(&r.arg, r.value.as_deref()) {
+                r.status = Status::NotModelled;
+                r.detail = why;
+            }
+        }
+    }
     if require_model && !model_given {
         reports.push(ArgReport {
             arg: "MODEL".into(),
@@ -950,6 +960,48 @@ mod tests {
             assert_eq!(s.tp, 2, "{cmd}");
             assert_eq!(s.model, ModelRef::Catalog("Qwen/Qwen3-8B".into()), "{cmd}");
         }
+    }
+
+    #[test]
+    fn v0_settings_are_not_modelled_in_a_v0_scenario_and_ignored_in_v1() {
+        // dstack's 8xH100 config sweep serve command with its multi-step knob (vLLM 0.6.3).
+        let cmd = "vllm serve meta-llama/Llama-3.1-405B-FP8 --tensor-parallel-size 8 --num-scheduler-steps 15 --swap-space 16 --use-v2-block-manager";
+        let status = |p: &Pasted, arg: &str| {
+            p.args
+                .iter()
+                .find(|r| r.arg == arg)
+                .map(|r| (r.status, r.detail.clone()))
+                .unwrap()
+        };
+        let v1 = parse_command(cmd, &Scenario::default_scenario()).unwrap();
+        for a in [
+            "--num-scheduler-steps",
+            "--swap-space",
+            "--use-v2-block-manager",
+        ] {
+            assert_eq!(status(&v1, a).0, Status::Ignored, "{a}");
+        }
+        let v0 = parse_command(
+            &format!("# servesim: --vllm-version 0.6.3\n{cmd}"),
+            &Scenario::default_scenario(),
+        )
+        .unwrap();
+        let (st, why) = status(&v0, "--num-scheduler-steps");
+        assert_eq!(st, Status::NotModelled);
+        assert!(
+            why.contains("15 decode steps per scheduling round"),
+            "{why}"
+        );
+        assert_eq!(status(&v0, "--swap-space").0, Status::NotModelled);
+        // A block-manager switch changes nothing; one step per round is V0's default.
+        assert_eq!(status(&v0, "--use-v2-block-manager").0, Status::Ignored);
+        let one = parse_command(
+            "# servesim: --vllm-version 0.6.3\nvllm serve Qwen/Qwen3-8B --num-scheduler-steps 1",
+            &Scenario::default_scenario(),
+        )
+        .unwrap();
+        assert_eq!(status(&one, "--num-scheduler-steps").0, Status::Ignored);
+        assert!(v0.scenario.is_some());
     }
 
     #[test]
