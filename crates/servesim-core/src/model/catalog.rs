@@ -33,6 +33,14 @@ const CATALOG: &[(&str, &str)] = &[
         include_str!("../../data/models/Qwen--Qwen3-8B.json"),
     ),
     (
+        "Qwen/Qwen3.5-122B-A10B",
+        include_str!("../../data/models/Qwen--Qwen3.5-122B-A10B.json"),
+    ),
+    (
+        "Qwen/Qwen3.5-27B",
+        include_str!("../../data/models/Qwen--Qwen3.5-27B.json"),
+    ),
+    (
         "Qwen/Qwen3.5-35B-A3B",
         include_str!("../../data/models/Qwen--Qwen3.5-35B-A3B.json"),
     ),

@@ -96,6 +96,9 @@ pub enum ModelFamily {
     /// Qwen3.5 MoE (`Qwen3_5MoeForConditionalGeneration`, text config nested): Gated DeltaNet
     /// linear-attention layers interleaved with gated full-attention layers.
     Qwen35Moe,
+    /// Qwen3.5 dense (`Qwen3_5ForConditionalGeneration`, text config nested): the same hybrid
+    /// attention as [`ModelFamily::Qwen35Moe`] with a dense MLP in every layer.
+    Qwen35,
     /// GLM-4.5 / 4.5-Air / 4.6 / 4.7 (`Glm4MoeForCausalLM`): GQA with q/k/v bias (optional
     /// per-head QK-norm), DeepSeek-V3-style MoE (leading dense layers, a shared expert, sigmoid
     /// routing with a correction bias).

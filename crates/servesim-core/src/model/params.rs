@@ -137,7 +137,10 @@ impl ModelConfig {
                 }
                 if matches!(
                     self.family,
-                    ModelFamily::Qwen3 | ModelFamily::Qwen3Moe | ModelFamily::Qwen35Moe
+                    ModelFamily::Qwen3
+                        | ModelFamily::Qwen3Moe
+                        | ModelFamily::Qwen35Moe
+                        | ModelFamily::Qwen35
                 ) {
                     // q_norm / k_norm over head_dim.
                     out.push(vecp(G::Norms, 2 * hd, n, Shard::Replicated));

@@ -13,7 +13,7 @@ type Obj = Map<String, Value>;
 const SUPPORTED: &str = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, \
 MixtralForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM (incl. Kimi-K2), DeepseekV32ForCausalLM, \
 DeepseekV4ForCausalLM, GptOssForCausalLM, Glm4MoeForCausalLM, GlmMoeDsaForCausalLM, MiniMaxM2ForCausalLM, \
-Qwen3_5MoeForConditionalGeneration";
+Qwen3_5MoeForConditionalGeneration, Qwen3_5ForConditionalGeneration";
 
 fn missing(field: &str, hint: &str) -> ModelError {
     ModelError::MissingField {
@@ -166,6 +166,7 @@ fn family_of(o: &Obj) -> Result<ModelFamily, ModelError> {
             "Qwen3_5MoeForConditionalGeneration" | "Qwen3_5MoeForCausalLM" => {
                 Some(ModelFamily::Qwen35Moe)
             }
+            "Qwen3_5ForConditionalGeneration" | "Qwen3_5ForCausalLM" => Some(ModelFamily::Qwen35),
             _ => None,
         };
         return f.ok_or_else(|| ModelError::UnknownArchitecture {
@@ -188,6 +189,7 @@ fn family_of(o: &Obj) -> Result<ModelFamily, ModelError> {
         Some("glm_moe_dsa") => Ok(ModelFamily::GlmMoeDsa),
         Some("minimax_m2") => Ok(ModelFamily::MiniMaxM2),
         Some("qwen3_5_moe") | Some("qwen3_5_moe_text") => Ok(ModelFamily::Qwen35Moe),
+        Some("qwen3_5") | Some("qwen3_5_text") => Ok(ModelFamily::Qwen35),
         Some(other) => Err(ModelError::UnknownArchitecture {
             architecture: other.to_string(),
             supported: SUPPORTED.to_string(),
@@ -773,7 +775,9 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
                 for (i, t) in arr.iter().enumerate() {
                     attn_kinds[i] = match t.as_str() {
                         Some("full_attention") => LayerAttn::Full,
-                        Some("linear_attention") if family == ModelFamily::Qwen35Moe => {
+                        Some("linear_attention")
+                            if matches!(family, ModelFamily::Qwen35Moe | ModelFamily::Qwen35) =>
+                        {
                             LayerAttn::Linear
                         }
                         Some("sliding_attention") => {
@@ -835,7 +839,7 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
     let mut dense_intermediate_size = 0u64;
     let mut num_hash_layers = 0u32;
     match family {
-        ModelFamily::Llama | ModelFamily::Qwen2 | ModelFamily::Qwen3 => {
+        ModelFamily::Llama | ModelFamily::Qwen2 | ModelFamily::Qwen3 | ModelFamily::Qwen35 => {
             dense_intermediate_size = req(o, "intermediate_size")?;
         }
         ModelFamily::Mixtral => {

@@ -24,7 +24,7 @@ fn assert_within(what: &str, actual: f64, expected: f64, tol: f64) {
 #[test]
 fn every_shipped_config_parses_with_consistent_layers() {
     let ids = catalog::ids();
-    assert_eq!(ids.len(), 38);
+    assert_eq!(ids.len(), 40);
     for id in ids {
         let m = load(id);
         assert_eq!(m.layers.len(), m.num_layers as usize, "{id}");
@@ -537,6 +537,7 @@ fn new_architectures_match_published_sizes() {
     for (id, total, active, tol, tol_active) in [
         ("Qwen/Qwen3.5-397B-A17B", 397e9, 17e9, 0.04, 0.1),
         ("Qwen/Qwen3.5-35B-A3B", 35e9, 3e9, 0.08, 0.17),
+        ("Qwen/Qwen3.5-122B-A10B", 122e9, 10e9, 0.04, 0.12),
         ("deepseek-ai/DeepSeek-V3.2", 671e9, 37e9, 0.03, 0.1),
         ("MiniMaxAI/MiniMax-M2.7", 230e9, 10e9, 0.05, 0.12),
     ] {
@@ -581,6 +582,27 @@ fn glm4_moe_matches_published_sizes() {
             ..
         }
     ));
+}
+
+#[test]
+fn dense_qwen35_is_the_hybrid_attention_with_a_dense_mlp() {
+    // Qwen3.5-27B (model card: "27B"; the vision encoder, which ServeSim does not count, is about
+    // 0.5B of it): 64 layers, every fourth gated full attention, the rest Gated DeltaNet.
+    let m = load("Qwen/Qwen3.5-27B");
+    assert_eq!(m.family, ModelFamily::Qwen35);
+    assert_eq!(m.num_layers, 64);
+    assert_eq!(m.num_linear_attention_layers(), 48);
+    assert!(m.moe.is_none() && m.attn_output_gate);
+    assert_eq!(m.dense_intermediate_size, 17408);
+    assert_within("Qwen3.5-27B total", m.params().total as f64, 27e9, 0.04);
+    // Only the 16 full-attention layers hold KV; the linear ones a fixed state per request.
+    let full = m
+        .layers
+        .iter()
+        .filter(|l| l.attn == LayerAttn::Full)
+        .count();
+    assert_eq!(full, 16);
+    assert!(m.linear_attention.is_some());
 }
 
 #[test]
