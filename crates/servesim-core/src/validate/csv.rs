@@ -260,13 +260,20 @@ fn mark_repeated_runs(points: &mut [CalibrationPoint]) {
             _ => None,
         }
     };
-    for i in 0..points.len() {
-        let Some(ki) = key(&points[i]) else { continue };
-        for j in 0..points.len() {
-            if i != j && points[i].gpu != points[j].gpu && key(&points[j]) == Some(ki) {
-                points[i].repeats_line = Some(points[j].line);
-                break;
-            }
+    // Rows grouped by their figures (linear in the rows, whatever the file's size).
+    let mut groups: BTreeMap<_, Vec<usize>> = BTreeMap::new();
+    for (i, p) in points.iter().enumerate() {
+        if let Some(k) = key(p) {
+            groups.entry(k).or_default().push(i);
+        }
+    }
+    for idx in groups.values().filter(|g| g.len() > 1) {
+        for &i in idx {
+            let other = idx
+                .iter()
+                .find(|&&j| points[j].gpu != points[i].gpu)
+                .map(|&j| points[j].line);
+            points[i].repeats_line = other;
         }
     }
 }
