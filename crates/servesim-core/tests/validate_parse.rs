@@ -410,6 +410,43 @@ fn engine_flags_recorded_in_the_notes_are_applied() {
         engine_flags_in_notes("--enable-chunked-prefill --max-model-len 8192"),
         ["--enable-chunked-prefill", "--max-model-len=8192"]
     );
+    // The multi-step count is read only to say, per row, that it is not modelled.
+    use servesim_core::validate::scheduler_steps_in_notes;
+    assert_eq!(
+        scheduler_steps_in_notes("knobs: num-scheduler-steps=15, enable-chunked-prefill=TRUE"),
+        Some(15)
+    );
+    assert_eq!(
+        scheduler_steps_in_notes("... --enforce-eager --num-scheduler-step 1; all 4 prompts"),
+        Some(1)
+    );
+    assert_eq!(scheduler_steps_in_notes("--max-model-len 8192"), None);
+
+    // On the shipped rows: the 18 multi-step rows of dstack's sweep and the 28 rows of its H100 vs
+    // MI300X study that ran with 15 scheduler steps say in their notes that multi-step is not
+    // modelled.
+    let both = servesim_core::validate::combine_csvs(&[
+        include_str!("../data/calibration/measured-points.csv"),
+        include_str!("../data/calibration/measured-points-more.csv"),
+    ])
+    .unwrap();
+    let mut multi = 0;
+    for p in parse_points(&both).unwrap() {
+        if scheduler_steps_in_notes(&p.notes).is_some_and(|n| n > 1)
+            && servesim_core::validate::waits_for(&p).is_none()
+        {
+            let s = setup_for(&p).unwrap();
+            assert!(
+                s.notes
+                    .iter()
+                    .any(|n| n.contains("multi-step scheduling is not modelled")),
+                "line {}",
+                p.line
+            );
+            multi += 1;
+        }
+    }
+    assert_eq!(multi, 18 + 28);
 
     // On the shipped rows: every row stating them runs with them.
     let more = include_str!("../data/calibration/measured-points-more.csv");

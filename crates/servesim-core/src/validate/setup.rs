@@ -460,6 +460,11 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
             unresolved.join(" ")
         ));
     }
+    if let Some(n) = scheduler_steps_in_notes(&p.notes).filter(|n| *n > 1) {
+        notes.push(format!(
+            "num-scheduler-steps {n} recorded: V0 multi-step scheduling is not modelled; simulated one step per scheduling round (docs/accuracy.md)"
+        ));
+    }
     if let Some(note) = started_kv_floor(&mut scenario) {
         notes.push(note);
     }
@@ -598,6 +603,24 @@ pub fn engine_flags_in_notes(notes: &str) -> Vec<String> {
         .into_iter()
         .filter(|f| !f.contains('$'))
         .collect()
+}
+
+/// The V0 multi-step count a row's notes record (`num-scheduler-steps=15`, `--num-scheduler-step
+/// 15`: both spellings occur), which is not applied (multi-step scheduling is not modelled).
+pub fn scheduler_steps_in_notes(notes: &str) -> Option<u32> {
+    let words: Vec<&str> = notes.split_whitespace().collect();
+    words.iter().enumerate().find_map(|(i, w)| {
+        let w = w.trim_start_matches('-');
+        let rest = w
+            .strip_prefix("num-scheduler-steps")
+            .or_else(|| w.strip_prefix("num-scheduler-step"))?;
+        let v = match rest.strip_prefix('=') {
+            Some(v) => v,
+            None if rest.is_empty() => words.get(i + 1)?,
+            None => return None,
+        };
+        v.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok()
+    })
 }
 
 /// The [`NOTE_ENGINE_FLAGS`] in `notes` whose value is a shell variable.
