@@ -18,16 +18,6 @@ pub const MODEL_FILE_ALIASES: &[(&str, &str, &str)] = &[
         "the MiniMax-M2.5 config was not found; M2.7 has the same structure (context 204,800 vs 196,608)",
     ),
     (
-        "zai-org/GLM-4.6",
-        "zai-org/GLM-4.7",
-        "GLM-4.6 and GLM-4.7 are the same 355B-A32B architecture with 202,752 context (data/models/PROVENANCE.md)",
-    ),
-    (
-        "zai-org/GLM-4.6-FP8",
-        "zai-org/GLM-4.7",
-        "GLM-4.6 and GLM-4.7 are the same 355B-A32B architecture with 202,752 context (data/models/PROVENANCE.md); fp8 from the row's weight_dtype",
-    ),
-    (
         "meta-llama/Llama-3.1-405B-FP8",
         "meta-llama/Llama-3.1-405B-Instruct-FP8",
         "Meta's FP8 checkpoint of the base model, quantised like the Instruct one (fbgemm_fp8, attention in bf16: 56.77 GiB of weights per GPU at TP8 in the source's own vLLM log)",
@@ -126,8 +116,10 @@ fn first_word(s: &str) -> &str {
     s.split_whitespace().next().unwrap_or("")
 }
 
-/// A catalog id for a CSV model name: itself, an alias, the name with `Qwen/` added, or with a
-/// variant suffix removed.
+/// A catalog id for a CSV model name: itself, an alias, the name with `Qwen/` added, with a
+/// variant suffix removed, or the config that stands in for a known release
+/// ([`crate::model::ids`], the page's and CLI's resolution; the precision still comes from the
+/// row's `weight_dtype`).
 fn catalog_id_for(name: &str) -> Option<(String, Option<String>)> {
     if let Some((_, to, why)) = MODEL_FILE_ALIASES.iter().find(|(a, _, _)| *a == name) {
         return Some((
@@ -153,7 +145,9 @@ fn catalog_id_for(name: &str) -> Option<(String, Option<String>)> {
             }
         }
     }
-    None
+    crate::model::ids::resolve(name)
+        .ok()
+        .map(|(_, r)| (r.config_id.clone(), Some(format!("model {}", r.summary()))))
 }
 
 /// The catalog model and weight precision of a row, or why it cannot run (the text says what is

@@ -460,10 +460,12 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
             unresolved.join(" ")
         ));
     }
-    if let Some(n) = scheduler_steps_in_notes(&p.notes).filter(|n| *n > 1) {
-        notes.push(format!(
-            "num-scheduler-steps {n} recorded: V0 multi-step scheduling is not modelled; simulated one step per scheduling round (docs/accuracy.md)"
-        ));
+    let steps = scheduler_steps_in_notes(&p.notes).map(|n| n.to_string());
+    if let Some(why) = steps.as_deref().and_then(|n| {
+        crate::vllm::args::v0_not_modelled("--num-scheduler-steps", Some(n))
+            .map(|why| format!("num-scheduler-steps {n} recorded, not applied: {why}"))
+    }) {
+        notes.push(why);
     }
     if let Some(note) = started_kv_floor(&mut scenario) {
         notes.push(note);
