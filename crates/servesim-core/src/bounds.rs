@@ -142,6 +142,13 @@ pub const OVERHEAD_S: Bound = Bound {
     max: 60.0,
     unit: "s",
 };
+/// Front-end time per prompt token (`api_serial_per_input_token_s`): up to 1 ms per token (a
+/// tokeniser at 1,000 tokens/s, far slower than any measured).
+pub const PER_TOKEN_S: Bound = Bound {
+    min: 0.0,
+    max: 1e-3,
+    unit: "s per token",
+};
 /// Multipliers of the step-time model (`activation_vectors_per_layer`).
 pub const MULTIPLIER: Bound = Bound {
     min: 1e-3,

@@ -809,6 +809,7 @@ impl Scenario {
         sweep.frontend = crate::sweep::FrontEnd {
             latency: Ticks::from_secs_f64(api_latency),
             serial_per_request: Ticks::from_secs_f64(eff.api_serial_per_request_s),
+            serial_per_input_token: Ticks::from_secs_f64(eff.api_serial_per_input_token_s),
         };
         Ok(ResolvedScenario {
             deployment,

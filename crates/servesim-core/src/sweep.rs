@@ -256,8 +256,9 @@ pub struct SweepSpec {
 
 /// The OpenAI-compatible API server between the benchmark client and the engine core
 /// (docs/accuracy.md "Front-end terms"). A request sent at `s` waits for the server's serial CPU
-/// work (one request at a time, FIFO: `start = max(s, previous start + serial)`), then reaches the
-/// engine `latency` later: `engine arrival = start + serial + latency`. Client-side metrics
+/// work (one request at a time, FIFO: `start = max(s, previous start + serial)`, `serial =
+/// serial_per_request + prompt tokens x serial_per_input_token`), then reaches the engine `latency`
+/// later: `engine arrival = start + serial + latency`. Client-side metrics
 /// (TTFT, E2E, per-user rates, queueing, the measured window) are taken from `s`; the return path
 /// (detokenisation, SSE) is pipelined with generation and its per-request part is folded into
 /// `latency`. Closed-loop clients send their next request after the engine finished it (plus
@@ -268,12 +269,22 @@ pub struct FrontEnd {
     pub latency: Ticks,
     /// Serial API-server CPU time per request (queues under bursts).
     pub serial_per_request: Ticks,
+    /// Serial API-server CPU time per prompt token (tokenisation), added to `serial_per_request`.
+    pub serial_per_input_token: Ticks,
 }
 
 impl FrontEnd {
     /// No front-end: the engine sees requests when they are sent.
     pub fn is_zero(&self) -> bool {
-        self.latency == Ticks::ZERO && self.serial_per_request == Ticks::ZERO
+        self.latency == Ticks::ZERO
+            && self.serial_per_request == Ticks::ZERO
+            && self.serial_per_input_token == Ticks::ZERO
+    }
+
+    /// The serial API-server time of one request with `prompt_len` prompt tokens:
+    /// `serial_per_request + prompt_len x serial_per_input_token` (saturating).
+    pub fn serial(&self, prompt_len: u64) -> Ticks {
+        self.serial_per_request + self.serial_per_input_token.saturating_mul(prompt_len)
     }
 }
 

@@ -67,6 +67,12 @@ fn rows() -> Vec<(&'static str, Edit, &'static str, &'static str)> {
             "between",
         ),
         (
+            "API serial cost 1 s per prompt token",
+            |v| set(v, "efficiencies/api_serial_per_input_token_s", json!(1.0)),
+            "efficiencies.api_serial_per_input_token_s",
+            "per token",
+        ),
+        (
             "custom GPU bandwidth 1e-300",
             |v| {
                 let mut g = custom_gpu();

@@ -1,5 +1,6 @@
 //! The API-server front-end terms (docs/accuracy.md "Front-end terms"): a fixed per-request
-//! latency by endpoint kind and a serial per-request CPU time, both seen by the client.
+//! latency by endpoint kind and a serial CPU time per request and per prompt token, all seen by the
+//! client.
 
 use serde_json::{json, Value};
 use servesim_core::metric::{MetricId, Stat};
@@ -86,4 +87,43 @@ fn serial_front_end_queues_a_burst() {
     let p50 = r.get(MetricId::TtftMs(Stat::P50)).unwrap();
     assert!(p50 >= 0.99 * 2000.0, "TTFT p50 {p50} ms");
     assert_eq!(r.completed_requests, 200);
+}
+
+#[test]
+fn serial_time_per_prompt_token_adds_exactly_at_concurrency_one() {
+    // 256-token prompts through a server that tokenises at 10 us per token: one request at a
+    // time, each reaches the engine 2.56 ms later, so TTFT and E2E grow by exactly that.
+    let base = json!({"api_latency_completions_s": 0.002, "api_serial_per_request_s": 0.001});
+    let per_token = json!({"api_latency_completions_s": 0.002, "api_serial_per_request_s": 0.001,
+                           "api_serial_per_input_token_s": 10e-6});
+    let a = closed_loop_c1("completions", base);
+    let b = closed_loop_c1("completions", per_token);
+    for s in [Stat::Mean, Stat::P50, Stat::P99] {
+        let d = b.get(MetricId::TtftMs(s)).unwrap() - a.get(MetricId::TtftMs(s)).unwrap();
+        assert!((d - 2.56).abs() < 1e-6, "TTFT {s:?} differs by {d} ms");
+    }
+    assert_eq!(
+        a.get(MetricId::TpotMs(Stat::Mean)),
+        b.get(MetricId::TpotMs(Stat::Mean))
+    );
+}
+
+#[test]
+fn serial_time_per_prompt_token_queues_a_burst_by_prompt_length() {
+    // 100 requests of 256 tokens at t = 0, 200 us per token and nothing per request: 51.2 ms
+    // each, so the last reaches the engine after 100 x 51.2 ms = 5.12 s and the median after
+    // about half of that, whatever the GPU.
+    let eff = json!({"api_latency_completions_s": 0.0, "api_serial_per_request_s": 0.0,
+                     "api_serial_per_input_token_s": 200e-6});
+    let r = level(&scenario(
+        json!({"type": "burst", "count": 100}),
+        json!({"concurrency": [100], "num_requests": 100}),
+        "completions",
+        eff,
+    ));
+    let p99 = r.get(MetricId::TtftMs(Stat::P99)).unwrap();
+    assert!(p99 >= 0.99 * 5068.8, "TTFT p99 {p99} ms");
+    let p50 = r.get(MetricId::TtftMs(Stat::P50)).unwrap();
+    assert!(p50 >= 0.99 * 2560.0, "TTFT p50 {p50} ms");
+    assert_eq!(r.completed_requests, 100);
 }

@@ -68,6 +68,8 @@ pub enum FieldKind {
     Fraction,
     /// A time in seconds: finite and >= 0.
     Seconds,
+    /// A time per prompt token in seconds ([`crate::bounds::PER_TOKEN_S`]).
+    SecondsPerToken,
     /// A positive multiplier ([`crate::bounds::MULTIPLIER`]).
     Positive,
     /// A network bandwidth in bytes/s ([`crate::bounds::NET_BYTES_S`]).
@@ -80,6 +82,7 @@ impl FieldKind {
         match self {
             FieldKind::Fraction => crate::bounds::EFFICIENCY,
             FieldKind::Seconds => crate::bounds::OVERHEAD_S,
+            FieldKind::SecondsPerToken => crate::bounds::PER_TOKEN_S,
             FieldKind::Positive => crate::bounds::MULTIPLIER,
             FieldKind::BytesPerSecond => crate::bounds::NET_BYTES_S,
         }
@@ -214,6 +217,10 @@ efficiencies! {
     /// API server serial CPU time per request (one process preprocesses requests one at a time;
     /// queues under bursts), seconds.
     api_serial_per_request_s: Seconds,
+    /// API server serial CPU time per prompt token (the same single-threaded preprocessing:
+    /// tokenising the prompt text), seconds per token. Added to `api_serial_per_request_s` for each
+    /// request, so long prompts queue in the API server under load.
+    api_serial_per_input_token_s: SecondsPerToken,
 }
 
 impl Efficiencies {
@@ -320,6 +327,7 @@ impl Efficiencies {
             api_latency_completions_s: 2e-3,
             api_latency_chat_s: 5e-3,
             api_serial_per_request_s: 1e-3,
+            api_serial_per_input_token_s: 0.0,
         };
         match generation {
             Generation::Hopper => base,

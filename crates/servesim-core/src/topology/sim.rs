@@ -603,7 +603,7 @@ impl<'m, 'p> Simulation<'m, 'p> {
         } else {
             let f = &mut self.frontends[r as usize];
             let start = now.max(f.free_at);
-            f.free_at = start + fe.serial_per_request;
+            f.free_at = start + fe.serial(req.prompt_len());
             let at = f.free_at + fe.latency;
             // The client's send time rides in `arrival` until the front-end delivers it.
             req.arrival = sent;
