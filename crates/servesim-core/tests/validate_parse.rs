@@ -519,36 +519,8 @@ fn the_eager_step_overhead_is_fitted_only_for_the_v0_era() {
     for key in ["hopper@vllm-0.11", "hopper@vllm-0.15", "ampere@vllm-0.11"] {
         let p = fit_params_for(key, 5);
         assert!(!p.contains(&"step_overhead_eager_s"), "{key}");
-        assert_eq!(
-            p.len(),
-            FIT_PARAMS.len() - 1 - servesim_core::validate::HARNESS_ONLY_PARAMS.len(),
-            "{key}"
-        );
+        assert_eq!(p.len(), FIT_PARAMS.len() - 1, "{key}");
     }
     // A key with fewer than 3 models fits the four broad factors only.
     assert_eq!(fit_params_for("blackwell@vllm-0.15", 2).len(), 4);
-}
-
-#[test]
-fn the_serial_time_per_prompt_token_is_fitted_only_in_harness_entries() {
-    use servesim_core::validate::{
-        fit_params_for, shared_params_for, ERA_PARAMS, FIT_PARAMS, HARNESS_ONLY_PARAMS,
-        HARNESS_PARAMS,
-    };
-    let f = "api_serial_per_input_token_s";
-    assert!(HARNESS_ONLY_PARAMS.contains(&f));
-    // A known field with a grid, tried in the harness entry ...
-    assert!(FIT_PARAMS.iter().any(|p| p.field == f));
-    assert!(HARNESS_PARAMS.contains(&f));
-    // ... and in no key's, generation's or release line's table.
-    for key in [
-        "hopper@vllm-0.7",
-        "hopper@vllm-0.11",
-        "hopper@vllm-0.15",
-        "cdna3@vllm-0.7",
-    ] {
-        assert!(!fit_params_for(key, 5).contains(&f), "{key}");
-    }
-    assert!(!shared_params_for(5).contains(&f));
-    assert!(!ERA_PARAMS.contains(&f));
 }

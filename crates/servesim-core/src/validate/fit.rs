@@ -129,11 +129,6 @@ pub const FIT_PARAMS: &[FitParam] = &[
         grid: &[0.0, 0.5e-3, 1e-3, 2e-3, 4e-3, 8e-3, 12e-3, 16e-3, 24e-3],
     },
     FitParam {
-        field: "api_serial_per_input_token_s",
-        kind: "API server serial CPU time per prompt token (tokenisation of long prompts)",
-        grid: &[0.0, 2e-6, 5e-6, 10e-6, 20e-6, 30e-6, 40e-6, 50e-6, 60e-6],
-    },
-    FitParam {
         field: "gemm_bf16",
         kind: "dense GEMM compute (prefill-bound steps)",
         grid: &[
@@ -346,7 +341,6 @@ pub fn fit_params_for(key: &str, num_models: usize) -> Vec<&'static str> {
             .iter()
             .map(|f| f.field)
             .filter(|&f| v0 || f != "step_overhead_eager_s")
-            .filter(|f| !HARNESS_ONLY_PARAMS.contains(f))
             .collect()
     } else {
         vec![
@@ -357,13 +351,6 @@ pub fn fit_params_for(key: &str, num_models: usize) -> Vec<&'static str> {
         ]
     }
 }
-
-/// [`FIT_PARAMS`] fitted only in harness entries ([`HARNESS_PARAMS`]), never in a key's or a
-/// release line's table: the serial API-server time per prompt token. Only the InferenceX
-/// experimental harness sends prompts long enough (random token ids decoded to text, up to 32K
-/// tokens) for it to show; fitted on every key, it moved the other sources' prefill fields and
-/// made the held-out figures worse (docs/accuracy.md "Front-end terms").
-pub const HARNESS_ONLY_PARAMS: &[&str] = &["api_serial_per_input_token_s"];
 
 /// The fields a release line fits for itself (`<generation>@<era>`, [`era_params_for`]): what
 /// the engine's software costs, which changed between releases (scheduling, input preparation,
@@ -387,7 +374,7 @@ pub fn shared_params_for(num_models: usize) -> Vec<&'static str> {
         FIT_PARAMS
             .iter()
             .map(|f| f.field)
-            .filter(|f| !ERA_PARAMS.contains(f) && !HARNESS_ONLY_PARAMS.contains(f))
+            .filter(|f| !ERA_PARAMS.contains(f))
             .collect()
     } else {
         vec!["gemm_bf16", "hbm_weights", "layer_gpu_floor_s"]

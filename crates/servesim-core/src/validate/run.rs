@@ -49,7 +49,6 @@ pub const HARNESS_PARAMS: &[&str] = &[
     "gemm_fp8",
     "prefill_attention",
     "api_serial_per_request_s",
-    "api_serial_per_input_token_s",
     "step_overhead_piecewise_s",
     "layer_gpu_floor_s",
     "moe_layer_floor_s",
