@@ -27,6 +27,7 @@ fn main() {
         long_prefill_token_threshold: 0,
         enable_chunked_prefill: true,
         mamba_align: false,
+        v0_prefill_first: false,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: None,

@@ -690,6 +690,7 @@ impl Scenario {
             enable_chunked_prefill: e.enable_chunked_prefill,
             mamba_align: e.enable_prefix_caching
                 && deployment.model.num_linear_attention_layers() > 0,
+            v0_prefill_first: e.v0_defaults && !e.enable_chunked_prefill,
             long_prefill_token_threshold: to_u32(
                 "engine.long_prefill_token_threshold",
                 e.long_prefill_token_threshold,

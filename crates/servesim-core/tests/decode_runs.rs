@@ -122,6 +122,7 @@ fn case(seed: u64) -> (EngineConfig, Vec<(Ticks, Request)>) {
         long_prefill_token_threshold: if g.range(0, 3) == 0 { 256 } else { 0 },
         enable_chunked_prefill: true,
         mamba_align: false,
+        v0_prefill_first: false,
         kv,
         spec: None,
         offload: None,

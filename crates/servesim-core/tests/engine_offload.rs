@@ -183,6 +183,7 @@ fn engine_cfg(blocks: u64, bpc: u32, chunks: u64) -> EngineConfig {
         long_prefill_token_threshold: 0,
         enable_chunked_prefill: true,
         mamba_align: false,
+        v0_prefill_first: false,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: Some(OffloadConfig {

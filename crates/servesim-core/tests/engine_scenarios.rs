@@ -26,6 +26,7 @@ fn cfg(blocks: u64) -> EngineConfig {
         long_prefill_token_threshold: 0,
         enable_chunked_prefill: true,
         mamba_align: false,
+        v0_prefill_first: false,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: None,
@@ -827,4 +828,85 @@ fn mamba_align_cuts_prefill_chunks_at_block_boundaries() {
     let (r, col) = run_level(&c, &model(), &w, &s, Level::Concurrency(8)).unwrap();
     check_invariants(&r, &col);
     assert!(r.totals.completed > 50, "{:?}", r.totals);
+}
+
+/// vLLM V0 without chunked prefill (`EngineConfig::v0_prefill_first`): a step that admits a
+/// prompt runs it alone and the decodes take their token in the next step. With the same
+/// requests, V1's mixed step and V0's two steps differ by exactly what the linear model says.
+#[test]
+fn v0_prefill_first_runs_a_prompt_alone_and_the_decodes_wait_for_it() {
+    let m = model();
+    let run = |v0: bool| {
+        let mut c = cfg(4000);
+        c.enable_chunked_prefill = false;
+        c.max_num_batched_tokens = 8192;
+        c.v0_prefill_first = v0;
+        let mut e = Engine::new(0, c, &m).unwrap();
+        let mut col = Collector::new();
+        let t1 = Ticks::from_secs_f64(0.1);
+        e.submit(Request::unique(1, Ticks(0), 64, 40), Ticks(0), &mut col)
+            .unwrap();
+        e.advance_to(t1, &mut col).unwrap();
+        e.submit(Request::unique(2, t1, 1000, 5), t1, &mut col)
+            .unwrap();
+        e.advance_to(Ticks::from_secs_f64(100.0), &mut col).unwrap();
+        assert_eq!(col.finished().len(), 2);
+        for f in col.finished() {
+            let itls = col.request_itls(f);
+            assert_eq!(itls.len() as u64, f.output_len - 1, "v0 {v0}: {f:?}");
+            let sum: u64 = itls.iter().map(|x| x.0).sum();
+            assert_eq!(
+                sum,
+                f.finish.0 - f.first_token.0,
+                "v0 {v0}: ITLs sum to E2E - TTFT"
+            );
+        }
+        let a = col.finished().iter().find(|f| f.id == 1).unwrap().clone();
+        let b = col.finished().iter().find(|f| f.id == 2).unwrap().clone();
+        let a_max = col.request_itls(&a).iter().map(|x| x.0).max().unwrap();
+        (a_max, b.first_token.0 - b.arrival.0)
+    };
+    let (a_v1, b_v1) = run(false);
+    let (a_v0, b_v0) = run(true);
+    // B's prompt step no longer carries A's decode token (40 us plus A's context reads) ...
+    let d = b_v1 as f64 - b_v0 as f64;
+    assert!(d > 40_000.0 && d < 41_000.0, "TTFT differs by {d} ns");
+    // ... and A waits for the prompt step and then its own decode step: one more step's fixed
+    // cost (6 ms) and B's first decode token (40 us) on A's longest gap, plus context reads.
+    let d = a_v0 as f64 - a_v1 as f64;
+    assert!(
+        d > 6.04e6 && d < 6.06e6,
+        "A's longest gap differs by {d} ns"
+    );
+}
+
+#[test]
+fn property_v0_prefill_first_keeps_invariants() {
+    let mut rng = Rng::stream(1917, Stream::Test);
+    for case in 0..30 {
+        let mut c = cfg(rng.range_u64(60, 3000));
+        c.enable_chunked_prefill = false;
+        c.v0_prefill_first = true;
+        c.max_model_len = rng.range_u64(64, 2048);
+        c.max_num_seqs = rng.range_u64(1, 32) as u32;
+        c.max_num_batched_tokens = (c.max_model_len + rng.range_u64(0, 4000)) as u32;
+        c.block_size = [1u32, 4, 16][rng.range_u64(0, 2) as usize];
+        c.enable_prefix_caching = rng.range_u64(0, 1) == 1;
+        let conc = rng.range_u64(1, 40);
+        let w = match case % 2 {
+            0 => format!(
+                r#"{{"arrival":{{"type":"closed_loop","concurrency":{conc}}},"requests":{{"type":"synthetic","input":{{"type":"uniform","min":1,"max":600}},"output":{{"type":"uniform","min":1,"max":80}}}},"seed":{case}}}"#
+            ),
+            _ => format!(
+                r#"{{"arrival":{{"type":"poisson","rate":{}}},"requests":{{"type":"synthetic","input":{{"type":"uniform","min":1,"max":900}},"output":{{"type":"constant","tokens":2}}}},"seed":{case}}}"#,
+                conc as f64 / 2.0
+            ),
+        };
+        let w = workload(&w);
+        let s = sweep_spec(r#"{"duration_s":20,"warmup_s":2}"#);
+        let (r, col) = run_level(&c, &model(), &w, &s, w.own_level().unwrap())
+            .unwrap_or_else(|e| panic!("case {case}: {e}"));
+        check_invariants(&r, &col);
+        assert!(r.totals.completed > 0, "case {case}");
+    }
 }

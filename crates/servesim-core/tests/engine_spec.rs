@@ -21,6 +21,7 @@ fn cfg(blocks: u64, spec: Option<SpecDecode>) -> EngineConfig {
         long_prefill_token_threshold: 0,
         enable_chunked_prefill: true,
         mamba_align: false,
+        v0_prefill_first: false,
         kv: KvFootprint::uniform(),
         spec,
         offload: None,

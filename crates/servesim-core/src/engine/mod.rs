@@ -176,6 +176,13 @@ pub struct EngineConfig {
     /// prefill chunks end on block boundaries (`Engine::mamba_aligned`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mamba_align: bool,
+    /// vLLM V0's scheduler without chunked prefill (`Scheduler._schedule_default`: "Don't
+    /// schedule decodes if prefills are scheduled"): a step that admits prompts runs them alone,
+    /// with the whole token budget, and the running decodes take their token in the step after.
+    /// ServeSim prices such a step as the prefill-only step plus that decode step (docs/engine.md,
+    /// "V0 prefill-first steps").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub v0_prefill_first: bool,
     /// Blocks held per request as a function of its KV length.
     pub kv: KvFootprint,
     /// Speculative decoding (`None` = off: one token per decode per step).

@@ -65,6 +65,9 @@ struct Live {
     preemptions: u32,
     runs: Vec<(u64, u64)>,
     extra_itls: Vec<Ticks>,
+    /// Its current decode run's first step follows a V0 prefill-only step: that step's gap is in
+    /// `extra_itls` (from the prompt's token, not from the step before), so `runs` start one later.
+    skip_first_run: bool,
     bucket_pos: usize,
     gen: u32,
     /// Admission number of its current entry in the running list (the list is sorted by it).
@@ -94,12 +97,38 @@ type Crossing = (u64, u32, u32, u64, u32);
 struct InFlight {
     start: Ticks,
     end: Ticks,
+    /// A V0 prefill-only step (`EngineConfig::v0_prefill_first`): no decode advances.
+    prefill_only: bool,
     n_dec: u64,
     num_seqs: u32,
     prefill_tokens: u64,
     kv_used: u64,
     running: u32,
     waiting: u32,
+}
+
+/// Records the decode run of steps `a..=b` of `l`, without its first step when that step's gap is
+/// already in `extra_itls` (`Live::skip_first_run`, cleared).
+fn push_run(l: &mut Live, a: u64, b: u64) {
+    let a = if std::mem::take(&mut l.skip_first_run) {
+        a + 1
+    } else {
+        a
+    };
+    if a <= b {
+        l.runs.push((a, b));
+    }
+}
+
+/// V0 prefill-only steps (`EngineConfig::v0_prefill_first`) since the last step record, folded
+/// into the next one: from the first one's start, with their sequences, first tokens and prompt
+/// tokens.
+#[derive(Clone, Copy, Debug)]
+struct PendingPrefill {
+    start: Ticks,
+    num_seqs: u32,
+    output_tokens: u64,
+    prefill_tokens: u64,
 }
 
 /// One engine core (one DP rank). Drive it with [`Engine::submit`], [`Engine::next_event_time`]
@@ -140,6 +169,11 @@ pub struct Engine<'m> {
     step: u64,
     now: Ticks,
     in_flight: Option<InFlight>,
+    /// V0 prefill-only steps not yet in a step record ([`PendingPrefill`]).
+    v0_pending: Option<PendingPrefill>,
+    /// Requests (slot, generation) whose prompt ended in a V0 prefill-only step since the last
+    /// step: their first decode gap is from that prompt's token (`Live::skip_first_run`).
+    v0_fresh: Vec<(u32, u32)>,
     completing: Vec<u32>,
     chunks: Vec<PrefillChunk>,
     plans: Vec<(u32, u64, u64)>,
@@ -219,6 +253,8 @@ impl<'m> Engine<'m> {
             step: 0,
             now: Ticks::ZERO,
             in_flight: None,
+            v0_pending: None,
+            v0_fresh: Vec::new(),
             completing: Vec::new(),
             chunks: Vec::new(),
             plans: Vec::new(),
@@ -446,6 +482,7 @@ impl<'m> Engine<'m> {
             preemptions: 0,
             runs: Vec::new(),
             extra_itls: Vec::new(),
+            skip_first_run: false,
             bucket_pos: 0,
             gen: 0,
             run_seq: u64::MAX,
@@ -736,7 +773,7 @@ impl<'m> Engine<'m> {
                 l.generated = gen0 + steps;
                 l.computed = l.eff_len + steps;
                 if steps > 0 {
-                    l.runs.push((s0, k - 1));
+                    push_run(l, s0, k - 1);
                     // step k starts when step k-1 ended: its last token's time
                     l.last_token = t;
                 }
@@ -831,6 +868,20 @@ impl<'m> Engine<'m> {
         self.chunks.clear();
         self.completing.clear();
         self.plans.clear();
+
+        // 0. vLLM V0 without chunked prefill (`Scheduler._schedule_default`): waiting prompts
+        // first, with the whole budget, and "Don't schedule decodes if prefills are scheduled":
+        // a step that admits any prompt is a prefill-only step, which leaves the decode clock
+        // (`self.step`) where it is (`EngineConfig::v0_prefill_first`).
+        let v0_first = self.cfg.v0_prefill_first && self.offload.is_none();
+        if v0_first {
+            let mut whole = self.cfg.max_num_batched_tokens as u64;
+            self.admit_waiting(&mut whole, thr, t, obs);
+            if !self.chunks.is_empty() {
+                self.start_prefill_only_step(t);
+                return Ok(());
+            }
+        }
 
         // 1. Running requests: decodes (1 token each) and the next chunk of unfinished prefills.
         // vLLM walks its running list in admission order, each request taking from the budget
@@ -928,110 +979,10 @@ impl<'m> Engine<'m> {
         self.plans = plans;
 
         // 3. Waiting requests, FCFS, unless this step preempted (as vLLM). With a CPU tier,
-        // requests loading from it are passed over (`skip`, engine/offload.rs).
-        if !preempted {
-            let mut skip = 0usize;
-            while budget > 0 && self.n_running < self.cfg.max_num_seqs as usize {
-                let Some(&s) = self.waiting.get(skip) else {
-                    break;
-                };
-                if self.offload.is_some() {
-                    match self.offload_loaded(s, t) {
-                        Some(false) => {
-                            skip += 1;
-                            continue;
-                        }
-                        Some(true) => {
-                            let Some((chunk, before, done)) =
-                                self.offload_admit(s, t, budget, thr, 0, 0, obs)
-                            else {
-                                break;
-                            };
-                            self.waiting.remove(skip);
-                            self.push_running(s);
-                            self.live(s).phase = Phase::Prefilling;
-                            self.prefilling.push(s);
-                            self.chunks.push(PrefillChunk {
-                                new_tokens: chunk,
-                                context_before: before,
-                            });
-                            if done {
-                                self.completing.push(s);
-                            }
-                            budget -= chunk;
-                            continue;
-                        }
-                        None => {}
-                    }
-                }
-                let caching = self.caching;
-                let group = self.group;
-                let l = self.slots[s as usize].as_mut().expect("live slot");
-                let eff = l.eff_len;
-                let (hit_blocks, evict_hits) = if caching {
-                    // vLLM always recomputes the last token: at most (eff - 1) tokens hit.
-                    self.pool.lookup(&l.spans, (eff - 1) / bs)
-                } else {
-                    (0, 0)
-                };
-                let hit = hit_blocks * bs;
-                let (remote, reserved) = (l.remote, l.reserved);
-                let Some(chunk) = self.waiting_chunk(eff, hit, budget, thr, remote) else {
-                    break;
-                };
-                // A transferred prompt: only its last token is computed (`remote.rs`).
-                let (ctx0, chunk) = if remote { (eff - 1, 1) } else { (hit, chunk) };
-                let need_new = self.cfg.kv.blocks(ctx0 + chunk, bs) - group * hit_blocks;
-                if self.offload.is_some() && !remote {
-                    let seqs = self.cfg.max_num_seqs as u64;
-                    match self.offload_lookup(s, t, hit_blocks, evict_hits, seqs) {
-                        CpuLookup::Miss => {}
-                        CpuLookup::Skip => {
-                            skip += 1;
-                            continue;
-                        }
-                        CpuLookup::NoRoom => break,
-                    }
-                }
-                if need_new.saturating_sub(reserved) + group * evict_hits > self.pool.available() {
-                    break;
-                }
-                if skip == 0 {
-                    self.waiting.pop_front();
-                } else {
-                    self.waiting.remove(skip);
-                }
-                let l = self.slots[s as usize].as_mut().expect("live slot");
-                debug_assert!(l.held_ranges.is_empty());
-                if hit_blocks > 0 {
-                    self.pool.take(&l.spans, hit_blocks, &mut l.held_ranges);
-                    l.ref_blocks = hit_blocks;
-                }
-                let ok = Self::alloc_over_reserved(&mut self.pool, l, need_new);
-                debug_assert!(ok);
-                l.held = need_new + group * hit_blocks;
-                l.computed = ctx0 + chunk;
-                l.reg_blocks = hit_blocks;
-                l.phase = Phase::Prefilling;
-                let upto = l.computed / bs;
-                let done = l.computed == eff;
-                if l.first_scheduled.is_none() {
-                    l.first_scheduled = Some(t);
-                    l.cached_prompt_tokens = hit;
-                    obs.on_scheduled(self.index, t, l.id, l.prompt_len, hit);
-                }
-                self.register_full(s, upto);
-                self.push_running(s);
-                self.prefilling.push(s);
-                self.chunks.push(PrefillChunk {
-                    new_tokens: chunk,
-                    context_before: ctx0,
-                });
-                if done {
-                    self.completing.push(s);
-                }
-                budget -= chunk;
-            }
+        // requests loading from it are passed over (`skip`, engine/offload.rs). V0 without
+        // chunked prefill admitted them first (above).
+        if !preempted && !v0_first {
+            self.admit_waiting(&mut budget, thr, t, obs);
         }
 
         // 4. The step's work and duration.
@@ -1083,6 +1034,7 @@ impl<'m> Engine<'m> {
         self.in_flight = Some(InFlight {
             start: t,
             end: Ticks(t.0.saturating_add(dt)),
+            prefill_only: false,
             n_dec: self.n_dec,
             num_seqs: batch.num_seqs,
             prefill_tokens: num_prefill_tokens,
@@ -1101,26 +1053,186 @@ impl<'m> Engine<'m> {
         Ok(())
     }
 
+    /// Puts the V0 prefill-only step of `self.chunks` in flight at `t` (`start_step`, step 0).
+    fn start_prefill_only_step(&mut self, t: Ticks) {
+        let num_prefill_tokens: u64 = self.chunks.iter().map(|c| c.new_tokens).sum();
+        let batch = StepBatch {
+            num_seqs: self.chunks.len() as u32,
+            num_decode_seqs: 0,
+            decode_ctx_sum: 0,
+            prefills: &self.chunks,
+            num_prefill_tokens,
+            prefill_ctx_sum: self.chunks.iter().map(|c| c.context_before).sum(),
+            prefill_attn_pairs: self
+                .chunks
+                .iter()
+                .map(|c| c.new_tokens * c.context_before + c.new_tokens * (c.new_tokens + 1) / 2)
+                .sum(),
+            num_tokens: num_prefill_tokens,
+            decode_ctx_max: 0,
+        };
+        let dt = self
+            .model
+            .step_time_windowed(&batch, &self.windows)
+            .0
+            .max(1);
+        self.in_flight = Some(InFlight {
+            start: t,
+            end: Ticks(t.0.saturating_add(dt)),
+            prefill_only: true,
+            n_dec: 0,
+            num_seqs: batch.num_seqs,
+            prefill_tokens: num_prefill_tokens,
+            kv_used: self.pool.used(),
+            running: self.n_running as u32,
+            waiting: self.waiting.len() as u32,
+        });
+    }
+
+    /// Admits waiting requests FCFS while the step's `budget`, `max_num_seqs` and the free KV
+    /// blocks allow (vLLM `Scheduler.schedule`'s waiting loop): each admitted request's chunk is
+    /// pushed to `self.chunks` (and to `self.completing` when it ends the prompt).
+    fn admit_waiting(&mut self, budget: &mut u64, thr: u64, t: Ticks, obs: &mut dyn Observer) {
+        let bs = self.bs;
+        let mut skip = 0usize;
+        while *budget > 0 && self.n_running < self.cfg.max_num_seqs as usize {
+            let Some(&s) = self.waiting.get(skip) else {
+                break;
+            };
+            if self.offload.is_some() {
+                match self.offload_loaded(s, t) {
+                    Some(false) => {
+                        skip += 1;
+                        continue;
+                    }
+                    Some(true) => {
+                        let Some((chunk, before, done)) =
+                            self.offload_admit(s, t, *budget, thr, 0, 0, obs)
+                        else {
+                            break;
+                        };
+                        self.waiting.remove(skip);
+                        self.push_running(s);
+                        self.live(s).phase = Phase::Prefilling;
+                        self.prefilling.push(s);
+                        self.chunks.push(PrefillChunk {
+                            new_tokens: chunk,
+                            context_before: before,
+                        });
+                        if done {
+                            self.completing.push(s);
+                        }
+                        *budget -= chunk;
+                        continue;
+                    }
+                    None => {}
+                }
+            }
+            let caching = self.caching;
+            let group = self.group;
+            let l = self.slots[s as usize].as_mut().expect("live slot");
+            let eff = l.eff_len;
+            let (hit_blocks, evict_hits) = if caching {
+                // vLLM always recomputes the last token: at most (eff - 1) tokens hit.
+                self.pool.lookup(&l.spans, (eff - 1) / bs)
+            } else {
+                (0, 0)
+            };
+            let hit = hit_blocks * bs;
+            let (remote, reserved) = (l.remote, l.reserved);
+            let Some(chunk) = self.waiting_chunk(eff, hit, *budget, thr, remote) else {
+                break;
+            };
+            // A transferred prompt: only its last token is computed (`remote.rs`).
+            let (ctx0, chunk) = if remote { (eff - 1, 1) } else { (hit, chunk) };
+            let need_new = self.cfg.kv.blocks(ctx0 + chunk, bs) - group * hit_blocks;
+            if self.offload.is_some() && !remote {
+                let seqs = self.cfg.max_num_seqs as u64;
+                match self.offload_lookup(s, t, hit_blocks, evict_hits, seqs) {
+                    CpuLookup::Miss => {}
+                    CpuLookup::Skip => {
+                        skip += 1;
+                        continue;
+                    }
+                    CpuLookup::NoRoom => break,
+                }
+            }
+            if need_new.saturating_sub(reserved) + group * evict_hits > self.pool.available() {
+                break;
+            }
+            if skip == 0 {
+                self.waiting.pop_front();
+            } else {
+                self.waiting.remove(skip);
+            }
+            let l = self.slots[s as usize].as_mut().expect("live slot");
+            debug_assert!(l.held_ranges.is_empty());
+            if hit_blocks > 0 {
+                self.pool.take(&l.spans, hit_blocks, &mut l.held_ranges);
+                l.ref_blocks = hit_blocks;
+            }
+            let ok = Self::alloc_over_reserved(&mut self.pool, l, need_new);
+            debug_assert!(ok);
+            l.held = need_new + group * hit_blocks;
+            l.computed = ctx0 + chunk;
+            l.reg_blocks = hit_blocks;
+            l.phase = Phase::Prefilling;
+            let upto = l.computed / bs;
+            let done = l.computed == eff;
+            if l.first_scheduled.is_none() {
+                l.first_scheduled = Some(t);
+                l.cached_prompt_tokens = hit;
+                obs.on_scheduled(self.index, t, l.id, l.prompt_len, hit);
+            }
+            self.register_full(s, upto);
+            self.push_running(s);
+            self.prefilling.push(s);
+            self.chunks.push(PrefillChunk {
+                new_tokens: chunk,
+                context_before: ctx0,
+            });
+            if done {
+                self.completing.push(s);
+            }
+            *budget -= chunk;
+        }
+    }
+
     fn complete_step(&mut self, obs: &mut dyn Observer) {
         let f = self.in_flight.take().expect("a step is in flight");
         let k = self.step;
         let t = f.end;
         self.now = t;
-        // Every decode advanced by one token.
-        self.sum_dec_ctx += self.n_dec;
-        self.windows_advance(k);
-        while let Some(&Reverse((st, s, gen))) = self.finish_heap.peek() {
-            if st > k {
-                break;
+        // Every decode advanced by one token (none in a V0 prefill-only step).
+        if !f.prefill_only {
+            // The first decode token of a prompt that ended in a V0 prefill-only step: its gap
+            // runs from that prompt's token.
+            for (s, gen) in std::mem::take(&mut self.v0_fresh) {
+                if let Some(l) = self.slots[s as usize].as_mut() {
+                    if l.gen == gen && matches!(l.phase, Phase::Decoding { s0, .. } if s0 == k) {
+                        l.extra_itls.push(Ticks(t.0 - l.last_token.0));
+                        l.skip_first_run = true;
+                    }
+                }
             }
-            self.finish_heap.pop();
-            let valid = matches!(&self.slots[s as usize],
-                Some(l) if l.gen == gen && matches!(l.phase, Phase::Decoding { .. }));
-            if valid {
-                debug_assert_eq!(st, k);
-                self.finish(s, t, Some(k), obs);
+            self.sum_dec_ctx += self.n_dec;
+            self.windows_advance(k);
+            while let Some(&Reverse((st, s, gen))) = self.finish_heap.peek() {
+                if st > k {
+                    break;
+                }
+                self.finish_heap.pop();
+                let valid = matches!(&self.slots[s as usize],
+                    Some(l) if l.gen == gen && matches!(l.phase, Phase::Decoding { .. }));
+                if valid {
+                    debug_assert_eq!(st, k);
+                    self.finish(s, t, Some(k), obs);
+                }
             }
         }
+        // The first decode step of a request whose prompt ends here: the next one, which after a
+        // prefill-only step is still step `k`.
+        let s0 = if f.prefill_only { k } else { k + 1 };
         let completing = std::mem::take(&mut self.completing);
         for &s in &completing {
             let id = {
@@ -1145,7 +1257,6 @@ impl<'m> Engine<'m> {
             if l.generated >= l.output_len {
                 self.finish(s, t, None, obs);
             } else {
-                let s0 = k + 1;
                 let gen0 = l.generated;
                 let eff = l.eff_len;
                 let remaining = l.output_len - gen0;
@@ -1159,11 +1270,35 @@ impl<'m> Engine<'m> {
                 let pos = self.buckets[b].len() - 1;
                 self.live(s).bucket_pos = pos;
                 self.finish_heap.push(Reverse((s0 + remaining - 1, s, gen)));
+                if f.prefill_only {
+                    self.v0_fresh.push((s, gen));
+                }
             }
         }
         self.completing = completing;
-        let rec = self.step_record(&f, k, f.n_dec + self.completing.len() as u64);
+        let first_tokens = self.completing.len() as u64;
         self.completing.clear();
+        if f.prefill_only && self.n_dec > 0 {
+            // The decode clock waits for the next step, whose record takes this one in (step
+            // records are indexed by that clock: metrics read a request's token times off it).
+            let p = self.v0_pending.get_or_insert(PendingPrefill {
+                start: f.start,
+                num_seqs: 0,
+                output_tokens: 0,
+                prefill_tokens: 0,
+            });
+            p.num_seqs += f.num_seqs;
+            p.output_tokens += first_tokens;
+            p.prefill_tokens += f.prefill_tokens;
+            return;
+        }
+        let mut rec = self.step_record(&f, k, f.n_dec + first_tokens);
+        if let Some(p) = self.v0_pending.take() {
+            rec.start = p.start;
+            rec.num_seqs += p.num_seqs;
+            rec.output_tokens += p.output_tokens;
+            rec.num_prefill_tokens += p.prefill_tokens;
+        }
         self.step += 1;
         obs.on_step(&rec);
         if self.offload.is_some() {
@@ -1200,7 +1335,7 @@ impl<'m> Engine<'m> {
             self.remove_from_bucket(s);
             let l = self.live(s);
             let steps = k + 1 - s0;
-            l.runs.push((s0, k));
+            push_run(l, s0, k);
             l.generated = gen0 + steps;
             l.computed = l.eff_len + steps;
             // The context the next step would have seen.

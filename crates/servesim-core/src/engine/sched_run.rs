@@ -143,6 +143,7 @@ impl<'m> Engine<'m> {
         InFlight {
             start: self.now,
             end,
+            prefill_only: false,
             n_dec: self.n_dec,
             num_seqs: self.n_dec as u32,
             prefill_tokens: 0,

@@ -300,6 +300,7 @@ impl<'m> Engine<'m> {
         self.in_flight = Some(InFlight {
             start: t,
             end: Ticks(t.0 + dt),
+            prefill_only: false,
             n_dec,
             num_seqs: batch.num_seqs,
             prefill_tokens: num_prefill_tokens,
