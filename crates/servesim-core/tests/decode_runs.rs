@@ -111,7 +111,7 @@ fn case(seed: u64) -> (EngineConfig, Vec<(Ticks, Request)>) {
         },
         _ => KvFootprint::uniform(),
     };
-    let cfg = EngineConfig {
+    let mut cfg = EngineConfig {
         max_num_seqs,
         max_num_batched_tokens: g.range(max_num_seqs as u64, 2048) as u32,
         block_size,
@@ -127,6 +127,12 @@ fn case(seed: u64) -> (EngineConfig, Vec<(Ticks, Request)>) {
         spec: None,
         offload: None,
     };
+    // Every fourth case is vLLM V0 without chunked prefill: prefill-only steps between runs.
+    if seed % 4 == 3 {
+        cfg.enable_chunked_prefill = false;
+        cfg.v0_prefill_first = true;
+        cfg.max_num_batched_tokens = cfg.max_model_len as u32;
+    }
     let n = g.range(20, 120);
     let mut t = 0u64;
     let mut arrivals = Vec::new();
