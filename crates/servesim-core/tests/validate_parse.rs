@@ -431,7 +431,22 @@ fn engine_flags_recorded_in_the_notes_are_applied() {
     ])
     .unwrap();
     let mut multi = 0;
+    let mut chunked_knob = 0;
     for p in parse_points(&both).unwrap() {
+        // dstack's sweep records chunked prefill off next to a 512-token budget, a pair vLLM
+        // refuses at the model's context: each such row says it runs with the scenario's settings
+        // (the H100 vs MI300X study states no budget and runs with chunked prefill off).
+        if p.notes.contains("enable-chunked-prefill=FALSE") && p.max_num_batched_tokens.is_some() {
+            let s = setup_for(&p).unwrap();
+            assert!(
+                s.notes
+                    .iter()
+                    .any(|n| n.starts_with("enable-chunked-prefill=FALSE recorded, not applied")),
+                "line {}",
+                p.line
+            );
+            chunked_knob += 1;
+        }
         if scheduler_steps_in_notes(&p.notes).is_some_and(|n| n > 1)
             && servesim_core::validate::waits_for(&p).is_none()
         {
@@ -447,6 +462,7 @@ fn engine_flags_recorded_in_the_notes_are_applied() {
         }
     }
     assert_eq!(multi, 18 + 28);
+    assert_eq!(chunked_knob, 12);
 
     // On the shipped rows: every row stating them runs with them.
     let more = include_str!("../data/calibration/measured-points-more.csv");

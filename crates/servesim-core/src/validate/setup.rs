@@ -467,6 +467,9 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     }) {
         notes.push(why);
     }
+    if let Some(note) = chunked_prefill_off_unappliable(p, &scenario) {
+        notes.push(note);
+    }
     if let Some(note) = started_kv_floor(&mut scenario) {
         notes.push(note);
     }
@@ -605,6 +608,32 @@ pub fn engine_flags_in_notes(notes: &str) -> Vec<String> {
         .into_iter()
         .filter(|f| !f.contains('$'))
         .collect()
+}
+
+/// A row whose notes record chunked prefill off as a sweep knob (`enable-chunked-prefill=FALSE`,
+/// dstack's 8xH100 sweep) next to a token budget below the context its scenario runs: vLLM refuses
+/// that pair (`SchedulerConfig`: without chunked prefill a prompt must fit one step), so the run
+/// had a shorter `max_model_len` the notes do not give, and the row runs with its scenario's
+/// settings. Says so; `None` when the knob is absent or the pair is possible.
+pub fn chunked_prefill_off_unappliable(p: &CalibrationPoint, s: &Scenario) -> Option<String> {
+    let knob = p
+        .notes
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .any(|w| w.eq_ignore_ascii_case("enable-chunked-prefill=false"));
+    if !knob {
+        return None;
+    }
+    let budget = p.max_num_batched_tokens? as u64;
+    let engine = s.deployment().ok()?.engine;
+    let ctx = engine.max_model_len;
+    let chunked = if engine.enable_chunked_prefill {
+        "on (V0's default above a 32K context)"
+    } else {
+        "off"
+    };
+    (budget < ctx).then(|| format!(
+        "enable-chunked-prefill=FALSE recorded, not applied: with max-num-batched-tokens {budget} vLLM refuses chunked prefill off unless max_model_len <= {budget}, and the run's max_model_len is not recorded; simulated with the scenario's settings (max_model_len {ctx}, chunked prefill {chunked})"
+    ))
 }
 
 /// The V0 multi-step count a row's notes record (`num-scheduler-steps=15`, `--num-scheduler-step

@@ -406,7 +406,7 @@ pub fn v0_not_modelled(spelling: &str, value: Option<&str>) -> Option<String> {
         "num-scheduler-steps" => {
             let n = value.and_then(parse_int).unwrap_or(1);
             (n > 1).then(|| format!(
-                "V0 multi-step scheduling is not modelled: vLLM < 0.8 runs {n} decode steps per scheduling round and streams their tokens in bursts of {n}; ServeSim schedules every step (V1's scheduler), so ITL, TTFT and throughput are those of one step per round (docs/capacity.md)"
+                "V0 multi-step scheduling is not modelled: vLLM < 0.8 runs {n} decode steps per scheduling round and streams their tokens in bursts of {n}; ServeSim schedules every step (one step per scheduling round), so ITL, TTFT and throughput are those of one step per round (docs/capacity.md)"
             ))
         }
         "swap-space" => Some(
