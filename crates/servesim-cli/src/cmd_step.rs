@@ -219,8 +219,27 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
         }
     }
     let lockstep_s = rank_s.iter().copied().fold(0.0, f64::max);
+    // vLLM V0 without chunked prefill never mixes them: the prompts run in a step of their own,
+    // then the decodes (docs/engine.md, "V0 prefill-first steps").
+    let v0_split = (r.engine.v0_prefill_first && a.decode > 0 && !chunks.is_empty()).then(|| {
+        let prompts = r
+            .cost
+            .breakdown_with_ctx_max(chunks.iter().copied(), 0, 0, 0)
+            .total();
+        let decodes = r
+            .cost
+            .breakdown_with_ctx_max(std::iter::empty(), a.decode, a.decode * a.ctx, a.ctx)
+            .total();
+        (prompts, decodes)
+    });
     if a.json {
         let mut v = serde_json::to_value(b)?;
+        if let Some((p, d)) = v0_split {
+            v["v0_prefill_first"] = serde_json::json!({
+                "prompt_step_s": p,
+                "decode_step_s": d,
+            });
+        }
         if lockstep {
             v["lockstep"] = serde_json::json!({
                 "rank_step_s": rank_s,
@@ -303,6 +322,18 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
         println!(
             "  TP all-gather after the sequence-parallel MoE: {:.1} us per layer",
             l.tp_allgather_s * 1e6
+        );
+    }
+    if let Some((p, d)) = v0_split {
+        println!("vLLM V0 without chunked prefill does not run this mixed step: the prompts run alone, then the decodes:");
+        println!(
+            "  prompt step    {:9.3} ms  (--prefill alone; no decode advances)",
+            ms(p)
+        );
+        println!("  decode step    {:9.3} ms  (--decode alone)", ms(d));
+        println!(
+            "  together       {:9.3} ms  (the decodes' gap across the prompts)",
+            ms(p + d)
         );
     }
     if lockstep {

@@ -258,3 +258,112 @@ fn step_of_a_dp_ep_scenario_shows_every_backend_and_the_lockstep_max() {
     assert_ne!(code, 0);
     assert!(err.contains("enable_expert_parallel"), "{err}");
 }
+
+/// A V0 scenario without chunked prefill (`--vllm-version 0.6.3 --no-enable-chunked-prefill`)
+/// never mixes prompts and decodes: the breakdown adds the prompt step and the decode step, each
+/// equal to its own breakdown, and a V1 scenario shows no such split.
+#[test]
+fn step_of_a_v0_scenario_without_chunked_prefill_splits_prompts_from_decodes() {
+    let print = |extra: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            "--model",
+            "meta-llama/Meta-Llama-3.1-8B",
+            "--gpu",
+            "h100",
+            "--max-model-len",
+            "8192",
+        ];
+        args.extend_from_slice(extra);
+        args.push("--print-scenario");
+        let (code, out, err) = servesim(&args);
+        assert_eq!(code, 0, "{err}");
+        let f = tmp(&format!(
+            "step-v0-{}-{:?}.json",
+            extra.len(),
+            std::thread::current().id()
+        ));
+        std::fs::write(&f, out).unwrap();
+        f
+    };
+    let v0 = print(&["--vllm-version", "0.6.3", "--no-enable-chunked-prefill"]);
+    let v0 = v0.to_str().unwrap();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut a = vec!["step", "--json"];
+        a.extend_from_slice(args);
+        let (code, out, err) = servesim(&a);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str(&out).unwrap()
+    };
+    let mixed = json(&[
+        "--scenario",
+        v0,
+        "--decode",
+        "32",
+        "--ctx",
+        "2000",
+        "--prefill",
+        "4000",
+    ]);
+    let prompts = json(&["--scenario", v0, "--prefill", "4000"]);
+    let decodes = json(&["--scenario", v0, "--decode", "32", "--ctx", "2000"]);
+    let split = &mixed["v0_prefill_first"];
+    // The step's total is the sum of its time terms (`StepBreakdown::total`), in that order.
+    let total = |v: &serde_json::Value| {
+        [
+            "gemm_compute",
+            "attention_compute",
+            "weight_reads",
+            "kv_reads",
+            "activations",
+            "tp_allreduce",
+            "ep_alltoall",
+            "overhead",
+            "moe_floor",
+            "mla_floor",
+        ]
+        .iter()
+        .map(|k| v[*k].as_f64().unwrap())
+        .sum::<f64>()
+    };
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1e-9);
+    assert!(
+        close(split["prompt_step_s"].as_f64().unwrap(), total(&prompts)),
+        "{split}"
+    );
+    assert!(
+        close(split["decode_step_s"].as_f64().unwrap(), total(&decodes)),
+        "{split}"
+    );
+    // Two steps cost more than the one mixed step V1 would run (one more fixed overhead).
+    assert!(total(&prompts) + total(&decodes) > total(&mixed), "{mixed}");
+    let (code, text, err) = servesim(&[
+        "step",
+        "--scenario",
+        v0,
+        "--decode",
+        "32",
+        "--ctx",
+        "2000",
+        "--prefill",
+        "4000",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("vLLM V0 without chunked prefill does not run this mixed step"),
+        "{text}"
+    );
+    // V1 (the default version) mixes them: no split.
+    let v1 = print(&["--no-enable-chunked-prefill"]);
+    let v1_mixed = json(&[
+        "--scenario",
+        v1.to_str().unwrap(),
+        "--decode",
+        "32",
+        "--ctx",
+        "2000",
+        "--prefill",
+        "4000",
+    ]);
+    assert!(v1_mixed.get("v0_prefill_first").is_none(), "{v1_mixed}");
+}
