@@ -21,18 +21,26 @@ fn points() -> String {
 }
 
 fn small_scenario() -> PathBuf {
-    let (code, out, err) = servesim(&[
+    scenario_with(&[])
+}
+
+/// Llama-3.1-8B on one H100 with the `servesim sweep` flags `extra`, written to a file.
+fn scenario_with(extra: &[&str]) -> PathBuf {
+    let mut args = vec![
         "sweep",
         "--model",
         "meta-llama/Meta-Llama-3.1-8B",
         "--gpu",
         "h100",
-        "--print-scenario",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    args.push("--print-scenario");
+    let (code, out, err) = servesim(&args);
     assert_eq!(code, 0, "{err}");
-    // One file per test thread: the tests run in parallel and would otherwise race on it.
+    // One file per test thread and flag set: the tests run in parallel and would otherwise race.
     let f = tmp(&format!(
-        "step-scenario-{:?}.json",
+        "step-scenario-{}-{:?}.json",
+        extra.len(),
         std::thread::current().id()
     ));
     std::fs::write(&f, out).unwrap();
@@ -264,29 +272,13 @@ fn step_of_a_dp_ep_scenario_shows_every_backend_and_the_lockstep_max() {
 /// equal to its own breakdown, and a V1 scenario shows no such split.
 #[test]
 fn step_of_a_v0_scenario_without_chunked_prefill_splits_prompts_from_decodes() {
-    let print = |extra: &[&str]| {
-        let mut args = vec![
-            "sweep",
-            "--model",
-            "meta-llama/Meta-Llama-3.1-8B",
-            "--gpu",
-            "h100",
-            "--max-model-len",
-            "8192",
-        ];
-        args.extend_from_slice(extra);
-        args.push("--print-scenario");
-        let (code, out, err) = servesim(&args);
-        assert_eq!(code, 0, "{err}");
-        let f = tmp(&format!(
-            "step-v0-{}-{:?}.json",
-            extra.len(),
-            std::thread::current().id()
-        ));
-        std::fs::write(&f, out).unwrap();
-        f
-    };
-    let v0 = print(&["--vllm-version", "0.6.3", "--no-enable-chunked-prefill"]);
+    let v0 = scenario_with(&[
+        "--max-model-len",
+        "8192",
+        "--vllm-version",
+        "0.6.3",
+        "--no-enable-chunked-prefill",
+    ]);
     let v0 = v0.to_str().unwrap();
     let json = |args: &[&str]| -> serde_json::Value {
         let mut a = vec!["step", "--json"];
@@ -354,7 +346,7 @@ fn step_of_a_v0_scenario_without_chunked_prefill_splits_prompts_from_decodes() {
         "{text}"
     );
     // V1 (the default version) mixes them: no split.
-    let v1 = print(&["--no-enable-chunked-prefill"]);
+    let v1 = scenario_with(&["--max-model-len", "8192", "--no-enable-chunked-prefill"]);
     let v1_mixed = json(&[
         "--scenario",
         v1.to_str().unwrap(),

@@ -878,7 +878,7 @@ impl<'m> Engine<'m> {
             let mut whole = self.cfg.max_num_batched_tokens as u64;
             self.admit_waiting(&mut whole, thr, t, obs);
             if !self.chunks.is_empty() {
-                self.start_prefill_only_step(t);
+                self.put_step_in_flight(t, true);
                 return Ok(());
             }
         }
@@ -1007,41 +1007,7 @@ impl<'m> Engine<'m> {
                 waiting: self.waiting.len() as u32,
             });
         }
-        let batch = StepBatch {
-            num_seqs: (self.n_dec as usize + self.chunks.len()) as u32,
-            num_decode_seqs: self.n_dec as u32,
-            decode_ctx_sum: self.sum_dec_ctx,
-            prefills: &self.chunks,
-            num_prefill_tokens,
-            prefill_ctx_sum: self.chunks.iter().map(|c| c.context_before).sum(),
-            prefill_attn_pairs: self
-                .chunks
-                .iter()
-                .map(|c| c.new_tokens * c.context_before + c.new_tokens * (c.new_tokens + 1) / 2)
-                .sum(),
-            num_tokens,
-            decode_ctx_max: if self.track_ctx_max {
-                self.decode_ctx_max(k)
-            } else {
-                0
-            },
-        };
-        let dt = self
-            .model
-            .step_time_windowed(&batch, &self.windows)
-            .0
-            .max(1);
-        self.in_flight = Some(InFlight {
-            start: t,
-            end: Ticks(t.0.saturating_add(dt)),
-            prefill_only: false,
-            n_dec: self.n_dec,
-            num_seqs: batch.num_seqs,
-            prefill_tokens: num_prefill_tokens,
-            kv_used: self.pool.used(),
-            running: self.n_running as u32,
-            waiting: self.waiting.len() as u32,
-        });
+        self.put_step_in_flight(t, false);
         if self.offload.is_some() {
             let end = self.in_flight.as_ref().map_or(t, |f| f.end);
             self.offload_flush(end);
@@ -1053,13 +1019,16 @@ impl<'m> Engine<'m> {
         Ok(())
     }
 
-    /// Puts the V0 prefill-only step of `self.chunks` in flight at `t` (`start_step`, step 0).
-    fn start_prefill_only_step(&mut self, t: Ticks) {
+    /// Puts the step of `self.chunks` and the running decodes in flight at `t`; a V0
+    /// prefill-only step (`start_step`, step 0) has the chunks alone.
+    fn put_step_in_flight(&mut self, t: Ticks, prefill_only: bool) {
+        let k = self.step;
+        let n_dec = if prefill_only { 0 } else { self.n_dec };
         let num_prefill_tokens: u64 = self.chunks.iter().map(|c| c.new_tokens).sum();
         let batch = StepBatch {
-            num_seqs: self.chunks.len() as u32,
-            num_decode_seqs: 0,
-            decode_ctx_sum: 0,
+            num_seqs: (n_dec as usize + self.chunks.len()) as u32,
+            num_decode_seqs: n_dec as u32,
+            decode_ctx_sum: if n_dec > 0 { self.sum_dec_ctx } else { 0 },
             prefills: &self.chunks,
             num_prefill_tokens,
             prefill_ctx_sum: self.chunks.iter().map(|c| c.context_before).sum(),
@@ -1068,9 +1037,14 @@ impl<'m> Engine<'m> {
                 .iter()
                 .map(|c| c.new_tokens * c.context_before + c.new_tokens * (c.new_tokens + 1) / 2)
                 .sum(),
-            num_tokens: num_prefill_tokens,
-            decode_ctx_max: 0,
+            num_tokens: n_dec + num_prefill_tokens,
+            decode_ctx_max: if self.track_ctx_max && n_dec > 0 {
+                self.decode_ctx_max(k)
+            } else {
+                0
+            },
         };
+        let num_seqs = batch.num_seqs;
         let dt = self
             .model
             .step_time_windowed(&batch, &self.windows)
@@ -1079,9 +1053,9 @@ impl<'m> Engine<'m> {
         self.in_flight = Some(InFlight {
             start: t,
             end: Ticks(t.0.saturating_add(dt)),
-            prefill_only: true,
-            n_dec: 0,
-            num_seqs: batch.num_seqs,
+            prefill_only,
+            n_dec,
+            num_seqs,
             prefill_tokens: num_prefill_tokens,
             kv_used: self.pool.used(),
             running: self.n_running as u32,
