@@ -287,16 +287,20 @@ fn step_of_a_v0_scenario_without_chunked_prefill_splits_prompts_from_decodes() {
         assert_eq!(code, 0, "{err}");
         serde_json::from_str(&out).unwrap()
     };
-    let mixed = json(&[
-        "--scenario",
-        v0,
-        "--decode",
-        "32",
-        "--ctx",
-        "2000",
-        "--prefill",
-        "4000",
-    ]);
+    // One step of 32 decodes at context 2,000 and a 4,000-token prompt.
+    fn mixed_step(scenario: &str) -> [&str; 8] {
+        [
+            "--scenario",
+            scenario,
+            "--decode",
+            "32",
+            "--ctx",
+            "2000",
+            "--prefill",
+            "4000",
+        ]
+    }
+    let mixed = json(&mixed_step(v0));
     let prompts = json(&["--scenario", v0, "--prefill", "4000"]);
     let decodes = json(&["--scenario", v0, "--decode", "32", "--ctx", "2000"]);
     let split = &mixed["v0_prefill_first"];
@@ -329,17 +333,9 @@ fn step_of_a_v0_scenario_without_chunked_prefill_splits_prompts_from_decodes() {
     );
     // Two steps cost more than the one mixed step V1 would run (one more fixed overhead).
     assert!(total(&prompts) + total(&decodes) > total(&mixed), "{mixed}");
-    let (code, text, err) = servesim(&[
-        "step",
-        "--scenario",
-        v0,
-        "--decode",
-        "32",
-        "--ctx",
-        "2000",
-        "--prefill",
-        "4000",
-    ]);
+    let mut text_args = vec!["step"];
+    text_args.extend_from_slice(&mixed_step(v0));
+    let (code, text, err) = servesim(&text_args);
     assert_eq!(code, 0, "{err}");
     assert!(
         text.contains("vLLM V0 without chunked prefill does not run this mixed step"),
@@ -347,15 +343,6 @@ fn step_of_a_v0_scenario_without_chunked_prefill_splits_prompts_from_decodes() {
     );
     // V1 (the default version) mixes them: no split.
     let v1 = scenario_with(&["--max-model-len", "8192", "--no-enable-chunked-prefill"]);
-    let v1_mixed = json(&[
-        "--scenario",
-        v1.to_str().unwrap(),
-        "--decode",
-        "32",
-        "--ctx",
-        "2000",
-        "--prefill",
-        "4000",
-    ]);
+    let v1_mixed = json(&mixed_step(v1.to_str().unwrap()));
     assert!(v1_mixed.get("v0_prefill_first").is_none(), "{v1_mixed}");
 }
