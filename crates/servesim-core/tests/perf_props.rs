@@ -370,6 +370,44 @@ fn more_tp_never_more_gemm_flops_per_gpu() {
 }
 
 #[test]
+fn dsa_indexer_is_computed_whole_on_every_tp_rank() {
+    // vLLM's DeepSeek sparse-attention `Indexer` is replicated ("no tensor parallel, just
+    // replicated"): one GPU's attention FLOPs are the MLA part / tp plus the whole indexer.
+    let new = 4096u64;
+    let ch = [PrefillChunk { past: 0, new }];
+    let w = StepWork {
+        prefill: &ch,
+        decode_seqs: 0,
+        decode_ctx_sum: 0,
+    };
+    for model in ["deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5-FP8"] {
+        let cfg = catalog::load(model).unwrap();
+        let ix = cfg.sparse_indexer.as_ref().unwrap();
+        // Causal scoring: query c of the chunk scores c cached keys (itself included).
+        let indexer = 2.0
+            * (ix.n_heads * ix.head_dim) as f64
+            * ix.indexer_layers as f64
+            * (new * (new + 1) / 2) as f64;
+        for n in [1u32, 2, 4, 8] {
+            let m = cost(&dep(model, "H200", tp(n)));
+            let whole = m.attention_flops_whole_model(0, new);
+            assert!(indexer > 0.0 && indexer < whole, "{model}");
+            let want = (whole - indexer) / n as f64 + indexer;
+            let got = m.breakdown(&w).work.attention_flops;
+            assert!(
+                (got - want).abs() <= 1e-9 * want,
+                "{model} tp={n}: {got} vs {want}"
+            );
+        }
+    }
+    // A model without an indexer divides all of its attention by TP.
+    let m = cost(&dep("deepseek-ai/DeepSeek-V3", "H200", tp(8)));
+    let got = m.breakdown(&w).work.attention_flops;
+    let want = m.attention_flops_whole_model(0, new) / 8.0;
+    assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+}
+
+#[test]
 fn communication_is_zero_at_tp1_and_dp1() {
     for (model, gpu) in [
         ("meta-llama/Meta-Llama-3.1-8B", "H100"),

@@ -222,8 +222,10 @@ pub struct StepCostModel {
     moe_floor_s: f64,
     /// `MLA layers x mla_layer_floor_s` (0 for GQA models).
     mla_floor_s: f64,
-    /// Attention.
+    /// Attention, scaled so that `/ tp` gives one GPU's FLOPs ([`AttnTerms::scaled_for_tp`]).
     attn: AttnTerms,
+    /// Attention of the whole model (each term once), for [`StepCostModel::attention_flops_whole_model`].
+    attn_model: AttnTerms,
     attn_compute_s_per_flop_prefill: f64,
     attn_compute_s_per_flop_decode: f64,
     kv_s_per_byte: f64,
@@ -435,7 +437,8 @@ impl StepCostModel {
 
         // Attention and KV.
         let spec = m.kv_cache_spec(dep.kv_cache_dtype, par.tp, dep.engine.block_size)?;
-        let attn = AttnTerms::new(m, &spec);
+        let attn = AttnTerms::scaled_for_tp(m, &spec, tp);
+        let attn_model = AttnTerms::new(m, &spec);
         let attn_peak = gpu.bf16_flops;
 
         // Communication links: inside the scale-up domain the link, beyond it the NIC.
@@ -497,6 +500,7 @@ impl StepCostModel {
             moe_floor_s: m.num_moe_layers() as f64 * eff.moe_layer_floor_s,
             mla_floor_s: m.num_latent_attention_layers() as f64 * eff.mla_layer_floor_s,
             attn,
+            attn_model,
             attn_compute_s_per_flop_prefill: 1.0 / (attn_peak * eff.prefill_attention),
             attn_compute_s_per_flop_decode: 1.0 / (attn_peak * eff.decode_attention),
             kv_s_per_byte: 1.0 / (bw * eff.hbm_kv),
@@ -681,7 +685,7 @@ impl StepCostModel {
     /// Whole-model attention FLOPs of a chunk (all heads, all layers; equals
     /// `ModelConfig::attention_core_flops`). Exposed for tests and diagnostics.
     pub fn attention_flops_whole_model(&self, past: u64, new: u64) -> f64 {
-        self.attn.chunk_flops(past, new)
+        self.attn_model.chunk_flops(past, new)
     }
 
     /// KV bytes one sequence reads at `ctx` on one GPU (equals

@@ -57,6 +57,16 @@ pub(super) struct AttnTerms {
 
 impl AttnTerms {
     pub fn new(m: &ModelConfig, spec: &KvCacheSpec) -> AttnTerms {
+        AttnTerms::scaled_for_tp(m, spec, 1.0)
+    }
+
+    /// The terms a step-cost model divides by the TP degree `tp` to get one GPU's FLOPs: every
+    /// term as [`AttnTerms::new`] except those every TP rank computes whole, multiplied by `tp`
+    /// so that the division leaves them whole. That is the DeepSeek sparse-attention indexer:
+    /// vLLM's `Indexer` (vllm/model_executor/models/deepseek_v2.py, "no tensor parallel, just
+    /// replicated") holds `wq_b` as a `ReplicatedLinear` over all `index_n_heads` and scores every
+    /// cached token for all of them on each rank (docs/step-time.md §3).
+    pub fn scaled_for_tp(m: &ModelConfig, spec: &KvCacheSpec, tp: f64) -> AttnTerms {
         let mut prefill = Vec::new();
         let mut decode = Vec::new();
         let mut kv = Vec::new();
@@ -97,7 +107,8 @@ impl AttnTerms {
                     let topk = ix.topk as f64;
                     let sel =
                         2.0 * nh * (2.0 * *kv_lora_rank as f64 + *qk_rope_head_dim as f64) * l;
-                    let idx = 2.0 * (ix.n_heads * ix.head_dim) as f64 * ix.indexer_layers as f64;
+                    let idx =
+                        2.0 * (ix.n_heads * ix.head_dim) as f64 * ix.indexer_layers as f64 * tp;
                     for t in [&mut prefill, &mut decode] {
                         push(t, sel, topk);
                         push(t, idx, inf);
