@@ -5,7 +5,7 @@
 use servesim_core::deploy::{All2AllBackend, CudagraphMode, Deployment, RawEngineSettings};
 use servesim_core::dtype::{ComputeClass, DType, KvCacheDtype, WeightPrecision};
 use servesim_core::gpu::{find_gpu, Generation};
-use servesim_core::model::{catalog, AttentionSpec};
+use servesim_core::model::{catalog, AttentionSpec, LayerAttn};
 use servesim_core::parallel::Parallelism;
 use servesim_core::perf::{
     compute_class_on, secs_to_ticks, Efficiencies, EfficiencyOverrides, ExecMode, PerfError,
@@ -399,6 +399,41 @@ fn dsa_indexer_is_computed_whole_on_every_tp_rank() {
                 "{model} tp={n}: {got} vs {want}"
             );
         }
+    }
+    // DeepSeek-V4's ratio-4 layers: `DeepseekV4Indexer` is replicated too. It scores the
+    // compressed entries, `c / 4` for query position `c` (counted as continuous).
+    for model in [
+        "deepseek-ai/DeepSeek-V4-Flash",
+        "deepseek-ai/DeepSeek-V4-Pro",
+    ] {
+        let cfg = catalog::load(model).unwrap();
+        let AttentionSpec::DeepseekV4 {
+            index_n_heads,
+            index_head_dim,
+            ..
+        } = cfg.attention
+        else {
+            panic!("{model}: not DeepSeek-V4 attention")
+        };
+        let ratio4 = cfg
+            .layers
+            .iter()
+            .filter(|l| matches!(l.attn, LayerAttn::Compressed { ratio: 4 }))
+            .count();
+        assert!(ratio4 > 0, "{model}");
+        let indexer = 2.0
+            * (index_n_heads * index_head_dim) as f64
+            * ratio4 as f64
+            * (new * (new + 1) / 2) as f64
+            / 4.0;
+        let m = cost(&dep(model, "H200", tp(8)));
+        let whole = m.attention_flops_whole_model(0, new);
+        let want = (whole - indexer) / 8.0 + indexer;
+        let got = m.breakdown(&w).work.attention_flops;
+        assert!(
+            (got - want).abs() <= 1e-9 * want,
+            "{model}: {got} vs {want}"
+        );
     }
     // A model without an indexer divides all of its attention by TP.
     let m = cost(&dep("deepseek-ai/DeepSeek-V3", "H200", tp(8)));

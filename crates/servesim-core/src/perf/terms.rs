@@ -62,10 +62,12 @@ impl AttnTerms {
 
     /// The terms a step-cost model divides by the TP degree `tp` to get one GPU's FLOPs: every
     /// term as [`AttnTerms::new`] except those every TP rank computes whole, multiplied by `tp`
-    /// so that the division leaves them whole. That is the DeepSeek sparse-attention indexer:
-    /// vLLM's `Indexer` (vllm/model_executor/models/deepseek_v2.py, "no tensor parallel, just
-    /// replicated") holds `wq_b` as a `ReplicatedLinear` over all `index_n_heads` and scores every
-    /// cached token for all of them on each rank (docs/step-time.md §3).
+    /// so that the division leaves them whole. That is the lightning indexer of DeepSeek sparse
+    /// attention and of DeepSeek-V4's ratio-4 layers: vLLM's `Indexer`
+    /// (vllm/model_executor/models/deepseek_v2.py) and `DeepseekV4Indexer`
+    /// (vllm/model_executor/layers/deepseek_v4_attention.py), both "no tensor parallel, just
+    /// replicated", hold `wq_b` as a `ReplicatedLinear` over all `index_n_heads` and score every
+    /// cached (compressed) entry for all of them on each rank (docs/step-time.md §3).
     pub fn scaled_for_tp(m: &ModelConfig, spec: &KvCacheSpec, tp: f64) -> AttnTerms {
         let mut prefill = Vec::new();
         let mut decode = Vec::new();
@@ -152,9 +154,11 @@ impl AttnTerms {
                         if ratio == 4 {
                             let topk = *index_topk as f64;
                             push(&mut prefill, per_pair / r, topk * r);
+                            // vLLM's `DeepseekV4Indexer` is replicated too
+                            // (vllm/model_executor/layers/deepseek_v4_attention.py).
                             push(
                                 &mut prefill,
-                                2.0 * (*index_n_heads * *index_head_dim) as f64 / r,
+                                2.0 * (*index_n_heads * *index_head_dim) as f64 / r * tp,
                                 inf,
                             );
                             push(&mut kv, DSV4_INDEXER_ENTRY_BYTES as f64 / r, inf);
