@@ -109,6 +109,10 @@ pub struct FitParam {
     pub grid: &'static [f64],
 }
 
+/// The grid of `api_serial_per_request_s` for a harness entry (its rows only): wider than the
+/// shared tables'.
+pub const HARNESS_SERIAL_GRID: &[f64] = &[0.0, 0.5e-3, 1e-3, 2e-3, 4e-3, 8e-3, 12e-3, 16e-3, 24e-3];
+
 /// The named parameters the fit may change, by kernel kind (docs/accuracy.md). Precision-specific
 /// GEMM factors (fp8, fp4) are not fitted: one model each in the set, so fitting them would fit
 /// that model.
@@ -126,7 +130,7 @@ pub const FIT_PARAMS: &[FitParam] = &[
     FitParam {
         field: "api_serial_per_request_s",
         kind: "API server serial CPU time per request (bursts)",
-        grid: &[0.0, 0.5e-3, 1e-3, 2e-3, 4e-3, 8e-3, 12e-3, 16e-3, 24e-3],
+        grid: &[0.0, 0.5e-3, 1e-3, 2e-3, 4e-3],
     },
     FitParam {
         field: "gemm_bf16",
