@@ -500,3 +500,35 @@ fn every_fit_shape_has_one_name() {
         "the shipped shape comes first"
     );
 }
+
+/// The shared tables' serial front end stops at the per-request time gpustack's gpt-oss-20b
+/// 128/4 burst bounds for every model (about 4 ms, docs/accuracy.md "A bound on the shared serial
+/// front end"); only a harness entry, read by its own rows, may go to 24 ms.
+#[test]
+fn the_shared_serial_front_end_grid_stops_at_the_measured_bound() {
+    let f = validate::FIT_PARAMS
+        .iter()
+        .find(|f| f.field == "api_serial_per_request_s")
+        .unwrap();
+    assert_eq!(f.grid_for("hopper@vllm-0.11").last(), Some(&4e-3));
+    assert_eq!(
+        f.grid_for("hopper@vllm-0.15+inferencex-experimental")
+            .last(),
+        Some(&24e-3)
+    );
+    // Every other field tries the same grid in every entry.
+    for p in validate::FIT_PARAMS.iter().filter(|p| p.field != f.field) {
+        assert_eq!(
+            p.grid_for("hopper@vllm-0.15+inferencex-experimental"),
+            p.grid
+        );
+    }
+    // The shipped table keeps every shared key inside the bound.
+    let fit = validate::fitted_efficiencies().unwrap();
+    for (key, fields) in &fit.generations {
+        if let Some(v) = fields.get(f.field) {
+            let top = *f.grid_for(key).last().unwrap();
+            assert!(*v <= top, "{key}: {v} above {top}");
+        }
+    }
+}

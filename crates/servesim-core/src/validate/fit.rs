@@ -109,9 +109,22 @@ pub struct FitParam {
     pub grid: &'static [f64],
 }
 
-/// The grid of `api_serial_per_request_s` for a harness entry (its rows only): wider than the
-/// shared tables'.
+/// The grid of `api_serial_per_request_s` for a harness entry (`<key>+<tag>`, read by that
+/// harness's rows only): up to 24 ms. The shared tables' grid stops at 4 ms, the per-request time
+/// gpustack's gpt-oss-20b 128/4 burst bounds for every model (docs/accuracy.md, "A bound on the
+/// shared serial front end").
 pub const HARNESS_SERIAL_GRID: &[f64] = &[0.0, 0.5e-3, 1e-3, 2e-3, 4e-3, 8e-3, 12e-3, 16e-3, 24e-3];
+
+impl FitParam {
+    /// The values the fit tries for this field in the table entry `entry`.
+    pub fn grid_for(&self, entry: &str) -> &'static [f64] {
+        if entry.contains('+') && self.field == "api_serial_per_request_s" {
+            HARNESS_SERIAL_GRID
+        } else {
+            self.grid
+        }
+    }
+}
 
 /// The named parameters the fit may change, by kernel kind (docs/accuracy.md). Precision-specific
 /// GEMM factors (fp8, fp4) are not fitted: one model each in the set, so fitting them would fit
@@ -264,7 +277,7 @@ pub fn failures(r: &ValidationReport) -> usize {
 }
 
 /// The fitted values as a Markdown table, each marked when it sits on an edge of its grid
-/// ([`FIT_PARAMS`]; a zero lower edge, where a cost term is off, is not marked): a value the fit
+/// ([`FitParam::grid_for`] its entry; a zero lower edge, where a cost term is off, is not marked): a value the fit
 /// could not move further, a factor absorbing what the model lacks rather than a measurement
 /// (docs/accuracy.md "Calibration").
 pub fn fitted_values_table(t: &FittedEfficiencies) -> String {
@@ -275,7 +288,8 @@ pub fn fitted_values_table(t: &FittedEfficiencies) -> String {
                 .iter()
                 .find(|f| f.field == k)
                 .and_then(|f| {
-                    let (lo, hi) = (f.grid.first()?, f.grid.last()?);
+                    let grid = f.grid_for(g);
+                    let (lo, hi) = (grid.first()?, grid.last()?);
                     // 0 is where a cost term is off, a bound of the physics, not of the grid.
                     if v <= lo && *lo > 0.0 {
                         Some("lowest")

@@ -427,12 +427,7 @@ pub fn run_fit_job(
     for round in 1..=job.rounds {
         let accepted_before = log.len();
         for (entry, fp, lines, fits_eager) in &steps {
-            let grid = if entry.contains('+') && fp.field == "api_serial_per_request_s" {
-                super::fit::HARNESS_SERIAL_GRID
-            } else {
-                fp.grid
-            };
-            for &v in grid {
+            for &v in fp.grid_for(entry) {
                 let mut t = cur.clone();
                 t.generations
                     .entry(entry.to_string())
