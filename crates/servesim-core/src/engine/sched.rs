@@ -19,7 +19,7 @@ mod sched_run;
 mod sched_spec;
 use super::offload::CpuTier;
 use sched_offload::CpuLookup;
-use sched_spec::SpecPlan;
+use sched_spec::{SpecAdmission, SpecPlan};
 use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -876,7 +876,7 @@ impl<'m> Engine<'m> {
         let v0_first = self.cfg.v0_prefill_first && self.offload.is_none();
         if v0_first {
             let mut whole = self.cfg.max_num_batched_tokens as u64;
-            self.admit_waiting(&mut whole, thr, t, obs);
+            self.admit_waiting(&mut whole, thr, t, None, obs);
             if !self.chunks.is_empty() {
                 self.put_step_in_flight(t, true);
                 return Ok(());
@@ -982,7 +982,7 @@ impl<'m> Engine<'m> {
         // requests loading from it are passed over (`skip`, engine/offload.rs). V0 without
         // chunked prefill admitted them first (above).
         if !preempted && !v0_first {
-            self.admit_waiting(&mut budget, thr, t, obs);
+            self.admit_waiting(&mut budget, thr, t, None, obs);
         }
 
         // 4. The step's work and duration.
@@ -1065,9 +1065,21 @@ impl<'m> Engine<'m> {
 
     /// Admits waiting requests FCFS while the step's `budget`, `max_num_seqs` and the free KV
     /// blocks allow (vLLM `Scheduler.schedule`'s waiting loop): each admitted request's chunk is
-    /// pushed to `self.chunks` (and to `self.completing` when it ends the prompt).
-    fn admit_waiting(&mut self, budget: &mut u64, thr: u64, t: Ticks, obs: &mut dyn Observer) {
+    /// pushed to `self.chunks`, and the request to `self.prefilling` (and `self.completing` when
+    /// it ends the prompt), or, in a speculative step (`spec`), to `self.spec_plans`.
+    fn admit_waiting(
+        &mut self,
+        budget: &mut u64,
+        thr: u64,
+        t: Ticks,
+        spec: Option<SpecAdmission>,
+        obs: &mut dyn Observer,
+    ) {
         let bs = self.bs;
+        let (look, mml, prune) = match spec {
+            Some(a) => (a.lookahead, a.max_model_len, a.eagle_prune),
+            None => (0, 0, false),
+        };
         let mut skip = 0usize;
         while *budget > 0 && self.n_running < self.cfg.max_num_seqs as usize {
             let Some(&s) = self.waiting.get(skip) else {
@@ -1081,21 +1093,18 @@ impl<'m> Engine<'m> {
                     }
                     Some(true) => {
                         let Some((chunk, before, done)) =
-                            self.offload_admit(s, t, *budget, thr, 0, 0, obs)
+                            self.offload_admit(s, t, *budget, thr, look, mml, obs)
                         else {
                             break;
                         };
                         self.waiting.remove(skip);
                         self.push_running(s);
                         self.live(s).phase = Phase::Prefilling;
-                        self.prefilling.push(s);
                         self.chunks.push(PrefillChunk {
                             new_tokens: chunk,
                             context_before: before,
                         });
-                        if done {
-                            self.completing.push(s);
-                        }
+                        self.note_admitted(s, done, spec.is_some());
                         *budget -= chunk;
                         continue;
                     }
@@ -1106,12 +1115,17 @@ impl<'m> Engine<'m> {
             let group = self.group;
             let l = self.slots[s as usize].as_mut().expect("live slot");
             let eff = l.eff_len;
-            let (hit_blocks, evict_hits) = if caching {
+            let (mut hit_blocks, mut evict_hits) = if caching {
                 // vLLM always recomputes the last token: at most (eff - 1) tokens hit.
                 self.pool.lookup(&l.spans, (eff - 1) / bs)
             } else {
                 (0, 0)
             };
+            if prune && hit_blocks > 0 {
+                // The EAGLE proposer needs the hidden state of the last matched token:
+                // vLLM drops the last block of the hit.
+                (hit_blocks, evict_hits) = self.pool.lookup(&l.spans, hit_blocks - 1);
+            }
             let hit = hit_blocks * bs;
             let (remote, reserved) = (l.remote, l.reserved);
             let Some(chunk) = self.waiting_chunk(eff, hit, *budget, thr, remote) else {
@@ -1119,7 +1133,13 @@ impl<'m> Engine<'m> {
             };
             // A transferred prompt: only its last token is computed (`remote.rs`).
             let (ctx0, chunk) = if remote { (eff - 1, 1) } else { (hit, chunk) };
-            let need_new = self.cfg.kv.blocks(ctx0 + chunk, bs) - group * hit_blocks;
+            // A speculative step also reserves the lookahead slots of the drafts.
+            let blocks = if spec.is_some() {
+                self.fp((ctx0 + chunk + look).min(mml))
+            } else {
+                self.cfg.kv.blocks(ctx0 + chunk, bs)
+            };
+            let need_new = blocks - group * hit_blocks;
             if self.offload.is_some() && !remote {
                 let seqs = self.cfg.max_num_seqs as u64;
                 match self.offload_lookup(s, t, hit_blocks, evict_hits, seqs) {
@@ -1160,15 +1180,25 @@ impl<'m> Engine<'m> {
             }
             self.register_full(s, upto);
             self.push_running(s);
-            self.prefilling.push(s);
             self.chunks.push(PrefillChunk {
                 new_tokens: chunk,
                 context_before: ctx0,
             });
+            self.note_admitted(s, done, spec.is_some());
+            *budget -= chunk;
+        }
+    }
+
+    /// Records a request [`Engine::admit_waiting`] admitted: a prefill of this step (and one that
+    /// completes its prompt), or a speculative step's plan of it.
+    fn note_admitted(&mut self, s: u32, done: bool, spec: bool) {
+        if spec {
+            self.spec_plans.push(SpecPlan::prefill(s, done));
+        } else {
+            self.prefilling.push(s);
             if done {
                 self.completing.push(s);
             }
-            *budget -= chunk;
         }
     }
 

@@ -20,6 +20,30 @@ pub(super) struct SpecPlan {
     completes: bool,
 }
 
+impl SpecPlan {
+    /// A prefill chunk of request `slot` (`completes`: it ends the prompt).
+    pub(super) fn prefill(slot: u32, completes: bool) -> SpecPlan {
+        SpecPlan {
+            slot,
+            drafts: 0,
+            decode: false,
+            completes,
+        }
+    }
+}
+
+/// What a speculative step changes in the admission of waiting requests
+/// ([`Engine::admit_waiting`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SpecAdmission {
+    /// KV slots reserved beyond the prompt for the drafts (vLLM `num_lookahead_tokens`).
+    pub lookahead: u64,
+    /// The lookahead reservation stops at `max_model_len`.
+    pub max_model_len: u64,
+    /// EAGLE drops the last block of a prefix-cache hit.
+    pub eagle_prune: bool,
+}
+
 impl<'m> Engine<'m> {
     pub(super) fn start_step_spec(&mut self, obs: &mut dyn Observer) -> Result<(), SimError> {
         let (k, look, prune) = {
@@ -138,116 +162,12 @@ impl<'m> Engine<'m> {
 
         // 2. Waiting requests, FCFS, unless this step preempted.
         if !preempted {
-            let mut skip = 0usize;
-            while budget > 0 && self.n_running < self.cfg.max_num_seqs as usize {
-                let Some(&s) = self.waiting.get(skip) else {
-                    break;
-                };
-                if self.offload.is_some() {
-                    match self.offload_loaded(s, t) {
-                        Some(false) => {
-                            skip += 1;
-                            continue;
-                        }
-                        Some(true) => {
-                            let Some((chunk, before, done)) =
-                                self.offload_admit(s, t, budget, thr, look, mml, obs)
-                            else {
-                                break;
-                            };
-                            self.waiting.remove(skip);
-                            self.push_running(s);
-                            self.live(s).phase = Phase::Prefilling;
-                            self.chunks.push(PrefillChunk {
-                                new_tokens: chunk,
-                                context_before: before,
-                            });
-                            self.spec_plans.push(SpecPlan {
-                                slot: s,
-                                drafts: 0,
-                                decode: false,
-                                completes: done,
-                            });
-                            budget -= chunk;
-                            continue;
-                        }
-                        None => {}
-                    }
-                }
-                let caching = self.caching;
-                let group = self.group;
-                let l = self.slots[s as usize].as_ref().expect("live slot");
-                let eff = l.eff_len;
-                let (mut hit_blocks, mut evict_hits) = if caching {
-                    self.pool.lookup(&l.spans, (eff - 1) / bs)
-                } else {
-                    (0, 0)
-                };
-                if prune && hit_blocks > 0 {
-                    // The EAGLE proposer needs the hidden state of the last matched token:
-                    // vLLM drops the last block of the hit.
-                    (hit_blocks, evict_hits) = self.pool.lookup(&l.spans, hit_blocks - 1);
-                }
-                let hit = hit_blocks * bs;
-                let (remote, reserved) = (l.remote, l.reserved);
-                let Some(chunk) = self.waiting_chunk(eff, hit, budget, thr, remote) else {
-                    break;
-                };
-                // A transferred prompt: only its last token is computed (`remote.rs`).
-                let (ctx0, chunk) = if remote { (eff - 1, 1) } else { (hit, chunk) };
-                let need_new = self.fp((ctx0 + chunk + look).min(mml)) - group * hit_blocks;
-                if self.offload.is_some() && !remote {
-                    let seqs = self.cfg.max_num_seqs as u64;
-                    match self.offload_lookup(s, t, hit_blocks, evict_hits, seqs) {
-                        super::sched_offload::CpuLookup::Miss => {}
-                        super::sched_offload::CpuLookup::Skip => {
-                            skip += 1;
-                            continue;
-                        }
-                        super::sched_offload::CpuLookup::NoRoom => break,
-                    }
-                }
-                if need_new.saturating_sub(reserved) + group * evict_hits > self.pool.available() {
-                    break;
-                }
-                if skip == 0 {
-                    self.waiting.pop_front();
-                } else {
-                    self.waiting.remove(skip);
-                }
-                let l = self.slots[s as usize].as_mut().expect("live slot");
-                debug_assert!(l.held_ranges.is_empty());
-                if hit_blocks > 0 {
-                    self.pool.take(&l.spans, hit_blocks, &mut l.held_ranges);
-                    l.ref_blocks = hit_blocks;
-                }
-                let ok = Self::alloc_over_reserved(&mut self.pool, l, need_new);
-                debug_assert!(ok);
-                l.held = need_new + group * hit_blocks;
-                l.computed = ctx0 + chunk;
-                l.reg_blocks = hit_blocks;
-                l.phase = Phase::Prefilling;
-                let upto = l.computed / bs;
-                let done = l.computed == eff;
-                if l.first_scheduled.is_none() {
-                    l.first_scheduled = Some(t);
-                    l.cached_prompt_tokens = hit;
-                    obs.on_scheduled(self.index, t, l.id, l.prompt_len, hit);
-                }
-                self.register_full(s, upto);
-                self.push_running(s);
-                self.chunks.push(PrefillChunk {
-                    new_tokens: chunk,
-                    context_before: ctx0,
-                });
-                self.spec_plans.push(SpecPlan {
-                    slot: s,
-                    drafts: 0,
-                    decode: false,
-                    completes: done,
-                });
-                budget -= chunk;
-            }
+            let spec = SpecAdmission {
+                lookahead: look,
+                max_model_len: mml,
+                eagle_prune: prune,
+            };
+            self.admit_waiting(&mut budget, thr, t, Some(spec), obs);
         }
 
         // 3. The step's work and duration.
