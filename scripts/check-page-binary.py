@@ -8,7 +8,8 @@ Usage: scripts/check-page-binary.py FILE.wasm"""
 import sys
 
 # Core modules that only the worker runs: the resolver and everything under it (catalogs,
-# capacity, step-time model, engine, simulation, search, validation, the vLLM command reader).
+# capacity, step-time model, engine, simulation, search, validation, the vLLM command reader,
+# the comparison's importers).
 FORBIDDEN = [
     "servesim_core::scenario::Scenario::resolve",
     "servesim_core::scenario::ResolvedScenario",
@@ -23,6 +24,12 @@ FORBIDDEN = [
     "servesim_core::search::",
     "servesim_core::validate::",
     "servesim_core::vllm::",
+    # The comparison's importers run in the tools worker (ToWorker::Import).
+    "servesim_core::compare::import_files",
+    "servesim_core::compare::import_text",
+    "servesim_core::compare::json",
+    "servesim_core::compare::table",
+    "servesim_core::compare::headers",
 ]
 
 

@@ -23,7 +23,7 @@ mod offload_ui;
 mod pins_ui;
 mod search_ui;
 mod spec_ui;
-mod tools;
+pub(crate) mod tools;
 mod topology_ui;
 use wasm_bindgen::JsCast;
 use web_sys::{MessageEvent, Worker};
@@ -300,7 +300,8 @@ fn spawn_worker(st: State) {
             | FromWorker::Parsed { .. }
             | FromWorker::Commands { .. }
             | FromWorker::Catalog { .. }
-            | FromWorker::Checked { .. } => {}
+            | FromWorker::Checked { .. }
+            | FromWorker::Imported { .. } => {}
         }
     });
     worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));

@@ -3,11 +3,13 @@
 //! ([`ToWorker::ParseCommand`], [`ToWorker::Commands`]: the core's command and manifest readers
 //! `servesim_core::vllm::{command, manifest}`, `parse_pasted` telling YAML from a command line), the catalogs' names for the pickers
 //! ([`ToWorker::Catalog`]) and the form's check and capacity card ([`ToWorker::Check`]: the
-//! resolver, the model and GPU catalogs, the capacity model). These are large, so they are linked
+//! resolver, the model and GPU catalogs, the capacity model) and the comparison's import of
+//! measured results ([`ToWorker::Import`]: the core's importers). These are large, so they are linked
 //! into the worker binary only (ARCHITECTURE.md "page binary"; docs/web.md "Tools worker").
 //! Plain Rust, tested natively.
 
-use crate::protocol::{FromWorker, ToWorker, WireArg};
+use crate::compare_ui::import_view::run_import;
+use crate::protocol::{FromWorker, ToWorker, WireArg, WireImport};
 use servesim_core::scenario::Scenario;
 use servesim_core::vllm::command::{to_bench_command, to_vllm_command};
 use servesim_core::vllm::manifest::parse_pasted;
@@ -37,6 +39,10 @@ pub fn answer(msg: &ToWorker) -> Option<FromWorker> {
             gpus: crate::core_api::gpus(),
         }),
         ToWorker::Check { id, scenario } => Some(check(*id, scenario)),
+        ToWorker::Import { id, files, mapping } => Some(FromWorker::Imported {
+            id: *id,
+            result: Box::new(run_import(files, mapping, None).map(|v| WireImport::from_view(&v))),
+        }),
         _ => None,
     }
 }
@@ -101,10 +107,78 @@ fn parse(id: u32, text: &str, base: &str) -> FromWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare_ui::import_view::SourceFile;
+    use servesim_core::compare::ColumnMapping;
 
     fn over_json(msg: ToWorker) -> FromWorker {
         let msg = ToWorker::from_json(&msg.to_json()).unwrap();
         FromWorker::from_json(&answer(&msg).unwrap().to_json()).unwrap()
+    }
+
+    /// A real export from `servesim-core/tests/data/imports` (README there: its source).
+    fn import_fixture(name: &str) -> SourceFile {
+        let path = format!(
+            "{}/../crates/servesim-core/tests/data/imports/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        SourceFile {
+            name: name.into(),
+            text: std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
+        }
+    }
+
+    #[test]
+    fn an_import_in_the_worker_reaches_the_page_bit_for_bit() {
+        // Two `vllm bench serve --save-result` files (one per level) and the user's mapping:
+        // the page gets exactly what the importer returns in-process, floats to the last bit.
+        let files = vec![
+            import_fixture("vllm_c8.json"),
+            import_fixture("vllm_c16.json"),
+        ];
+        let mut mapping = ColumnMapping::new();
+        mapping.insert("p99_ttft_ms".into(), None);
+        let native = run_import(&files, &mapping, None);
+        let FromWorker::Imported { id, result } = over_json(ToWorker::Import {
+            id: 7,
+            files: files.clone(),
+            mapping: mapping.clone(),
+        }) else {
+            panic!("an Imported answer")
+        };
+        assert_eq!(id, 7);
+        let result = result.map(WireImport::into_view);
+        let view = result.as_ref().expect("the fixtures import");
+        assert_eq!(view.imported.runs.len(), 1);
+        assert_eq!(view.imported.runs[0].levels.len(), 2);
+        assert!(view.imported.runs[0].levels[0].metrics.len() >= 5);
+        for (a, b) in view.imported.runs[0]
+            .levels
+            .iter()
+            .zip(&native.as_ref().unwrap().imported.runs[0].levels)
+        {
+            for (m, v) in &a.metrics {
+                assert_eq!(v.to_bits(), b.metrics[m].to_bits(), "{m:?}");
+            }
+        }
+        assert_eq!(result, native);
+        // A failure comes back with its location.
+        let bad = vec![SourceFile {
+            name: "pasted".into(),
+            text: "concurrency,ttft_ms_p50\n1,5\n2,x\n".into(),
+        }];
+        let FromWorker::Imported { result, .. } = over_json(ToWorker::Import {
+            id: 8,
+            files: bad.clone(),
+            mapping: ColumnMapping::new(),
+        }) else {
+            panic!("an Imported answer")
+        };
+        let failure = result.expect_err("a bad cell");
+        assert_eq!(
+            Err(failure.clone()),
+            run_import(&bad, &ColumnMapping::new(), None)
+        );
+        assert_eq!((failure.line, failure.column), (Some(3), Some(2)));
     }
 
     #[test]

@@ -6,13 +6,17 @@
 //! ([`SweepRun`]); the report it sends at the end is the core's `SweepReport`, the same bytes
 //! `servesim sweep --scenario S --json` prints.
 
+use crate::compare_ui::import_view::{ColumnView, ImportFailure, ImportView, SourceFile};
 use crate::compare_ui::predict::{kv_tokens_per_engine, scenario_at_levels, series_from};
 use crate::core_api::{
     CapacityView, GpuEntry, Level, LevelResult, OperatingPoint, ResolvedScenario, Scenario,
     SweepReport,
 };
 use serde::{Deserialize, Serialize};
-use servesim_core::compare::{LevelKind, PredictedSeries};
+use servesim_core::compare::{
+    ColumnMapping, Imported, LevelKind, MeasuredLevel, MeasuredRun, PredictedSeries, SourceFormat,
+    Unmatched,
+};
 use servesim_core::metric::MetricId;
 use servesim_core::sla_refine::Refinement;
 use servesim_core::sweep::SweepRunner;
@@ -47,6 +51,99 @@ pub enum ToWorker {
     /// core errors, vLLM's defaults for blank engine fields and the capacity card, answered with
     /// `Checked` (`command_tools::check`). The page does not link the resolver.
     Check { id: u32, scenario: String },
+    /// Import measured results (the comparison's paste box or uploaded files) with the user's
+    /// column mapping (`compare_ui::import_view::run_import`: the core's importers, linked into
+    /// the worker only); answered with `Imported`.
+    Import {
+        id: u32,
+        files: Vec<SourceFile>,
+        mapping: ColumnMapping,
+    },
+}
+
+/// The import panel's [`ImportView`] on the wire: a measured level's metrics as (metric, value)
+/// pairs, because a `MetricId` such as `TtftMs(P50)` is not a JSON object key. Floats travel in
+/// [`exact`] form like every worker message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireImport {
+    pub runs: Vec<WireRun>,
+    pub unmatched: Vec<Unmatched>,
+    pub notes: Vec<String>,
+    pub columns: Vec<ColumnView>,
+    pub metrics: Vec<MetricId>,
+}
+
+/// A `MeasuredLevel` on the wire: (level, metrics, exclusion reason).
+pub type WireLevel = (f64, Vec<(MetricId, f64)>, Option<String>);
+
+/// A `MeasuredRun` on the wire.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireRun {
+    pub arm: String,
+    pub level_kind: LevelKind,
+    pub levels: Vec<WireLevel>,
+    pub kv_cache_tokens_logged: Option<u64>,
+    pub source_format: SourceFormat,
+}
+
+impl WireImport {
+    pub fn from_view(v: &ImportView) -> WireImport {
+        WireImport {
+            runs: v
+                .imported
+                .runs
+                .iter()
+                .map(|r| WireRun {
+                    arm: r.arm.clone(),
+                    level_kind: r.level_kind,
+                    levels: r
+                        .levels
+                        .iter()
+                        .map(|l| {
+                            let m = l.metrics.iter().map(|(k, v)| (*k, *v)).collect();
+                            (l.level, m, l.excluded.clone())
+                        })
+                        .collect(),
+                    kv_cache_tokens_logged: r.kv_cache_tokens_logged,
+                    source_format: r.source_format,
+                })
+                .collect(),
+            unmatched: v.imported.unmatched.clone(),
+            notes: v.imported.notes.clone(),
+            columns: v.columns.clone(),
+            metrics: v.metrics.clone(),
+        }
+    }
+
+    pub fn into_view(self) -> ImportView {
+        ImportView {
+            imported: Imported {
+                runs: self
+                    .runs
+                    .into_iter()
+                    .map(|r| MeasuredRun {
+                        arm: r.arm,
+                        level_kind: r.level_kind,
+                        levels: r
+                            .levels
+                            .into_iter()
+                            .map(|(level, m, excluded)| MeasuredLevel {
+                                level,
+                                metrics: m.into_iter().collect(),
+                                excluded,
+                            })
+                            .collect(),
+                        kv_cache_tokens_logged: r.kv_cache_tokens_logged,
+                        source_format: r.source_format,
+                    })
+                    .collect(),
+                unmatched: self.unmatched,
+                notes: self.notes,
+            },
+            columns: self.columns,
+            metrics: self.metrics,
+        }
+    }
 }
 
 /// One argument of a pasted command and what ServeSim did with it (the core's `ArgReport`;
@@ -202,6 +299,12 @@ pub enum FromWorker {
         defaults: Vec<(String, String)>,
         capacity: Option<Result<CapacityView, String>>,
     },
+    /// An `Import` answer: the runs and what each column became, or the first error and where
+    /// it points.
+    Imported {
+        id: u32,
+        result: Box<Result<WireImport, ImportFailure>>,
+    },
     /// The run failed; `message` is for the user, `field` the scenario's JSON path at fault.
     Error {
         id: u32,
@@ -243,6 +346,7 @@ impl FromWorker {
             | FromWorker::Commands { id, .. }
             | FromWorker::Catalog { id, .. }
             | FromWorker::Checked { id, .. }
+            | FromWorker::Imported { id, .. }
             | FromWorker::Error { id, .. } => Some(*id),
         }
     }
@@ -616,7 +720,8 @@ pub fn prepare_job(
         | ToWorker::ParseCommand { .. }
         | ToWorker::Commands { .. }
         | ToWorker::Catalog { .. }
-        | ToWorker::Check { .. } => None,
+        | ToWorker::Check { .. }
+        | ToWorker::Import { .. } => None,
     }
 }
 
@@ -635,7 +740,8 @@ pub fn start_job<'r>(
         | ToWorker::ParseCommand { id, .. }
         | ToWorker::Commands { id, .. }
         | ToWorker::Catalog { id }
-        | ToWorker::Check { id, .. } => SweepRun::new(*id, scenario, resolved),
+        | ToWorker::Check { id, .. }
+        | ToWorker::Import { id, .. } => SweepRun::new(*id, scenario, resolved),
     }
 }
 

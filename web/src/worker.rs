@@ -279,7 +279,8 @@ pub fn start() {
                 msg @ (ToWorker::ParseCommand { .. }
                 | ToWorker::Commands { .. }
                 | ToWorker::Catalog { .. }
-                | ToWorker::Check { .. }),
+                | ToWorker::Check { .. }
+                | ToWorker::Import { .. }),
             ) => {
                 if let Some(answer) = crate::command_tools::answer(&msg) {
                     post(&scope2, &answer);

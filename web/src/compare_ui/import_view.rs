@@ -3,6 +3,8 @@
 //!
 //! All parsing of measured data is the core's (`servesim_core::compare::import_files`); this module
 //! only finds the header row to list the columns (display only) and reads the error's location.
+//! [`run_import`] runs in the tools worker (`ToWorker::Import`, `command_tools`): the importers are
+//! not linked into the page binary, and a large paste never blocks the page's thread.
 
 use crate::core_api::compare::{
     classify_header, import_files, ColumnMapping, HeaderClass, ImportError, ImportOptions,
@@ -19,7 +21,7 @@ pub struct SourceFile {
 }
 
 /// What one table column became.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ColumnStatus {
     Level(LevelKind),
     Arm,
@@ -35,7 +37,7 @@ pub enum ColumnStatus {
     Unmatched(String),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ColumnView {
     /// 1-based, as the core's messages count columns.
     pub column: usize,
@@ -44,7 +46,7 @@ pub struct ColumnView {
 }
 
 /// A successful import as the panel shows it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ImportView {
     pub imported: Imported,
     /// Columns of the (first) table; empty for JSON exports.
@@ -54,7 +56,7 @@ pub struct ImportView {
 }
 
 /// A failed import: the core's message and where it points.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ImportFailure {
     pub message: String,
     pub file: String,

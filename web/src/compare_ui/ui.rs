@@ -2,10 +2,11 @@
 //! field of the page's state); the panel: [`ComparePanel`] (mounted once in the results column).
 //!
 //! Predictions run in a Web Worker (`ToWorker::Predict`, answered level by level; see
-//! `crate::protocol`); the main thread only imports, scores and draws, so the page's wasm does
-//! not contain the simulator.
+//! `crate::protocol`) and imports in the page's tools worker (`ToWorker::Import`); the main
+//! thread only scores and draws, so the page's wasm contains neither the simulator nor the
+//! importers.
 
-use super::import_view::{run_import, table_headers, ColumnStatus, ImportFailure, ImportView};
+use super::import_view::{table_headers, ColumnStatus, ImportFailure, ImportView};
 use super::link::{self, WithMeasured};
 use super::state::{
     plan_arms, score, ArmPlan, ArmSetup, CompareInput, Exclusion, Prediction, Scored, STORAGE_KEY,
@@ -211,6 +212,7 @@ fn ensure_worker(cs: CompareState) -> Result<(), String> {
             | FromWorker::Commands { .. }
             | FromWorker::Catalog { .. }
             | FromWorker::Checked { .. }
+            | FromWorker::Imported { .. }
             | FromWorker::Refining { .. }
             | FromWorker::Done { .. } => {}
         }
@@ -375,14 +377,46 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
         let json = cs.input.with(|i| i.to_json());
         browser::storage_set(STORAGE_KEY, &json);
     });
-    let import = Memo::new(move |_| {
+    // The import runs in the tools worker. `wanted` is the generation of the newest request (0:
+    // nothing to import), `answer` the newest answer with its generation; the panel shows an
+    // answer only while it is the newest request's (`import`), and says it is reading otherwise.
+    let request = Memo::new(move |_| {
         cs.input.with(|i| {
             let src = i.sources();
-            if src.is_empty() {
-                return None;
-            }
-            let (mapping, _) = i.column_mapping();
-            Some(run_import(&src, &mapping, None))
+            (!src.is_empty()).then(|| (src, i.column_mapping().0))
+        })
+    });
+    let wanted = RwSignal::new(0u64);
+    let answer = RwSignal::new(None::<(u64, Result<ImportView, ImportFailure>)>);
+    crate::app::tools::on_import(move |g, r| answer.set(Some((g, r))));
+    Effect::new(move |_| match request.get() {
+        Some((src, mapping)) => wanted.set(crate::app::tools::request_import(src, mapping)),
+        None => {
+            crate::app::tools::cancel_import();
+            wanted.set(0);
+        }
+    });
+    let import = Memo::new(move |_| {
+        let w = wanted.get();
+        answer.with(|a| {
+            a.as_ref()
+                .filter(|(g, _)| w != 0 && *g == w)
+                .map(|(_, r)| r.clone())
+        })
+    });
+    let reading = Memo::new(move |_| {
+        let w = wanted.get();
+        w != 0 && answer.with(|a| a.as_ref().map(|x| x.0) != Some(w))
+    });
+    // While the newest import is being read, the runs stay those of the previous answer (the
+    // arms, predictions and link do not flicker); "Predict and score" waits for the answer.
+    let last_runs = Memo::new(move |_| {
+        if wanted.get() == 0 {
+            return Vec::new();
+        }
+        answer.with(|a| match a {
+            Some((_, Ok(v))) => v.imported.runs.clone(),
+            _ => Vec::new(),
         })
     });
     let headers = Memo::new(move |_| {
@@ -395,10 +429,7 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
     });
     let runs = Memo::new(move |_| match cs.loaded.get() {
         Some(r) => r,
-        None => import.with(|i| match i {
-            Some(Ok(v)) => v.imported.runs.clone(),
-            _ => Vec::new(),
-        }),
+        None => last_runs.get(),
     });
     let plans = Memo::new(move |_| {
         let cur = current.get();
@@ -628,10 +659,14 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
                 <p class="muted" id="compare-from-link">"Measured data opened from a link or file. "
                     <button class="link-btn" on:click=move |_| cs.loaded.set(None)>"Use the pasted data instead"</button></p>
             </Show>
-            <MappingView cs=cs import=import headers=headers/>
+            <Show when=move || reading.get()>
+                <p class="muted" id="compare-reading" role="status">"Reading the measured data…"</p>
+            </Show>
+            <MappingView cs=cs import=import reading=reading headers=headers/>
             <div class="run-row">
                 <button id="compare-run" class="btn primary"
                     disabled=move || cs.running.get() || ok_plans.with(|p| p.is_empty())
+                        || (reading.get() && cs.loaded.with(|l| l.is_none()))
                     on:click=predict>"Predict and score"</button>
                 <Show when=move || cs.running.get()>
                     <button class="btn" id="compare-cancel" on:click=move |_| cancel_predictions()>"Cancel"</button>
@@ -666,6 +701,7 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
 fn MappingView(
     cs: CompareState,
     import: Memo<Option<Result<ImportView, ImportFailure>>>,
+    reading: Memo<bool>,
     headers: Memo<Vec<String>>,
 ) -> impl IntoView {
     let set_mapping = move |header: String, value: String| {
@@ -690,7 +726,11 @@ fn MappingView(
                             headers.get().into_iter().enumerate().map(|(idx, h)| {
                                 let (txt, cls) = cols.iter().find(|c| c.column == idx + 1)
                                     .map(|c| status_text(&c.status))
-                                    .unwrap_or_else(|| ("(fix the error above)".into(), "muted"));
+                                    .unwrap_or_else(|| if reading.get() {
+                                        ("reading…".into(), "muted")
+                                    } else {
+                                        ("(fix the error above)".into(), "muted")
+                                    });
                                 let cur = mapping.get(&h).cloned();
                                 let sel_metric = cur.as_deref().and_then(MetricId::from_name);
                                 let h2 = h.clone();
