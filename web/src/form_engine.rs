@@ -164,6 +164,7 @@ engine_args! {
     enable_prefix_caching: bool, "--enable-prefix-caching", "", Control::OnOff { default: "on" };
     enable_chunked_prefill: bool, "--enable-chunked-prefill", "", Control::OnOff { default: "on" };
     enforce_eager: bool, "--enforce-eager", "", Control::OnOff { default: "off" };
+    language_model_only: bool, "--language-model-only", "", Control::OnOff { default: "off" };
 }
 
 /// The form field of a core error at `engine.<key>` (or below it), for the arguments above.

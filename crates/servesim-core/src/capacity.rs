@@ -402,7 +402,11 @@ fn compute_inner(
     // vLLM loads the MTP drafter with the model, before the profile run: its weights are part
     // of the measured weight memory, and its attention layers get KV in the same KV cache.
     let drafter_weights = d.drafter_weight_bytes_per_gpu()?;
-    let weights = model.weight_bytes_per_gpu(d.weight_precision, d.par)?.get() + drafter_weights;
+    // A multimodal checkpoint's vision encoder is loaded with the model unless
+    // `--language-model-only` (docs/capacity.md "Weights").
+    let vision = d.vision_tower_bytes_per_gpu();
+    let weights =
+        model.weight_bytes_per_gpu(d.weight_precision, d.par)?.get() + drafter_weights + vision;
     let spec = d.kv_cache_spec()?;
     let activation = activation_bytes(model, d.par, e.max_num_batched_tokens, e.max_num_seqs);
     // With DP + EP stated, vLLM builds its all2all manager (and DeepEP's buffers) only when
@@ -417,6 +421,12 @@ fn compute_inner(
     let cg_in = e.estimate_cudagraphs_in_profile && cudagraph > 0;
     let non_kv = weights + activation + non_torch + if cg_in { cudagraph } else { 0 };
     let mut warnings: Vec<String> = d.notes.clone();
+    if vision > 0 {
+        warnings.push(format!(
+            "weights include the vision encoder ({:.2} GiB per GPU): vLLM loads it unless started with --language-model-only",
+            vision as f64 / GIB as f64
+        ));
+    }
     let kv_available: i64 = match e.kv_cache_memory_bytes {
         Some(b) => {
             warnings.push(format!(
@@ -769,6 +779,7 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
         host_link_gb_s: e.host_link_bytes_per_s.map(|b| b as f64 / 1e9),
         host_memory_gb_per_node: e.host_memory_bytes_per_node.map(|b| b as f64 / 1e9),
         speculative_acceptance: e.speculative.as_ref().map(|sp| sp.raw_acceptance.clone()),
+        language_model_only: e.language_model_only.then_some(true),
     }
 }
 

@@ -163,6 +163,10 @@ pub struct RawEngineSettings {
     /// `offload::host_memory_for`; required for a CPU tier on a GPU the table lacks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_memory_gb_per_node: Option<f64>,
+    /// vLLM `--language-model-only` (or `--limit-mm-per-prompt` 0 for every modality): a
+    /// multimodal checkpoint's vision encoder is not loaded (docs/capacity.md "Weights").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language_model_only: Option<bool>,
 }
 
 /// Engine settings with every default resolved. Counts are positive.
@@ -209,6 +213,9 @@ pub struct EngineSettings {
     /// Host memory per node, bytes (stated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_memory_bytes_per_node: Option<u64>,
+    /// The vision encoder is not loaded (`--language-model-only`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub language_model_only: bool,
     /// Which defaults were filled and why (shown to the user).
     pub notes: Vec<String>,
 }
@@ -702,6 +709,7 @@ impl EngineSettings {
             max_seq_len_to_capture: (v0 && cudagraph_mode != CudagraphMode::None)
                 .then_some(V0_MAX_SEQ_LEN_TO_CAPTURE),
             speculative,
+            language_model_only: raw.language_model_only.unwrap_or(false),
             notes,
         })
     }
@@ -1287,6 +1295,21 @@ impl Deployment {
             );
         }
         Ok(spec)
+    }
+
+    /// Weight bytes of a multimodal checkpoint's vision encoder on one GPU: 0 for a text-only
+    /// model, an encoder of unknown layout, or `--language-model-only` (vLLM then skips the
+    /// tower, `SupportsMultiModal._mark_tower_model`). Kept in the model's unquantized dtype
+    /// (**A**: vLLM hands the tower the quantization config, but the FP8 re-quantizations'
+    /// vision weights are not in the reference set; the unquantized size is the larger).
+    pub fn vision_tower_bytes_per_gpu(&self) -> u64 {
+        match &self.model.vision_tower {
+            Some(v) if !self.engine.language_model_only => {
+                let bytes = self.model.checkpoint.unquantized.bytes_per_element() as u64;
+                v.bytes_per_gpu(self.par.tp, bytes.max(1))
+            }
+            _ => 0,
+        }
     }
 
     /// Weight bytes of the MTP drafter on one GPU (0 without MTP speculative decoding).

@@ -1003,3 +1003,70 @@ fn meta_fp8_405b_weights_match_the_logged_load() {
         assert!(w8 < 0.86 * w, "{gpu}: {w8:.2} vs {w:.2} GiB");
     }
 }
+
+/// A multimodal checkpoint loads its vision encoder unless vLLM runs text only
+/// (`--language-model-only`): the weights differ by exactly the tower's bytes on each GPU, and
+/// the KV pool gives them back (docs/capacity.md "Vision encoder").
+#[test]
+fn the_vision_encoder_is_loaded_unless_language_model_only() {
+    for (model, gpu, tp) in [
+        ("Qwen/Qwen3.5-35B-A3B", "H200", 1),
+        ("Qwen/Qwen3.5-27B", "H100", 2),
+        ("Qwen/Qwen3.5-397B-A17B", "H200", 8),
+    ] {
+        let with = dep(model, gpu, tp, KvCacheDtype::Auto, mml(32768));
+        let without = dep(
+            model,
+            gpu,
+            tp,
+            KvCacheDtype::Auto,
+            RawEngineSettings {
+                language_model_only: Some(true),
+                ..mml(32768)
+            },
+        );
+        let tower = with
+            .model
+            .vision_tower
+            .expect("Qwen3.5 has a Qwen3-VL vision encoder");
+        let bytes = with.vision_tower_bytes_per_gpu();
+        // bf16: (sharded / tp + replicated) x 2 bytes.
+        assert_eq!(
+            bytes,
+            (tower.sharded_params.div_ceil(u64::from(tp)) + tower.replicated_params) * 2,
+            "{model}"
+        );
+        assert_eq!(without.vision_tower_bytes_per_gpu(), 0);
+        let (a, b) = (
+            compute(&with, None).unwrap(),
+            compute(&without, None).unwrap(),
+        );
+        assert_eq!(
+            a.breakdown.weights.bytes - b.breakdown.weights.bytes,
+            bytes as i64,
+            "{model}: the weights differ by the tower"
+        );
+        assert!(
+            a.kv_cache_tokens < b.kv_cache_tokens,
+            "{model}: the tower's memory comes out of the KV pool"
+        );
+        assert!(a.warnings.iter().any(|w| w.contains("vision encoder")));
+        assert!(!b.warnings.iter().any(|w| w.contains("vision encoder")));
+    }
+    // A text-only model has no tower: the flag changes nothing.
+    let a = dep("Qwen/Qwen3-8B", "H100", 1, KvCacheDtype::Auto, mml(32768));
+    let b = dep(
+        "Qwen/Qwen3-8B",
+        "H100",
+        1,
+        KvCacheDtype::Auto,
+        RawEngineSettings {
+            language_model_only: Some(true),
+            ..mml(32768)
+        },
+    );
+    assert_eq!(
+        compute(&a, None).unwrap().kv_cache_tokens,
+        compute(&b, None).unwrap().kv_cache_tokens
+    );
+}

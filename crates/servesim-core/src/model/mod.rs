@@ -341,8 +341,36 @@ pub struct ModelConfig {
     /// (`attn_output_gate`, Qwen3.5): q_proj is twice as wide.
     #[serde(default)]
     pub attn_output_gate: bool,
+    /// The vision encoder of a multimodal checkpoint whose layout is known (Qwen3-VL's, which
+    /// Qwen3.5 uses); `None` for text-only models and unknown encoders.
+    #[serde(default)]
+    pub vision_tower: Option<VisionTower>,
     /// Notes on assumptions made while parsing (shown to the user).
     pub notes: Vec<String>,
+}
+
+/// The vision encoder's parameters as vLLM builds it (`Qwen3_VisionTransformer` in
+/// vllm/model_executor/models/qwen3_vl.py; docs/models.md "Vision encoder"). vLLM loads it
+/// unless every modality's `--limit-mm-per-prompt` is 0 (`--language-model-only`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VisionTower {
+    /// Weights and biases of the column-parallel linears and weights of the row-parallel ones:
+    /// split over the TP ranks (vLLM's default `mm_encoder_tp_mode` "weights").
+    pub sharded_params: u64,
+    /// Patch and position embeddings, norms and row-parallel biases: on every GPU.
+    pub replicated_params: u64,
+}
+
+impl VisionTower {
+    pub fn total_params(&self) -> u64 {
+        self.sharded_params + self.replicated_params
+    }
+
+    /// Bytes on one GPU of a TP group of `tp` ranks at `bytes_per_param` (the model dtype).
+    pub fn bytes_per_gpu(&self, tp: u32, bytes_per_param: u64) -> u64 {
+        (self.sharded_params.div_ceil(u64::from(tp.max(1))) + self.replicated_params)
+            .saturating_mul(bytes_per_param)
+    }
 }
 
 /// Parameter counts by tensor group. `total` excludes MTP layers (published figures do too);

@@ -541,7 +541,7 @@ fn u32_list(o: &Obj, field: &str) -> Result<Option<Vec<u32>>, ModelError> {
 /// model's config under `text_config`. Returns the text config with the wrapper's
 /// `architectures`, `tie_word_embeddings`, `quantization_config` and dtype filled in where the
 /// text config lacks them; `None` when the config is not nested.
-fn nested_text_config(o: &Obj, notes: &mut Vec<String>) -> Result<Option<Obj>, ModelError> {
+fn nested_text_config(o: &Obj) -> Result<Option<Obj>, ModelError> {
     let wrapper = match get(o, "architectures") {
         Some(Value::Array(a)) => a
             .first()
@@ -582,13 +582,100 @@ fn nested_text_config(o: &Obj, notes: &mut Vec<String>) -> Result<Option<Obj>, M
     if let Some(v) = o.get("architectures") {
         m.insert("architectures".to_string(), v.clone());
     }
-    if get(o, "vision_config").is_some() {
+    Ok(Some(m))
+}
+
+/// A `vision_config` entry as a positive integer, named `vision_config.<key>` in errors.
+fn vision_pos(vc: &Obj, key: &str) -> Result<u64, ModelError> {
+    let field = format!("vision_config.{key}");
+    match get(vc, key) {
+        None => Err(missing(&field, HINT)),
+        Some(v) => as_pos(&field, v),
+    }
+}
+
+/// The vision encoder of a multimodal config (`vision_config`): Qwen3-VL's vision transformer
+/// (Qwen3-VL, Qwen3.5; `vision_config.model_type` starting with `qwen3`), counted layer by layer
+/// as vLLM's `Qwen3_VisionTransformer` builds it (docs/models.md "Vision encoder"). Another
+/// encoder is not counted, and a note says so.
+fn vision_tower_of(root: &Obj, notes: &mut Vec<String>) -> Result<Option<VisionTower>, ModelError> {
+    let vc = match get(root, "vision_config") {
+        None => return Ok(None),
+        Some(Value::Object(vc)) => vc,
+        Some(v) => {
+            return Err(invalid(
+                "vision_config",
+                v,
+                "must be an object (the vision encoder's config)",
+            ))
+        }
+    };
+    let qwen3 = get(vc, "model_type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.starts_with("qwen3"));
+    if !qwen3 {
         notes.push(
-            "multimodal checkpoint: the text model (text_config) is modelled; the vision encoder's weights (well under 1% of a large MoE) are not counted"
+            "multimodal checkpoint: the text model is modelled; this vision encoder's layout is not known to ServeSim, so its weights are not counted (for Qwen3-VL-style encoders they are about 0.45 B parameters)"
                 .to_string(),
         );
+        return Ok(None);
     }
-    Ok(Some(m))
+    let h = u128::from(vision_pos(vc, "hidden_size")?);
+    let inter = u128::from(vision_pos(vc, "intermediate_size")?);
+    let depth = u128::from(vision_pos(vc, "depth")?);
+    let out = u128::from(vision_pos(vc, "out_hidden_size")?);
+    let merge = u128::from(vision_pos(vc, "spatial_merge_size")?);
+    let patch = u128::from(vision_pos(vc, "patch_size")?);
+    let temporal = u128::from(vision_pos(vc, "temporal_patch_size")?);
+    let channels = match get(vc, "in_channels") {
+        None => 3,
+        Some(v) => u128::from(as_pos("vision_config.in_channels", v)?),
+    };
+    let positions = u128::from(vision_pos(vc, "num_position_embeddings")?);
+    let deepstack = match get(vc, "deepstack_visual_indexes") {
+        None => 0,
+        Some(Value::Array(a)) => a.len() as u128,
+        Some(v) => {
+            return Err(invalid(
+                "vision_config.deepstack_visual_indexes",
+                v,
+                "must be a list of block indexes",
+            ))
+        }
+    };
+    // Blocks: qkv and fc1 column-parallel (weights and biases split), proj and fc2 row-parallel
+    // (weights split, biases whole), two LayerNorms (weight and bias).
+    let block_sharded = (3 * h * h + 3 * h) + h * h + (h * inter + inter) + inter * h;
+    let block_replicated = h + h + 4 * h;
+    // Merger: LayerNorm, fc1 (column) H x H, fc2 (row) H x out, H = hidden x merge^2; the
+    // deepstack mergers normalise over H instead of hidden.
+    let merged = h * merge * merge;
+    let merger_sharded = merged * merged + merged + merged * out;
+    let sharded = depth * block_sharded + (1 + deepstack) * merger_sharded;
+    let replicated = channels * temporal * patch * patch * h
+        + h
+        + positions * h
+        + depth * block_replicated
+        + (2 * h + out)
+        + deepstack * (2 * merged + out);
+    let to_u64 = |v: u128| {
+        u64::try_from(v).map_err(|_| {
+            invalid(
+                "vision_config",
+                &Value::from(v as f64),
+                "gives an implausibly large encoder; check the numbers",
+            )
+        })
+    };
+    let tower = VisionTower {
+        sharded_params: to_u64(sharded)?,
+        replicated_params: to_u64(replicated)?,
+    };
+    notes.push(format!(
+        "multimodal checkpoint: the vision encoder ({:.2} B parameters, kept in the model dtype) is loaded unless vLLM runs with --language-model-only",
+        tower.total_params() as f64 / 1e9
+    ));
+    Ok(Some(tower))
 }
 
 pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelError> {
@@ -601,8 +688,9 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
         message: "the top level is not a JSON object".to_string(),
     })?;
     let mut notes = Vec::new();
+    let vision_tower = vision_tower_of(o, &mut notes)?;
     let merged;
-    let o = match nested_text_config(o, &mut notes)? {
+    let o = match nested_text_config(o)? {
         Some(m) => {
             merged = m;
             &merged
@@ -1061,6 +1149,7 @@ pub(super) fn from_hf_json(name: &str, json: &str) -> Result<ModelConfig, ModelE
         sparse_indexer,
         linear_attention,
         attn_output_gate,
+        vision_tower,
         notes,
     })
 }

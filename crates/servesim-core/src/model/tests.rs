@@ -586,8 +586,8 @@ fn glm4_moe_matches_published_sizes() {
 
 #[test]
 fn dense_qwen35_is_the_hybrid_attention_with_a_dense_mlp() {
-    // Qwen3.5-27B (model card: "27B"; the vision encoder, which ServeSim does not count, is about
-    // 0.5B of it): 64 layers, every fourth gated full attention, the rest Gated DeltaNet.
+    // Qwen3.5-27B (model card: "27B", the vision encoder's 0.45 B included; `params()` counts the
+    // language model): 64 layers, every fourth gated full attention, the rest Gated DeltaNet.
     let m = load("Qwen/Qwen3.5-27B");
     assert_eq!(m.family, ModelFamily::Qwen35);
     assert_eq!(m.num_layers, 64);
@@ -603,6 +603,62 @@ fn dense_qwen35_is_the_hybrid_attention_with_a_dense_mlp() {
         .count();
     assert_eq!(full, 16);
     assert!(m.linear_attention.is_some());
+}
+
+#[test]
+fn qwen3_vl_vision_encoder_is_counted_layer_by_layer() {
+    // Qwen3.5-35B-A3B's vision_config: hidden 1152, MLP 4304, depth 27, out 2048, merge 2,
+    // patch 16, temporal 2, 3 channels, 2304 positions, no deepstack mergers.
+    let m = load("Qwen/Qwen3.5-35B-A3B");
+    let v = m.vision_tower.expect("a Qwen3-VL vision encoder");
+    let (h, i, d, o, hm) = (1152u64, 4304u64, 27u64, 2048u64, 1152u64 * 4);
+    let block = 4 * h * h + 3 * h + 2 * h * i + i;
+    assert_eq!(v.sharded_params, d * block + hm * hm + hm + hm * o);
+    assert_eq!(
+        v.replicated_params,
+        3 * 2 * 16 * 16 * h + h + 2304 * h + d * 6 * h + 2 * h + o
+    );
+    // The SigLIP-2 So400m shape plus the merger: between 0.4 and 0.5 B parameters, and with it
+    // the model card's 35 B is met more closely than by the language model alone.
+    let total = v.total_params() as f64;
+    assert!((0.40e9..0.50e9).contains(&total), "{total}");
+    let lm = m.params().total as f64;
+    assert!((35e9 - (lm + total)).abs() < (35e9 - lm).abs());
+    // The 397B's merger projects to its 4096-wide language model.
+    let big = load("Qwen/Qwen3.5-397B-A17B").vision_tower.unwrap();
+    assert_eq!(big.sharded_params - v.sharded_params, hm * (4096 - 2048));
+    // At TP8 the linears split, the embeddings and norms stay whole.
+    assert_eq!(
+        v.bytes_per_gpu(8, 2),
+        (v.sharded_params.div_ceil(8) + v.replicated_params) * 2
+    );
+    // Text-only models have none; an encoder of unknown layout is not counted, with a note.
+    assert!(load("Qwen/Qwen3-8B").vision_tower.is_none());
+    let mut other: serde_json::Value =
+        serde_json::from_str(include_str!("../../data/models/Qwen--Qwen3.5-35B-A3B.json")).unwrap();
+    other["vision_config"]["model_type"] = "siglip_vision_model".into();
+    let m = ModelConfig::from_hf_json("x", &other.to_string()).unwrap();
+    assert!(m.vision_tower.is_none());
+    assert!(m.notes.iter().any(|n| n.contains("not counted")));
+    // A bad encoder entry is an error naming it.
+    let mut bad = other.clone();
+    bad["vision_config"]["model_type"] = "qwen3_5_moe".into();
+    bad["vision_config"]["depth"] = 0.into();
+    match ModelConfig::from_hf_json("x", &bad.to_string()) {
+        Err(ModelError::InvalidField { field, .. }) => assert_eq!(field, "vision_config.depth"),
+        other => panic!("{other:?}"),
+    }
+    bad["vision_config"]
+        .as_object_mut()
+        .unwrap()
+        .remove("out_hidden_size");
+    bad["vision_config"]["depth"] = 27.into();
+    match ModelConfig::from_hf_json("x", &bad.to_string()) {
+        Err(ModelError::MissingField { field, .. }) => {
+            assert_eq!(field, "vision_config.out_hidden_size")
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -588,7 +588,7 @@ pub fn totals_from_notes(notes: &str) -> Option<(f64, f64)> {
 /// `max_num_batched_tokens`, `kv_dtype`, parallelism), `--num-scheduler-steps` (V0 multi-step,
 /// not modelled: docs/accuracy.md), and client (benchmark) flags. A switch written with a false
 /// value (`--enable-chunked-prefill=False`, V0's spelling) counts as its `--no-` form.
-pub const NOTE_ENGINE_FLAGS: [&str; 8] = [
+pub const NOTE_ENGINE_FLAGS: [&str; 9] = [
     "--max-model-len",
     "--enforce-eager",
     "--gpu-memory-utilization",
@@ -597,6 +597,7 @@ pub const NOTE_ENGINE_FLAGS: [&str; 8] = [
     "--no-enable-prefix-caching",
     "--enable-chunked-prefill",
     "--no-enable-chunked-prefill",
+    "--language-model-only",
 ];
 
 /// The [`NOTE_ENGINE_FLAGS`] written in `notes` (`--flag value`, `--flag=value` or a bare switch,

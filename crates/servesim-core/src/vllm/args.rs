@@ -86,6 +86,11 @@ pub enum Target {
     HostLinkGbS,
     /// ServeSim's host memory per node for the CPU tier -> `engine.host_memory_gb_per_node`.
     HostMemoryGbPerNode,
+    /// `--language-model-only` -> `engine.language_model_only`.
+    LanguageModelOnly,
+    /// `--limit-mm-per-prompt JSON`: 0 for every modality -> `engine.language_model_only`;
+    /// other limits change nothing for text workloads.
+    LimitMmPerPrompt,
 }
 
 /// What an argument does.
@@ -288,7 +293,8 @@ static REGISTRY: &[ArgSpec] = &[
     other("data-parallel-start-rank", Value, Ignored(MULTI_NODE)),
     other("data-parallel-backend", Value, Ignored(MULTI_NODE)),
     other("headless", Flag, Ignored(MULTI_NODE)),
-    other("limit-mm-per-prompt", Value, Ignored(MM)),
+    sets("language-model-only", &[], Flag, Target::LanguageModelOnly, "engine.language_model_only", "text only: vLLM does not load a multimodal checkpoint's vision encoder (its weights leave the memory budget)"),
+    sets("limit-mm-per-prompt", &[], Value, Target::LimitMmPerPrompt, "engine.language_model_only", "JSON of per-modality limits: 0 for every modality is --language-model-only (the vision encoder is not loaded); other limits change nothing for ServeSim's text workloads"),
     other("mm-processor-kwargs", Value, Ignored(MM)),
     other("enable-sleep-mode", Flag, Ignored("sleep mode frees memory while idle: no effect while serving")),
     // --- ServeSim deployment flags (no vLLM equivalent) -------------------------------------
@@ -680,6 +686,11 @@ pub fn apply(
             format!("engine.cudagraph_mode = {}", v.trim().to_ascii_uppercase())
         }
         Target::CompilationConfig => return compilation_config(s, &flag, need()?),
+        Target::LanguageModelOnly => {
+            e.language_model_only = Some(true);
+            "engine.language_model_only = true".into()
+        }
+        Target::LimitMmPerPrompt => return limit_mm_per_prompt(s, &flag, need()?),
         Target::KvCacheMemoryBytes => {
             let v = need()?;
             e.kv_cache_memory_bytes =
@@ -767,6 +778,35 @@ pub fn apply(
         }
     };
     Ok((Status::Understood, detail))
+}
+
+/// `--limit-mm-per-prompt`: a JSON object of per-modality limits (a count, or an object with a
+/// `count`). vLLM skips a tower whose modalities are all limited to 0
+/// (`SupportsMultiModal._mark_tower_model`), which is what `--language-model-only` sets.
+fn limit_mm_per_prompt(s: &mut Scenario, flag: &str, v: &str) -> Result<(Status, String), String> {
+    let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(v.trim())
+        .map_err(|_| {
+            format!("{flag} {v}: give a JSON object of per-modality limits, e.g. '{{\"image\": 0, \"video\": 0}}'")
+        })?;
+    let count = |x: &serde_json::Value| match x {
+        serde_json::Value::Object(o) => o.get("count").and_then(serde_json::Value::as_u64),
+        other => other.as_u64(),
+    };
+    let mut limits = Vec::new();
+    for (k, x) in &obj {
+        let n = count(x).ok_or_else(|| {
+            format!("{flag}: the limit of {k} is {x}: give a whole number of items (or {{\"count\": N}})")
+        })?;
+        limits.push(n);
+    }
+    if !limits.is_empty() && limits.iter().all(|&n| n == 0) {
+        s.engine.language_model_only = Some(true);
+        return Ok((
+            Status::Understood,
+            "every modality limited to 0: engine.language_model_only = true (the vision encoder is not loaded)".into(),
+        ));
+    }
+    Ok((Status::Ignored, MM.to_string()))
 }
 
 /// `--compilation-config JSON` or one dotted key (`cudagraph_mode=FULL`, from `-O.cudagraph_mode=FULL`
@@ -909,6 +949,42 @@ mod tests {
         }
         assert_eq!(lookup("--max_num_seqs").unwrap().name, "max-num-seqs");
         assert!(lookup("--nonsense").is_none());
+    }
+
+    #[test]
+    fn text_only_serving_drops_the_vision_encoder() {
+        // InferenceX experimental/token_position_decode_slo/qwen3.5/serve_qwen35_tp8_sbatch.sh
+        // (SemiAnalysisAI/InferenceX @843c6254ff).
+        let cmd = "vllm serve Qwen/Qwen3.5-397B-A17B --tensor-parallel-size 8 --language-model-only --reasoning-parser qwen3 --enable-prefix-caching";
+        let p = crate::vllm::command::parse_command(cmd, &Scenario::default_scenario()).unwrap();
+        let s = p.scenario.unwrap();
+        assert_eq!(s.engine.language_model_only, Some(true));
+        assert!(crate::vllm::command::to_vllm_command(&s).contains("--language-model-only"));
+        // Every modality limited to 0 is the same thing; other limits change nothing.
+        let mut s = Scenario::default_scenario();
+        let mut pend = Pending::default();
+        let spec = lookup("--limit-mm-per-prompt").unwrap();
+        let (st, _) = apply(
+            &mut s,
+            &mut pend,
+            spec,
+            Some(r#"{"image": 0, "video": {"count": 0}}"#),
+        )
+        .unwrap();
+        assert_eq!(
+            (st, s.engine.language_model_only),
+            (Status::Understood, Some(true))
+        );
+        let mut s = Scenario::default_scenario();
+        let (st, _) = apply(&mut s, &mut pend, spec, Some(r#"{"image": 2, "video": 0}"#)).unwrap();
+        assert_eq!((st, s.engine.language_model_only), (Status::Ignored, None));
+        let e = apply(&mut s, &mut pend, spec, Some("image=0")).unwrap_err();
+        assert!(
+            e.contains("--limit-mm-per-prompt") && e.contains("JSON object"),
+            "{e}"
+        );
+        let e = apply(&mut s, &mut pend, spec, Some(r#"{"image": -1}"#)).unwrap_err();
+        assert!(e.contains("image"), "{e}");
     }
 
     #[test]

@@ -735,6 +735,9 @@ pub fn to_vllm_command(s: &Scenario) -> String {
     if e.enforce_eager == Some(true) {
         a.push("--enforce-eager".into());
     }
+    if e.language_model_only == Some(true) {
+        a.push("--language-model-only".into());
+    }
     let mut cc = serde_json::Map::new();
     if let Some(m) = e.cudagraph_mode {
         cc.insert("cudagraph_mode".into(), m.name().into());
