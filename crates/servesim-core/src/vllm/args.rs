@@ -296,6 +296,7 @@ static REGISTRY: &[ArgSpec] = &[
     sets("language-model-only", &[], Flag, Target::LanguageModelOnly, "engine.language_model_only", "text only: vLLM does not load a multimodal checkpoint's vision encoder (its weights leave the memory budget)"),
     sets("limit-mm-per-prompt", &[], Value, Target::LimitMmPerPrompt, "engine.language_model_only", "JSON of per-modality limits: 0 for every modality is --language-model-only (the vision encoder is not loaded); other limits change nothing for ServeSim's text workloads"),
     other("mm-processor-kwargs", Value, Ignored(MM)),
+    other("mm-encoder-tp-mode", Value, NotModelled("the vision encoder's split: ServeSim shards it over TP (vLLM's default \"weights\"); \"data\" keeps a whole copy on every rank, which it does not count")),
     other("enable-sleep-mode", Flag, Ignored("sleep mode frees memory while idle: no effect while serving")),
     // --- ServeSim deployment flags (no vLLM equivalent) -------------------------------------
     servesim("gpu", &[], Target::Gpu, "gpu", "GPU: catalog id, alias, nvidia-smi / rocm-smi name or Kubernetes label"),
