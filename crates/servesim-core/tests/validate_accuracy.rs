@@ -25,7 +25,7 @@ const DOCUMENTED: [(Family, usize, f64, f64); 3] = [
 const DOCUMENTED_HELD_OUT: [(Family, f64, f64); 3] = [
     (Family::Throughput, 25.1, 81.9),
     (Family::InterToken, 32.6, 43.4),
-    (Family::Ttft, 55.2, 65.4),
+    (Family::Ttft, 55.2, 64.3),
 ];
 /// Allowed worsening of a documented median, percentage points.
 const SLACK_PCT: f64 = 1.0;
