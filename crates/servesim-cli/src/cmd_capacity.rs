@@ -100,6 +100,12 @@ fn print_main(r: &CapacityReport) {
     row("visible memory", b.visible.gib);
     row("budget (x utilization)", b.budget.gib);
     row("- weights", b.weights.gib);
+    if let Some(v) = b.drafter_weights {
+        row("  (of which MTP drafter)", v.gib);
+    }
+    if let Some(v) = b.vision_weights {
+        row("  (of which vision encoder)", v.gib);
+    }
     row("- peak activation", b.activation.gib);
     row("- non-torch", b.non_torch.gib);
     if b.cudagraph_in_budget {

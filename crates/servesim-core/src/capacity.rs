@@ -106,6 +106,10 @@ pub struct Breakdown {
     /// The MTP drafter's part of `weights` (absent without MTP speculative decoding).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drafter_weights: Option<Mem>,
+    /// The vision encoder's part of `weights` (absent for a text-only model or
+    /// `--language-model-only`; docs/capacity.md "Vision encoder").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vision_weights: Option<Mem>,
     /// Peak torch allocation of the profile run (forward of `max_num_batched_tokens` + sampler).
     pub activation: Mem,
     /// Non-torch allocations that appear during profiling (NCCL, cuBLAS, DeepEP buffers).
@@ -636,6 +640,7 @@ fn compute_inner(
             budget: Mem::of(budget as i64),
             weights: Mem::of(weights as i64),
             drafter_weights: (d.drafter_mtp_layers() > 0).then(|| Mem::of(drafter_weights as i64)),
+            vision_weights: (vision > 0).then(|| Mem::of(vision as i64)),
             activation: Mem::of(activation as i64),
             non_torch: Mem::of(non_torch as i64),
             cudagraph: Mem::of(cudagraph as i64),

@@ -1051,6 +1051,11 @@ fn the_vision_encoder_is_loaded_unless_language_model_only() {
             "{model}: the tower's memory comes out of the KV pool"
         );
         assert!(a.warnings.iter().any(|w| w.contains("vision encoder")));
+        assert_eq!(
+            a.breakdown.vision_weights.map(|m| m.bytes),
+            Some(bytes as i64)
+        );
+        assert_eq!(b.breakdown.vision_weights, None);
         assert!(!b.warnings.iter().any(|w| w.contains("vision encoder")));
     }
     // A text-only model has no tower: the flag changes nothing.
