@@ -165,6 +165,7 @@ engine_args! {
     enable_chunked_prefill: bool, "--enable-chunked-prefill", "", Control::OnOff { default: "on" };
     enforce_eager: bool, "--enforce-eager", "", Control::OnOff { default: "off" };
     language_model_only: bool, "--language-model-only", "", Control::OnOff { default: "off" };
+    mm_encoder_data_parallel: bool, "--mm-encoder-tp-mode data", "", Control::OnOff { default: "off" };
 }
 
 /// The form field of a core error at `engine.<key>` (or below it), for the arguments above.

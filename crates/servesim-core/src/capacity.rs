@@ -785,6 +785,7 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
         host_memory_gb_per_node: e.host_memory_bytes_per_node.map(|b| b as f64 / 1e9),
         speculative_acceptance: e.speculative.as_ref().map(|sp| sp.raw_acceptance.clone()),
         language_model_only: e.language_model_only.then_some(true),
+        mm_encoder_data_parallel: e.mm_encoder_data_parallel.then_some(true),
     }
 }
 

@@ -167,6 +167,10 @@ pub struct RawEngineSettings {
     /// multimodal checkpoint's vision encoder is not loaded (docs/capacity.md "Weights").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language_model_only: Option<bool>,
+    /// vLLM `--mm-encoder-tp-mode data` (`true`) or `weights` (`false`, the default): with
+    /// `data` every TP rank holds the whole vision encoder and encodes its own images.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mm_encoder_data_parallel: Option<bool>,
 }
 
 /// Engine settings with every default resolved. Counts are positive.
@@ -216,6 +220,9 @@ pub struct EngineSettings {
     /// The vision encoder is not loaded (`--language-model-only`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub language_model_only: bool,
+    /// `--mm-encoder-tp-mode data`: the vision encoder whole on every TP rank.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub mm_encoder_data_parallel: bool,
     /// Which defaults were filled and why (shown to the user).
     pub notes: Vec<String>,
 }
@@ -710,6 +717,7 @@ impl EngineSettings {
                 .then_some(V0_MAX_SEQ_LEN_TO_CAPTURE),
             speculative,
             language_model_only: raw.language_model_only.unwrap_or(false),
+            mm_encoder_data_parallel: raw.mm_encoder_data_parallel.unwrap_or(false),
             notes,
         })
     }
@@ -1299,14 +1307,20 @@ impl Deployment {
 
     /// Weight bytes of a multimodal checkpoint's vision encoder on one GPU: 0 for a text-only
     /// model, an encoder of unknown layout, or `--language-model-only` (vLLM then skips the
-    /// tower, `SupportsMultiModal._mark_tower_model`). Kept in the model's unquantized dtype
+    /// tower, `SupportsMultiModal._mark_tower_model`); split over TP, or whole on every rank with
+    /// `--mm-encoder-tp-mode data` (the tower's linears are built with `disable_tp`). Kept in the model's unquantized dtype
     /// (**A**: vLLM hands the tower the quantization config, but the FP8 re-quantizations'
     /// vision weights are not in the reference set; the unquantized size is the larger).
     pub fn vision_tower_bytes_per_gpu(&self) -> u64 {
         match &self.model.vision_tower {
             Some(v) if !self.engine.language_model_only => {
                 let bytes = self.model.checkpoint.unquantized.bytes_per_element() as u64;
-                v.bytes_per_gpu(self.par.tp, bytes.max(1))
+                let split = if self.engine.mm_encoder_data_parallel {
+                    1
+                } else {
+                    self.par.tp
+                };
+                v.bytes_per_gpu(split, bytes.max(1))
             }
             _ => 0,
         }

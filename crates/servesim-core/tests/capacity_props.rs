@@ -1058,6 +1058,28 @@ fn the_vision_encoder_is_loaded_unless_language_model_only() {
         assert_eq!(b.breakdown.vision_weights, None);
         assert!(!b.warnings.iter().any(|w| w.contains("vision encoder")));
     }
+    // `--mm-encoder-tp-mode data` (vllm-project/recipes Qwen/Qwen3.5.md, "Multimodal"): the
+    // whole tower on every TP rank.
+    let split = dep(
+        "Qwen/Qwen3.5-397B-A17B",
+        "H200",
+        8,
+        KvCacheDtype::Auto,
+        mml(32768),
+    );
+    let whole = dep(
+        "Qwen/Qwen3.5-397B-A17B",
+        "H200",
+        8,
+        KvCacheDtype::Auto,
+        RawEngineSettings {
+            mm_encoder_data_parallel: Some(true),
+            ..mml(32768)
+        },
+    );
+    let v = split.model.vision_tower.unwrap();
+    assert_eq!(whole.vision_tower_bytes_per_gpu(), v.total_params() * 2);
+    assert!(whole.vision_tower_bytes_per_gpu() > split.vision_tower_bytes_per_gpu());
     // A text-only model has no tower: the flag changes nothing.
     let a = dep("Qwen/Qwen3-8B", "H100", 1, KvCacheDtype::Auto, mml(32768));
     let b = dep(

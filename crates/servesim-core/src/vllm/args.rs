@@ -91,6 +91,8 @@ pub enum Target {
     /// `--limit-mm-per-prompt JSON`: 0 for every modality -> `engine.language_model_only`;
     /// other limits change nothing for text workloads.
     LimitMmPerPrompt,
+    /// `--mm-encoder-tp-mode data|weights` -> `engine.mm_encoder_data_parallel`.
+    MmEncoderTpMode,
 }
 
 /// What an argument does.
@@ -296,7 +298,7 @@ static REGISTRY: &[ArgSpec] = &[
     sets("language-model-only", &[], Flag, Target::LanguageModelOnly, "engine.language_model_only", "text only: vLLM does not load a multimodal checkpoint's vision encoder (its weights leave the memory budget)"),
     sets("limit-mm-per-prompt", &[], Value, Target::LimitMmPerPrompt, "engine.language_model_only", "JSON of per-modality limits: 0 for every modality is --language-model-only (the vision encoder is not loaded); other limits change nothing for ServeSim's text workloads"),
     other("mm-processor-kwargs", Value, Ignored(MM)),
-    other("mm-encoder-tp-mode", Value, NotModelled("the vision encoder's split: ServeSim shards it over TP (vLLM's default \"weights\"); \"data\" keeps a whole copy on every rank, which it does not count")),
+    sets("mm-encoder-tp-mode", &[], Value, Target::MmEncoderTpMode, "engine.mm_encoder_data_parallel", "weights (default: the vision encoder split over TP) | data (a whole copy on every TP rank)"),
     other("enable-sleep-mode", Flag, Ignored("sleep mode frees memory while idle: no effect while serving")),
     // --- ServeSim deployment flags (no vLLM equivalent) -------------------------------------
     servesim("gpu", &[], Target::Gpu, "gpu", "GPU: catalog id, alias, nvidia-smi / rocm-smi name or Kubernetes label"),
@@ -692,6 +694,16 @@ pub fn apply(
             "engine.language_model_only = true".into()
         }
         Target::LimitMmPerPrompt => return limit_mm_per_prompt(s, &flag, need()?),
+        Target::MmEncoderTpMode => {
+            let v = need()?.trim();
+            let data = match v.to_ascii_lowercase().as_str() {
+                "data" => true,
+                "weights" => false,
+                _ => return Err(format!("{flag} {v}: use weights or data")),
+            };
+            e.mm_encoder_data_parallel = Some(data);
+            format!("engine.mm_encoder_data_parallel = {data}")
+        }
         Target::KvCacheMemoryBytes => {
             let v = need()?;
             e.kv_cache_memory_bytes =
@@ -986,6 +998,17 @@ mod tests {
         );
         let e = apply(&mut s, &mut pend, spec, Some(r#"{"image": -1}"#)).unwrap_err();
         assert!(e.contains("image"), "{e}");
+        // vllm-project/recipes Qwen/Qwen3.5.md, "Multimodal": the encoder whole on every rank.
+        let cmd = "vllm serve Qwen/Qwen3.5-397B-A17B --tensor-parallel-size 8 --mm-encoder-tp-mode data --mm-processor-cache-type shm --reasoning-parser qwen3 --enable-prefix-caching";
+        let s = crate::vllm::command::parse_command(cmd, &Scenario::default_scenario())
+            .unwrap()
+            .scenario
+            .unwrap();
+        assert_eq!(s.engine.mm_encoder_data_parallel, Some(true));
+        assert!(crate::vllm::command::to_vllm_command(&s).contains("--mm-encoder-tp-mode data"));
+        let spec = lookup("--mm-encoder-tp-mode").unwrap();
+        let e = apply(&mut s.clone(), &mut pend, spec, Some("pipeline")).unwrap_err();
+        assert!(e.contains("weights or data"), "{e}");
     }
 
     #[test]

@@ -738,6 +738,10 @@ pub fn to_vllm_command(s: &Scenario) -> String {
     if e.language_model_only == Some(true) {
         a.push("--language-model-only".into());
     }
+    if let Some(data) = e.mm_encoder_data_parallel {
+        let mode = if data { "data" } else { "weights" };
+        a.push(format!("--mm-encoder-tp-mode {mode}"));
+    }
     let mut cc = serde_json::Map::new();
     if let Some(m) = e.cudagraph_mode {
         cc.insert("cudagraph_mode".into(), m.name().into());
