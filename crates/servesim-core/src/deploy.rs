@@ -163,7 +163,7 @@ pub struct RawEngineSettings {
     /// `offload::host_memory_for`; required for a CPU tier on a GPU the table lacks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_memory_gb_per_node: Option<f64>,
-    /// vLLM `--language-model-only` (or `--limit-mm-per-prompt` 0 for every modality): a
+    /// vLLM `--language-model-only` (or `--limit-mm-per-prompt` 0 for image and video): a
     /// multimodal checkpoint's vision encoder is not loaded (docs/capacity.md "Weights").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language_model_only: Option<bool>,

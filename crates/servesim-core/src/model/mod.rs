@@ -351,7 +351,7 @@ pub struct ModelConfig {
 
 /// The vision encoder's parameters as vLLM builds it (`Qwen3_VisionTransformer` in
 /// vllm/model_executor/models/qwen3_vl.py; docs/models.md "Vision encoder"). vLLM loads it
-/// unless every modality's `--limit-mm-per-prompt` is 0 (`--language-model-only`).
+/// unless every modality it serves (image and video) is limited to 0 (`--language-model-only`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VisionTower {
     /// Weights and biases of the column-parallel linears and weights of the row-parallel ones:

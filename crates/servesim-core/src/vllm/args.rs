@@ -88,7 +88,7 @@ pub enum Target {
     HostMemoryGbPerNode,
     /// `--language-model-only` -> `engine.language_model_only`.
     LanguageModelOnly,
-    /// `--limit-mm-per-prompt JSON`: 0 for every modality -> `engine.language_model_only`;
+    /// `--limit-mm-per-prompt JSON` (or `.MODALITY N`): image and video 0 -> `engine.language_model_only`;
     /// other limits change nothing for text workloads.
     LimitMmPerPrompt,
     /// `--mm-encoder-tp-mode data|weights` -> `engine.mm_encoder_data_parallel`.
@@ -296,7 +296,7 @@ static REGISTRY: &[ArgSpec] = &[
     other("data-parallel-backend", Value, Ignored(MULTI_NODE)),
     other("headless", Flag, Ignored(MULTI_NODE)),
     sets("language-model-only", &[], Flag, Target::LanguageModelOnly, "engine.language_model_only", "text only: vLLM does not load a multimodal checkpoint's vision encoder (its weights leave the memory budget)"),
-    sets("limit-mm-per-prompt", &[], Value, Target::LimitMmPerPrompt, "engine.language_model_only", "JSON of per-modality limits: 0 for every modality is --language-model-only (the vision encoder is not loaded); other limits change nothing for ServeSim's text workloads"),
+    sets("limit-mm-per-prompt", &[], Value, Target::LimitMmPerPrompt, "engine.language_model_only", "JSON of per-modality limits (or --limit-mm-per-prompt.MODALITY N): image and video both 0 is --language-model-only (the vision encoder is not loaded); other limits change nothing for ServeSim's text workloads"),
     other("mm-processor-kwargs", Value, Ignored(MM)),
     sets("mm-encoder-tp-mode", &[], Value, Target::MmEncoderTpMode, "engine.mm_encoder_data_parallel", "weights (default: the vision encoder split over TP) | data (a whole copy on every TP rank)"),
     other("enable-sleep-mode", Flag, Ignored("sleep mode frees memory while idle: no effect while serving")),
@@ -498,6 +498,8 @@ pub struct Pending {
     /// `--ep` stated: `--enable-expert-parallel` keeps it (1 or tp x dp, checked when the
     /// scenario resolves) instead of setting ep = tp x dp.
     pub ep_stated: bool,
+    /// `--limit-mm-per-prompt` items per modality read so far (JSON and dotted forms merge).
+    pub mm_limits: std::collections::BTreeMap<String, u64>,
 }
 
 /// The vLLM-settable parts of a scenario back at their defaults (what a command that does not
@@ -693,7 +695,7 @@ pub fn apply(
             e.language_model_only = Some(true);
             "engine.language_model_only = true".into()
         }
-        Target::LimitMmPerPrompt => return limit_mm_per_prompt(s, &flag, need()?),
+        Target::LimitMmPerPrompt => return limit_mm_per_prompt(s, p, &flag, need()?),
         Target::MmEncoderTpMode => {
             let v = need()?.trim();
             let data = match v.to_ascii_lowercase().as_str() {
@@ -794,29 +796,49 @@ pub fn apply(
 }
 
 /// `--limit-mm-per-prompt`: a JSON object of per-modality limits (a count, or an object with a
-/// `count`). vLLM skips a tower whose modalities are all limited to 0
-/// (`SupportsMultiModal._mark_tower_model`), which is what `--language-model-only` sets.
-fn limit_mm_per_prompt(s: &mut Scenario, flag: &str, v: &str) -> Result<(Status, String), String> {
-    let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(v.trim())
-        .map_err(|_| {
-            format!("{flag} {v}: give a JSON object of per-modality limits, e.g. '{{\"image\": 0, \"video\": 0}}'")
-        })?;
+/// `count`), or one dotted key (`--limit-mm-per-prompt.video 0`, passed here as `video=0`); the
+/// forms merge. vLLM skips a tower when every modality it serves is limited to 0
+/// (`SupportsMultiModal._mark_tower_model`): for Qwen3-VL's vision encoder, image and video
+/// (`Qwen3_5ForConditionalGeneration`: `_mark_tower_model(vllm_config, {"image", "video"})`),
+/// which is what `--language-model-only` sets. A modality not stated keeps vLLM's non-zero default.
+fn limit_mm_per_prompt(
+    s: &mut Scenario,
+    p: &mut Pending,
+    flag: &str,
+    v: &str,
+) -> Result<(Status, String), String> {
+    let t = v.trim();
+    let hint = "give a JSON object of per-modality limits, e.g. '{\"image\": 0, \"video\": 0}', or --limit-mm-per-prompt.MODALITY N";
+    let obj: serde_json::Map<String, serde_json::Value> = if t.starts_with('{') {
+        serde_json::from_str(t).map_err(|_| format!("{flag} {v}: {hint}"))?
+    } else if let Some((k, n)) = t.split_once('=') {
+        let jv = serde_json::from_str(n.trim()).map_err(|_| format!("{flag}.{k} {n}: {hint}"))?;
+        std::iter::once((k.trim().to_string(), jv)).collect()
+    } else {
+        return Err(format!("{flag} {v}: {hint}"));
+    };
     let count = |x: &serde_json::Value| match x {
         serde_json::Value::Object(o) => o.get("count").and_then(serde_json::Value::as_u64),
         other => other.as_u64(),
     };
-    let mut limits = Vec::new();
     for (k, x) in &obj {
         let n = count(x).ok_or_else(|| {
             format!("{flag}: the limit of {k} is {x}: give a whole number of items (or {{\"count\": N}})")
         })?;
-        limits.push(n);
+        p.mm_limits.insert(k.clone(), n);
     }
-    if !limits.is_empty() && limits.iter().all(|&n| n == 0) {
+    let zero = |m: &str| p.mm_limits.get(m) == Some(&0);
+    if zero("image") && zero("video") {
         s.engine.language_model_only = Some(true);
         return Ok((
             Status::Understood,
-            "every modality limited to 0: engine.language_model_only = true (the vision encoder is not loaded)".into(),
+            "image and video limited to 0: engine.language_model_only = true (the vision encoder is not loaded)".into(),
+        ));
+    }
+    if obj.keys().any(|k| zero(k)) {
+        return Ok((
+            Status::Ignored,
+            "recorded; vLLM skips the vision encoder only when image and video are both limited to 0".into(),
         ));
     }
     Ok((Status::Ignored, MM.to_string()))
@@ -989,13 +1011,27 @@ mod tests {
             (Status::Understood, Some(true))
         );
         let mut s = Scenario::default_scenario();
+        let mut pend = Pending::default();
         let (st, _) = apply(&mut s, &mut pend, spec, Some(r#"{"image": 2, "video": 0}"#)).unwrap();
         assert_eq!((st, s.engine.language_model_only), (Status::Ignored, None));
-        let e = apply(&mut s, &mut pend, spec, Some("image=0")).unwrap_err();
-        assert!(
-            e.contains("--limit-mm-per-prompt") && e.contains("JSON object"),
-            "{e}"
-        );
+        // Video alone at 0 leaves images: the tower stays.
+        let mut pend = Pending::default();
+        let (st, _) = apply(&mut s, &mut pend, spec, Some(r#"{"video": 0}"#)).unwrap();
+        assert_eq!((st, s.engine.language_model_only), (Status::Ignored, None));
+        // The dotted form, one modality per argument, merges.
+        let cmd = "vllm serve Qwen/Qwen3.5-27B --limit-mm-per-prompt.image 0 --limit-mm-per-prompt.video=0";
+        let p = crate::vllm::command::parse_command(cmd, &Scenario::default_scenario()).unwrap();
+        assert_eq!(p.scenario.unwrap().engine.language_model_only, Some(true));
+        let cmd = "vllm serve Qwen/Qwen3.5-27B --limit-mm-per-prompt.video 0";
+        let p = crate::vllm::command::parse_command(cmd, &Scenario::default_scenario()).unwrap();
+        assert_eq!(p.scenario.unwrap().engine.language_model_only, None);
+        for bad in ["image", "image=lots"] {
+            let e = apply(&mut s, &mut pend, spec, Some(bad)).unwrap_err();
+            assert!(
+                e.contains("--limit-mm-per-prompt") && e.contains("JSON object"),
+                "{e}"
+            );
+        }
         let e = apply(&mut s, &mut pend, spec, Some(r#"{"image": -1}"#)).unwrap_err();
         assert!(e.contains("image"), "{e}");
         // vllm-project/recipes Qwen/Qwen3.5.md, "Multimodal": the encoder whole on every rank.

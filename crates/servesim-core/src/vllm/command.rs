@@ -524,7 +524,20 @@ pub(crate) fn apply_all(
                 .strip_prefix("-O")
                 .filter(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_digit()))
                 .map(str::to_string);
-            let (spec, value) = if let Some(key) = dotted {
+            // Dotted per-modality limits: --limit-mm-per-prompt.video 0
+            let mm_key = name
+                .strip_prefix("--limit-mm-per-prompt.")
+                .map(str::to_string);
+            let (spec, value) = if let Some(key) = mm_key {
+                if value.is_none() {
+                    value = list.get(i).cloned();
+                    i += 1;
+                }
+                (
+                    args::lookup("--limit-mm-per-prompt"),
+                    Some(format!("{key}={}", value.unwrap_or_default())),
+                )
+            } else if let Some(key) = dotted {
                 if value.is_none() {
                     value = list.get(i).cloned();
                     i += 1;
