@@ -515,35 +515,29 @@ pub(crate) fn apply_all(
                 Some((n, v)) => (n.to_string(), Some(v.to_string())),
                 None => (w.clone(), None),
             };
-            // Dotted compilation-config keys: -O.cudagraph_mode=FULL, -cc.x=y, --compilation-config.x y
-            let dotted = ["-O.", "-cc.", "--compilation-config."]
-                .iter()
-                .find_map(|p| name.strip_prefix(p).map(str::to_string));
+            // Dotted keys of a JSON argument, passed on as `KEY=VALUE`: the compilation config's
+            // (-O.cudagraph_mode=FULL, -cc.x=y, --compilation-config.x y) and the per-modality
+            // limits' (--limit-mm-per-prompt.video 0).
+            let dotted = [
+                ("-O.", "--compilation-config"),
+                ("-cc.", "--compilation-config"),
+                ("--compilation-config.", "--compilation-config"),
+                ("--limit-mm-per-prompt.", "--limit-mm-per-prompt"),
+            ]
+            .iter()
+            .find_map(|(p, flag)| name.strip_prefix(p).map(|k| (k.to_string(), *flag)));
             // -O3: the optimisation level glued to the flag
             let glued_level = name
                 .strip_prefix("-O")
                 .filter(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_digit()))
                 .map(str::to_string);
-            // Dotted per-modality limits: --limit-mm-per-prompt.video 0
-            let mm_key = name
-                .strip_prefix("--limit-mm-per-prompt.")
-                .map(str::to_string);
-            let (spec, value) = if let Some(key) = mm_key {
+            let (spec, value) = if let Some((key, flag)) = dotted {
                 if value.is_none() {
                     value = list.get(i).cloned();
                     i += 1;
                 }
                 (
-                    args::lookup("--limit-mm-per-prompt"),
-                    Some(format!("{key}={}", value.unwrap_or_default())),
-                )
-            } else if let Some(key) = dotted {
-                if value.is_none() {
-                    value = list.get(i).cloned();
-                    i += 1;
-                }
-                (
-                    args::lookup("--compilation-config"),
+                    args::lookup(flag),
                     Some(format!("{key}={}", value.unwrap_or_default())),
                 )
             } else if let Some(level) = glued_level {
