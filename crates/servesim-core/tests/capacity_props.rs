@@ -1009,22 +1009,20 @@ fn meta_fp8_405b_weights_match_the_logged_load() {
 /// the KV pool gives them back (docs/capacity.md "Vision encoder").
 #[test]
 fn the_vision_encoder_is_loaded_unless_language_model_only() {
+    let text_only = || RawEngineSettings {
+        language_model_only: Some(true),
+        ..mml(32768)
+    };
+    let at = |model: &str, gpu: &str, tp: u32, raw: RawEngineSettings| {
+        dep(model, gpu, tp, KvCacheDtype::Auto, raw)
+    };
     for (model, gpu, tp) in [
         ("Qwen/Qwen3.5-35B-A3B", "H200", 1),
         ("Qwen/Qwen3.5-27B", "H100", 2),
         ("Qwen/Qwen3.5-397B-A17B", "H200", 8),
     ] {
-        let with = dep(model, gpu, tp, KvCacheDtype::Auto, mml(32768));
-        let without = dep(
-            model,
-            gpu,
-            tp,
-            KvCacheDtype::Auto,
-            RawEngineSettings {
-                language_model_only: Some(true),
-                ..mml(32768)
-            },
-        );
+        let with = at(model, gpu, tp, mml(32768));
+        let without = at(model, gpu, tp, text_only());
         let tower = with
             .model
             .vision_tower
@@ -1060,18 +1058,11 @@ fn the_vision_encoder_is_loaded_unless_language_model_only() {
     }
     // `--mm-encoder-tp-mode data` (vllm-project/recipes Qwen/Qwen3.5.md, "Multimodal"): the
     // whole tower on every TP rank.
-    let split = dep(
+    let split = at("Qwen/Qwen3.5-397B-A17B", "H200", 8, mml(32768));
+    let whole = at(
         "Qwen/Qwen3.5-397B-A17B",
         "H200",
         8,
-        KvCacheDtype::Auto,
-        mml(32768),
-    );
-    let whole = dep(
-        "Qwen/Qwen3.5-397B-A17B",
-        "H200",
-        8,
-        KvCacheDtype::Auto,
         RawEngineSettings {
             mm_encoder_data_parallel: Some(true),
             ..mml(32768)
@@ -1081,17 +1072,8 @@ fn the_vision_encoder_is_loaded_unless_language_model_only() {
     assert_eq!(whole.vision_tower_bytes_per_gpu(), v.total_params() * 2);
     assert!(whole.vision_tower_bytes_per_gpu() > split.vision_tower_bytes_per_gpu());
     // A text-only model has no tower: the flag changes nothing.
-    let a = dep("Qwen/Qwen3-8B", "H100", 1, KvCacheDtype::Auto, mml(32768));
-    let b = dep(
-        "Qwen/Qwen3-8B",
-        "H100",
-        1,
-        KvCacheDtype::Auto,
-        RawEngineSettings {
-            language_model_only: Some(true),
-            ..mml(32768)
-        },
-    );
+    let a = at("Qwen/Qwen3-8B", "H100", 1, mml(32768));
+    let b = at("Qwen/Qwen3-8B", "H100", 1, text_only());
     assert_eq!(
         compute(&a, None).unwrap().kv_cache_tokens,
         compute(&b, None).unwrap().kv_cache_tokens
