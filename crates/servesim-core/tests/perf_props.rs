@@ -888,3 +888,66 @@ fn the_latent_attention_chain_adds_its_time_per_mla_layer() {
         &|b| b.mla_floor,
     );
 }
+
+/// vLLM V0 on ROCm with chunked prefill sends every prefill through the paged prefix-prefill
+/// kernel (docs/step-time.md §3): its attention FLOPs run at `prefill_attention_paged`, and
+/// nothing else in the step moves. V0 on CUDA (FlashAttention with the block table), V0 without
+/// chunked prefill and V1 keep `prefill_attention`.
+#[test]
+fn v0_rocm_chunked_prefill_runs_attention_at_the_paged_rate() {
+    let raw = |version_v0: bool, chunked: bool| RawEngineSettings {
+        v0_defaults: version_v0,
+        enable_chunked_prefill: Some(chunked),
+        ..RawEngineSettings::default()
+    };
+    let chunks = [PrefillChunk {
+        past: 8192,
+        new: 512,
+    }];
+    let w = StepWork {
+        prefill: &chunks,
+        decode_seqs: 4,
+        decode_ctx_sum: 4 * 2048,
+    };
+    let model = "meta-llama/Meta-Llama-3.1-8B";
+    for (gpu, v0, chunked, paged) in [
+        ("MI300X", true, true, true),
+        ("MI300X", true, false, false),
+        ("MI300X", false, true, false),
+        ("H100", true, true, false),
+    ] {
+        let d = dep_with(model, gpu, tp(1), raw(v0, chunked));
+        let base = Efficiencies::default_for(d.gpu.generation);
+        assert_eq!(base.prefill_attention_paged, base.prefill_attention);
+        let slow: EfficiencyOverrides = serde_json::from_value(serde_json::json!({
+            "prefill_attention_paged": base.prefill_attention / 10.0
+        }))
+        .unwrap();
+        let slow = base.with_overrides(&slow).unwrap();
+        let a = StepCostModel::new(&d, &base).unwrap().breakdown(&w);
+        let b = StepCostModel::new(&d, &slow).unwrap().breakdown(&w);
+        let (fa, pa) = (
+            a.raw.prefill_attention_compute,
+            b.raw.prefill_attention_compute,
+        );
+        assert!(
+            fa > 0.0,
+            "{gpu} v0={v0} chunked={chunked}: no prefill attention"
+        );
+        if paged {
+            assert!(
+                ((pa / fa) - 10.0).abs() < 1e-9,
+                "{gpu} v0={v0} chunked={chunked}: {pa} vs {fa}"
+            );
+            assert!(b.total() > a.total());
+        } else {
+            assert_eq!(pa, fa, "{gpu} v0={v0} chunked={chunked}");
+            assert_eq!(b.total(), a.total(), "{gpu} v0={v0} chunked={chunked}");
+        }
+        // The decode side never reads the paged prefill rate.
+        assert_eq!(
+            b.raw.decode_attention_compute,
+            a.raw.decode_attention_compute
+        );
+    }
+}

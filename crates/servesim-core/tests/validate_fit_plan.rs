@@ -516,12 +516,32 @@ fn the_shared_serial_front_end_grid_stops_at_the_measured_bound() {
             .last(),
         Some(&24e-3)
     );
-    // Every other field tries the same grid in every entry.
-    for p in validate::FIT_PARAMS.iter().filter(|p| p.field != f.field) {
+    // `gemm_bf16` goes down to 0.1 in a harness entry only (a release line's table is every
+    // user's); every other field tries the same grid in every entry.
+    let bf16 = validate::FIT_PARAMS
+        .iter()
+        .find(|p| p.field == "gemm_bf16")
+        .unwrap();
+    assert_eq!(bf16.grid_for("cdna3@vllm-0.7").first(), Some(&0.2));
+    assert_eq!(
+        bf16.grid_for("hopper@vllm-0.15+inferencex-experimental")
+            .first(),
+        Some(&0.1)
+    );
+    for p in validate::FIT_PARAMS
+        .iter()
+        .filter(|p| p.field != f.field && p.field != bf16.field)
+    {
         assert_eq!(
             p.grid_for("hopper@vllm-0.15+inferencex-experimental"),
             p.grid
         );
+    }
+    // The shipped table keeps every shared key at or above the shared `gemm_bf16` floor.
+    for (key, fields) in &validate::fitted_efficiencies().unwrap().generations {
+        if let Some(v) = fields.get("gemm_bf16") {
+            assert!(*v >= bf16.grid_for(key)[0], "{key}: gemm_bf16 {v}");
+        }
     }
     // The shipped table keeps every shared key inside the bound.
     let fit = validate::fitted_efficiencies().unwrap();

@@ -154,6 +154,12 @@ efficiencies! {
     gemm_weight_only: Fraction,
     /// Prefill attention (FlashAttention-style, bf16): achieved fraction of the bf16 peak.
     prefill_attention: Fraction,
+    /// Prefill attention through vLLM V0's paged prefix-prefill kernel (the Triton
+    /// `context_attention_fwd` of `PagedAttention.forward_prefix`), which V0's ROCm backend runs
+    /// for every prefill once chunked prefill is on: fraction of the bf16 peak. The literature
+    /// table sets it to the generation's `prefill_attention` (not slower unless fitted);
+    /// docs/step-time.md §3.
+    prefill_attention_paged: Fraction,
     /// Decode attention compute side (paged decode / FlashMLA): fraction of the bf16 peak.
     decode_attention: Fraction,
     /// HBM bandwidth achieved streaming weights (GEMM/GEMV weight reads, activations).
@@ -304,6 +310,7 @@ impl Efficiencies {
             grouped_gemm_vs_dense: 0.80,
             gemm_weight_only: 1.0,
             prefill_attention: 0.60,
+            prefill_attention_paged: 0.60,
             decode_attention: 0.50,
             hbm_weights: 0.85,
             hbm_expert_weights: 0.60,
@@ -329,7 +336,7 @@ impl Efficiencies {
             api_serial_per_request_s: 1e-3,
             api_serial_per_input_token_s: 0.0,
         };
-        match generation {
+        let table = match generation {
             Generation::Hopper => base,
             Generation::Ampere => Efficiencies {
                 gemm_bf16: 0.75,
@@ -385,6 +392,12 @@ impl Efficiencies {
                 all2all_eff: 0.50,
                 ..base
             },
+        };
+        // V0's paged prefix-prefill kernel is not assumed slower than the generation's
+        // prefill attention; only a fit (ROCm V0 runs) sets it apart.
+        Efficiencies {
+            prefill_attention_paged: table.prefill_attention,
+            ..table
         }
     }
 

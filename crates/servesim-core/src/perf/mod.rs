@@ -325,6 +325,19 @@ pub fn is_weight_only_on(dt: DType, gpu: &GpuSpec) -> bool {
         || (dt.compute_class() != ComputeClass::Bf16 && gpu.flops(dt.compute_class()).is_none())
 }
 
+/// Whether the deployment's prefills run vLLM V0's paged prefix-prefill kernel
+/// (`PagedAttention.forward_prefix`, Triton `context_attention_fwd`) instead of FlashAttention:
+/// V0's ROCm backend takes that path for any prefill with a block table, and V0's metadata
+/// builder gives every prefill one when chunked prefill is on (vllm/attention/backends/utils.py,
+/// `CommonMetadataBuilder._add_seq_group`; rocm_flash_attn.py: "prefix-enabled attention").
+/// V0's CUDA FlashAttention backend runs the same prefills through `flash_attn_varlen_func` with
+/// the block table, and V1 has one attention path for both, so they keep `prefill_attention`.
+pub(crate) fn v0_paged_prefill(dep: &Deployment, gpu: &GpuSpec) -> bool {
+    dep.engine.v0_defaults
+        && dep.engine.enable_chunked_prefill
+        && gpu.vendor == crate::gpu::Vendor::Amd
+}
+
 fn group_dtype(wb: &WeightBytes, g: TensorGroup, fallback: DType) -> DType {
     wb.groups
         .iter()
@@ -501,7 +514,13 @@ impl StepCostModel {
             mla_floor_s: m.num_latent_attention_layers() as f64 * eff.mla_layer_floor_s,
             attn,
             attn_model,
-            attn_compute_s_per_flop_prefill: 1.0 / (attn_peak * eff.prefill_attention),
+            attn_compute_s_per_flop_prefill: 1.0
+                / (attn_peak
+                    * if v0_paged_prefill(dep, gpu) {
+                        eff.prefill_attention_paged
+                    } else {
+                        eff.prefill_attention
+                    }),
             attn_compute_s_per_flop_decode: 1.0 / (attn_peak * eff.decode_attention),
             kv_s_per_byte: 1.0 / (bw * eff.hbm_kv),
             kv_write_bytes_per_token: spec.bytes_per_token(),

@@ -115,13 +115,21 @@ pub struct FitParam {
 /// shared serial front end").
 pub const HARNESS_SERIAL_GRID: &[f64] = &[0.0, 0.5e-3, 1e-3, 2e-3, 4e-3, 8e-3, 12e-3, 16e-3, 24e-3];
 
+/// The grid of `gemm_bf16` for a harness entry: down to 0.1. The shared tables' grid stops at
+/// 0.2: a release line's table is every user's (and, through the era fallback, another release
+/// line's), and a lower shared value let a 2024 ROCm build's bf16 GEMMs set today's MI300X
+/// predictions (docs/accuracy.md, "Calibration: fitted efficiencies").
+pub const HARNESS_GEMM_BF16_GRID: &[f64] = &[
+    0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85,
+];
+
 impl FitParam {
     /// The values the fit tries for this field in the table entry `entry`.
     pub fn grid_for(&self, entry: &str) -> &'static [f64] {
-        if entry.contains('+') && self.field == "api_serial_per_request_s" {
-            HARNESS_SERIAL_GRID
-        } else {
-            self.grid
+        match (entry.contains('+'), self.field) {
+            (true, "api_serial_per_request_s") => HARNESS_SERIAL_GRID,
+            (true, "gemm_bf16") => HARNESS_GEMM_BF16_GRID,
+            _ => self.grid,
         }
     }
 }
@@ -171,6 +179,11 @@ pub const FIT_PARAMS: &[FitParam] = &[
         field: "prefill_attention",
         kind: "prefill attention compute",
         grid: &[0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
+    },
+    FitParam {
+        field: "prefill_attention_paged",
+        kind: "prefill attention through vLLM V0's paged prefix-prefill kernel (ROCm V0 with chunked prefill)",
+        grid: &[0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.2, 0.4],
     },
     FitParam {
         field: "grouped_gemm_vs_dense",
