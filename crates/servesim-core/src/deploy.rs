@@ -692,7 +692,7 @@ impl EngineSettings {
                 ))
             }
         };
-        Ok(EngineSettings {
+        let mut e = EngineSettings {
             kv_transfer,
             host_link_bytes_per_s,
             host_memory_bytes_per_node,
@@ -719,7 +719,26 @@ impl EngineSettings {
             language_model_only: raw.language_model_only.unwrap_or(false),
             mm_encoder_data_parallel: raw.mm_encoder_data_parallel.unwrap_or(false),
             notes,
-        })
+        };
+        if e.v0_paged_prefill(gpu) {
+            e.notes.push(
+                "prefill attention at prefill_attention_paged: with chunked prefill on, vLLM V0's ROCm backend runs every prefill through its paged prefix-prefill kernel (PagedAttention.forward_prefix; docs/step-time.md §3)"
+                    .into(),
+            );
+        }
+        Ok(e)
+    }
+
+    /// Whether prefills run vLLM V0's paged prefix-prefill kernel (`PagedAttention.forward_prefix`,
+    /// Triton `context_attention_fwd`) instead of FlashAttention, so that their attention runs at
+    /// `prefill_attention_paged` (docs/step-time.md §3). V0's ROCm backend takes that path for
+    /// any prefill with a block table, and V0's metadata builder gives every prefill one when
+    /// chunked prefill is on (vllm/attention/backends/utils.py, `CommonMetadataBuilder
+    /// ._add_seq_group`; rocm_flash_attn.py: "prefix-enabled attention"). V0's CUDA
+    /// FlashAttention backend runs the same prefills through `flash_attn_varlen_func` with the
+    /// block table, and V1 has one attention path for both.
+    pub fn v0_paged_prefill(&self, gpu: &GpuSpec) -> bool {
+        self.v0_defaults && self.enable_chunked_prefill && gpu.vendor == crate::gpu::Vendor::Amd
     }
 }
 

@@ -917,6 +917,21 @@ fn v0_rocm_chunked_prefill_runs_attention_at_the_paged_rate() {
         ("H100", true, true, false),
     ] {
         let d = dep_with(model, gpu, tp(1), raw(v0, chunked));
+        assert_eq!(
+            d.engine.v0_paged_prefill(&d.gpu),
+            paged,
+            "{gpu} v0={v0} chunked={chunked}"
+        );
+        // The engine's notes say so, as the CLI and the page show them.
+        assert_eq!(
+            d.engine
+                .notes
+                .iter()
+                .any(|n| n.contains("prefill_attention_paged")),
+            paged,
+            "{:?}",
+            d.engine.notes
+        );
         let base = Efficiencies::default_for(d.gpu.generation);
         assert_eq!(base.prefill_attention_paged, base.prefill_attention);
         let slow: EfficiencyOverrides = serde_json::from_value(serde_json::json!({

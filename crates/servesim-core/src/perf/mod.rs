@@ -325,19 +325,6 @@ pub fn is_weight_only_on(dt: DType, gpu: &GpuSpec) -> bool {
         || (dt.compute_class() != ComputeClass::Bf16 && gpu.flops(dt.compute_class()).is_none())
 }
 
-/// Whether the deployment's prefills run vLLM V0's paged prefix-prefill kernel
-/// (`PagedAttention.forward_prefix`, Triton `context_attention_fwd`) instead of FlashAttention:
-/// V0's ROCm backend takes that path for any prefill with a block table, and V0's metadata
-/// builder gives every prefill one when chunked prefill is on (vllm/attention/backends/utils.py,
-/// `CommonMetadataBuilder._add_seq_group`; rocm_flash_attn.py: "prefix-enabled attention").
-/// V0's CUDA FlashAttention backend runs the same prefills through `flash_attn_varlen_func` with
-/// the block table, and V1 has one attention path for both, so they keep `prefill_attention`.
-pub(crate) fn v0_paged_prefill(dep: &Deployment, gpu: &GpuSpec) -> bool {
-    dep.engine.v0_defaults
-        && dep.engine.enable_chunked_prefill
-        && gpu.vendor == crate::gpu::Vendor::Amd
-}
-
 fn group_dtype(wb: &WeightBytes, g: TensorGroup, fallback: DType) -> DType {
     wb.groups
         .iter()
@@ -516,7 +503,7 @@ impl StepCostModel {
             attn_model,
             attn_compute_s_per_flop_prefill: 1.0
                 / (attn_peak
-                    * if v0_paged_prefill(dep, gpu) {
+                    * if dep.engine.v0_paged_prefill(gpu) {
                         eff.prefill_attention_paged
                     } else {
                         eff.prefill_attention
