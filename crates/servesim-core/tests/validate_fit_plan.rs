@@ -523,6 +523,8 @@ fn the_shared_serial_front_end_grid_stops_at_the_measured_bound() {
         .find(|p| p.field == "gemm_bf16")
         .unwrap();
     assert_eq!(bf16.grid_for("cdna3@vllm-0.7").first(), Some(&0.2));
+    // The harness grid is the shared one with lower values in front (no drift between the two).
+    assert!(validate::HARNESS_GEMM_BF16_GRID.ends_with(bf16.grid));
     assert_eq!(
         bf16.grid_for("hopper@vllm-0.15+inferencex-experimental")
             .first(),
