@@ -28,6 +28,7 @@ fn main() {
         enable_chunked_prefill: true,
         mamba_align: false,
         v0_prefill_first: false,
+        num_scheduler_steps: 1,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: None,

@@ -129,6 +129,14 @@ pub const MAX_NUM_SEQS: Bound = Bound {
     max: 1e6,
     unit: "sequences",
 };
+/// V0's `num_scheduler_steps` (multi-step scheduling): 1 (off) to 256. vLLM sets no upper
+/// limit; its multi-step examples and benchmarks use 8-16 (dstack's sweep 5-15), and a round
+/// of more than a few hundred steps would hold every arrival for seconds.
+pub const SCHEDULER_STEPS: Bound = Bound {
+    min: 1.0,
+    max: 256.0,
+    unit: "steps",
+};
 /// Efficiency fractions of a peak (`efficiencies.gemm_bf16`, ...): 0.1% to 100%.
 pub const EFFICIENCY: Bound = Bound {
     min: 1e-3,

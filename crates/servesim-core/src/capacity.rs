@@ -786,6 +786,7 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
         speculative_acceptance: e.speculative.as_ref().map(|sp| sp.raw_acceptance.clone()),
         language_model_only: e.language_model_only.then_some(true),
         mm_encoder_data_parallel: e.mm_encoder_data_parallel.then_some(true),
+        num_scheduler_steps: (e.num_scheduler_steps > 1).then_some(e.num_scheduler_steps as i64),
     }
 }
 

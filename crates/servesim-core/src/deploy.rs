@@ -171,6 +171,10 @@ pub struct RawEngineSettings {
     /// `data` every TP rank holds the whole vision encoder and encodes its own images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mm_encoder_data_parallel: Option<bool>,
+    /// vLLM V0's `--num-scheduler-steps` (multi-step scheduling; default 1 = off). Only a V0
+    /// `vllm_version` (< 0.8) has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_scheduler_steps: Option<i64>,
 }
 
 /// Engine settings with every default resolved. Counts are positive.
@@ -220,6 +224,9 @@ pub struct EngineSettings {
     /// The vision encoder is not loaded (`--language-model-only`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub language_model_only: bool,
+    /// V0 multi-step scheduling: steps per scheduling round (1 = off).
+    #[serde(skip_serializing_if = "is_one")]
+    pub num_scheduler_steps: u32,
     /// `--mm-encoder-tp-mode data`: the vision encoder whole on every TP rank.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub mm_encoder_data_parallel: bool,
@@ -265,6 +272,10 @@ impl DeployError {
             DeployError::Gpu(_) => "gpu",
         }
     }
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 fn invalid(field: &'static str, value: impl ToString, fix: impl Into<String>) -> DeployError {
@@ -636,6 +647,8 @@ impl EngineSettings {
                 sp.num_speculative_tokens
             ));
         }
+        let num_scheduler_steps =
+            resolve_scheduler_steps(raw, v0, enable_chunked_prefill, &speculative, &mut notes)?;
         let kv_cache_memory_bytes =
             pos_int("kv_cache_memory_bytes", raw.kv_cache_memory_bytes)?.map(Bytes);
         let long_prefill_token_threshold = match raw.long_prefill_token_threshold {
@@ -718,6 +731,7 @@ impl EngineSettings {
             speculative,
             language_model_only: raw.language_model_only.unwrap_or(false),
             mm_encoder_data_parallel: raw.mm_encoder_data_parallel.unwrap_or(false),
+            num_scheduler_steps,
             notes,
         };
         if e.v0_paged_prefill(gpu) {
@@ -740,6 +754,56 @@ impl EngineSettings {
     pub fn v0_paged_prefill(&self, gpu: &GpuSpec) -> bool {
         self.v0_defaults && self.enable_chunked_prefill && gpu.vendor == crate::gpu::Vendor::Amd
     }
+}
+
+/// `num_scheduler_steps` resolved (1 when unset): V0 only, within [`crate::bounds::SCHEDULER_STEPS`],
+/// and not with speculative decoding (vLLM V0 refuses the two together:
+/// `EngineArgs.create_engine_config`: "Speculative decoding is not supported with multi-step
+/// (--num-scheduler-steps > 1)").
+fn resolve_scheduler_steps(
+    raw: &RawEngineSettings,
+    v0: bool,
+    chunked: bool,
+    speculative: &Option<crate::speculative::SpeculativeSettings>,
+    notes: &mut Vec<String>,
+) -> Result<u32, DeployError> {
+    const FIELD: &str = "num_scheduler_steps";
+    let Some(n) = raw.num_scheduler_steps else {
+        return Ok(1);
+    };
+    if n < 1 {
+        return Err(invalid(
+            FIELD,
+            n,
+            "must be a positive number of steps (1 = multi-step scheduling off)",
+        ));
+    }
+    crate::bounds::SCHEDULER_STEPS
+        .check_u64(n as u64)
+        .map_err(|fix| invalid(FIELD, n, fix))?;
+    if n == 1 {
+        return Ok(1);
+    }
+    if !v0 {
+        return Err(DeployError::Unsupported {
+            field: FIELD,
+            value: n.to_string(),
+            fix: "multi-step scheduling is vLLM V0's (vllm_version < 0.8); the V1 engine schedules every step. Remove it, or set a V0 vllm_version".into(),
+        });
+    }
+    if speculative.is_some() {
+        return Err(DeployError::Unsupported {
+            field: FIELD,
+            value: n.to_string(),
+            fix: "vLLM V0 does not run speculative decoding with multi-step scheduling; drop one of the two".into(),
+        });
+    }
+    notes.push(if chunked {
+        format!("num_scheduler_steps {n}: vLLM V0 schedules once per round of {n} steps; with chunked prefill a prompt is admitted only whole at a round's start, within the budget the round's decodes leave, and a prompt longer than max_num_batched_tokens is ignored (docs/engine.md, \"V0 multi-step rounds\")")
+    } else {
+        format!("num_scheduler_steps {n}: vLLM V0 schedules once per round of {n} decode steps; prompts are admitted between rounds, in prefill-only steps (docs/engine.md, \"V0 multi-step rounds\")")
+    });
+    Ok(n as u32)
 }
 
 /// vLLM `CompilationConfig.adjust_cudagraph_sizes_for_spec_decode`: every size rounded up to a

@@ -691,6 +691,7 @@ impl Scenario {
             mamba_align: e.enable_prefix_caching
                 && deployment.model.num_linear_attention_layers() > 0,
             v0_prefill_first: e.v0_defaults && !e.enable_chunked_prefill,
+            num_scheduler_steps: e.num_scheduler_steps,
             long_prefill_token_threshold: to_u32(
                 "engine.long_prefill_token_threshold",
                 e.long_prefill_token_threshold,

@@ -123,6 +123,7 @@ fn case(seed: u64) -> (EngineConfig, Vec<(Ticks, Request)>) {
         enable_chunked_prefill: true,
         mamba_align: false,
         v0_prefill_first: false,
+        num_scheduler_steps: 1,
         kv,
         spec: None,
         offload: None,

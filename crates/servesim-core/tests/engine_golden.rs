@@ -78,6 +78,7 @@ fn cfg() -> EngineConfig {
         enable_chunked_prefill: true,
         mamba_align: false,
         v0_prefill_first: false,
+        num_scheduler_steps: 1,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: None,

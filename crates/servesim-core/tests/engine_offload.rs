@@ -184,6 +184,7 @@ fn engine_cfg(blocks: u64, bpc: u32, chunks: u64) -> EngineConfig {
         enable_chunked_prefill: true,
         mamba_align: false,
         v0_prefill_first: false,
+        num_scheduler_steps: 1,
         kv: KvFootprint::uniform(),
         spec: None,
         offload: Some(OffloadConfig {

@@ -22,6 +22,7 @@ fn cfg(blocks: u64, spec: Option<SpecDecode>) -> EngineConfig {
         enable_chunked_prefill: true,
         mamba_align: false,
         v0_prefill_first: false,
+        num_scheduler_steps: 1,
         kv: KvFootprint::uniform(),
         spec,
         offload: None,

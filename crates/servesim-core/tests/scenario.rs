@@ -581,3 +581,46 @@ fn v0_decodes_longer_than_max_seq_len_to_capture_run_without_a_graph() {
         .breakdown_with_ctx_max(std::iter::empty(), 4, 4 * 20_000, 20_000);
     assert_eq!(b.mode, ExecMode::FullGraph);
 }
+
+/// `engine.num_scheduler_steps` (V0 multi-step): reaches the engine for a V0 `vllm_version`;
+/// refused, naming the field and the fix, for V1, with speculative decoding, and outside its range.
+#[test]
+fn num_scheduler_steps_is_v0s_and_bounded() {
+    let mut s = small("meta-llama/Llama-3.1-8B-Instruct");
+    s.vllm_version = Some("0.6.3".into());
+    s.engine.num_scheduler_steps = Some(15);
+    let r = s.resolve().unwrap();
+    assert_eq!(r.engine.num_scheduler_steps, 15);
+    assert!(r
+        .deployment
+        .engine
+        .notes
+        .iter()
+        .any(|n| n.starts_with("num_scheduler_steps 15")));
+    // Unset and 1 are the same engine.
+    s.engine.num_scheduler_steps = Some(1);
+    assert_eq!(s.resolve().unwrap().engine.num_scheduler_steps, 1);
+    s.engine.num_scheduler_steps = None;
+    assert_eq!(s.resolve().unwrap().engine.num_scheduler_steps, 1);
+    for (v, version, fix) in [
+        (0, "0.6.3", "positive"),
+        (257, "0.6.3", "must be"),
+        (8, "0.15.1", "vllm_version < 0.8"),
+    ] {
+        s.vllm_version = Some(version.into());
+        s.engine.num_scheduler_steps = Some(v);
+        let e = s.resolve().expect_err("refused").to_string();
+        assert!(
+            e.contains("num_scheduler_steps") && e.contains(fix),
+            "{v}: {e}"
+        );
+    }
+    // The JSON field round-trips, and an old scenario without it reads as before.
+    s.vllm_version = Some("0.6.3".into());
+    s.engine.num_scheduler_steps = Some(8);
+    let back = Scenario::from_json(&s.to_json()).unwrap();
+    assert_eq!(back.engine.num_scheduler_steps, Some(8));
+    assert!(!Scenario::default_scenario()
+        .to_json()
+        .contains("num_scheduler_steps"));
+}

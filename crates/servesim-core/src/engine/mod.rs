@@ -183,6 +183,15 @@ pub struct EngineConfig {
     /// "V0 prefill-first steps").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub v0_prefill_first: bool,
+    /// vLLM V0's `--num-scheduler-steps` (multi-step scheduling; 1 = off): the scheduler runs
+    /// once per round of this many steps, and the round's later steps decode the same requests
+    /// without admitting any (`LLMEngine.step`'s cached scheduler outputs). A V0 prefill-only
+    /// step is a round of one step (`Scheduler._get_num_lookahead_slots`: no lookahead for a
+    /// prefill). With chunked prefill on, prompts are not chunked: one that does not fit the
+    /// round's remaining budget waits, and one longer than the whole budget is ignored
+    /// (`RejectReason::PromptOverMultiStepBudget`). docs/engine.md, "V0 multi-step rounds".
+    #[serde(default = "one_step", skip_serializing_if = "is_one_step")]
+    pub num_scheduler_steps: u32,
     /// Blocks held per request as a function of its KV length.
     pub kv: KvFootprint,
     /// Speculative decoding (`None` = off: one token per decode per step).
@@ -195,6 +204,14 @@ pub struct EngineConfig {
 
 fn chunked_default() -> bool {
     true
+}
+
+fn one_step() -> u32 {
+    1
+}
+
+fn is_one_step(n: &u32) -> bool {
+    *n == 1
 }
 
 fn is_chunked_default(on: &bool) -> bool {
@@ -221,6 +238,9 @@ impl EngineConfig {
         }
         if self.kv.full_groups == 0 && self.kv.sliding.is_empty() && self.kv.fixed_blocks == 0 {
             return Err(ConfigError::EmptyFootprint);
+        }
+        if self.num_scheduler_steps == 0 {
+            return Err(ConfigError::Zero("num_scheduler_steps"));
         }
         if self.max_num_batched_tokens < self.max_num_seqs {
             return Err(ConfigError::BudgetBelowSeqs {
@@ -401,6 +421,8 @@ pub enum RejectReason {
     },
     #[error("the request needs {needed} KV blocks but the pool has only {pool}")]
     ExceedsKvPool { needed: u64, pool: u64 },
+    #[error("prompt ({prompt} tokens) exceeds max_num_batched_tokens ({budget}): vLLM V0 with multi-step scheduling and chunked prefill does not chunk prompts and ignores longer ones")]
+    PromptOverMultiStepBudget { prompt: u64, budget: u64 },
 }
 
 /// A finished request's timeline, as the engine reports it.

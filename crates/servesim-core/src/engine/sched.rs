@@ -174,6 +174,9 @@ pub struct Engine<'m> {
     /// Requests (slot, generation) whose prompt ended in a V0 prefill-only step since the last
     /// step: their first decode gap is from that prompt's token (`Live::skip_first_run`).
     v0_fresh: Vec<(u32, u32)>,
+    /// V0 multi-step (`EngineConfig::num_scheduler_steps` > 1): the decode step at which the
+    /// current round ends; steps before it run without scheduling.
+    round_end: u64,
     completing: Vec<u32>,
     chunks: Vec<PrefillChunk>,
     plans: Vec<(u32, u64, u64)>,
@@ -255,6 +258,7 @@ impl<'m> Engine<'m> {
             in_flight: None,
             v0_pending: None,
             v0_fresh: Vec::new(),
+            round_end: 0,
             completing: Vec::new(),
             chunks: Vec::new(),
             plans: Vec::new(),
@@ -423,6 +427,15 @@ impl<'m> Engine<'m> {
             Some(RejectReason::EmptyPrompt)
         } else if o == 0 {
             Some(RejectReason::ZeroOutput)
+        } else if self.cfg.num_scheduler_steps > 1
+            && self.cfg.enable_chunked_prefill
+            && p > self.cfg.max_num_batched_tokens as u64
+        {
+            // V0 `Scheduler._get_prompt_limit` with multi-step: min(max_model_len, budget).
+            Some(RejectReason::PromptOverMultiStepBudget {
+                prompt: p,
+                budget: self.cfg.max_num_batched_tokens as u64,
+            })
         } else if p + o > self.cfg.max_model_len {
             Some(RejectReason::ExceedsMaxModelLen {
                 prompt: p,
@@ -583,9 +596,16 @@ impl<'m> Engine<'m> {
     /// uncomputed prompt, or the long-prefill threshold) exceeds the remaining budget stops
     /// admission for this step (`Scheduler.schedule`: "If chunked_prefill is disabled, we can
     /// stop the scheduling here").
+    ///
+    /// vLLM V0 with multi-step scheduling does not chunk prompts either
+    /// (`Scheduler._chunk_new_tokens_to_schedule`: "Prompts with more tokens than the current
+    /// remaining budget are postponed"). A preempted request whose prompt and output so far exceed
+    /// the whole budget, which vLLM would drop as ignored, is chunked instead (docs/engine.md).
     fn whole_prompt_waits(&self, rest: u64, budget: u64, thr: u64) -> bool {
         let want = if thr > 0 { rest.min(thr) } else { rest };
-        !self.cfg.enable_chunked_prefill && want > budget
+        let whole = !self.cfg.enable_chunked_prefill
+            || (self.cfg.num_scheduler_steps > 1 && rest <= self.cfg.max_num_batched_tokens as u64);
+        whole && want > budget
     }
 
     /// The first prefill chunk of a waiting request with `hit` tokens cached: all of it, capped
@@ -874,7 +894,11 @@ impl<'m> Engine<'m> {
         // a step that admits any prompt is a prefill-only step, which leaves the decode clock
         // (`self.step`) where it is (`EngineConfig::v0_prefill_first`).
         let v0_first = self.cfg.v0_prefill_first && self.offload.is_none();
-        if v0_first {
+        // V0 multi-step: inside a round the scheduler does not run; the round's decodes take
+        // their next step and nobody is admitted. A round whose decodes all finished ends early.
+        let multi = self.cfg.num_scheduler_steps > 1;
+        let mid_round = multi && k < self.round_end && self.n_dec > 0;
+        if v0_first && !mid_round {
             let mut whole = self.cfg.max_num_batched_tokens as u64;
             self.admit_waiting(&mut whole, thr, t, None, obs);
             if !self.chunks.is_empty() {
@@ -981,7 +1005,7 @@ impl<'m> Engine<'m> {
         // 3. Waiting requests, FCFS, unless this step preempted (as vLLM). With a CPU tier,
         // requests loading from it are passed over (`skip`, engine/offload.rs). V0 without
         // chunked prefill admitted them first (above).
-        if !preempted && !v0_first {
+        if !preempted && !v0_first && !mid_round {
             self.admit_waiting(&mut budget, thr, t, None, obs);
         }
 
@@ -1008,6 +1032,10 @@ impl<'m> Engine<'m> {
             });
         }
         self.put_step_in_flight(t, false);
+        if multi && !mid_round {
+            // A new round: this step and the `num_scheduler_steps - 1` after it.
+            self.round_end = k + self.cfg.num_scheduler_steps as u64;
+        }
         if self.offload.is_some() {
             let end = self.in_flight.as_ref().map_or(t, |f| f.end);
             self.offload_flush(end);

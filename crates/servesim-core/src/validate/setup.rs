@@ -460,14 +460,27 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
             unresolved.join(" ")
         ));
     }
-    let steps = scheduler_steps_in_notes(&p.notes).map(|n| n.to_string());
-    if let Some(why) = steps.as_deref().and_then(|n| {
-        crate::vllm::args::v0_not_modelled("--num-scheduler-steps", Some(n))
-            .map(|why| format!("num-scheduler-steps {n} recorded, not applied: {why}"))
-    }) {
-        notes.push(why);
+    // V0 multi-step: its admission rules differ with and without chunked prefill, so it is not
+    // applied to a row whose chunked-prefill setting cannot be (`chunked_prefill_off_unappliable`).
+    let chunked_unappliable = chunked_prefill_off_unappliable(p, &scenario);
+    if let Some(n) = scheduler_steps_in_notes(&p.notes).filter(|&n| n > 1) {
+        let v0 = matches!(scenario.engine_era(), Ok(crate::perf::EngineEra::Vllm07));
+        if !v0 {
+            notes.push(format!(
+                "num-scheduler-steps {n} recorded, not applied: the row's vLLM runs the V1 engine, which has no multi-step scheduling"
+            ));
+        } else if chunked_unappliable.is_some() {
+            notes.push(format!(
+                "num-scheduler-steps {n} recorded, not applied: V0 multi-step admits prompts differently with chunked prefill on and off, and the run's chunked-prefill setting is not reproducible (below)"
+            ));
+        } else {
+            scenario.engine.num_scheduler_steps = Some(n as i64);
+            notes.push(format!(
+                "num-scheduler-steps {n} recorded in the notes, applied (V0 multi-step rounds)"
+            ));
+        }
     }
-    if let Some(note) = chunked_prefill_off_unappliable(p, &scenario) {
+    if let Some(note) = chunked_unappliable {
         notes.push(note);
     }
     if let Some(note) = started_kv_floor(&mut scenario) {
@@ -585,8 +598,9 @@ pub fn totals_from_notes(notes: &str) -> Option<(f64, f64)> {
 /// Engine flags a row's notes record (its `vllm serve` command or offline engine arguments) that
 /// the CSV has no column for. They are applied through the vLLM argument registry, as a pasted
 /// command is. Not read from the notes: flags with a CSV column (`max_num_seqs`,
-/// `max_num_batched_tokens`, `kv_dtype`, parallelism), `--num-scheduler-steps` (V0 multi-step,
-/// not modelled: docs/accuracy.md), and client (benchmark) flags. A switch written with a false
+/// `max_num_batched_tokens`, `kv_dtype`, parallelism), `--num-scheduler-steps` (read by
+/// [`scheduler_steps_in_notes`], whose two spellings the registry does not share), and client
+/// (benchmark) flags. A switch written with a false
 /// value (`--enable-chunked-prefill=False`, V0's spelling) counts as its `--no-` form.
 pub const NOTE_ENGINE_FLAGS: [&str; 9] = [
     "--max-model-len",
@@ -638,7 +652,7 @@ pub fn chunked_prefill_off_unappliable(p: &CalibrationPoint, s: &Scenario) -> Op
 }
 
 /// The V0 multi-step count a row's notes record (`num-scheduler-steps=15`, `--num-scheduler-step
-/// 15`: both spellings occur), which is not applied (multi-step scheduling is not modelled).
+/// 15`: both spellings occur), applied as `engine.num_scheduler_steps` to a V0 row.
 pub fn scheduler_steps_in_notes(notes: &str) -> Option<u32> {
     let words: Vec<&str> = notes.split_whitespace().collect();
     words.iter().enumerate().find_map(|(i, w)| {

@@ -71,6 +71,8 @@ pub enum Target {
     CudagraphMode,
     KvCacheMemoryBytes,
     LongPrefillTokenThreshold,
+    /// `--num-scheduler-steps` (V0 multi-step scheduling) -> `engine.num_scheduler_steps`.
+    NumSchedulerSteps,
     All2AllBackend,
     EstimateCudagraphs,
     AllowLongMaxModelLen,
@@ -257,7 +259,7 @@ static REGISTRY: &[ArgSpec] = &[
     other("lora-modules", Value, NotModelled("LoRA adapters are not modelled")),
     other("enable-lora", Flag, NotModelled("LoRA adapters are not modelled")),
     other("swap-space", Value, Ignored(V0)),
-    other("num-scheduler-steps", Value, Ignored(V0)),
+    sets("num-scheduler-steps", &[], Value, Target::NumSchedulerSteps, "engine.num_scheduler_steps", "V0 multi-step scheduling: steps per scheduling round (vllm_version < 0.8)"),
     other("use-v2-block-manager", Flag, Ignored(V0)),
     other("disable-log-requests", Flag, Ignored(API)),
     other("enable-log-requests", Flag, Ignored(API)),
@@ -404,20 +406,13 @@ pub struct ArgReport {
 
 /// Why a V0-engine argument that V1 ignores ([`V0`]) matters in a scenario that runs V0's engine
 /// (`vllm_version` < 0.8), where vLLM honours it but ServeSim, whose scheduler is V1's, does not
-/// model it; `None` for the V0 arguments that change neither memory nor speed, and for a
-/// multi-step count of 1 (V0's default).
-pub fn v0_not_modelled(spelling: &str, value: Option<&str>) -> Option<String> {
+/// model it; `None` for the V0 arguments that change neither memory nor speed.
+pub fn v0_not_modelled(spelling: &str) -> Option<String> {
     let spec = lookup(spelling)?;
     if spec.effect != Effect::Ignored(V0) {
         return None;
     }
     match spec.name {
-        "num-scheduler-steps" => {
-            let n = value.and_then(parse_int).unwrap_or(1);
-            (n > 1).then(|| format!(
-                "V0 multi-step scheduling is not modelled: vLLM < 0.8 runs {n} decode steps per scheduling round and streams their tokens in bursts of {n}; ServeSim schedules every step (one step per scheduling round), so ITL, TTFT and throughput are those of one step per round (docs/capacity.md)"
-            ))
-        }
         "swap-space" => Some(
             "V0 swaps a preempted request's KV cache to this much CPU memory; ServeSim recomputes a preempted request instead (V1's policy), and the capacity report's CPU block count assumes V0's default 4 GiB".into(),
         ),
@@ -720,6 +715,13 @@ pub fn apply(
             format!(
                 "engine.long_prefill_token_threshold = {}",
                 e.long_prefill_token_threshold.unwrap_or_default()
+            )
+        }
+        Target::NumSchedulerSteps => {
+            e.num_scheduler_steps = Some(int(&flag, need()?)?);
+            format!(
+                "engine.num_scheduler_steps = {}",
+                e.num_scheduler_steps.unwrap_or_default()
             )
         }
         Target::All2AllBackend => {

@@ -588,10 +588,20 @@ pub(crate) fn apply_all(
     // there they are not modelled rather than ignored.
     if matches!(s.engine_era(), Ok(crate::perf::EngineEra::Vllm07)) {
         for r in reports.iter_mut().filter(|r| r.status == Status::Ignored) {
-            if let Some(why) = args::v0_not_modelled(&r.arg, r.value.as_deref()) {
+            if let Some(why) = args::v0_not_modelled(&r.arg) {
                 r.status = Status::NotModelled;
                 r.detail = why;
             }
+        }
+    } else if s.engine.num_scheduler_steps.take().is_some() {
+        // Multi-step scheduling is V0's: a V1 engine has none (vLLM >= 0.10 no longer accepts
+        // the flag), so a V1 scenario does not take it.
+        for r in reports
+            .iter_mut()
+            .filter(|r| r.arg == "--num-scheduler-steps" && r.status == Status::Understood)
+        {
+            r.status = Status::Ignored;
+            r.detail = "multi-step scheduling is vLLM V0's (vllm_version < 0.8): the V1 engine schedules every step".into();
         }
     }
     if require_model && !model_given {
@@ -977,7 +987,7 @@ mod tests {
     }
 
     #[test]
-    fn v0_settings_are_not_modelled_in_a_v0_scenario_and_ignored_in_v1() {
+    fn v0_settings_are_honoured_or_not_modelled_in_a_v0_scenario_and_ignored_in_v1() {
         // dstack's 8xH100 config sweep serve command with its multi-step knob (vLLM 0.6.3).
         let cmd = "vllm serve meta-llama/Llama-3.1-405B-FP8 --tensor-parallel-size 8 --num-scheduler-steps 15 --swap-space 16 --use-v2-block-manager";
         let status = |p: &Pasted, arg: &str| {
@@ -995,27 +1005,30 @@ mod tests {
         ] {
             assert_eq!(status(&v1, a).0, Status::Ignored, "{a}");
         }
+        let v1s = v1.scenario.as_ref().unwrap();
+        assert_eq!(v1s.engine.num_scheduler_steps, None);
+        assert!(v1s.resolve().is_ok());
         let v0 = parse_command(
             &format!("# servesim: --vllm-version 0.6.3\n{cmd}"),
             &Scenario::default_scenario(),
         )
         .unwrap();
+        // V0 honours multi-step scheduling, and so does a V0 scenario (docs/engine.md).
         let (st, why) = status(&v0, "--num-scheduler-steps");
-        assert_eq!(st, Status::NotModelled);
-        assert!(
-            why.contains("15 decode steps per scheduling round"),
-            "{why}"
-        );
+        assert_eq!(st, Status::Understood);
+        assert_eq!(why, "engine.num_scheduler_steps = 15");
         assert_eq!(status(&v0, "--swap-space").0, Status::NotModelled);
-        // A block-manager switch changes nothing; one step per round is V0's default.
+        // A block-manager switch changes nothing.
         assert_eq!(status(&v0, "--use-v2-block-manager").0, Status::Ignored);
         let one = parse_command(
             "# servesim: --vllm-version 0.6.3\nvllm serve Qwen/Qwen3-8B --num-scheduler-steps 1",
             &Scenario::default_scenario(),
         )
         .unwrap();
-        assert_eq!(status(&one, "--num-scheduler-steps").0, Status::Ignored);
-        assert!(v0.scenario.is_some());
+        assert_eq!(status(&one, "--num-scheduler-steps").0, Status::Understood);
+        let v0s = v0.scenario.as_ref().unwrap();
+        assert_eq!(v0s.engine.num_scheduler_steps, Some(15));
+        assert_eq!(v0s.resolve().unwrap().engine.num_scheduler_steps, 15);
     }
 
     #[test]
