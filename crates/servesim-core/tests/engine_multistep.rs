@@ -62,7 +62,7 @@ impl Observer for Rec {
         self.finished += 1;
     }
     fn on_step(&mut self, s: &StepRecord) {
-        self.steps.push(s.clone());
+        self.steps.push(*s);
     }
 }
 

@@ -15,17 +15,17 @@ fn combined() -> String {
 /// Copied from docs/accuracy.md: (family, points scored, median abs error %, mean abs error %),
 /// in-sample on the combined set.
 const DOCUMENTED: [(Family, usize, f64, f64); 3] = [
-    (Family::Throughput, 560, 15.2, 32.0),
-    (Family::InterToken, 440, 20.2, 46.2),
-    (Family::Ttft, 433, 38.4, 207.3),
+    (Family::Throughput, 560, 15.2, 29.3),
+    (Family::InterToken, 440, 19.5, 44.9),
+    (Family::Ttft, 433, 39.3, 218.9),
 ];
 
 /// Copied from docs/accuracy.md: held-out medians (leave-one-model-family-out,
 /// leave-one-source-out), percent, as the shipped summary carries them.
 const DOCUMENTED_HELD_OUT: [(Family, f64, f64); 3] = [
-    (Family::Throughput, 24.7, 86.7),
-    (Family::InterToken, 30.7, 43.5),
-    (Family::Ttft, 53.5, 66.5),
+    (Family::Throughput, 24.4, 84.3),
+    (Family::InterToken, 29.5, 43.1),
+    (Family::Ttft, 53.5, 66.6),
 ];
 /// Allowed worsening of a documented median, percentage points.
 const SLACK_PCT: f64 = 1.0;

@@ -423,14 +423,16 @@ fn engine_flags_recorded_in_the_notes_are_applied() {
     assert_eq!(scheduler_steps_in_notes("--max-model-len 8192"), None);
 
     // On the shipped rows: the 18 multi-step rows of dstack's sweep and the 28 rows of its H100 vs
-    // MI300X study that ran with 15 scheduler steps say in their notes that multi-step is not
-    // modelled.
+    // MI300X study that ran with 15 scheduler steps run with them (`engine.num_scheduler_steps`),
+    // but for the 9 sweep rows whose chunked-prefill setting cannot be applied (multi-step admits
+    // differently with it on and off), which say so.
     let both = servesim_core::validate::combine_csvs(&[
         include_str!("../data/calibration/measured-points.csv"),
         include_str!("../data/calibration/measured-points-more.csv"),
     ])
     .unwrap();
     let mut multi = 0;
+    let mut multi_applied = 0;
     let mut chunked_knob = 0;
     for p in parse_points(&both).unwrap() {
         // dstack's sweep records chunked prefill off next to a 512-token budget, a pair vLLM
@@ -451,17 +453,38 @@ fn engine_flags_recorded_in_the_notes_are_applied() {
             && servesim_core::validate::waits_for(&p).is_none()
         {
             let s = setup_for(&p).unwrap();
-            assert!(
-                s.notes
-                    .iter()
-                    .any(|n| n.contains("multi-step scheduling is not modelled")),
-                "line {}",
-                p.line
-            );
+            let n = scheduler_steps_in_notes(&p.notes).unwrap() as i64;
+            let unappliable = s
+                .notes
+                .iter()
+                .any(|x| x.starts_with("enable-chunked-prefill=FALSE recorded, not applied"));
+            if unappliable {
+                assert_eq!(
+                    s.scenario.engine.num_scheduler_steps, None,
+                    "line {}",
+                    p.line
+                );
+                assert!(
+                    s.notes.iter().any(|x| x
+                        .starts_with(&format!("num-scheduler-steps {n} recorded, not applied"))),
+                    "line {}",
+                    p.line
+                );
+            } else {
+                assert_eq!(
+                    s.scenario.engine.num_scheduler_steps,
+                    Some(n),
+                    "line {}",
+                    p.line
+                );
+                assert!(s.scenario.resolve().is_ok(), "line {}", p.line);
+                multi_applied += 1;
+            }
             multi += 1;
         }
     }
     assert_eq!(multi, 18 + 28);
+    assert_eq!(multi_applied, 9 + 28);
     assert_eq!(chunked_knob, 12);
 
     // On the shipped rows: every row stating them runs with them.
