@@ -369,6 +369,122 @@ fn more_tp_never_more_gemm_flops_per_gpu() {
     }
 }
 
+/// DeepSeek sparse attention on vLLM's FlashMLA sparse kernels (Hopper, data-centre Blackwell):
+/// every query runs all `index_topk` slots at its rank's query heads padded to a multiple of 64
+/// (Hopper; an fp8 cache) or 128 (Blackwell, 16-bit cache), whatever its context, at FlashMLA's
+/// published throughput; other GPUs run the architecture's `min(context, index_topk)` latents at
+/// the real heads.
+#[test]
+fn dsa_on_flashmla_sparse_runs_every_slot_at_padded_heads() {
+    use servesim_core::perf::{
+        dsa_kernel, DsaKernel, FLASHMLA_SPARSE_DECODE_FP8_BLACKWELL,
+        FLASHMLA_SPARSE_PREFILL_BLACKWELL, FLASHMLA_SPARSE_PREFILL_HOPPER,
+    };
+    let new = 1000u64;
+    let ch = [PrefillChunk { past: 0, new }];
+    let w = StepWork {
+        prefill: &ch,
+        decode_seqs: 0,
+        decode_ctx_sum: 0,
+    };
+    for model in ["deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5-FP8"] {
+        let cfg = catalog::load(model).unwrap();
+        let ix = cfg.sparse_indexer.as_ref().unwrap();
+        let AttentionSpec::Mla {
+            num_heads,
+            kv_lora_rank,
+            qk_rope_head_dim,
+            ..
+        } = cfg.attention
+        else {
+            panic!("{model}: not MLA")
+        };
+        let indexer = 2.0
+            * (ix.n_heads * ix.head_dim) as f64
+            * ix.indexer_layers as f64
+            * (new * (new + 1) / 2) as f64;
+        let per_slot_head =
+            2.0 * (2 * kv_lora_rank + qk_rope_head_dim) as f64 * cfg.num_layers as f64;
+        for (gpu, kv, multiple) in [
+            ("H200", KvCacheDtype::Auto, 64u32),
+            ("B200", KvCacheDtype::Auto, 128),
+            ("B200", KvCacheDtype::Fp8DsMla, 64),
+        ] {
+            let g = find_gpu(gpu).unwrap();
+            for n in [1u32, 2, 4, 8] {
+                let per_rank = num_heads.div_ceil(n);
+                // The kernel and its published rate: the bf16 prefill kernel for a 16-bit cache;
+                // with an fp8 cache the decode kernel, and the bf16 prefill kernel for prefills
+                // from 32 heads per rank.
+                let (pf, dc) = match (gpu, kv) {
+                    ("H200", _) => (
+                        FLASHMLA_SPARSE_PREFILL_HOPPER,
+                        FLASHMLA_SPARSE_PREFILL_HOPPER,
+                    ),
+                    (_, KvCacheDtype::Auto) => (
+                        FLASHMLA_SPARSE_PREFILL_BLACKWELL,
+                        FLASHMLA_SPARSE_PREFILL_BLACKWELL,
+                    ),
+                    _ if per_rank >= 32 => (
+                        FLASHMLA_SPARSE_PREFILL_BLACKWELL,
+                        FLASHMLA_SPARSE_DECODE_FP8_BLACKWELL,
+                    ),
+                    _ => (
+                        FLASHMLA_SPARSE_DECODE_FP8_BLACKWELL,
+                        FLASHMLA_SPARSE_DECODE_FP8_BLACKWELL,
+                    ),
+                };
+                assert_eq!(
+                    dsa_kernel(&g, kv, per_rank),
+                    DsaKernel::FlashMlaSparse {
+                        head_multiple: multiple,
+                        prefill_peak_fraction: pf,
+                        decode_peak_fraction: dc,
+                    },
+                    "{gpu} {kv:?} {per_rank}"
+                );
+                let d = Deployment::new(
+                    cfg.clone(),
+                    g.clone(),
+                    tp(n),
+                    None,
+                    WeightPrecision::Checkpoint,
+                    kv,
+                    &RawEngineSettings::default(),
+                )
+                .unwrap();
+                let m = cost(&d);
+                let padded = per_rank.div_ceil(multiple) * multiple;
+                assert!(padded >= per_rank && padded % multiple == 0);
+                // All index_topk slots for every query of the chunk, even the first (1 key).
+                let sparse = per_slot_head * padded as f64 * ix.topk as f64 * new as f64;
+                let want = sparse + indexer;
+                let b = m.breakdown(&w);
+                let got = b.work.attention_flops;
+                assert!(
+                    (got - want).abs() <= 1e-9 * want,
+                    "{model} {gpu} {kv:?} tp={n}: {got} vs {want}"
+                );
+                // The sparse part runs at the kernel's published rate, the indexer on top.
+                let at_rate = sparse / (g.bf16_flops * pf);
+                assert!(
+                    b.raw.prefill_attention_compute > at_rate
+                        && b.raw.prefill_attention_compute < at_rate * 1.5,
+                    "{model} {gpu} {kv:?} tp={n}: {} vs {at_rate}",
+                    b.raw.prefill_attention_compute
+                );
+            }
+        }
+        // A GPU without the FlashMLA sparse kernels keeps the architecture's attention.
+        for gpu in ["MI300X", "A100"] {
+            assert_eq!(
+                dsa_kernel(&find_gpu(gpu).unwrap(), KvCacheDtype::Auto, 16),
+                DsaKernel::Exact
+            );
+        }
+    }
+}
+
 #[test]
 fn dsa_indexer_is_computed_whole_on_every_tp_rank() {
     // vLLM's DeepSeek sparse-attention `Indexer` is replicated ("no tensor parallel, just
@@ -380,6 +496,8 @@ fn dsa_indexer_is_computed_whole_on_every_tp_rank() {
         decode_seqs: 0,
         decode_ctx_sum: 0,
     };
+    // On MI300X (no FlashMLA sparse kernels) the selected-latent attention is the
+    // architecture's, so the two parts separate cleanly.
     for model in ["deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5-FP8"] {
         let cfg = catalog::load(model).unwrap();
         let ix = cfg.sparse_indexer.as_ref().unwrap();
@@ -389,7 +507,7 @@ fn dsa_indexer_is_computed_whole_on_every_tp_rank() {
             * ix.indexer_layers as f64
             * (new * (new + 1) / 2) as f64;
         for n in [1u32, 2, 4, 8] {
-            let m = cost(&dep(model, "H200", tp(n)));
+            let m = cost(&dep(model, "MI300X", tp(n)));
             let whole = m.attention_flops_whole_model(0, new);
             assert!(indexer > 0.0 && indexer < whole, "{model}");
             let want = (whole - indexer) / n as f64 + indexer;

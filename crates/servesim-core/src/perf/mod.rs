@@ -26,6 +26,62 @@ use crate::model::{ModelError, TensorGroup, WeightBytes};
 use crate::units::Ticks;
 use serde::{Deserialize, Serialize};
 use terms::AttnTerms;
+pub use terms::DsaKernel;
+
+/// FlashMLA's published sparse-attention throughput (deepseek-ai/FlashMLA README, "Sparse
+/// Attention Kernels"), as fractions of the bf16 dense peak of the GPU it was measured on (H800
+/// SXM5: 989.4 TFLOPS, the H100's; B200: 2,250): the sparse prefill kernel "up to 640 TFlops" on
+/// H800 and 1,450 on B200, the fp8-cache sparse decode kernel 410 on H800 and 350 on B200.
+pub const FLASHMLA_SPARSE_PREFILL_HOPPER: f64 = 640.0 / 989.4;
+pub const FLASHMLA_SPARSE_PREFILL_BLACKWELL: f64 = 1450.0 / 2250.0;
+pub const FLASHMLA_SPARSE_DECODE_FP8_HOPPER: f64 = 410.0 / 989.4;
+pub const FLASHMLA_SPARSE_DECODE_FP8_BLACKWELL: f64 = 350.0 / 2250.0;
+
+/// vLLM runs an fp8-cache prefill with the bf16 sparse prefill kernel (after up-converting the
+/// cache) only from this many query heads per rank; below it the whole batch goes through the fp8
+/// decode kernel (`MIN_HEADS_FOR_BF16_PREFILL`, vllm/v1/attention/backends/mla/flashmla_sparse.py).
+pub const MIN_HEADS_FOR_BF16_SPARSE_PREFILL: u32 = 32;
+
+/// How `gpu` runs DeepSeek sparse attention over the selected latents for a model with
+/// `heads_per_rank` query heads per TP rank (docs/step-time.md §3, "DSA on FlashMLA's sparse
+/// kernels"). vLLM's `FLASHMLA_SPARSE` backend runs on sm90 and sm100
+/// (vllm/v1/attention/backends/mla/flashmla_sparse.py, `supports_compute_capability`). With a
+/// 16-bit KV cache its sparse prefill kernel serves every token and "requires num_local_head to be
+/// a multiple of 64 on hopper and 128 on blackwell" (`_bf16_flash_mla_kernel` pads the query
+/// heads). With an fp8 cache the sparse decode kernel ("only supports h_q = 64 or 128", padded)
+/// serves the decodes, and the prefills too below [`MIN_HEADS_FOR_BF16_SPARSE_PREFILL`] heads per
+/// rank. Both index all `index_topk` slots of every query. Other GPUs (ROCm, sm120, Ampere) keep
+/// the architecture's attention at the attention rates.
+pub fn dsa_kernel(gpu: &GpuSpec, kv: crate::dtype::KvCacheDtype, heads_per_rank: u32) -> DsaKernel {
+    use crate::gpu::Generation;
+    let (bf16_multiple, prefill, decode_fp8) = match gpu.generation {
+        Generation::Hopper => (
+            64,
+            FLASHMLA_SPARSE_PREFILL_HOPPER,
+            FLASHMLA_SPARSE_DECODE_FP8_HOPPER,
+        ),
+        Generation::Blackwell | Generation::BlackwellUltra => (
+            128,
+            FLASHMLA_SPARSE_PREFILL_BLACKWELL,
+            FLASHMLA_SPARSE_DECODE_FP8_BLACKWELL,
+        ),
+        _ => return DsaKernel::Exact,
+    };
+    if kv.is_fp8() {
+        let mixed = heads_per_rank < MIN_HEADS_FOR_BF16_SPARSE_PREFILL;
+        DsaKernel::FlashMlaSparse {
+            head_multiple: 64,
+            prefill_peak_fraction: if mixed { decode_fp8 } else { prefill },
+            decode_peak_fraction: decode_fp8,
+        }
+    } else {
+        DsaKernel::FlashMlaSparse {
+            head_multiple: bf16_multiple,
+            prefill_peak_fraction: prefill,
+            decode_peak_fraction: prefill,
+        }
+    }
+}
 
 /// Bytes per activation element on the wire and in HBM (bf16).
 pub const ACT_BYTES: f64 = 2.0;
@@ -228,6 +284,11 @@ pub struct StepCostModel {
     attn_model: AttnTerms,
     attn_compute_s_per_flop_prefill: f64,
     attn_compute_s_per_flop_decode: f64,
+    /// DeepSeek sparse attention on FlashMLA's sparse kernels: one GPU's FLOPs and seconds per
+    /// prefill / decode query token (0 when the model or GPU has none; [`dsa_kernel`]).
+    sparse_flops_per_query: f64,
+    sparse_s_per_query_prefill: f64,
+    sparse_s_per_query_decode: f64,
     kv_s_per_byte: f64,
     kv_write_bytes_per_token: f64,
     act_s_per_byte: f64,
@@ -437,7 +498,26 @@ impl StepCostModel {
 
         // Attention and KV.
         let spec = m.kv_cache_spec(dep.kv_cache_dtype, par.tp, dep.engine.block_size)?;
-        let attn = AttnTerms::scaled_for_tp(m, &spec, tp);
+        let dsa = match &m.attention {
+            crate::model::AttentionSpec::Mla { num_heads, .. } if m.sparse_indexer.is_some() => {
+                dsa_kernel(gpu, dep.kv_cache_dtype, num_heads.div_ceil(par.tp))
+            }
+            _ => DsaKernel::Exact,
+        };
+        let attn = AttnTerms::scaled_for_tp(m, &spec, tp, dsa);
+        // FlashMLA's sparse kernels: one GPU's FLOPs per query token and their seconds.
+        let sparse_flops_per_query = attn.sparse_per_query / tp;
+        let (sparse_s_per_query_prefill, sparse_s_per_query_decode) = match dsa {
+            DsaKernel::FlashMlaSparse {
+                prefill_peak_fraction,
+                decode_peak_fraction,
+                ..
+            } if sparse_flops_per_query > 0.0 => (
+                sparse_flops_per_query / (gpu.bf16_flops * prefill_peak_fraction),
+                sparse_flops_per_query / (gpu.bf16_flops * decode_peak_fraction),
+            ),
+            _ => (0.0, 0.0),
+        };
         let attn_model = AttnTerms::new(m, &spec);
         let attn_peak = gpu.bf16_flops;
 
@@ -509,6 +589,9 @@ impl StepCostModel {
                         eff.prefill_attention
                     }),
             attn_compute_s_per_flop_decode: 1.0 / (attn_peak * eff.decode_attention),
+            sparse_flops_per_query,
+            sparse_s_per_query_prefill,
+            sparse_s_per_query_decode,
             kv_s_per_byte: 1.0 / (bw * eff.hbm_kv),
             kv_write_bytes_per_token: spec.bytes_per_token(),
             act_s_per_byte: w_s_per_byte,
@@ -791,12 +874,20 @@ impl StepCostModel {
         }
         if prefill_tokens == 0 {
             if let Some(sh) = self.decode_table.get(decode_seqs as usize) {
-                return self.seconds_of(sh, pf_flops, pf_bytes, decode_seqs, decode_ctx_sum);
+                return self.seconds_of(sh, pf_flops, pf_bytes, 0.0, decode_seqs, decode_ctx_sum);
             }
         }
         let requests = prefill_reqs as f64 + decode_seqs as f64;
         let sh = self.shape_terms(tokens, requests, prefill_tokens > 0);
-        self.seconds_of(&sh, pf_flops, pf_bytes, decode_seqs, decode_ctx_sum)
+        let pf_sparse_s = prefill_tokens as f64 * self.sparse_s_per_query_prefill;
+        self.seconds_of(
+            &sh,
+            pf_flops,
+            pf_bytes,
+            pf_sparse_s,
+            decode_seqs,
+            decode_ctx_sum,
+        )
     }
 
     /// vLLM V0's `max_seq_len_to_capture` when the deployment has one (V0's default 8192).
@@ -813,7 +904,7 @@ impl StepCostModel {
         match self.graph_seq_len_limit {
             Some(limit) if n > 0 && ctx_max + 1 > limit => {
                 let sh = self.shape_terms_in(ExecMode::Eager, n, n, 0.0 + n as f64);
-                self.seconds_of(&sh, 0.0, 0.0, n, ctx_sum)
+                self.seconds_of(&sh, 0.0, 0.0, 0.0, n, ctx_sum)
             }
             _ => self.step_seconds(std::iter::empty(), n, ctx_sum),
         }
@@ -840,39 +931,42 @@ impl StepCostModel {
         };
         let mut ctx = ctx_first;
         for _ in 0..count {
-            out.push(secs_to_ticks(self.seconds_of(sh, 0.0, 0.0, n, ctx)));
+            out.push(secs_to_ticks(self.seconds_of(sh, 0.0, 0.0, 0.0, n, ctx)));
             ctx += n;
         }
     }
 
-    /// The step seconds from its shape terms, its prefill attention FLOPs and KV bytes, and its
-    /// decodes (the second half of [`StepCostModel::step_seconds`]).
+    /// The step seconds from its shape terms, its prefill attention FLOPs, KV bytes and seconds
+    /// on FlashMLA's sparse kernels, and its decodes (the second half of
+    /// [`StepCostModel::step_seconds`]).
     #[inline(always)]
     fn seconds_of(
         &self,
         sh: &ShapeTerms,
         pf_flops: f64,
         pf_bytes: f64,
+        pf_sparse_s: f64,
         decode_seqs: u64,
         decode_ctx_sum: u64,
     ) -> f64 {
         // Attention.
         let pf_flops = self.div_tp(pf_flops);
-        let (mut dc_flops, mut dc_bytes) = (0.0, 0.0);
+        let (mut dc_flops, mut dc_bytes, mut dc_sparse_s) = (0.0, 0.0, 0.0);
         if decode_seqs > 0 {
             let n = decode_seqs as f64;
             let mean = decode_ctx_sum as f64 / n;
             dc_flops = self.div_tp(n * self.attn.decode_flops(mean));
             dc_bytes = n * (self.attn.kv_bytes(mean) + self.kv_write_bytes_per_token);
+            dc_sparse_s = n * self.sparse_s_per_query_decode;
         }
         let (mut attention_compute, mut kv_reads) = (0.0, 0.0);
         for (c, mm) in [
             (
-                pf_flops * self.attn_compute_s_per_flop_prefill,
+                pf_flops * self.attn_compute_s_per_flop_prefill + pf_sparse_s,
                 pf_bytes * self.kv_s_per_byte,
             ),
             (
-                dc_flops * self.attn_compute_s_per_flop_decode,
+                dc_flops * self.attn_compute_s_per_flop_decode + dc_sparse_s,
                 dc_bytes * self.kv_s_per_byte,
             ),
         ] {
@@ -1091,17 +1185,25 @@ impl StepCostModel {
                 self.attn.kv_bytes(ch.past as f64) + ch.new as f64 * self.kv_write_bytes_per_token;
         }
         pf_flops /= self.tp;
+        // DeepSeek sparse attention on FlashMLA's sparse kernels: per query token.
+        let pf_sparse_flops = prefill_tokens as f64 * self.sparse_flops_per_query;
+        let pf_sparse_s = prefill_tokens as f64 * self.sparse_s_per_query_prefill;
         // Decode attention: mean-field at the mean context.
-        let (mut dc_flops, mut dc_bytes) = (0.0, 0.0);
+        let (mut dc_flops, mut dc_bytes, mut dc_sparse_flops, mut dc_sparse_s) =
+            (0.0, 0.0, 0.0, 0.0);
         if w.decode_seqs > 0 {
             let n = w.decode_seqs as f64;
             let mean = w.decode_ctx_sum as f64 / n;
             dc_flops = n * self.attn.decode_flops(mean) / self.tp;
             dc_bytes = n * (self.attn.kv_bytes(mean) + self.kv_write_bytes_per_token);
+            dc_sparse_flops = n * self.sparse_flops_per_query;
+            dc_sparse_s = n * self.sparse_s_per_query_decode;
         }
-        b.raw.prefill_attention_compute = pf_flops * self.attn_compute_s_per_flop_prefill;
+        b.raw.prefill_attention_compute =
+            pf_flops * self.attn_compute_s_per_flop_prefill + pf_sparse_s;
         b.raw.prefill_kv_reads = pf_bytes * self.kv_s_per_byte;
-        b.raw.decode_attention_compute = dc_flops * self.attn_compute_s_per_flop_decode;
+        b.raw.decode_attention_compute =
+            dc_flops * self.attn_compute_s_per_flop_decode + dc_sparse_s;
         b.raw.decode_kv_reads = dc_bytes * self.kv_s_per_byte;
         for (c, mm) in [
             (b.raw.prefill_attention_compute, b.raw.prefill_kv_reads),
@@ -1113,7 +1215,7 @@ impl StepCostModel {
                 b.kv_reads += mm;
             }
         }
-        b.work.attention_flops = pf_flops + dc_flops;
+        b.work.attention_flops = pf_flops + dc_flops + pf_sparse_flops + dc_sparse_flops;
         b.work.kv_bytes = pf_bytes + dc_bytes;
 
         // Elementwise activation traffic (real tokens; padding rows are cheap elementwise).

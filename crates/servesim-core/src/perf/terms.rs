@@ -42,6 +42,24 @@ fn push(terms: &mut Vec<Term>, coef: f64, cap: f64) {
     }
 }
 
+/// How the GPU runs DeepSeek sparse attention's attention over the selected latents
+/// (docs/step-time.md §3, "DSA on FlashMLA's sparse kernels").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DsaKernel {
+    /// `min(context, index_topk)` latents per query, the model's heads, at the attention rates:
+    /// the attention the architecture defines.
+    Exact,
+    /// vLLM's FlashMLA sparse kernels (Hopper and data-centre Blackwell): every query runs all
+    /// `index_topk` index slots (unused ones are masked, not skipped), the query heads of a TP
+    /// rank are padded up to a multiple of `head_multiple`, and the kernels run at their published
+    /// throughput, a fraction of the GPU's bf16 peak, for a prefill and for a decode token.
+    FlashMlaSparse {
+        head_multiple: u32,
+        prefill_peak_fraction: f64,
+        decode_peak_fraction: f64,
+    },
+}
+
 /// Whole-model (all layers, all heads) attention FLOPs and KV-read bytes of one sequence.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct AttnTerms {
@@ -51,13 +69,17 @@ pub(super) struct AttnTerms {
     pub prefill_per_past: f64,
     /// One-token queries: `sum coef x min(past + 1, cap)`.
     pub decode: Vec<Term>,
+    /// FLOPs of every query token (prefill or decode) on FlashMLA's sparse kernels
+    /// ([`DsaKernel::FlashMlaSparse`]), kept apart from `prefill` / `decode` because they run at
+    /// the kernels' own rate; 0 otherwise.
+    pub sparse_per_query: f64,
     /// KV bytes read at context `ctx`: `sum coef x min(ctx, cap)`.
     pub kv: Vec<Term>,
 }
 
 impl AttnTerms {
     pub fn new(m: &ModelConfig, spec: &KvCacheSpec) -> AttnTerms {
-        AttnTerms::scaled_for_tp(m, spec, 1.0)
+        AttnTerms::scaled_for_tp(m, spec, 1.0, DsaKernel::Exact)
     }
 
     /// The terms a step-cost model divides by the TP degree `tp` to get one GPU's FLOPs: every
@@ -68,7 +90,16 @@ impl AttnTerms {
     /// (vllm/model_executor/layers/deepseek_v4_attention.py), both "no tensor parallel, just
     /// replicated", hold `wq_b` as a `ReplicatedLinear` over all `index_n_heads` and score every
     /// cached (compressed) entry for all of them on each rank (docs/step-time.md §3).
-    pub fn scaled_for_tp(m: &ModelConfig, spec: &KvCacheSpec, tp: f64) -> AttnTerms {
+    ///
+    /// `dsa` is how the GPU runs sparse attention over the selected latents ([`DsaKernel`]):
+    /// with FlashMLA's sparse kernels a query costs `index_topk` slots at the padded heads of
+    /// its rank, whatever its context (a per-token term).
+    pub fn scaled_for_tp(
+        m: &ModelConfig,
+        spec: &KvCacheSpec,
+        tp: f64,
+        dsa: DsaKernel,
+    ) -> AttnTerms {
         let mut prefill = Vec::new();
         let mut decode = Vec::new();
         let mut kv = Vec::new();
@@ -107,12 +138,28 @@ impl AttnTerms {
                 let qk = (*qk_nope_head_dim + *qk_rope_head_dim) as f64;
                 if let Some(ix) = &m.sparse_indexer {
                     let topk = ix.topk as f64;
-                    let sel =
-                        2.0 * nh * (2.0 * *kv_lora_rank as f64 + *qk_rope_head_dim as f64) * l;
+                    let per_head =
+                        2.0 * (2.0 * *kv_lora_rank as f64 + *qk_rope_head_dim as f64) * l;
                     let idx =
                         2.0 * (ix.n_heads * ix.head_dim) as f64 * ix.indexer_layers as f64 * tp;
+                    // Selected-latent attention: capped at `topk` keys with the model's heads, or
+                    // (FlashMLA's sparse kernels) all `topk` slots at the rank's padded heads,
+                    // scaled by `tp` like the other terms so that `/ tp` leaves one rank's.
+                    let mut sparse_per_query = 0.0;
+                    match dsa {
+                        DsaKernel::Exact => {
+                            for t in [&mut prefill, &mut decode] {
+                                push(t, per_head * nh, topk);
+                            }
+                        }
+                        DsaKernel::FlashMlaSparse { head_multiple, .. } => {
+                            let per_rank = libm::ceil(nh / tp).max(1.0);
+                            let mult = head_multiple.max(1) as f64;
+                            let padded = libm::ceil(per_rank / mult) * mult;
+                            sparse_per_query = per_head * padded * tp * topk;
+                        }
+                    }
                     for t in [&mut prefill, &mut decode] {
-                        push(t, sel, topk);
                         push(t, idx, inf);
                     }
                     let (entry, indexer) = m.dsa_kv_bytes_per_token(spec);
@@ -122,6 +169,7 @@ impl AttnTerms {
                         prefill,
                         prefill_per_past,
                         decode,
+                        sparse_per_query,
                         kv,
                     };
                 }
@@ -193,6 +241,7 @@ impl AttnTerms {
             prefill,
             prefill_per_past,
             decode,
+            sparse_per_query: 0.0,
             kv,
         }
     }
