@@ -1276,6 +1276,25 @@ impl Deployment {
             engine_settings = e;
         }
         let engine = engine_settings;
+        if let (AttentionSpec::Mla { num_heads, .. }, Some(ix)) =
+            (&model.attention, &model.sparse_indexer)
+        {
+            let per_rank = num_heads.div_ceil(par.tp);
+            if let crate::perf::DsaKernel::FlashMlaSparse {
+                head_multiple,
+                prefill_peak_fraction,
+                decode_peak_fraction,
+            } = crate::perf::dsa_kernel(&gpu, kv_cache_dtype, per_rank)
+            {
+                let padded = per_rank.div_ceil(head_multiple) * head_multiple;
+                notes.push(format!(
+                    "DeepSeek sparse attention on FlashMLA's sparse kernels: {per_rank} query heads per rank computed as {padded}, all {} index slots per token, at {:.0} % (prefill) / {:.0} % (decode) of the bf16 peak (docs/step-time.md §3)",
+                    ix.topk,
+                    prefill_peak_fraction * 100.0,
+                    decode_peak_fraction * 100.0
+                ));
+            }
+        }
         Ok(Deployment {
             model,
             gpu,

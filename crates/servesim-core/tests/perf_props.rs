@@ -455,6 +455,15 @@ fn dsa_on_flashmla_sparse_runs_every_slot_at_padded_heads() {
                 .unwrap();
                 let m = cost(&d);
                 let padded = per_rank.div_ceil(multiple) * multiple;
+                // The deployment says so, with the figures.
+                assert!(
+                    d.notes.iter().any(|n| n.starts_with(&format!(
+                        "DeepSeek sparse attention on FlashMLA's sparse kernels: {per_rank} query heads per rank computed as {padded}, all {} index slots",
+                        ix.topk
+                    ))),
+                    "{:?}",
+                    d.notes
+                );
                 assert!(padded >= per_rank && padded % multiple == 0);
                 // All index_topk slots for every query of the chunk, even the first (1 key).
                 let sparse = per_slot_head * padded as f64 * ix.topk as f64 * new as f64;
@@ -482,6 +491,11 @@ fn dsa_on_flashmla_sparse_runs_every_slot_at_padded_heads() {
                 DsaKernel::Exact
             );
         }
+        let d = dep(model, "MI300X", tp(8));
+        assert!(!d
+            .notes
+            .iter()
+            .any(|n| n.contains("FlashMLA's sparse kernels")));
     }
 }
 
