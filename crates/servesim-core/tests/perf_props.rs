@@ -369,6 +369,15 @@ fn more_tp_never_more_gemm_flops_per_gpu() {
     }
 }
 
+/// FLOPs of DeepSeek sparse attention's indexer for one chunk of `new` prompt tokens with nothing
+/// cached: causal scoring, query `c` scores `c` cached keys (itself included), all heads.
+fn dsa_indexer_flops(model: &servesim_core::model::ModelConfig, new: u64) -> f64 {
+    let ix = model.sparse_indexer.as_ref().unwrap();
+    2.0 * (ix.n_heads * ix.head_dim) as f64
+        * ix.indexer_layers as f64
+        * (new * (new + 1) / 2) as f64
+}
+
 /// DeepSeek sparse attention on vLLM's FlashMLA sparse kernels (Hopper, data-centre Blackwell):
 /// every query runs all `index_topk` slots at its rank's query heads padded to a multiple of 64
 /// (Hopper; an fp8 cache) or 128 (Blackwell, 16-bit cache), whatever its context, at FlashMLA's
@@ -399,10 +408,7 @@ fn dsa_on_flashmla_sparse_runs_every_slot_at_padded_heads() {
         else {
             panic!("{model}: not MLA")
         };
-        let indexer = 2.0
-            * (ix.n_heads * ix.head_dim) as f64
-            * ix.indexer_layers as f64
-            * (new * (new + 1) / 2) as f64;
+        let indexer = dsa_indexer_flops(&cfg, new);
         let per_slot_head =
             2.0 * (2 * kv_lora_rank + qk_rope_head_dim) as f64 * cfg.num_layers as f64;
         for (gpu, kv, multiple) in [
@@ -514,12 +520,7 @@ fn dsa_indexer_is_computed_whole_on_every_tp_rank() {
     // architecture's, so the two parts separate cleanly.
     for model in ["deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5-FP8"] {
         let cfg = catalog::load(model).unwrap();
-        let ix = cfg.sparse_indexer.as_ref().unwrap();
-        // Causal scoring: query c of the chunk scores c cached keys (itself included).
-        let indexer = 2.0
-            * (ix.n_heads * ix.head_dim) as f64
-            * ix.indexer_layers as f64
-            * (new * (new + 1) / 2) as f64;
+        let indexer = dsa_indexer_flops(&cfg, new);
         for n in [1u32, 2, 4, 8] {
             let m = cost(&dep(model, "MI300X", tp(n)));
             let whole = m.attention_flops_whole_model(0, new);
