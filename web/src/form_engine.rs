@@ -166,6 +166,7 @@ engine_args! {
     enforce_eager: bool, "--enforce-eager", "", Control::OnOff { default: "off" };
     language_model_only: bool, "--language-model-only", "", Control::OnOff { default: "off" };
     mm_encoder_data_parallel: bool, "--mm-encoder-tp-mode data", "", Control::OnOff { default: "off" };
+    num_scheduler_steps: i64, "--num-scheduler-steps (vLLM V0, before 0.8)", "steps", Control::Text;
 }
 
 /// The form field of a core error at `engine.<key>` (or below it), for the arguments above.
@@ -192,9 +193,11 @@ mod tests {
             enable_prefix_caching: Some(false),
             enable_chunked_prefill: Some(false),
             enforce_eager: Some(true),
+            num_scheduler_steps: Some(8),
             ..RawEngineSettings::default()
         };
         let f = EngineArgsForm::of(&en);
+        assert_eq!(f.num_scheduler_steps, "8");
         assert_eq!(f.max_num_seqs, "128");
         assert_eq!(f.gpu_memory_utilization, "0.85");
         assert_eq!(f.enforce_eager, "true");

@@ -609,7 +609,10 @@ fn num_scheduler_steps_is_v0s_and_bounded() {
     ] {
         s.vllm_version = Some(version.into());
         s.engine.num_scheduler_steps = Some(v);
-        let e = s.resolve().expect_err("refused").to_string();
+        let err = s.resolve().expect_err("refused");
+        // The page puts the message under the field's control.
+        assert_eq!(err.field(), "engine.num_scheduler_steps");
+        let e = err.to_string();
         assert!(
             e.contains("num_scheduler_steps") && e.contains(fix),
             "{v}: {e}"
