@@ -69,8 +69,15 @@ impl Observer for Rec {
 /// One long request decodes throughout while short ones arrive at random times (their prompt
 /// lengths `lo..=hi`): returns what the engine reported.
 fn run(c: EngineConfig, lo: u64, hi: u64, seed: u64) -> Rec {
+    run_with(c, lo, hi, seed, false)
+}
+
+/// [`run`], letting the engine plan decode runs (`Engine::allow_decode_runs`, as the sweep driver
+/// does) when `runs` is set.
+fn run_with(c: EngineConfig, lo: u64, hi: u64, seed: u64, runs: bool) -> Rec {
     let m = model();
     let mut e = Engine::new(0, c, &m).unwrap();
+    e.allow_decode_runs(runs);
     let mut rec = Rec::default();
     e.submit(Request::unique(0, Ticks(0), 64, 3000), Ticks(0), &mut rec)
         .unwrap();
@@ -92,22 +99,27 @@ fn run(c: EngineConfig, lo: u64, hi: u64, seed: u64) -> Rec {
 /// admitted at other steps too, so the check discriminates.
 #[test]
 fn multi_step_admits_prompts_only_at_a_rounds_first_step() {
-    for chunked in [true, false] {
+    for (chunked, runs) in [(true, false), (false, false), (true, true), (false, true)] {
         for n in [4u32, 15] {
-            let rec = run(cfg(n, chunked), 16, 300, 7 + n as u64);
-            assert_eq!(rec.finished, 121, "chunked {chunked}, n {n}");
+            // Sparse arrivals leave the engine idle of waiting requests between them, so with
+            // `runs` it plans decode runs across round boundaries and arrivals cut them.
+            let rec = run_with(cfg(n, chunked), 16, 300, 7 + n as u64, runs);
+            assert_eq!(rec.finished, 121, "chunked {chunked}, runs {runs}, n {n}");
             let admitting: Vec<u64> = rec
                 .steps
                 .iter()
                 .filter(|s| s.num_prefill_tokens > 0 && s.index > 0)
                 .map(|s| s.index)
                 .collect();
-            assert!(admitting.len() > 20, "chunked {chunked}, n {n}");
+            assert!(
+                admitting.len() > 20,
+                "chunked {chunked}, runs {runs}, n {n}"
+            );
             for k in &admitting {
                 assert_eq!(
                     k % n as u64,
                     0,
-                    "chunked {chunked}, n {n}: admitted at step {k}"
+                    "chunked {chunked}, runs {runs}, n {n}: admitted at step {k}"
                 );
             }
         }

@@ -895,9 +895,14 @@ impl<'m> Engine<'m> {
         // (`self.step`) where it is (`EngineConfig::v0_prefill_first`).
         let v0_first = self.cfg.v0_prefill_first && self.offload.is_none();
         // V0 multi-step: inside a round the scheduler does not run; the round's decodes take
-        // their next step and nobody is admitted. A round whose decodes all finished ends early.
+        // their next step and nobody is admitted. Rounds follow each other while decodes run, so
+        // after steps the engine did not schedule one by one (a decode run, `sched_run.rs`) the
+        // next round still starts at `round_end + m N`. A round whose decodes all finished ends
+        // early.
         let multi = self.cfg.num_scheduler_steps > 1;
-        let mid_round = multi && k < self.round_end && self.n_dec > 0;
+        let n_steps = self.cfg.num_scheduler_steps as u64;
+        let mid_round =
+            multi && self.n_dec > 0 && (k < self.round_end || (k - self.round_end) % n_steps != 0);
         if v0_first && !mid_round {
             let mut whole = self.cfg.max_num_batched_tokens as u64;
             self.admit_waiting(&mut whole, thr, t, None, obs);
@@ -1034,7 +1039,7 @@ impl<'m> Engine<'m> {
         self.put_step_in_flight(t, false);
         if multi && !mid_round {
             // A new round: this step and the `num_scheduler_steps - 1` after it.
-            self.round_end = k + self.cfg.num_scheduler_steps as u64;
+            self.round_end = k + n_steps;
         }
         if self.offload.is_some() {
             let end = self.in_flight.as_ref().map_or(t, |f| f.end);
