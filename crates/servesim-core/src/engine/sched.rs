@@ -901,8 +901,9 @@ impl<'m> Engine<'m> {
         // early.
         let multi = self.cfg.num_scheduler_steps > 1;
         let n_steps = self.cfg.num_scheduler_steps as u64;
-        let mid_round =
-            multi && self.n_dec > 0 && (k < self.round_end || (k - self.round_end) % n_steps != 0);
+        let mid_round = multi
+            && self.n_dec > 0
+            && (k < self.round_end || !(k - self.round_end).is_multiple_of(n_steps));
         if v0_first && !mid_round {
             let mut whole = self.cfg.max_num_batched_tokens as u64;
             self.admit_waiting(&mut whole, thr, t, None, obs);
