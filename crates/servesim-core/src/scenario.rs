@@ -49,6 +49,16 @@ pub const SCENARIO_VERSION: u32 = 2;
 /// The oldest version this build reads.
 pub const OLDEST_SCENARIO_VERSION: u32 = 1;
 
+/// The first vLLM release taken to render chat templates off the API server's event loop:
+/// vllm-project/vllm PR #34789 ("Offload blocking tokenizer ops to shared thread pool to unblock
+/// event loop") moved the render to a one-thread executor; it was still in review on 2026-03-26,
+/// so 0.19 is the earliest release that can carry it (docs/accuracy.md "Front-end terms").
+pub const RENDER_OFF_LOOP_SINCE: crate::perf::VllmVersion = crate::perf::VllmVersion {
+    major: 0,
+    minor: 19,
+    patch: 0,
+};
+
 /// The model: a catalog id or a pasted Hugging Face `config.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
@@ -582,6 +592,23 @@ impl Scenario {
         }
     }
 
+    /// Whether the API server renders this scenario's chat prompts on its event loop, in rounds
+    /// (`sweep::FrontEnd::render_round`): the chat endpoint, a model rendered from its Hugging
+    /// Face Jinja template, and a vLLM before [`RENDER_OFF_LOOP_SINCE`] (an absent `vllm_version`
+    /// is the newest release line, which renders off the loop). docs/accuracy.md "Front-end terms".
+    pub fn renders_chat_on_event_loop(&self, model: &ModelConfig) -> Result<bool, ScenarioError> {
+        if self.endpoint.unwrap_or_default() != Endpoint::Chat
+            || model.family.chat_renderer() != crate::model::ChatRenderer::HfJinja
+        {
+            return Ok(false);
+        }
+        let Some(v) = &self.vllm_version else {
+            return Ok(false);
+        };
+        self.engine_era()?;
+        Ok(crate::perf::VllmVersion::parse(v).is_ok_and(|v| v < RENDER_OFF_LOOP_SINCE))
+    }
+
     pub fn resolve(&self) -> Result<ResolvedScenario, ScenarioError> {
         if let Some(t) = &self.topology {
             if t.prefill.is_some() || t.decode.is_some() || t.kv_transfer.is_some() {
@@ -808,10 +835,16 @@ impl Scenario {
             Endpoint::Completions => eff.api_latency_completions_s,
             Endpoint::Chat => eff.api_latency_chat_s,
         };
+        let render_round = if self.renders_chat_on_event_loop(&deployment.model)? {
+            Ticks::from_secs_f64(eff.api_render_chat_s)
+        } else {
+            Ticks::ZERO
+        };
         sweep.frontend = crate::sweep::FrontEnd {
             latency: Ticks::from_secs_f64(api_latency),
             serial_per_request: Ticks::from_secs_f64(eff.api_serial_per_request_s),
             serial_per_input_token: Ticks::from_secs_f64(eff.api_serial_per_input_token_s),
+            render_round,
         };
         Ok(ResolvedScenario {
             deployment,

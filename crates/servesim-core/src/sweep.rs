@@ -255,10 +255,14 @@ pub struct SweepSpec {
 }
 
 /// The OpenAI-compatible API server between the benchmark client and the engine core
-/// (docs/accuracy.md "Front-end terms"). A request sent at `s` waits for the server's serial CPU
-/// work (one request at a time, FIFO: `start = max(s, previous start + serial)`, `serial =
-/// serial_per_request + prompt tokens x serial_per_input_token`), then reaches the engine `latency`
-/// later: `engine arrival = start + serial + latency`. Client-side metrics
+/// (docs/accuracy.md "Front-end terms"). With `render_round` > 0 a request first waits for its
+/// round of chat-template renders on the event loop: a round starts when the loop is free and
+/// takes every request sent by then (those sent at the same instant as its start join it), `n x
+/// render_round` long; its requests leave it together at its end, and requests sent during it wait
+/// for the next round. A request then waits for the server's serial CPU work (one request at a
+/// time, FIFO: `start = max(ready, previous start + serial)`, `serial = serial_per_request + prompt
+/// tokens x serial_per_input_token`), and reaches the engine `latency` later: `engine arrival =
+/// start + serial + latency`. Client-side metrics
 /// (TTFT, E2E, per-user rates, queueing, the measured window) are taken from `s`; the return path
 /// (detokenisation, SSE) is pipelined with generation and its per-request part is folded into
 /// `latency`. Closed-loop clients send their next request after the engine finished it (plus
@@ -271,6 +275,8 @@ pub struct FrontEnd {
     pub serial_per_request: Ticks,
     /// Serial API-server CPU time per prompt token (tokenisation), added to `serial_per_request`.
     pub serial_per_input_token: Ticks,
+    /// Event-loop time of one chat-template render, done in rounds (above); zero: no render stage.
+    pub render_round: Ticks,
 }
 
 impl FrontEnd {
@@ -279,6 +285,7 @@ impl FrontEnd {
         self.latency == Ticks::ZERO
             && self.serial_per_request == Ticks::ZERO
             && self.serial_per_input_token == Ticks::ZERO
+            && self.render_round == Ticks::ZERO
     }
 
     /// The serial API-server time of one request with `prompt_len` prompt tokens:

@@ -1,5 +1,6 @@
 //! The API-server front-end terms (docs/accuracy.md "Front-end terms"): a fixed per-request
-//! latency by endpoint kind and a serial CPU time per request and per prompt token, all seen by the
+//! latency by endpoint kind, a serial CPU time per request and per prompt token, and rounds of chat
+//! template renders on the event loop (vLLM before 0.19), all seen by the
 //! client.
 
 use serde_json::{json, Value};
@@ -126,4 +127,95 @@ fn serial_time_per_prompt_token_queues_a_burst_by_prompt_length() {
     let p50 = r.get(MetricId::TtftMs(Stat::P50)).unwrap();
     assert!(p50 >= 0.99 * 2560.0, "TTFT p50 {p50} ms");
     assert_eq!(r.completed_requests, 100);
+}
+
+/// A burst of 200 chat requests of 256 tokens at t = 0 on `model` served by vLLM `version`,
+/// through an API server with only a render time per request (no latency, no serial time).
+fn render_burst(model: &str, endpoint: &str, version: Option<&str>, render_s: f64) -> Scenario {
+    let mut v = json!({
+        "version": 1,
+        "model": {"catalog": model},
+        "gpu": {"catalog": "H100-SXM"},
+        "engine": {"max_model_len": 4096},
+        "workload": {"arrival": {"type": "burst", "count": 200},
+                     "requests": {"type": "synthetic",
+                                  "input": {"type": "constant", "tokens": 256},
+                                  "output": {"type": "constant", "tokens": 32}},
+                     "seed": 1},
+        "sweep": {"concurrency": [200], "num_requests": 200},
+        "endpoint": endpoint,
+        "efficiencies": {"api_latency_completions_s": 0.0, "api_latency_chat_s": 0.0,
+                         "api_serial_per_request_s": 0.0, "api_render_chat_s": render_s},
+    });
+    if let Some(version) = version {
+        v["vllm_version"] = json!(version);
+    }
+    Scenario::from_json(&v.to_string()).unwrap()
+}
+
+const LLAMA: &str = "meta-llama/Meta-Llama-3.1-8B";
+
+#[test]
+fn chat_render_rounds_shift_a_burst_by_the_whole_round() {
+    // vLLM 0.11 renders the Jinja chat template on the event loop: the 200 requests sent at
+    // t = 0 form one round of 200 x 10 ms and all reach the engine at 2 s together, so the
+    // engine runs exactly the burst it would have run at t = 0, 2 s later.
+    let zero = level(&render_burst(LLAMA, "chat", Some("0.11.0"), 0.0));
+    let with = level(&render_burst(LLAMA, "chat", Some("0.11.0"), 0.010));
+    for s in Stat::ALL {
+        let d = with.get(MetricId::TtftMs(s)).unwrap() - zero.get(MetricId::TtftMs(s)).unwrap();
+        assert!((d - 2000.0).abs() < 1e-6, "TTFT {s:?} differs by {d} ms");
+        assert_eq!(
+            with.get(MetricId::TpotMs(s)),
+            zero.get(MetricId::TpotMs(s)),
+            "TPOT {s:?}"
+        );
+    }
+    assert_eq!(with.completed_requests, 200);
+    // A serial front end of the same 10 ms per request releases them one by one instead: the
+    // median request starts about 1 s in, not 2 s.
+    let mut serial = render_burst(LLAMA, "chat", Some("0.11.0"), 0.0);
+    serial
+        .efficiencies
+        .as_mut()
+        .unwrap()
+        .api_serial_per_request_s = Some(0.010);
+    let serial = level(&serial);
+    assert!(
+        serial.get(MetricId::TtftMs(Stat::P50)).unwrap()
+            < with.get(MetricId::TtftMs(Stat::P50)).unwrap() - 500.0
+    );
+}
+
+#[test]
+fn chat_render_rounds_only_where_vllm_renders_on_the_event_loop() {
+    let cases = [
+        (LLAMA, "chat", Some("0.11.0"), true),
+        (LLAMA, "chat", Some("0.18.1"), true),
+        // PR #34789 moved the render off the loop; the newest line renders off it.
+        (LLAMA, "chat", Some("0.19.0"), false),
+        (LLAMA, "chat", None, false),
+        // The completions endpoint renders nothing.
+        (LLAMA, "completions", Some("0.11.0"), false),
+        // gpt-oss is rendered by openai_harmony, not a Jinja template.
+        ("openai/gpt-oss-20b", "chat", Some("0.11.0"), false),
+    ];
+    for (model, endpoint, version, renders) in cases {
+        let s = render_burst(model, endpoint, version, 0.010);
+        let m = s.model_config().unwrap();
+        assert_eq!(
+            s.renders_chat_on_event_loop(&m).unwrap(),
+            renders,
+            "{model} {endpoint} {version:?}"
+        );
+        if !renders {
+            // The render time changes nothing where it does not apply.
+            let zero = level(&render_burst(model, endpoint, version, 0.0));
+            assert_eq!(
+                level(&s).get(MetricId::TtftMs(Stat::P50)),
+                zero.get(MetricId::TtftMs(Stat::P50)),
+                "{model} {endpoint} {version:?}"
+            );
+        }
+    }
 }

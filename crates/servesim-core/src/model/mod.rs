@@ -105,6 +105,30 @@ pub enum ModelFamily {
     Glm4Moe,
 }
 
+/// How vLLM's OpenAI server turns a chat request's messages into the prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ChatRenderer {
+    /// The checkpoint's Hugging Face Jinja chat template (`apply_hf_chat_template`).
+    HfJinja,
+    /// gpt-oss: the Harmony format, rendered by the `openai_harmony` library (vLLM's
+    /// `OpenAIServingChat.use_harmony`, set for `model_type` `gpt_oss`).
+    Harmony,
+    /// DeepSeek-V3.2 / V4: their repositories ship no usable Jinja template; vLLM renders with
+    /// its own encoder (`vllm/tokenizers/deepseek_v32.py`, `deepseek_v4.py`).
+    DeepseekEncoder,
+}
+
+impl ModelFamily {
+    /// The chat renderer vLLM uses for this architecture (docs/accuracy.md "Front-end terms").
+    pub fn chat_renderer(self) -> ChatRenderer {
+        match self {
+            ModelFamily::GptOss => ChatRenderer::Harmony,
+            ModelFamily::DeepseekV32 | ModelFamily::DeepseekV4 => ChatRenderer::DeepseekEncoder,
+            _ => ChatRenderer::HfJinja,
+        }
+    }
+}
+
 /// DeepSeek sparse attention (DSA, DeepSeek-V3.2 / GLM-5): a lightning indexer scores every cached
 /// token with `n_heads` fp8 heads of `head_dim` and the attention reads only the `topk` best.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

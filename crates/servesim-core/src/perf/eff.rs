@@ -227,6 +227,12 @@ efficiencies! {
     /// tokenising the prompt text), seconds per token. Added to `api_serial_per_request_s` for each
     /// request, so long prompts queue in the API server under load.
     api_serial_per_input_token_s: SecondsPerToken,
+    /// API server, `/v1/chat/completions` on a vLLM before 0.19 for a model whose prompt is
+    /// rendered from the Hugging Face Jinja chat template: the event-loop time of one render,
+    /// seconds. Those releases render on the asyncio event loop itself, so the requests present
+    /// when a round of renders starts all wait for the whole round (`sweep::FrontEnd::render_round`,
+    /// docs/accuracy.md "Front-end terms"). 0 in the literature table; fitted per calibration key.
+    api_render_chat_s: Seconds,
 }
 
 impl Efficiencies {
@@ -335,6 +341,7 @@ impl Efficiencies {
             api_latency_chat_s: 5e-3,
             api_serial_per_request_s: 1e-3,
             api_serial_per_input_token_s: 0.0,
+            api_render_chat_s: 0.0,
         };
         let table = match generation {
             Generation::Hopper => base,

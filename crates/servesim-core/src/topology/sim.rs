@@ -3,8 +3,9 @@
 //! - the workload (client sends and closed-loop wake-ups: `WorkloadGen`'s own heap);
 //! - the entry pool's router (decides at send time; requests held by the saturation guard wait in
 //!   a FIFO and are dispatched when a request finishes);
-//! - one API-server front-end per entry-pool replica (`FrontEnd`: serial CPU time then a
-//!   latency), keyed by the time its head request reaches the engine;
+//! - one API-server front-end per entry-pool replica (`FrontEnd`: rounds of chat-template
+//!   renders, serial CPU time, then a latency), keyed by its round's end or the time its head
+//!   request reaches the engine, whichever comes first;
 //! - disaggregated plans only: the KV transfers (`disagg.rs`: prefilled requests go through the
 //!   decode pool's router, wait for the decode engine's blocks, then cross the link);
 //! - the engines of every pool (one per DP rank per replica; a lockstep group of DP ranks is one
@@ -37,7 +38,7 @@ use crate::engine::{
     SimError, StepRecord,
 };
 use crate::metrics::{Collector, LevelResult, RunTotals};
-use crate::sweep::{Stop, SweepError, SweepSpec};
+use crate::sweep::{FrontEnd, Stop, SweepError, SweepSpec};
 use crate::units::Ticks;
 use crate::workload::{Level, WorkloadGen, WorkloadSpec};
 use std::collections::VecDeque;
@@ -298,13 +299,75 @@ impl ReplicaView for PoolView<'_, '_> {
     }
 }
 
-/// One replica's API server: requests in it (engine arrival time, request carrying its client
-/// send time in `arrival`), FIFO with non-decreasing times, and when its serial worker is next
-/// free.
+/// One replica's API server (`sweep::FrontEnd`): the event loop's round of chat-template
+/// renders and the requests waiting for the next round, then the serial worker's queue (engine
+/// arrival time, request carrying its client send time in `arrival`), FIFO with non-decreasing
+/// times, and when the worker is next free.
 #[derive(Default)]
 pub(super) struct FrontEndQueue {
     pub(super) queue: VecDeque<(Ticks, Request)>,
     pub(super) free_at: Ticks,
+    /// The round of renders running, in send order (empty: the loop is free).
+    round: Vec<Request>,
+    round_start: Ticks,
+    round_end: Ticks,
+    /// Requests sent while the round runs, after its start: the next round.
+    next_round: Vec<Request>,
+}
+
+impl FrontEndQueue {
+    /// When this API server next hands something on: its round's end or its queue's head.
+    fn next_time(&self) -> Option<Ticks> {
+        let head = self.queue.front().map(|(t, _)| *t);
+        let round = (!self.round.is_empty()).then_some(self.round_end);
+        match (head, round) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Requests anywhere in this API server.
+    fn len(&self) -> usize {
+        self.queue.len() + self.round.len() + self.next_round.len()
+    }
+
+    /// `req` reaches the serial worker at `now`.
+    fn queue_serial(&mut self, fe: &FrontEnd, req: Request, now: Ticks) {
+        let start = now.max(self.free_at);
+        self.free_at = start + fe.serial(req.prompt_len());
+        self.queue.push_back((self.free_at + fe.latency, req));
+    }
+
+    /// `req` is sent to this API server at `now`: into the render rounds when `fe` has them
+    /// (the round running at `now` if it started at `now`, else the next one), else straight to
+    /// the serial worker.
+    fn admit(&mut self, fe: &FrontEnd, req: Request, now: Ticks) {
+        if fe.render_round == Ticks::ZERO {
+            self.queue_serial(fe, req, now);
+        } else if self.round.is_empty() {
+            self.round_start = now;
+            self.round_end = now + fe.render_round;
+            self.round.push(req);
+        } else if now == self.round_start {
+            self.round_end += fe.render_round;
+            self.round.push(req);
+        } else {
+            self.next_round.push(req);
+        }
+    }
+
+    /// The round running ends at `end`: its requests go to the serial worker in send order and
+    /// the requests sent during it start the next round.
+    fn end_round(&mut self, fe: &FrontEnd, end: Ticks) {
+        for req in std::mem::take(&mut self.round) {
+            self.queue_serial(fe, req, end);
+        }
+        if !self.next_round.is_empty() {
+            self.round = std::mem::take(&mut self.next_round);
+            self.round_start = end;
+            self.round_end = end + fe.render_round.saturating_mul(self.round.len() as u64);
+        }
+    }
 }
 
 /// One pool as the simulation runs it: its engines (a contiguous range of the simulation's),
@@ -602,25 +665,24 @@ impl<'m, 'p> Simulation<'m, 'p> {
             self.deliver(r, req, sent, now, tap);
         } else {
             let f = &mut self.frontends[r as usize];
-            let start = now.max(f.free_at);
-            f.free_at = start + fe.serial(req.prompt_len());
-            let at = f.free_at + fe.latency;
             // The client's send time rides in `arrival` until the front-end delivers it.
             req.arrival = sent;
-            let was_empty = f.queue.is_empty();
-            f.queue.push_back((at, req));
-            if was_empty {
-                self.frontend_heap.set(r, Some(at));
-            }
+            f.admit(&fe, req, now);
+            self.frontend_heap.set(r, f.next_time());
         }
     }
 
-    /// Replica `r`'s API server delivers its head request at `t`.
+    /// Replica `r`'s API server at `t`: its round of renders ends, or it delivers its head
+    /// request.
     fn deliver_frontend(&mut self, r: u32, t: Ticks, tap: &mut Tap) {
+        let fe = self.pools[self.entry].plan.frontend;
         let f = &mut self.frontends[r as usize];
-        if let Some((_, req)) = f.queue.pop_front() {
-            let next = f.queue.front().map(|(t, _)| *t);
-            self.frontend_heap.set(r, next);
+        if !f.round.is_empty() && f.round_end <= t {
+            let end = f.round_end;
+            f.end_round(&fe, end);
+            self.frontend_heap.set(r, f.next_time());
+        } else if let Some((_, req)) = f.queue.pop_front() {
+            self.frontend_heap.set(r, f.next_time());
             let sent = req.arrival;
             self.deliver(r, req, sent, t, tap);
         }
@@ -760,7 +822,7 @@ impl<'m, 'p> Simulation<'m, 'p> {
             .iter()
             .map(|e| (e.num_waiting() + e.num_running()) as u64)
             .sum();
-        let fe: u64 = self.frontends.iter().map(|f| f.queue.len() as u64).sum();
+        let fe: u64 = self.frontends.iter().map(|f| f.len() as u64).sum();
         engines + fe + self.held.len() as u64 + self.handoff.as_ref().map_or(0, |h| h.in_flight())
     }
 
@@ -956,6 +1018,51 @@ pub(super) fn run_level(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn render_rounds_take_every_request_present_at_their_start() {
+        let fe = FrontEnd {
+            latency: Ticks(100),
+            serial_per_request: Ticks(1),
+            serial_per_input_token: Ticks::ZERO,
+            render_round: Ticks(10),
+        };
+        let req = |id| Request::unique(id, Ticks::ZERO, 8, 1);
+        let mut f = FrontEndQueue::default();
+        // Three sent at 0: one round of 30. Two sent during it: the next round.
+        for id in 0..3 {
+            f.admit(&fe, req(id), Ticks(0));
+        }
+        f.admit(&fe, req(3), Ticks(5));
+        f.admit(&fe, req(4), Ticks(25));
+        assert_eq!((f.len(), f.next_time()), (5, Some(Ticks(30))));
+        f.end_round(&fe, Ticks(30));
+        // The first round's requests reach the serial worker together at 30, one tick each,
+        // then the latency; the next round runs 30..50.
+        let times: Vec<u64> = f.queue.iter().map(|(t, r)| t.0 * 10 + r.id).collect();
+        assert_eq!(times, vec![1310, 1321, 1332]);
+        assert_eq!(
+            (f.round.len(), f.round_start, f.round_end),
+            (2, Ticks(30), Ticks(50))
+        );
+        assert_eq!(f.next_time(), Some(Ticks(50)));
+        // A request sent at the round's start instant joins it.
+        f.admit(&fe, req(5), Ticks(30));
+        assert_eq!((f.round.len(), f.round_end), (3, Ticks(60)));
+        f.end_round(&fe, Ticks(60));
+        let ids: Vec<u64> = f.queue.iter().map(|(_, r)| r.id).collect();
+        assert_eq!(ids, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(f.queue.back().map(|(t, _)| *t), Some(Ticks(163)));
+        assert!(f.round.is_empty() && f.next_round.is_empty());
+        // Without renders a request goes straight to the serial worker.
+        let plain = FrontEnd {
+            render_round: Ticks::ZERO,
+            ..fe
+        };
+        let mut g = FrontEndQueue::default();
+        g.admit(&plain, req(9), Ticks(7));
+        assert_eq!(g.next_time(), Some(Ticks(108)));
+    }
 
     #[test]
     fn ties_go_to_sends_then_front_ends_then_transfers_then_engines() {

@@ -246,6 +246,14 @@ pub const FIT_PARAMS: &[FitParam] = &[
         kind: "per scheduled request per step CPU cost",
         grid: &[0.0, 4e-6, 10e-6, 20e-6, 40e-6, 80e-6, 160e-6],
     },
+    // Last: coordinate descent tries the fields in this order, and the render time, tried first,
+    // stood in for the literature table's fast prefill (a whole burst's prompts) before the GEMM
+    // efficiencies had moved (docs/accuracy.md "Front-end terms").
+    FitParam {
+        field: "api_render_chat_s",
+        kind: "API server chat-template render on the event loop, per request (chat, vLLM < 0.19)",
+        grid: &[0.0, 2e-3, 4e-3, 6e-3, 8e-3, 10e-3, 12e-3, 16e-3, 20e-3],
+    },
 ];
 
 /// The fit objective of a report: per source, the mean over the metric families it measures of
@@ -391,6 +399,7 @@ pub const ERA_PARAMS: &[&str] = &[
     "api_latency_completions_s",
     "api_latency_chat_s",
     "api_serial_per_request_s",
+    "api_render_chat_s",
     "step_overhead_graph_s",
     "step_overhead_piecewise_s",
     "step_overhead_eager_s",
