@@ -730,7 +730,7 @@ impl Scenario {
         // The calibrated table (fitted fields of docs/accuracy.md over the literature defaults).
         let era = self.engine_era()?;
         let base = Efficiencies::calibrated_for(deployment.gpu.generation, era);
-        let calibration =
+        let mut calibration =
             Calibration::of(deployment.gpu.generation, era, self.efficiencies.as_ref());
         let eff = match &self.efficiencies {
             None => base,
@@ -840,6 +840,12 @@ impl Scenario {
         } else {
             Ticks::ZERO
         };
+        if render_round > Ticks::ZERO {
+            calibration.summary.push_str(&format!(
+                "; chat templates rendered on the API server's event loop in rounds (vLLM before 0.19): {} ms per request, a burst of N waits N x that (docs/accuracy.md \"Front-end terms\")",
+                crate::bounds::fmt_num(eff.api_render_chat_s * 1e3)
+            ));
+        }
         sweep.frontend = crate::sweep::FrontEnd {
             latency: Ticks::from_secs_f64(api_latency),
             serial_per_request: Ticks::from_secs_f64(eff.api_serial_per_request_s),

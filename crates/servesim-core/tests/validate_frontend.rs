@@ -208,6 +208,13 @@ fn chat_render_rounds_only_where_vllm_renders_on_the_event_loop() {
             renders,
             "{model} {endpoint} {version:?}"
         );
+        // The run's calibration line says when the rounds apply, with their time.
+        let summary = s.resolve().unwrap().calibration.summary;
+        assert_eq!(
+            summary.contains("event loop in rounds (vLLM before 0.19): 10 ms per request"),
+            renders,
+            "{model} {endpoint} {version:?}: {summary}"
+        );
         if !renders {
             // The render time changes nothing where it does not apply.
             let zero = level(&render_burst(model, endpoint, version, 0.0));
