@@ -405,3 +405,48 @@ fn seed_scenarios_resolve() {
         assert!(r.capacity.fits, "{}: {}", p.display(), r.capacity.reason);
     }
 }
+
+/// Chat-template render rounds in every replica's API server (vLLM before 0.19 renders on its
+/// event loop; docs/accuracy.md "Front-end terms"): with requests in rounds at the window's end,
+/// every request is still accounted for, each replica has its own loop, and a loop faster than
+/// the engines leaves the engine-bound throughput as it was.
+#[test]
+fn render_rounds_keep_every_request_accounted_for() {
+    for replicas in [1u32, 3] {
+        let run = |render_s: f64| {
+            let mut s = if replicas == 1 {
+                base()
+            } else {
+                with_topology(base(), replicas, RouterPolicy::RoundRobin)
+            };
+            s.endpoint = Some(servesim_core::scenario::Endpoint::Chat);
+            s.vllm_version = Some("0.11.0".into());
+            let o: servesim_core::perf::EfficiencyOverrides =
+                serde_json::from_value(serde_json::json!({"api_render_chat_s": render_s})).unwrap();
+            s.efficiencies = Some(o);
+            let r = s.resolve().unwrap();
+            let (res, col, topo) = run_one(&r, Level::Concurrency(48 * replicas));
+            check_invariants(&r, &res, &col, topo.as_ref());
+            assert_eq!(
+                r.sweep.frontend.render_round.as_secs_f64(),
+                render_s,
+                "{replicas} replica(s)"
+            );
+            res
+        };
+        let without = run(0.0);
+        let with = run(0.020);
+        assert!(with.totals.in_flight_at_end > 0);
+        // The loop renders 50 requests/s per replica, above what the engines finish here (about
+        // 11/s), so the rounds stay small: the engine-bound throughput is unchanged.
+        let (a, b) = (
+            with.output_tokens_per_s.unwrap(),
+            without.output_tokens_per_s.unwrap(),
+        );
+        assert!(rel(a, b) < 0.05, "{replicas} replica(s): {a} vs {b} tok/s");
+        assert_ne!(
+            with.ttft_ms, without.ttft_ms,
+            "the rounds change when requests start"
+        );
+    }
+}
