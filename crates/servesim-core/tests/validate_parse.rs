@@ -563,3 +563,51 @@ fn the_eager_step_overhead_is_fitted_only_for_the_v0_era() {
     // A key with fewer than 3 models fits the four broad factors only.
     assert_eq!(fit_params_for("blackwell@vllm-0.15", 2).len(), 4);
 }
+
+/// The endpoint is chat where the row names the chat endpoint (`vllm bench serve --backend
+/// openai-chat`) or its client is guidellm (GPUStack's benchmark-runner, whose requests are
+/// guidellm's default `chat_completions`); completions elsewhere (docs/accuracy.md "How a row
+/// becomes a simulation").
+#[test]
+fn the_endpoint_is_chat_where_the_row_or_its_client_says_so() {
+    use servesim_core::scenario::Endpoint;
+    let text = include_str!("../data/calibration/measured-points-more.csv");
+    let (mut guidellm, mut chat, mut completions) = (0, 0, 0);
+    for p in parse_points(text).unwrap() {
+        if servesim_core::validate::waits_for(&p).is_some() {
+            continue;
+        }
+        let s = setup_for(&p).unwrap();
+        let w = p.workload.to_ascii_lowercase();
+        let is_chat = s.scenario.endpoint == Some(Endpoint::Chat);
+        assert_eq!(
+            is_chat,
+            w.contains("chat endpoint") || w.contains("guidellm"),
+            "line {}: {}",
+            p.line,
+            p.workload
+        );
+        if w.contains("guidellm") {
+            guidellm += 1;
+            assert!(
+                s.notes.iter().any(|n| n
+                    == "API endpoint: chat (guidellm's default request type, chat_completions)"),
+                "line {}: {:?}",
+                p.line,
+                s.notes
+            );
+        }
+        if is_chat {
+            chat += 1;
+        } else if !p.offline {
+            completions += 1;
+        }
+    }
+    // The mapped guidellm rows: gpustack's Qwen3.5-35B-A3B pages on one H200 (vLLM 0.17.1, 27)
+    // and GLM-5.2-FP8 on 8 H200 (vLLM 0.24, 5; they do not start in the capacity model).
+    assert_eq!(guidellm, 32);
+    assert!(
+        chat > guidellm && completions > 0,
+        "{chat} chat, {completions} completions"
+    );
+}

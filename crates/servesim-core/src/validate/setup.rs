@@ -374,9 +374,14 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         seed: SEED,
     };
     // Endpoint kind, as the source states it: the workload names the chat endpoint
-    // (`vllm bench serve --backend openai-chat`); otherwise completions (inference-perf
-    // "streaming completions API", vllm bench serve's default backend).
-    let endpoint = if p.workload.to_ascii_lowercase().contains("chat endpoint") {
+    // (`vllm bench serve --backend openai-chat`), or the client is guidellm (GPUStack's
+    // benchmark-runner passes its `--request-type` default through, and guidellm >= 0.4 formats
+    // requests as `chat_completions` by default: `data_request_formatter`,
+    // src/guidellm/benchmark/schemas/generative/entrypoints.py); otherwise completions
+    // (inference-perf "streaming completions API", vllm bench serve's default backend).
+    let workload_text = p.workload.to_ascii_lowercase();
+    let guidellm = workload_text.contains("guidellm");
+    let endpoint = if workload_text.contains("chat endpoint") || guidellm {
         Endpoint::Chat
     } else {
         Endpoint::Completions
@@ -388,7 +393,13 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
             Endpoint::Chat => "chat",
             Endpoint::Completions => "completions",
         };
-        notes.push(format!("API endpoint: {name}"));
+        if guidellm {
+            notes.push(format!(
+                "API endpoint: {name} (guidellm's default request type, chat_completions)"
+            ));
+        } else {
+            notes.push(format!("API endpoint: {name}"));
+        }
     }
     let mut scenario = Scenario {
         version: SCENARIO_VERSION,
