@@ -3,13 +3,16 @@
 //! prefill, prompts over the budget ignored, and the invariants under random scenarios.
 
 use servesim_core::engine::{
-    Engine, EngineConfig, KvFootprint, LinearStepTime, Observer, RejectReason, Request, StepRecord,
+    Engine, EngineConfig, KvFootprint, Observer, RejectReason, Request, StepRecord,
 };
 use servesim_core::metrics::Collector;
 use servesim_core::rng::{Rng, Stream};
 use servesim_core::sweep::{run_level, RawSweepSpec};
 use servesim_core::units::Ticks;
 use servesim_core::workload::RawWorkloadSpec;
+
+mod common;
+use common::linear_8b as model;
 
 fn cfg(steps: u32, chunked: bool) -> EngineConfig {
     EngineConfig {
@@ -27,14 +30,6 @@ fn cfg(steps: u32, chunked: bool) -> EngineConfig {
         kv: KvFootprint::uniform(),
         spec: None,
         offload: None,
-    }
-}
-
-fn model() -> LinearStepTime {
-    LinearStepTime {
-        per_step_ns: 6.0e6,
-        per_token_ns: 40_000.0,
-        per_ctx_token_ns: 2.0,
     }
 }
 

@@ -15,6 +15,9 @@ use servesim_core::sweep::{
 use servesim_core::units::Ticks;
 use servesim_core::workload::{Level, RawWorkloadSpec, WorkloadSpec};
 
+mod common;
+use common::linear_8b as model;
+
 fn cfg(blocks: u64) -> EngineConfig {
     EngineConfig {
         max_num_seqs: 64,
@@ -31,15 +34,6 @@ fn cfg(blocks: u64) -> EngineConfig {
         kv: KvFootprint::uniform(),
         spec: None,
         offload: None,
-    }
-}
-
-/// ~8B-on-one-GPU-like linear costs: 6 ms per step, 40 us per token, 2 ns per KV token read.
-fn model() -> LinearStepTime {
-    LinearStepTime {
-        per_step_ns: 6.0e6,
-        per_token_ns: 40_000.0,
-        per_ctx_token_ns: 2.0,
     }
 }
 

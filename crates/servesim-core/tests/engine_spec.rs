@@ -3,12 +3,15 @@
 //! within a stated statistical tolerance, zero acceptance slower than no speculation,
 //! determinism, and the scenario path with vLLM's `speculative_config`.
 
-use servesim_core::engine::{EngineConfig, KvFootprint, LinearStepTime, SpecDecode};
+use servesim_core::engine::{EngineConfig, KvFootprint, SpecDecode};
 use servesim_core::metrics::{Collector, LevelResult};
 use servesim_core::scenario::Scenario;
 use servesim_core::speculative::{acceptance_pmf, pmf_to_rates, RawSpecAcceptance};
 use servesim_core::sweep::{run_level, RawSweepSpec, SweepSpec};
 use servesim_core::workload::{Level, RawWorkloadSpec, WorkloadSpec};
+
+mod common;
+use common::linear_8b as model;
 
 fn cfg(blocks: u64, spec: Option<SpecDecode>) -> EngineConfig {
     EngineConfig {
@@ -26,14 +29,6 @@ fn cfg(blocks: u64, spec: Option<SpecDecode>) -> EngineConfig {
         kv: KvFootprint::uniform(),
         spec,
         offload: None,
-    }
-}
-
-fn model() -> LinearStepTime {
-    LinearStepTime {
-        per_step_ns: 6.0e6,
-        per_token_ns: 40_000.0,
-        per_ctx_token_ns: 2.0,
     }
 }
 
