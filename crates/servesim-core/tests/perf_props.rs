@@ -76,6 +76,15 @@ fn cases() -> Vec<Deployment> {
     ]
 }
 
+/// A step that only prefills `ch` (no decoding sequences).
+fn prefill_only(ch: &[PrefillChunk]) -> StepWork<'_> {
+    StepWork {
+        prefill: ch,
+        decode_seqs: 0,
+        decode_ctx_sum: 0,
+    }
+}
+
 #[test]
 fn breakdown_terms_sum_to_step_time() {
     let mut rng = Lcg(7);
@@ -311,13 +320,7 @@ fn more_context_never_faster() {
         let mut prev = 0;
         for past in [0u64, 100, 1000, 10_000, 100_000] {
             let ch = [PrefillChunk { past, new: 512 }];
-            let t = m
-                .step_time(&StepWork {
-                    prefill: &ch,
-                    decode_seqs: 0,
-                    decode_ctx_sum: 0,
-                })
-                .0;
+            let t = m.step_time(&prefill_only(&ch)).0;
             assert!(t >= prev, "{} chunk past={past}", d.model.name);
             prev = t;
         }
@@ -391,11 +394,7 @@ fn dsa_on_flashmla_sparse_runs_every_slot_at_padded_heads() {
     };
     let new = 1000u64;
     let ch = [PrefillChunk { past: 0, new }];
-    let w = StepWork {
-        prefill: &ch,
-        decode_seqs: 0,
-        decode_ctx_sum: 0,
-    };
+    let w = prefill_only(&ch);
     for model in ["deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5-FP8"] {
         let cfg = catalog::load(model).unwrap();
         let ix = cfg.sparse_indexer.as_ref().unwrap();
@@ -511,11 +510,7 @@ fn dsa_indexer_is_computed_whole_on_every_tp_rank() {
     // replicated"): one GPU's attention FLOPs are the MLA part / tp plus the whole indexer.
     let new = 4096u64;
     let ch = [PrefillChunk { past: 0, new }];
-    let w = StepWork {
-        prefill: &ch,
-        decode_seqs: 0,
-        decode_ctx_sum: 0,
-    };
+    let w = prefill_only(&ch);
     // On MI300X (no FlashMLA sparse kernels) the selected-latent attention is the
     // architecture's, so the two parts separate cleanly.
     for model in ["deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5-FP8"] {
@@ -603,11 +598,7 @@ fn tp_allreduce_follows_the_ring_formula() {
     let m = cost(&d);
     for t in [1u64, 512, 4096] {
         let ch = [PrefillChunk { past: 0, new: t }];
-        let b = m.breakdown(&StepWork {
-            prefill: &ch,
-            decode_seqs: 0,
-            decode_ctx_sum: 0,
-        });
+        let b = m.breakdown(&prefill_only(&ch));
         let msg = b.work.padded_tokens as f64 * 8192.0 * 2.0;
         let want =
             160.0 * (2.0 * 0.75 * msg / (450e9 * e.allreduce_bus_eff) + e.allreduce_latency_s);
@@ -828,11 +819,7 @@ fn compute_class_follows_tensor_core_support() {
     assert_eq!(compute_class_on(DType::Bf16, &b200), ComputeClass::Bf16);
     // fp8 weights make a compute-bound prefill faster on H100 (fp8 peak), not on A100.
     let ch = [PrefillChunk { past: 0, new: 8192 }];
-    let w = StepWork {
-        prefill: &ch,
-        decode_seqs: 0,
-        decode_ctx_sum: 0,
-    };
+    let w = prefill_only(&ch);
     let gemm = |gpu: &str, prec: WeightPrecision| {
         let d = Deployment::new(
             catalog::load("Qwen/Qwen3-8B").unwrap(),
@@ -889,11 +876,7 @@ fn overrides_replace_named_fields_and_reject_bad_values() {
     // A lower GEMM efficiency makes a compute-bound step slower.
     let d = dep("meta-llama/Meta-Llama-3.1-8B", "H100", tp(1));
     let ch = [PrefillChunk { past: 0, new: 4096 }];
-    let w = StepWork {
-        prefill: &ch,
-        decode_seqs: 0,
-        decode_ctx_sum: 0,
-    };
+    let w = prefill_only(&ch);
     let slow = StepCostModel::new(&d, &e).unwrap().step_time(&w);
     let fast = StepCostModel::new(&d, &base).unwrap().step_time(&w);
     assert!(slow > fast);
