@@ -611,3 +611,118 @@ fn the_endpoint_is_chat_where_the_row_or_its_client_says_so() {
         "{chat} chat, {completions} completions"
     );
 }
+
+/// Fixed-length rows whose client did not ignore EOS: `osl` is `max_tokens`, and where the notes'
+/// totals say the run generated fewer tokens per request, the scenario's outputs have that mean
+/// (what the row's output tok/s counts), with a note saying so; other rows keep `osl`.
+#[test]
+fn fixed_length_rows_generate_the_tokens_the_run_generated() {
+    let text = include_str!("../data/calibration/measured-points-more.csv");
+    let (mut early, mut full) = (0, 0);
+    for p in parse_points(text).unwrap() {
+        let (Some(_), Some(osl)) = (p.isl, p.osl) else {
+            continue;
+        };
+        if servesim_core::validate::waits_for(&p).is_some() {
+            continue;
+        }
+        let s = setup_for(&p).unwrap();
+        let RawContent::Synthetic { output, .. } = &s.scenario.workload.requests else {
+            continue;
+        };
+        let RawLengthDist::Constant { tokens } = output else {
+            // A stated random range (the next test) draws lengths instead.
+            assert!(p.workload.contains("-1.0x)"), "line {}: {output:?}", p.line);
+            continue;
+        };
+        let noted = s
+            .notes
+            .iter()
+            .any(|n| n.starts_with("outputs stopped early: "));
+        if noted {
+            early += 1;
+            assert!(*tokens < osl && *tokens >= 1.0, "line {}", p.line);
+        } else {
+            full += 1;
+            assert_eq!(*tokens, osl.round(), "line {}", p.line);
+        }
+    }
+    // gpustack's random-dataset bursts of gpt-oss, Qwen3 and GLM-4.6 (`vllm bench serve`
+    // without --ignore-eos) and the TGI-vs-vLLM study's sonnet runs.
+    assert!(early >= 40, "{early} rows stopped early");
+    assert!(full > early, "{full} rows at osl");
+    // gpt-oss-20b on one H100, random 4000/200 burst of 500: 52,309 tokens generated, 104.6 per
+    // request (gpustack's page), so 105 per request, not 200.
+    let p = parse_points(text)
+        .unwrap()
+        .into_iter()
+        .find(|p| p.model == "openai/gpt-oss-20b" && p.notes.contains("out 104.6"))
+        .unwrap();
+    let s = setup_for(&p).unwrap();
+    let RawContent::Synthetic { output, .. } = &s.scenario.workload.requests else {
+        panic!()
+    };
+    assert_eq!(output, &RawLengthDist::Constant { tokens: 105.0 });
+    assert!(
+        s.notes.iter().any(|n| n
+            == "outputs stopped early: 104.6 generated tokens per request on average of at most 200 (the notes' totals); every request generates 105"),
+        "{:?}",
+        s.notes
+    );
+}
+
+/// A fixed-length workload that states its client's random range (`(0.8-1.0x)`, the InferenceX
+/// blog rows) draws input and output lengths uniformly in that range of `isl` / `osl`, as
+/// InferenceX's client does; without one the lengths stay constant.
+#[test]
+fn a_stated_random_range_gives_uniform_lengths() {
+    use servesim_core::validate::range_ratio_in;
+    assert_eq!(
+        range_ratio_in("fixed-seq-len random 8192/1024 (0.8-1.0x), closed-loop concurrency 4"),
+        Some((0.8, 1.0))
+    );
+    for w in [
+        "random 1024/128, closed loop c=16",
+        "random 8192/1024 (1.0-0.8x)",
+        "random 8192/1024 (0-1.0x)",
+        "(ab-cdx)",
+    ] {
+        assert_eq!(range_ratio_in(w), None, "{w}");
+    }
+    let text = include_str!("../data/calibration/measured-points-more.csv");
+    let mut ranged = 0;
+    for p in parse_points(text).unwrap() {
+        let (Some(isl), Some(osl)) = (p.isl, p.osl) else {
+            continue;
+        };
+        if servesim_core::validate::waits_for(&p).is_some() {
+            continue;
+        }
+        let s = setup_for(&p).unwrap();
+        let RawContent::Synthetic { input, output, .. } = &s.scenario.workload.requests else {
+            continue;
+        };
+        if p.workload.contains("(0.8-1.0x)") {
+            ranged += 1;
+            for (d, n) in [(input, isl), (output, osl)] {
+                assert_eq!(
+                    d,
+                    &RawLengthDist::UniformRatio {
+                        nominal: n,
+                        min_ratio: 0.8,
+                        max_ratio: 1.0
+                    },
+                    "line {}",
+                    p.line
+                );
+            }
+        } else {
+            assert!(
+                matches!(input, RawLengthDist::Constant { .. }),
+                "line {}",
+                p.line
+            );
+        }
+    }
+    assert_eq!(ranged, 27, "the InferenceX blog rows");
+}

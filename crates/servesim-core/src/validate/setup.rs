@@ -181,6 +181,26 @@ pub(super) fn lengths_constant(v: f64) -> RawLengthDist {
     }
 }
 
+pub(super) fn lengths_ratio(nominal: f64, min_ratio: f64, max_ratio: f64) -> RawLengthDist {
+    RawLengthDist::UniformRatio {
+        nominal,
+        min_ratio,
+        max_ratio,
+    }
+}
+
+/// The random range a fixed-length workload states as `(A-Bx)`, e.g. InferenceX's
+/// `fixed-seq-len random 8192/1024 (0.8-1.0x)`: its client (`utils/bench_serving/benchmark_serving.py`
+/// `sample_random_requests`) draws every input and output length uniformly in
+/// `[int(len x range_ratio), len]`. `None` without one (or an empty or inverted range).
+pub fn range_ratio_in(workload: &str) -> Option<(f64, f64)> {
+    let end = workload.find("x)")?;
+    let start = workload[..end].rfind('(')? + 1;
+    let (a, b) = workload[start..end].split_once('-')?;
+    let (a, b) = (a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?);
+    (a > 0.0 && a < b && b <= 1.0).then_some((a, b))
+}
+
 pub(super) fn lengths_sharegpt(mean: f64, max: f64) -> RawLengthDist {
     RawLengthDist::Lognormal {
         mean,
@@ -563,15 +583,34 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     })
 }
 
-/// Input/output lengths of a burst, closed-loop or Poisson row: fixed `isl`/`osl`, else ShareGPT
-/// (lognormal) with the means the notes give (`Mean lengths ...: in X, out Y`, or
-/// `total in/out A/B` over `n` requests).
+/// Input/output lengths of a burst, closed-loop or Poisson row: fixed `isl`/`osl` (the output at
+/// the mean the run generated when the notes' totals say its requests stopped before `osl`: EOS
+/// without `--ignore-eos`), else ShareGPT (lognormal) with the means the notes give (`Mean lengths
+/// ...: in X, out Y`, or `total in/out A/B` over `n` requests).
 pub(super) fn lengths_of(
     p: &CalibrationPoint,
     n: f64,
     notes: &mut Vec<String>,
 ) -> Result<(RawLengthDist, RawLengthDist), ValidateError> {
     if let (Some(i), Some(o)) = (p.isl, p.osl) {
+        if let Some((lo, hi)) = range_ratio_in(&p.workload) {
+            notes.push(format!(
+                "lengths uniform in {lo}-{hi} x {i} / {o} (the client's random range ratio, as the workload states)"
+            ));
+            return Ok((lengths_ratio(i, lo, hi), lengths_ratio(o, lo, hi)));
+        }
+        // `osl` is the client's `max_tokens`; a client that does not ignore EOS lets requests
+        // stop earlier, and the tokens the run generated are what its output tok/s counts.
+        let generated = mean_lengths_from_notes(&p.notes)
+            .map(|(_, out)| out)
+            .or_else(|| totals_from_notes(&p.notes).map(|(_, b)| b / n));
+        if let Some(m) = generated.filter(|m| *m >= 1.0 && *m < o - 0.5) {
+            notes.push(format!(
+                "outputs stopped early: {m:.1} generated tokens per request on average of at most {o} (the notes' totals); every request generates {}",
+                libm::round(m)
+            ));
+            return Ok((lengths_constant(i), lengths_constant(m)));
+        }
         return Ok((lengths_constant(i), lengths_constant(o)));
     }
     let (i, o) = mean_lengths_from_notes(&p.notes)
