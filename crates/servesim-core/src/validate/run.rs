@@ -51,6 +51,7 @@ pub const HARNESS_PARAMS: &[&str] = &[
     "api_serial_per_request_s",
     "step_overhead_piecewise_s",
     "layer_gpu_floor_s",
+    "layer_chain_s",
     "moe_layer_floor_s",
 ];
 
