@@ -272,7 +272,6 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
         ("overhead", b.overhead),
         ("moe floor", b.moe_floor),
         ("mla floor", b.mla_floor),
-        ("layer chain", b.layer_chain),
     ] {
         println!("  {name:<15}{:9.3} ms", ms(v));
     }

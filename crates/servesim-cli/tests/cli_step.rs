@@ -317,7 +317,6 @@ fn step_of_a_v0_scenario_without_chunked_prefill_splits_prompts_from_decodes() {
             "overhead",
             "moe_floor",
             "mla_floor",
-            "layer_chain",
         ]
         .iter()
         .map(|k| v[*k].as_f64().unwrap())

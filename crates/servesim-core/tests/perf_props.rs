@@ -1005,18 +1005,6 @@ fn the_latent_attention_chain_adds_its_time_per_mla_layer() {
     );
 }
 
-/// Every decoder layer's kernel chain (docs/step-time.md §6): `layer_chain = L x layer_chain_s`,
-/// added to the step whatever the batch, for dense, MoE and latent-attention models alike; the
-/// lean path equals the breakdown bit for bit with it on.
-#[test]
-fn the_layer_chain_adds_its_time_per_decoder_layer() {
-    assert_chain_term_adds(
-        r#"{"layer_chain_s": 25e-6}"#,
-        &|d| d.model.num_layers as f64 * 25e-6,
-        &|b| b.layer_chain,
-    );
-}
-
 /// vLLM V0 on ROCm with chunked prefill sends every prefill through the paged prefix-prefill
 /// kernel (docs/step-time.md §3): its attention FLOPs run at `prefill_attention_paged`, and
 /// nothing else in the step moves. V0 on CUDA (FlashAttention with the block table), V0 without

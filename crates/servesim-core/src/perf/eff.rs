@@ -187,13 +187,6 @@ efficiencies! {
     /// Minimum GPU time per decoder layer (chain of small kernels: norms, rotary, routing, KV
     /// write...), seconds. The step's GPU time is at least `num_layers x` this, graphs or not.
     layer_gpu_floor_s: Seconds,
-    /// GPU time of the chain of small kernels every decoder layer runs around its GEMMs and
-    /// attention (input and post-attention RMSNorm, rotary embedding, KV-cache write, the MLP's
-    /// activation, residual adds), in sequence with them whatever the batch, seconds. Added per
-    /// decoder layer to every step (the MoE and latent-attention chains come on top). 0 in the
-    /// literature table (not modelled); fitted per calibration key (docs/step-time.md §6,
-    /// docs/accuracy.md).
-    layer_chain_s: Seconds,
     /// GPU time of the routing chain of one MoE layer: the kernels around the two grouped GEMMs
     /// (router GEMM, top-k, token permutation / block alignment, activation quantisation, the
     /// activation, weighted combine), which run in sequence with the GEMMs whatever the batch,
@@ -336,7 +329,6 @@ impl Efficiencies {
             internode_bytes_s: 50e9,
             internode_latency_s: 20e-6,
             layer_gpu_floor_s: 30e-6,
-            layer_chain_s: 0.0,
             moe_layer_floor_s: 0.0,
             mla_layer_floor_s: 0.0,
             step_overhead_graph_s: 0.6e-3,

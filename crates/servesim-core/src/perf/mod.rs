@@ -200,9 +200,6 @@ pub struct StepBreakdown {
     /// The latent-attention layers' chain beyond a GQA layer's: `MLA layers x
     /// mla_layer_floor_s`, whatever the batch.
     pub mla_floor: f64,
-    /// Every decoder layer's chain of small kernels (norms, rotary, KV-cache write, activation,
-    /// residual adds): `layers x layer_chain_s`, whatever the batch.
-    pub layer_chain: f64,
     /// How the step runs.
     pub mode: ExecMode,
     /// Unbounded times of each side before the roofline max (diagnostics, not summed).
@@ -243,7 +240,6 @@ impl StepBreakdown {
             + self.overhead
             + self.moe_floor
             + self.mla_floor
-            + self.layer_chain
     }
     /// The step time in ticks (what [`StepCostModel::step_time`] returns).
     pub fn total_ticks(&self) -> Ticks {
@@ -282,8 +278,6 @@ pub struct StepCostModel {
     moe_floor_s: f64,
     /// `MLA layers x mla_layer_floor_s` (0 for GQA models).
     mla_floor_s: f64,
-    /// `layers x layer_chain_s`.
-    layer_chain_s: f64,
     /// Attention, scaled so that `/ tp` gives one GPU's FLOPs ([`AttnTerms::scaled_for_tp`]).
     attn: AttnTerms,
     /// Attention of the whole model (each term once), for [`StepCostModel::attention_flops_whole_model`].
@@ -347,8 +341,6 @@ struct ShapeTerms {
     moe_floor: f64,
     /// [`StepBreakdown::mla_floor`].
     mla_floor: f64,
-    /// [`StepBreakdown::layer_chain`].
-    layer_chain: f64,
 }
 
 /// Largest decode batch with precomputed [`ShapeTerms`].
@@ -587,7 +579,6 @@ impl StepCostModel {
             num_dense_layers: m.num_dense_layers() as f64,
             moe_floor_s: m.num_moe_layers() as f64 * eff.moe_layer_floor_s,
             mla_floor_s: m.num_latent_attention_layers() as f64 * eff.mla_layer_floor_s,
-            layer_chain_s: m.num_layers as f64 * eff.layer_chain_s,
             attn,
             attn_model,
             attn_compute_s_per_flop_prefill: 1.0
@@ -722,7 +713,6 @@ impl StepCostModel {
             floor: self.mode_floor[mode as usize],
             moe_floor,
             mla_floor: self.mla_floor_s,
-            layer_chain: self.layer_chain_s,
         }
     }
 
@@ -998,8 +988,7 @@ impl StepCostModel {
             + sh.ep_alltoall
             + 0.0
             + sh.moe_floor
-            + sh.mla_floor
-            + sh.layer_chain;
+            + sh.mla_floor;
         let overhead = sh.overhead_base + (sh.floor - gpu).max(0.0);
         sh.gemm_compute
             + attention_compute
@@ -1011,7 +1000,6 @@ impl StepCostModel {
             + overhead
             + sh.moe_floor
             + sh.mla_floor
-            + sh.layer_chain
     }
 
     /// `x / tp`, skipping the division at tp = 1 (`x / 1.0` is `x` exactly).
@@ -1174,7 +1162,6 @@ impl StepCostModel {
             b.moe_floor = self.moe_floor_s;
         }
         b.mla_floor = self.mla_floor_s;
-        b.layer_chain = self.layer_chain_s;
         for (c, mm) in [
             (b.raw.dense_gemm_compute, b.raw.dense_weight_reads),
             (b.raw.expert_gemm_compute, b.raw.expert_weight_reads),

@@ -238,8 +238,7 @@ impl StepCostModel {
             + pf_attn
             + dc_attn
             + sh.moe_floor
-            + sh.mla_floor
-            + sh.layer_chain;
+            + sh.mla_floor;
         let target = gpu + sh.overhead_base + (sh.floor - gpu).max(0.0);
 
         // Rejection sampling over every verified position of the drafting decodes.
@@ -267,7 +266,6 @@ impl StepCostModel {
                             + s.ep_alltoall
                             + s.moe_floor
                             + s.mla_floor
-                            + s.layer_chain
                             + if with_attn {
                                 pf_attn + dc_attn
                             } else {

@@ -211,11 +211,6 @@ pub const FIT_PARAMS: &[FitParam] = &[
         grid: &[10e-6, 20e-6, 30e-6, 45e-6, 60e-6, 80e-6, 100e-6, 130e-6],
     },
     FitParam {
-        field: "layer_chain_s",
-        kind: "GPU time of every decoder layer's chain of small kernels (norms, rotary, KV write, activation)",
-        grid: &[0.0, 5e-6, 10e-6, 15e-6, 20e-6, 30e-6, 45e-6, 60e-6, 80e-6],
-    },
-    FitParam {
         field: "moe_layer_floor_s",
         kind: "GPU time of one MoE layer's routing chain (kernels around the grouped GEMMs)",
         grid: &[

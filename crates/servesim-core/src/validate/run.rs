@@ -51,7 +51,6 @@ pub const HARNESS_PARAMS: &[&str] = &[
     "api_serial_per_request_s",
     "step_overhead_piecewise_s",
     "layer_gpu_floor_s",
-    "layer_chain_s",
     "moe_layer_floor_s",
 ];
 
