@@ -424,19 +424,15 @@ pub fn run_fit_job(
                 .map(|f| (e.key.as_str(), f, e.lines.clone(), eager(&e.params))),
         );
     }
-    let mut best_price = FIELD_PRICE * fitted_fields(&cur) as f64;
     for round in 1..=job.rounds {
         let accepted_before = log.len();
         for (entry, fp, lines, fits_eager) in &steps {
             for &v in fp.grid_for(entry) {
                 let mut t = cur.clone();
-                let e = t.generations.entry(entry.to_string()).or_default();
-                // The value the entry has without a field of its own is no fitted field.
-                if base_value(&cur, entry, fp.field) == Some(v) {
-                    e.remove(fp.field);
-                } else {
-                    e.insert(fp.field.to_string(), v);
-                }
+                t.generations
+                    .entry(entry.to_string())
+                    .or_default()
+                    .insert(fp.field.to_string(), v);
                 if t == cur || (*fits_eager && !overheads_ordered(t.generations.get(*entry))) {
                     continue;
                 }
@@ -445,11 +441,8 @@ pub fn run_fit_job(
                     trial.insert(p.line, p);
                 }
                 let obj = score(&trial);
-                let price = FIELD_PRICE * fitted_fields(&t) as f64;
-                if obj.0 < best.0 || (obj.0 == best.0 && obj.1 + price < best.1 + best_price - 1e-9)
-                {
+                if obj.0 < best.0 || (obj.0 == best.0 && obj.1 < best.1 - 1e-9) {
                     best = obj;
-                    best_price = price;
                     cur = t;
                     cur_pts = trial;
                     log.push(FitStep {
@@ -488,43 +481,6 @@ pub fn run_fit_job(
         }
     }
     Ok((tables, log))
-}
-
-/// Objective points one fitted field must buy (experiment, reverted: docs/accuracy.md).
-pub const FIELD_PRICE: f64 = 0.25;
-
-/// The value `field` has in `entry` of `t` without an override of that entry.
-fn base_value(t: &FittedEfficiencies, entry: &str, field: &str) -> Option<f64> {
-    let key = entry.split_once('+').map_or(entry, |(k, _)| k);
-    let gen = key.split_once('@').map_or(key, |(g, _)| g);
-    let below: Vec<&str> = if entry != key {
-        vec![key, gen]
-    } else if key != gen {
-        vec![gen]
-    } else {
-        vec![]
-    };
-    for b in below {
-        if let Some(v) = t.generations.get(b).and_then(|m| m.get(field)) {
-            return Some(*v);
-        }
-    }
-    let g: crate::gpu::Generation =
-        serde_json::from_value(serde_json::Value::String(gen.to_string())).ok()?;
-    crate::perf::Efficiencies::default_for(g)
-        .fields()
-        .into_iter()
-        .find(|f| f.0 == field)
-        .map(|f| f.2)
-}
-
-/// How many fields `t` fits: overrides that differ from their [`base_value`].
-fn fitted_fields(t: &FittedEfficiencies) -> usize {
-    t.generations
-        .iter()
-        .flat_map(|(entry, m)| m.iter().map(move |(f, v)| (entry, f, *v)))
-        .filter(|(entry, f, v)| base_value(t, entry, f) != Some(*v))
-        .count()
 }
 
 /// A step without a CUDA graph does all the CPU work of a step with one (scheduling, inputs,
