@@ -612,6 +612,32 @@ fn the_endpoint_is_chat_where_the_row_or_its_client_says_so() {
     );
 }
 
+/// The simulated rows of `text` with `isl` and `osl`, each with its setup and its scenario's input
+/// and output length distributions.
+fn fixed_length_rows(
+    text: &str,
+) -> Vec<(
+    servesim_core::validate::CalibrationPoint,
+    servesim_core::validate::PointSetup,
+    RawLengthDist,
+    RawLengthDist,
+)> {
+    parse_points(text)
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.isl.is_some() && p.osl.is_some())
+        .filter(|p| servesim_core::validate::waits_for(p).is_none())
+        .filter_map(|p| {
+            let s = setup_for(&p).unwrap();
+            let RawContent::Synthetic { input, output, .. } = s.scenario.workload.requests.clone()
+            else {
+                return None;
+            };
+            Some((p, s, input, output))
+        })
+        .collect()
+}
+
 /// Fixed-length rows whose client did not ignore EOS: `osl` is `max_tokens`, and where the notes'
 /// totals say the run generated fewer tokens per request, the scenario's outputs have that mean
 /// (what the row's output tok/s counts), with a note saying so; other rows keep `osl`.
@@ -619,17 +645,9 @@ fn the_endpoint_is_chat_where_the_row_or_its_client_says_so() {
 fn fixed_length_rows_generate_the_tokens_the_run_generated() {
     let text = include_str!("../data/calibration/measured-points-more.csv");
     let (mut early, mut full) = (0, 0);
-    for p in parse_points(text).unwrap() {
-        let (Some(_), Some(osl)) = (p.isl, p.osl) else {
-            continue;
-        };
-        if servesim_core::validate::waits_for(&p).is_some() {
-            continue;
-        }
-        let s = setup_for(&p).unwrap();
-        let RawContent::Synthetic { output, .. } = &s.scenario.workload.requests else {
-            continue;
-        };
+    for (p, s, _, output) in fixed_length_rows(text) {
+        let osl = p.osl.unwrap();
+        let output = &output;
         let RawLengthDist::Constant { tokens } = output else {
             // A stated random range (the next test) draws lengths instead.
             assert!(p.workload.contains("-1.0x)"), "line {}: {output:?}", p.line);
@@ -691,17 +709,9 @@ fn a_stated_random_range_gives_uniform_lengths() {
     }
     let text = include_str!("../data/calibration/measured-points-more.csv");
     let mut ranged = 0;
-    for p in parse_points(text).unwrap() {
-        let (Some(isl), Some(osl)) = (p.isl, p.osl) else {
-            continue;
-        };
-        if servesim_core::validate::waits_for(&p).is_some() {
-            continue;
-        }
-        let s = setup_for(&p).unwrap();
-        let RawContent::Synthetic { input, output, .. } = &s.scenario.workload.requests else {
-            continue;
-        };
+    for (p, _, input, output) in fixed_length_rows(text) {
+        let (isl, osl) = (p.isl.unwrap(), p.osl.unwrap());
+        let (input, output) = (&input, &output);
         if p.workload.contains("(0.8-1.0x)") {
             ranged += 1;
             for (d, n) in [(input, isl), (output, osl)] {
