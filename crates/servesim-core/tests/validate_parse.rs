@@ -525,7 +525,8 @@ fn engine_flags_recorded_in_the_notes_are_applied() {
             no_chunked += 1;
         }
     }
-    assert_eq!((with_len, eager, no_chunked), (178, 57, 9));
+    // 178 rows state a context length; gpustack's `-pp 2` row (line 314) waits.
+    assert_eq!((with_len, eager, no_chunked), (177, 57, 9));
 }
 
 #[test]
@@ -735,4 +736,75 @@ fn a_stated_random_range_gives_uniform_lengths() {
         }
     }
     assert_eq!(ranged, 27, "the InferenceX blog rows");
+}
+
+/// A row served with pipeline parallelism waits (ServeSim does not model it) instead of running
+/// as something else: the parser reads every spelling, and in the shipped files exactly gpustack's
+/// gpt-oss-120b `-pp 2` row on 2 H100 carries one.
+#[test]
+fn a_pipeline_parallel_row_waits() {
+    use servesim_core::validate::{pipeline_parallel_in_notes, waits_for};
+    assert_eq!(
+        pipeline_parallel_in_notes("serve cmd: `vllm serve m --async-scheduling -pp 2`; section"),
+        Some(2)
+    );
+    assert_eq!(
+        pipeline_parallel_in_notes("vllm serve m --pipeline-parallel-size=4 --tp 2"),
+        Some(4)
+    );
+    assert_eq!(
+        pipeline_parallel_in_notes("vllm serve m --pipeline-parallel-size 1"),
+        Some(1)
+    );
+    assert_eq!(pipeline_parallel_in_notes("vllm serve m -tp 8"), None);
+    assert_eq!(pipeline_parallel_in_notes("vllm serve m -pp"), None);
+    let both = servesim_core::validate::combine_csvs(&[
+        include_str!("../data/calibration/measured-points.csv"),
+        include_str!("../data/calibration/measured-points-more.csv"),
+    ])
+    .unwrap();
+    let all = parse_points(&both).unwrap();
+    let pp: Vec<usize> = all
+        .iter()
+        .filter(|p| pipeline_parallel_in_notes(&p.notes).is_some_and(|n| n > 1))
+        .map(|p| p.line)
+        .collect();
+    assert_eq!(pp, [314]);
+    let why = waits_for(&all[314 - 2]).expect("the -pp 2 row waits");
+    assert!(why.contains("pipeline parallelism"), "{why}");
+}
+
+/// gpustack's gpt-oss-20b H100 page has one serve command naming gpt-oss-120b (section 5, copied
+/// from the 120b page); its client requests gpt-oss-20b, so the row runs the page's model and says
+/// why. Pages whose path names no catalog model (`glm-4.x`, `references`) keep the row's model.
+#[test]
+fn a_row_runs_the_model_its_page_is_about() {
+    use servesim_core::validate::{page_model, resolve_model};
+    let both = servesim_core::validate::combine_csvs(&[
+        include_str!("../data/calibration/measured-points.csv"),
+        include_str!("../data/calibration/measured-points-more.csv"),
+    ])
+    .unwrap();
+    let all = parse_points(&both).unwrap();
+    let moved: Vec<(usize, &str)> = all
+        .iter()
+        .filter_map(|p| page_model(p).map(|(id, _)| (p.line, id)))
+        .collect();
+    assert_eq!(moved, [(330, "openai/gpt-oss-20b")]);
+    let p = &all[330 - 2];
+    assert_eq!(p.model, "openai/gpt-oss-120b");
+    let r = resolve_model(p).unwrap();
+    assert_eq!(r.catalog_id, "openai/gpt-oss-20b");
+    assert!(r.notes[0].contains("its client requests openai/gpt-oss-20b"));
+    let s = setup_for(p).unwrap();
+    assert_eq!(
+        s.scenario.model,
+        ModelRef::Catalog("openai/gpt-oss-20b".into())
+    );
+    // A family page keeps the row's model.
+    let glm = all
+        .iter()
+        .find(|p| p.source_ref.contains("performance-lab/glm-4.x/"))
+        .unwrap();
+    assert!(page_model(glm).is_none());
 }

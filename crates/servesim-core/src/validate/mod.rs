@@ -28,7 +28,8 @@ pub use setup::*;
 pub use summary::*;
 
 pub use rows::{
-    model_family, resolve_model, version_in, waits_for, ResolvedModel, MODEL_FILE_ALIASES,
+    model_family, page_model, resolve_model, version_in, waits_for, ResolvedModel,
+    MODEL_FILE_ALIASES,
 };
 
 use thiserror::Error;

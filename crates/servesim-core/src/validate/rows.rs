@@ -111,6 +111,42 @@ pub fn version_in(cell: &str) -> Option<String> {
     None
 }
 
+/// The model a gpustack performance-lab page is about, when the row names another: the page's
+/// path (`docs/performance-lab/<model>/<gpu>.md`) names one catalog model, and its client command
+/// asks for that model (`vllm bench serve --model openai/gpt-oss-20b`), which vLLM's OpenAI
+/// server answers only when it serves it (any other name is "The model ... does not exist"), so a
+/// serve command on the page that names another model is a copy from a sibling page. Returns the
+/// page's catalog id and the note that says so; `None` when the path names no catalog model
+/// (`glm-4.x`, `references`) or the row's model is the page's or one of its releases.
+pub fn page_model(p: &CalibrationPoint) -> Option<(&'static str, String)> {
+    let dir = p
+        .source_ref
+        .split("performance-lab/")
+        .nth(1)?
+        .split('/')
+        .next()?;
+    let named = |id: &str| {
+        id.rsplit('/')
+            .next()
+            .unwrap_or(id)
+            .eq_ignore_ascii_case(dir)
+    };
+    let row = first_word(&p.model);
+    // The page's model or one of its releases (`Qwen3-235B-A22B-Instruct-2507-FP8` on
+    // `qwen3-235b-a22b`).
+    if row.to_ascii_lowercase().contains(&dir.to_ascii_lowercase()) {
+        return None;
+    }
+    let id = catalog::ids().into_iter().find(|id| named(id))?;
+    Some((
+        id,
+        format!(
+            "model {id}, not the {row} the row's serve command names: the page ({}) is {id}'s and its client requests {id}, which a server of another model refuses",
+            p.source_ref
+        ),
+    ))
+}
+
 /// The first whitespace-separated word of a cell (model cells may carry a parenthetical).
 fn first_word(s: &str) -> &str {
     s.split_whitespace().next().unwrap_or("")
@@ -153,11 +189,15 @@ fn catalog_id_for(name: &str) -> Option<(String, Option<String>)> {
 /// The catalog model and weight precision of a row, or why it cannot run (the text says what is
 /// missing).
 pub fn resolve_model(p: &CalibrationPoint) -> Result<ResolvedModel, String> {
-    let name = first_word(&p.model);
+    let page = page_model(p);
+    let name = page
+        .as_ref()
+        .map_or_else(|| first_word(&p.model), |(id, _)| *id);
     let (id, note) = catalog_id_for(name).ok_or_else(|| {
         format!("model config not shipped: `{}` has no config in data/models (add its config.json with provenance)", p.model)
     })?;
-    let mut notes: Vec<String> = note.into_iter().collect();
+    let mut notes: Vec<String> = page.map(|(_, why)| why).into_iter().collect();
+    notes.extend(note);
     let cfg = catalog::load(&id).map_err(|e| e.to_string())?;
     let w = p.weight_dtype.to_ascii_lowercase();
     let first = first_word(&w);
@@ -239,6 +279,11 @@ pub fn waits_for(p: &CalibrationPoint) -> Option<String> {
         return Some(
             "a measurement of its own: every figure repeats another row's, measured on another GPU (the source published one run on two GPUs' pages; which GPU ran it cannot be told)".into(),
         );
+    }
+    if let Some(n) = super::pipeline_parallel_in_notes(&p.notes).filter(|&n| n > 1) {
+        return Some(format!(
+            "pipeline parallelism (the serve command's pipeline-parallel size {n}): not modelled"
+        ));
     }
     if p.tp == 0 || p.dp == 0 {
         return Some("the parallel layout: the source does not state tp/dp for this run".into());

@@ -719,6 +719,26 @@ pub fn scheduler_steps_in_notes(notes: &str) -> Option<u32> {
     })
 }
 
+/// The pipeline-parallel size a row's notes record in its serve command (`-pp 2`,
+/// `--pipeline-parallel-size 2`, `--pipeline-parallel-size=2`); ServeSim does not model pipeline
+/// parallelism, so [`super::waits_for`] keeps a row with more than 1 out.
+pub fn pipeline_parallel_in_notes(notes: &str) -> Option<u32> {
+    let words: Vec<&str> = notes
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| "`;,[]()'\"".contains(c)))
+        .collect();
+    words.iter().enumerate().find_map(|(i, w)| {
+        let (name, inline) = match w.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (*w, None),
+        };
+        if !matches!(name, "-pp" | "--pipeline-parallel-size") {
+            return None;
+        }
+        inline.or_else(|| words.get(i + 1).copied())?.parse().ok()
+    })
+}
+
 /// The [`NOTE_ENGINE_FLAGS`] in `notes` whose value is a shell variable.
 pub fn unresolved_flags_in_notes(notes: &str) -> Vec<String> {
     note_flags(notes)
