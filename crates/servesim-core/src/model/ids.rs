@@ -141,7 +141,7 @@ const RELEASES: &[Release] = &[
         config: "meta-llama/Llama-3.1-405B-Instruct-FP8",
         context: None,
         quant: None,
-        why: "Meta's fp8 release of the base model, quantised like the Instruct one (fbgemm_fp8, attention kept in bf16)",
+        why: "Meta's fp8 release of the base model, quantised like the Instruct one (fbgemm_fp8, attention kept in bf16: 56.77 GiB of weights per GPU at TP8 in dstack's vLLM log of this checkpoint)",
     },
     Release {
         id: "meta-llama/Meta-Llama-3.1-405B-FP8",
@@ -261,6 +261,13 @@ const RELEASES: &[Release] = &[
         context: None,
         quant: None,
         why: "GLM-4.6 and GLM-4.7 are the GLM-4.5 355B-A32B architecture (92 layers, the first 3 dense, 5120 hidden, 96/8 heads, 160 experts top-8 and a shared expert) with 202,752 context",
+    },
+    Release {
+        id: "MiniMaxAI/MiniMax-M2.5",
+        config: "MiniMaxAI/MiniMax-M2.7",
+        context: Some(196_608),
+        quant: None,
+        why: "MiniMax-M2.5 and M2.7 are the same MiniMaxM2ForCausalLM structure (62 layers, 3072 hidden, 48/8 heads of 128 with 64 rotary dims and QK-norm, 256 experts top-8) and the same fp8 128x128 block checkpoint format (nvidia/MiniMax-M2.5-NVFP4's config, shipped, has M2.5's structure); M2.5's context is 196,608",
     },
     Release {
         id: "zai-org/GLM-4.5",
@@ -780,6 +787,22 @@ mod tests {
                 assert!(m.notes[0].contains(config), "{id}: {:?}", m.notes);
             }
         }
+    }
+
+    /// MiniMax-M2.5 (the InferenceX and gpustack runs' model) resolves in the page and the CLI
+    /// to M2.7's config with its own context, keeping the fp8 block checkpoint.
+    #[test]
+    fn minimax_m2_5_runs_on_m2_7_with_its_own_context() {
+        let (m, r) = res("MiniMaxAI/MiniMax-M2.5");
+        assert_eq!(r.config_id, "MiniMaxAI/MiniMax-M2.7");
+        assert_eq!(m.max_position_embeddings, 196_608);
+        assert_eq!(m.checkpoint.dense, DType::Fp8);
+        assert!(
+            r.differences[0].contains("196608 instead of 204800"),
+            "{r:?}"
+        );
+        let (fp8, _) = res("MiniMaxAI/MiniMax-M2.7");
+        assert_eq!(m.params().total, fp8.params().total);
     }
 
     #[test]

@@ -13,21 +13,6 @@ use crate::model::catalog;
 /// precision comes from the row's `weight_dtype`). The reason is shown with every such row.
 pub const MODEL_FILE_ALIASES: &[(&str, &str, &str)] = &[
     (
-        "MiniMaxAI/MiniMax-M2.5",
-        "MiniMaxAI/MiniMax-M2.7",
-        "the MiniMax-M2.5 config was not found; M2.7 has the same structure (context 204,800 vs 196,608)",
-    ),
-    (
-        "meta-llama/Llama-3.1-405B-FP8",
-        "meta-llama/Llama-3.1-405B-Instruct-FP8",
-        "Meta's FP8 checkpoint of the base model, quantised like the Instruct one (fbgemm_fp8, attention in bf16: 56.77 GiB of weights per GPU at TP8 in the source's own vLLM log)",
-    ),
-    (
-        "meta-llama/Llama-3.1-405B-Instruct",
-        "meta-llama/Meta-Llama-3.1-405B",
-        "the Instruct checkpoint of the same architecture",
-    ),
-    (
         "amd/Llama-3.1-405B-Instruct-FP8-KV",
         "meta-llama/Meta-Llama-3.1-405B",
         "AMD Quark FP8 checkpoint of the same architecture",
