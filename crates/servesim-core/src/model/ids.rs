@@ -193,6 +193,13 @@ const RELEASES: &[Release] = &[
         why: "post-trained from DeepSeek-V3.1-Base on the DeepSeek-V3 architecture (model card)",
     },
     Release {
+        id: "deepseek-ai/DeepSeek-V3.1-Terminus",
+        config: "deepseek-ai/DeepSeek-V3",
+        context: None,
+        quant: None,
+        why: "an update of DeepSeek-V3.1 on the same DeepSeek-V3 architecture (671B total, 37B active per token; model card)",
+    },
+    Release {
         id: "deepseek-ai/DeepSeek-V3-Base",
         config: "deepseek-ai/DeepSeek-V3",
         context: None,
@@ -750,6 +757,10 @@ mod tests {
                 "meta-llama/Llama-3.1-70B-Instruct",
             ),
             ("deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-R1"),
+            (
+                "deepseek-ai/DeepSeek-V3.1-Terminus",
+                "deepseek-ai/DeepSeek-V3",
+            ),
             ("Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-30B-A3B"),
             (
                 "nvidia/Llama-3.3-70B-Instruct-FP8",
