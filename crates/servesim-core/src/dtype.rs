@@ -43,6 +43,23 @@ impl DType {
         }
     }
 
+    /// Bytes per element of a checkpoint tensor whose integer weight-only scales come in groups
+    /// of `group` elements (the checkpoint's `group_size`; `None` = [`INT_GROUP_SIZE`], `Some(0)`
+    /// = one scale per output channel, GPTQ's `group_size: -1`, whose bytes are negligible): one
+    /// 16-bit scale per group. Other formats: [`DType::bytes_per_element`].
+    pub fn bytes_per_element_grouped(self, group: Option<u32>) -> f64 {
+        let scale = match group {
+            None => 2.0 / INT_GROUP_SIZE,
+            Some(0) => 0.0,
+            Some(g) => 2.0 / f64::from(g),
+        };
+        match self {
+            DType::Int4 => 0.5 + scale,
+            DType::Int8 => 1.0 + scale,
+            other => other.bytes_per_element(),
+        }
+    }
+
     /// True for formats that only store weights at low precision and always compute in bf16
     /// (the integer weight-only formats).
     pub fn is_weight_only(self) -> bool {
@@ -240,6 +257,15 @@ mod tests {
     fn microscaled_bytes_include_scales() {
         assert_eq!(DType::Mxfp4.bytes_per_element(), 0.53125);
         assert_eq!(DType::Nvfp4.bytes_per_element(), 0.5625);
+        // Integer weight-only formats: one 16-bit scale per group.
+        assert_eq!(
+            DType::Int4.bytes_per_element_grouped(None),
+            0.5 + 2.0 / 128.0
+        );
+        assert_eq!(DType::Int4.bytes_per_element_grouped(Some(32)), 0.5625);
+        assert_eq!(DType::Int8.bytes_per_element_grouped(Some(64)), 1.03125);
+        assert_eq!(DType::Int4.bytes_per_element_grouped(Some(0)), 0.5);
+        assert_eq!(DType::Fp8.bytes_per_element_grouped(Some(32)), 1.0);
         assert_eq!(DType::Fp8.compute_class(), ComputeClass::Fp8);
     }
 }

@@ -30,6 +30,9 @@ pub enum Requant {
     /// compressed-tensors W4A16 (RedHatAI `-quantized.w4a16`: int4 weights, group size 128,
     /// 16-bit activations), sized like AWQ 4-bit.
     W4a16,
+    /// Kimi's native INT4 (Kimi-K2-Thinking): compressed-tensors int4 routed experts in groups of
+    /// 32, with attention, shared experts, the dense layers' MLPs and lm_head in `ignore`.
+    Int4RoutedExperts32,
 }
 
 impl Requant {
@@ -49,6 +52,12 @@ impl Requant {
             Requant::Gptq(bits) => {
                 serde_json::json!({"quant_method": "gptq", "bits": bits, "group_size": 128})
             }
+            Requant::Int4RoutedExperts32 => serde_json::json!({
+                "quant_method": "compressed-tensors", "format": "pack-quantized",
+                "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": null,
+                    "weights": {"num_bits": 4, "type": "int", "group_size": 32, "strategy": "group", "symmetric": true}}},
+                "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*", "re:.*mlp\\.(gate|up|gate_up|down)_proj.*"]
+            }),
         }
     }
     fn describe(self) -> &'static str {
@@ -60,6 +69,7 @@ impl Requant {
             Requant::Gptq(8) => "GPTQ int8 weights, group size 128 (16-bit activations)",
             Requant::Gptq(_) => "GPTQ int4 weights, group size 128 (16-bit activations)",
             Requant::W4a16 => "W4A16 int4 weights, group size 128 (compressed-tensors; 16-bit activations)",
+            Requant::Int4RoutedExperts32 => "INT4 routed experts in groups of 32 (compressed-tensors W4A16); attention, shared experts and dense MLPs in bf16",
         }
     }
 }
@@ -254,6 +264,13 @@ const RELEASES: &[Release] = &[
         context: Some(262_144),
         quant: None,
         why: "the 0905 update of Kimi-K2-Instruct (same architecture; model card: context 256K)",
+    },
+    Release {
+        id: "moonshotai/Kimi-K2-Thinking",
+        config: "moonshotai/Kimi-K2-Instruct",
+        context: Some(262_144),
+        quant: Some(Requant::Int4RoutedExperts32),
+        why: "the Kimi-K2 architecture (DeepseekV3: MLA, 61 layers, 384 experts top-8 and a shared expert) with native INT4 routed experts from quantization-aware training (model card); context 262,144 (256K)",
     },
     Release {
         id: "moonshotai/Kimi-K2-Base",
@@ -814,6 +831,55 @@ mod tests {
         );
         let (fp8, _) = res("MiniMaxAI/MiniMax-M2.7");
         assert_eq!(m.params().total, fp8.params().total);
+    }
+
+    /// Kimi-K2-Thinking: only the routed experts are INT4, in groups of 32 (2 / 32 scale bytes
+    /// per weight, not 2 / 128); every other linear layer stays bf16.
+    #[test]
+    fn kimi_k2_thinking_has_int4_experts_in_groups_of_32() {
+        use crate::dtype::WeightPrecision;
+        use crate::model::TensorGroup;
+        let (m, r) = res("moonshotai/Kimi-K2-Thinking");
+        assert_eq!(r.config_id, "moonshotai/Kimi-K2-Instruct");
+        assert_eq!(m.max_position_embeddings, 262_144);
+        assert_eq!(m.checkpoint.experts, DType::Int4);
+        assert_eq!(m.checkpoint.dense, DType::Bf16);
+        assert_eq!(m.checkpoint.int_group_size, Some(32));
+        let w = m.weight_bytes(WeightPrecision::Checkpoint);
+        for g in &w.groups {
+            let expect = match g.group {
+                TensorGroup::RoutedExperts => 0.5 + 2.0 / 32.0,
+                _ => 2.0,
+            };
+            let per = g.bytes.0 as f64 / g.params as f64;
+            assert!(
+                (per - expect).abs() < 1e-6,
+                "{:?}: {per} bytes per weight",
+                g.group
+            );
+        }
+        // An int4 override quantises at vLLM's default group of 128.
+        let over = m.weight_bytes(WeightPrecision::Int4);
+        let experts = |wb: &crate::model::WeightBytes| {
+            wb.groups
+                .iter()
+                .find(|g| g.group == TensorGroup::RoutedExperts)
+                .map(|g| g.bytes.0 as f64 / g.params as f64)
+                .unwrap()
+        };
+        assert!((experts(&over) - (0.5 + 2.0 / 128.0)).abs() < 1e-6);
+        assert!(
+            m.notes.iter().any(|n| n.contains("group_size 32")),
+            "{:?}",
+            m.notes
+        );
+        assert!(
+            m.notes
+                .iter()
+                .any(|n| n.contains("only the routed experts are quantized")),
+            "{:?}",
+            m.notes
+        );
     }
 
     #[test]

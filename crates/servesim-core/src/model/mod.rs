@@ -254,6 +254,11 @@ pub struct CheckpointDtypes {
     /// `self_attn`, e.g. ModelOpt NVFP4 MiniMax-M2.5); `None` = `dense`.
     #[serde(default)]
     pub attention: Option<DType>,
+    /// Elements per 16-bit scale of the integer weight-only layers (AWQ / GPTQ / compressed-tensors
+    /// `group_size`) when it is not the default 128; `Some(0)` = one scale per output channel
+    /// (`group_size: -1`). Sizes the checkpoint's own weights ([`DType::bytes_per_element_grouped`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub int_group_size: Option<u32>,
 }
 
 impl CheckpointDtypes {

@@ -494,7 +494,12 @@ impl ModelConfig {
     fn tensor_bytes(&self, t: &Tensor, prec: WeightPrecision) -> (f64, f64, DType) {
         let (dt, block) = self.tensor_dtype(t, prec);
         let elems = t.params() as f64;
-        let bytes = elems * dt.bytes_per_element();
+        // The checkpoint's own integer layers carry its group size; an override quantises at 128.
+        let group = match prec {
+            WeightPrecision::Checkpoint => self.checkpoint.int_group_size,
+            _ => None,
+        };
+        let bytes = elems * dt.bytes_per_element_grouped(group);
         let scales = match block {
             Some((br, bc)) => {
                 let (br, bc) = (br as u64, bc as u64);

@@ -242,6 +242,7 @@ fn checkpoint_of(
         fp8_block: None,
         unquantized,
         attention: None,
+        int_group_size: None,
     };
     if let Some(q) = get(o, "quantization_config") {
         let q = q
@@ -321,7 +322,7 @@ fn checkpoint_of(
                     }
                 };
                 let dt = int_dtype("quantization_config.bits", bits)?;
-                group_size_note(q, "group_size", notes)?;
+                ck.int_group_size = int_group_size(q, "quantization_config.group_size", notes)?;
                 ck.dense = dt;
                 ck.experts = dt;
                 notes.push(format!(
@@ -329,9 +330,10 @@ fn checkpoint_of(
                 ));
             }
             "compressed-tensors" => {
-                let (dense, experts) = compressed_tensors_dtypes(q, notes)?;
+                let (dense, experts, group) = compressed_tensors_dtypes(q, notes)?;
                 ck.dense = dense;
                 ck.experts = experts;
+                ck.int_group_size = group;
             }
             other => {
                 return Err(invalid(
@@ -373,6 +375,18 @@ fn checkpoint_of(
                     ck.experts = unquantized;
                     notes.push(format!(
                         "quantization_config.{key} excludes the routed experts: they stay {unquantized}"
+                    ));
+                }
+                // Every linear group outside the routed experts excluded (Kimi-K2-Thinking's
+                // INT4 experts: attention, shared experts and the dense layers' MLPs ignored).
+                if names.iter().any(|n| excludes_attention(n))
+                    && names.iter().any(|n| excludes_shared_experts(n))
+                    && names.iter().any(|n| excludes_dense_mlp(n))
+                    && ck.dense != unquantized
+                {
+                    ck.dense = unquantized;
+                    notes.push(format!(
+                        "quantization_config.{key} excludes the attention, shared-expert and dense MLP projections: only the routed experts are quantized, the rest stays {unquantized}"
                     ));
                 }
             }
@@ -434,19 +448,47 @@ fn int_dtype(field: &str, bits: u64) -> Result<DType, ModelError> {
     }
 }
 
-/// The integer formats are sized with groups of [`crate::dtype::INT_GROUP_SIZE`]; another group
-/// size changes the scale bytes by a fraction of a percent and is noted, not modelled.
-fn group_size_note(q: &Obj, field: &str, notes: &mut Vec<String>) -> Result<(), ModelError> {
-    if let Some(g) = get(q, field) {
-        if let Some(v) = g.as_i64() {
-            if v != crate::dtype::INT_GROUP_SIZE as i64 {
-                notes.push(format!(
-                    "quantization group_size {v}: scales sized at group 128 (a difference below 1% of the weight bytes)"
-                ));
-            }
+/// The integer formats' `group_size` (elements per 16-bit scale): `None` for the default 128 (or
+/// no field), `Some(0)` for `-1` (one scale per output channel), else `Some(n)`; another group than
+/// 128 is said in the notes, since it moves the scale bytes (2 / group bytes per weight).
+fn int_group_size(
+    q: &Obj,
+    field: &str,
+    notes: &mut Vec<String>,
+) -> Result<Option<u32>, ModelError> {
+    let key = field.rsplit('.').next().unwrap_or(field);
+    let Some(g) = get(q, key) else {
+        return Ok(None);
+    };
+    let v = g.as_i64().ok_or_else(|| {
+        invalid(
+            field,
+            g,
+            "must be an integer (a group size, or -1 per channel)",
+        )
+    })?;
+    match v {
+        -1 => {
+            notes.push(
+                "quantization group_size -1: one scale per output channel (negligible bytes)"
+                    .to_string(),
+            );
+            Ok(Some(0))
         }
+        128 => Ok(None),
+        1..=65_536 => {
+            notes.push(format!(
+                "quantization group_size {v}: one 16-bit scale per {v} weights ({:.4} bytes per weight)",
+                2.0 / v as f64
+            ));
+            Ok(Some(v as u32))
+        }
+        _ => Err(invalid(
+            field,
+            g,
+            "must be -1 or a group size from 1 to 65,536",
+        )),
     }
-    Ok(())
 }
 
 /// A module pattern that names the attention block or one of its projections.
@@ -475,13 +517,28 @@ fn excludes_experts(name: &str) -> bool {
     n.ends_with("mlp.experts") || n.ends_with("block_sparse_moe.experts")
 }
 
-/// (dense, experts) storage types of a compressed-tensors config: its `config_groups` weights
+/// A module pattern that names the shared experts (`re:.*shared_experts.*`, `mlp.shared_expert`).
+fn excludes_shared_experts(name: &str) -> bool {
+    let n = name.trim_end_matches('*').trim_end_matches('.');
+    n.ends_with("shared_experts") || n.ends_with("shared_expert")
+}
+
+/// A module pattern that names a dense MLP's projections and not the experts'
+/// (`re:.*mlp\.(gate|up|gate_up|down)_proj.*`, `mlp.down_proj`): the dense layers of a MoE model.
+fn excludes_dense_mlp(name: &str) -> bool {
+    let n = name.replace('\\', "");
+    !n.contains("expert")
+        && n.contains("mlp.")
+        && ["gate", "up", "down"].iter().any(|p| n.contains(p))
+}
+
+/// (dense, experts) storage types and integer group size of a compressed-tensors config: its `config_groups` weights
 /// (`num_bits`, `type`), activations present or not. W4A16 / W8A16 integer -> weight-only
 /// Int4 / Int8; 8-bit float -> fp8; 4-bit float with group 16 -> NVFP4.
 fn compressed_tensors_dtypes(
     q: &Obj,
     notes: &mut Vec<String>,
-) -> Result<(DType, DType), ModelError> {
+) -> Result<(DType, DType, Option<u32>), ModelError> {
     let field = "quantization_config.config_groups";
     let groups = get(q, "config_groups")
         .and_then(Value::as_object)
@@ -492,6 +549,7 @@ fn compressed_tensors_dtypes(
             )
         })?;
     let mut found: Option<DType> = None;
+    let mut group: Option<u32> = None;
     for (name, g) in groups {
         let w = g.get("weights").and_then(Value::as_object).ok_or_else(|| {
             missing(
@@ -514,7 +572,7 @@ fn compressed_tensors_dtypes(
             }
         };
         if dt.is_weight_only() {
-            group_size_note(w, "group_size", notes)?;
+            group = int_group_size(w, &format!("{field}.{name}.weights.group_size"), notes)?;
             notes.push(format!(
                 "compressed-tensors {dt} weight-only checkpoint: Marlin-style kernels dequantise to bf16"
             ));
@@ -522,7 +580,7 @@ fn compressed_tensors_dtypes(
         found = Some(dt);
     }
     let dt = found.ok_or_else(|| missing(field, "config_groups is empty"))?;
-    Ok((dt, dt))
+    Ok((dt, dt, group))
 }
 
 fn u32_list(o: &Obj, field: &str) -> Result<Option<Vec<u32>>, ModelError> {

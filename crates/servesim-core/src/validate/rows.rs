@@ -29,11 +29,6 @@ pub const MODEL_FILE_ALIASES: &[(&str, &str, &str)] = &[
         "AMD Quark MXFP4 checkpoint of Llama-3.3-70B-Instruct, which has the Llama-3.1-70B architecture",
     ),
     (
-        "moonshotai/Kimi-K2-Thinking",
-        "moonshotai/Kimi-K2-Instruct",
-        "the Kimi-K2 architecture (DeepseekV3, MLA, 384 experts) with INT4 W4A16 routed experts; the precision comes from weight_dtype",
-    ),
-    (
         "nvidia/Kimi-K2.5-NVFP4",
         "moonshotai/Kimi-K2-Instruct",
         "Kimi-K2.5's language model has the Kimi-K2 architecture (its vision tower is not modelled; text-only rows); NVFP4 run as fp4 on every linear layer",
@@ -138,9 +133,9 @@ fn first_word(s: &str) -> &str {
 }
 
 /// A catalog id for a CSV model name: itself, an alias, the name with `Qwen/` added, with a
-/// variant suffix removed, or the config that stands in for a known release
-/// ([`crate::model::ids`], the page's and CLI's resolution; the precision still comes from the
-/// row's `weight_dtype`).
+/// variant suffix removed, or a known release ([`crate::model::ids`], the page's and CLI's
+/// resolution: the release id itself, which loads its stand-in config with the release's own
+/// context and quantization; the precision still comes from the row's `weight_dtype`).
 fn catalog_id_for(name: &str) -> Option<(String, Option<String>)> {
     if let Some((_, to, why)) = MODEL_FILE_ALIASES.iter().find(|(a, _, _)| *a == name) {
         return Some((
@@ -166,9 +161,11 @@ fn catalog_id_for(name: &str) -> Option<(String, Option<String>)> {
             }
         }
     }
+    // A known release: the scenario names the release itself, so its own context and
+    // quantization (what the note says differs) apply, as they do in the page and the CLI.
     crate::model::ids::resolve(name)
         .ok()
-        .map(|(_, r)| (r.config_id.clone(), Some(format!("model {}", r.summary()))))
+        .map(|(_, r)| (r.requested.clone(), Some(format!("model {}", r.summary()))))
 }
 
 /// The catalog model and weight precision of a row, or why it cannot run (the text says what is
@@ -194,6 +191,7 @@ pub fn resolve_model(p: &CalibrationPoint) -> Result<ResolvedModel, String> {
         || (first == "mxfp4" && ck.experts == DType::Mxfp4)
         || (first == "nvfp4" && ck.experts == DType::Nvfp4)
         || (first == "fp8" && ck.dense == DType::Fp8)
+        || (first == "int4" && ck.experts == DType::Int4)
     {
         // The checkpoint's own format (incl. an already-quantised catalog config).
         WeightPrecision::Checkpoint
@@ -337,9 +335,11 @@ mod tests {
         assert_eq!(id("Qwen3-8B").as_deref(), Some("Qwen/Qwen3-8B"));
         assert_eq!(
             id("MiniMaxAI/MiniMax-M2.5").as_deref(),
-            Some("MiniMaxAI/MiniMax-M2.7")
+            Some("MiniMaxAI/MiniMax-M2.5")
         );
-        assert_eq!(id("zai-org/GLM-4.6").as_deref(), Some("zai-org/GLM-4.7"));
+        assert_eq!(id("zai-org/GLM-4.6").as_deref(), Some("zai-org/GLM-4.6"));
+        let m = catalog::load(&id("MiniMaxAI/MiniMax-M2.5").unwrap()).unwrap();
+        assert_eq!(m.max_position_embeddings, 196_608);
         assert_eq!(
             id("zai-org/GLM-4.5-Air").as_deref(),
             Some("zai-org/GLM-4.5-Air")
