@@ -256,7 +256,7 @@ pub struct CheckpointDtypes {
     pub attention: Option<DType>,
     /// Elements per 16-bit scale of the integer weight-only layers (AWQ / GPTQ / compressed-tensors
     /// `group_size`) when it is not the default 128; `Some(0)` = one scale per output channel
-    /// (`group_size: -1`). Sizes the checkpoint's own weights ([`DType::bytes_per_element_grouped`]).
+    /// (`group_size: -1`, or a compressed-tensors `strategy: channel`). Sizes the checkpoint's own weights ([`DType::bytes_per_element_grouped`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub int_group_size: Option<u32>,
 }

@@ -449,16 +449,27 @@ fn int_dtype(field: &str, bits: u64) -> Result<DType, ModelError> {
 }
 
 /// The integer formats' `group_size` (elements per 16-bit scale): `None` for the default 128 (or
-/// no field), `Some(0)` for `-1` (one scale per output channel), else `Some(n)`; another group than
-/// 128 is said in the notes, since it moves the scale bytes (2 / group bytes per weight).
+/// no field), `Some(0)` for `-1` or a compressed-tensors `strategy: channel` (one scale per output
+/// channel), else `Some(n)`; another group than 128 is said in the notes, since it moves the scale
+/// bytes (2 / group bytes per weight).
 fn int_group_size(
     q: &Obj,
     field: &str,
     notes: &mut Vec<String>,
 ) -> Result<Option<u32>, ModelError> {
     let key = field.rsplit('.').next().unwrap_or(field);
-    let Some(g) = get(q, key) else {
-        return Ok(None);
+    let per_channel = opt_str(q, "strategy")? == Some("channel");
+    let g = match get(q, key) {
+        // compressed-tensors channel-wise schemes carry `group_size: null`.
+        None | Some(Value::Null) if per_channel => {
+            notes.push(
+                "quantization strategy channel: one scale per output channel (negligible bytes)"
+                    .to_string(),
+            );
+            return Ok(Some(0));
+        }
+        None | Some(Value::Null) => return Ok(None),
+        Some(g) => g,
     };
     let v = g.as_i64().ok_or_else(|| {
         invalid(

@@ -760,6 +760,33 @@ fn quantization_formats_and_exclusions() {
         .0 as f64;
     let q4 = awq.weight_bytes(WeightPrecision::Checkpoint).total.0 as f64;
     assert!(q4 < 0.45 * bf && q4 > 0.2 * bf, "{q4} vs {bf}");
+    // The group size sets the scale bytes (one 16-bit scale per group): 32 adds 2/32 - 2/128
+    // bytes per quantized weight; -1 and compressed-tensors channel-wise schemes count none.
+    let per_int4 = |m: &ModelConfig| {
+        m.weight_bytes(WeightPrecision::Checkpoint)
+            .groups
+            .iter()
+            .filter(|g| g.dtype == DType::Int4)
+            .map(|g| (g.bytes.0 as f64, g.params as f64))
+            .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1))
+    };
+    let g32 = with_q(r#"{"quant_method": "gptq", "bits": 4, "group_size": 32}"#).unwrap();
+    assert_eq!(g32.checkpoint.int_group_size, Some(32));
+    let (b32, n32) = per_int4(&g32);
+    assert!((b32 / n32 - 0.5625).abs() < 1e-6, "{}", b32 / n32);
+    let (b128, n128) = per_int4(&awq);
+    assert!((b128 / n128 - (0.5 + 2.0 / 128.0)).abs() < 1e-6);
+    let chan = with_q(r#"{"quant_method": "gptq", "bits": 4, "group_size": -1}"#).unwrap();
+    assert_eq!(chan.checkpoint.int_group_size, Some(0));
+    let ct_chan = with_q(r#"{"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "int", "strategy": "channel", "group_size": null}, "targets": ["Linear"]}}}"#).unwrap();
+    assert_eq!(ct_chan.checkpoint.dense, DType::Int8);
+    assert_eq!(ct_chan.checkpoint.int_group_size, Some(0));
+    match with_q(r#"{"quant_method": "awq", "bits": 4, "group_size": 0}"#) {
+        Err(ModelError::InvalidField { field, .. }) => {
+            assert_eq!(field, "quantization_config.group_size")
+        }
+        other => panic!("{other:?}"),
+    }
     // Bad bit widths name the field.
     match with_q(r#"{"quant_method": "gptq", "bits": 3}"#) {
         Err(ModelError::InvalidField { field, .. }) => {
