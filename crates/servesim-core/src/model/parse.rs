@@ -536,10 +536,12 @@ fn excludes_shared_experts(name: &str) -> bool {
 
 /// A module pattern that names a dense MLP's projections and not the experts'
 /// (`re:.*mlp\.(gate|up|gate_up|down)_proj.*`, `mlp.down_proj`): the dense layers of a MoE model.
+/// The router (`mlp.gate`, no `_proj`) is not one.
 fn excludes_dense_mlp(name: &str) -> bool {
     let n = name.replace('\\', "");
     !n.contains("expert")
         && n.contains("mlp.")
+        && n.contains("_proj")
         && ["gate", "up", "down"].iter().any(|p| n.contains(p))
 }
 

@@ -781,6 +781,23 @@ fn quantization_formats_and_exclusions() {
     let ct_chan = with_q(r#"{"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "int", "strategy": "channel", "group_size": null}, "targets": ["Linear"]}}}"#).unwrap();
     assert_eq!(ct_chan.checkpoint.dense, DType::Int8);
     assert_eq!(ct_chan.checkpoint.int_group_size, Some(0));
+    // An ignore list naming the router (`mlp.gate`) keeps the dense MLPs quantized; one naming
+    // attention, shared experts and the dense projections keeps every non-expert layer 16-bit.
+    let moe = catalog::config_json("Qwen/Qwen3-30B-A3B").unwrap();
+    let moe_q = |q: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(moe).unwrap();
+        v["quantization_config"] = serde_json::from_str(q).unwrap();
+        ModelConfig::from_hf_json("q", &v.to_string()).unwrap()
+    };
+    let router_only = moe_q(
+        r#"{"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 32}, "targets": ["Linear"]}}, "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*", "re:.*mlp.gate$"]}"#,
+    );
+    assert_eq!(router_only.checkpoint.dense, DType::Int4);
+    let experts_only = moe_q(
+        r#"{"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 32}, "targets": ["Linear"]}}, "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*", "re:.*mlp\\.(gate|up|gate_up|down)_proj.*"]}"#,
+    );
+    assert_eq!(experts_only.checkpoint.dense, DType::Bf16);
+    assert_eq!(experts_only.checkpoint.experts, DType::Int4);
     match with_q(r#"{"quant_method": "awq", "bits": 4, "group_size": 0}"#) {
         Err(ModelError::InvalidField { field, .. }) => {
             assert_eq!(field, "quantization_config.group_size")
