@@ -324,7 +324,7 @@ mod tests {
         assert_eq!(id, 2);
         assert_eq!(
             models,
-            servesim_core::model::catalog::ids()
+            servesim_core::model::ids::known_ids()
                 .into_iter()
                 .map(String::from)
                 .collect::<Vec<_>>()

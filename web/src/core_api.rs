@@ -8,7 +8,6 @@
 
 use serde::{Deserialize, Serialize};
 use servesim_core::capacity::{self, CapacityReport, RequestShape};
-use servesim_core::model::catalog;
 
 use servesim_core::workload::{Content, WorkloadSpec};
 /// The core's modules the page's files use (types, pure functions and data; what runs a
@@ -50,8 +49,10 @@ pub struct GpuEntry {
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
+/// The model field's list: the shipped configs, then the known releases they stand in for
+/// (`MiniMaxAI/MiniMax-M2.5`, `moonshotai/Kimi-K2-Thinking`, ...), which the core resolves.
 pub fn models() -> Vec<ModelEntry> {
-    catalog::ids()
+    servesim_core::model::ids::known_ids()
         .into_iter()
         .map(|id| ModelEntry { id: id.into() })
         .collect()
@@ -739,7 +740,7 @@ mod tests {
 
     #[test]
     fn pasted_config_json_is_parsed_by_the_core() {
-        let text = catalog::config_json("Qwen/Qwen3-8B").unwrap();
+        let text = servesim_core::model::catalog::config_json("Qwen/Qwen3-8B").unwrap();
         let pasted = Scenario {
             model: ModelRef::Custom(CustomModel {
                 name: "my-qwen".into(),
