@@ -257,5 +257,11 @@ pub fn run_models(a: &ListArgs) -> Result<()> {
         );
     }
     println!("KV B/token: whole model, one GPU (TP 1), KV dtype auto (the model dtype; DeepSeek-V4 forces fp8_ds_mla).");
+    println!();
+    println!("Known releases (each runs on the shipped config named, with its own context and quantization; docs/inputs.md \"Model ids\"):");
+    for (id, config) in servesim_core::model::ids::releases() {
+        println!("  {id:<44} -> {config}");
+    }
+    println!("Re-quantized copies (-FP8, -FP4, -NVFP4, -AWQ, -GPTQ-Int4, ...) of these and of the table resolve too.");
     Ok(())
 }

@@ -146,6 +146,13 @@ fn catalogs_list_gpus_and_models() {
     let (code, out, _) = servesim(&["models"]);
     assert_eq!(code, 0);
     assert!(out.contains("deepseek-ai/DeepSeek-R1") && out.contains("MLA"));
+    // The known releases follow, with the config each runs on.
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("MiniMaxAI/MiniMax-M2.5 "))
+        .expect("MiniMax-M2.5 listed among the releases");
+    assert!(line.ends_with("-> MiniMaxAI/MiniMax-M2.7"), "{line}");
+    assert!(out.contains("moonshotai/Kimi-K2-Thinking"));
 }
 
 #[test]
