@@ -704,25 +704,27 @@ pub fn chunked_prefill_off_unappliable(p: &CalibrationPoint, s: &Scenario) -> Op
 /// The V0 multi-step count a row's notes record (`num-scheduler-steps=15`, `--num-scheduler-step
 /// 15`: both spellings occur), applied as `engine.num_scheduler_steps` to a V0 row.
 pub fn scheduler_steps_in_notes(notes: &str) -> Option<u32> {
-    let words: Vec<&str> = notes.split_whitespace().collect();
-    words.iter().enumerate().find_map(|(i, w)| {
-        let w = w.trim_start_matches('-');
-        let rest = w
-            .strip_prefix("num-scheduler-steps")
-            .or_else(|| w.strip_prefix("num-scheduler-step"))?;
-        let v = match rest.strip_prefix('=') {
-            Some(v) => v,
-            None if rest.is_empty() => words.get(i + 1)?,
-            None => return None,
-        };
-        v.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok()
-    })
+    number_flag_in_notes(
+        notes,
+        &[
+            "num-scheduler-steps",
+            "num-scheduler-step",
+            "--num-scheduler-steps",
+            "--num-scheduler-step",
+        ],
+    )
 }
 
 /// The pipeline-parallel size a row's notes record in its serve command (`-pp 2`,
 /// `--pipeline-parallel-size 2`, `--pipeline-parallel-size=2`); ServeSim does not model pipeline
 /// parallelism, so [`super::waits_for`] keeps a row with more than 1 out.
 pub fn pipeline_parallel_in_notes(notes: &str) -> Option<u32> {
+    number_flag_in_notes(notes, &["-pp", "--pipeline-parallel-size"])
+}
+
+/// The number after the first of `names` (spelled as in the notes, dashes included) in `notes`:
+/// `name N` or `name=N`, with quotes and list punctuation around words ignored.
+fn number_flag_in_notes(notes: &str, names: &[&str]) -> Option<u32> {
     let words: Vec<&str> = notes
         .split_whitespace()
         .map(|w| w.trim_matches(|c: char| "`;,[]()'\"".contains(c)))
@@ -732,10 +734,11 @@ pub fn pipeline_parallel_in_notes(notes: &str) -> Option<u32> {
             Some((n, v)) => (n, Some(v)),
             None => (*w, None),
         };
-        if !matches!(name, "-pp" | "--pipeline-parallel-size") {
+        if !names.contains(&name) {
             return None;
         }
-        inline.or_else(|| words.get(i + 1).copied())?.parse().ok()
+        let v = inline.or_else(|| words.get(i + 1).copied())?;
+        v.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok()
     })
 }
 
