@@ -754,6 +754,18 @@ impl EngineSettings {
     pub fn v0_paged_prefill(&self, gpu: &GpuSpec) -> bool {
         self.v0_defaults && self.enable_chunked_prefill && gpu.vendor == crate::gpu::Vendor::Amd
     }
+
+    /// Whether fp8 linears with per-row scales (a checkpoint's
+    /// [`crate::model::CheckpointDtypes::fp8_row_scales`]) run vLLM's unfused fallback, so that
+    /// each such call adds `fp8_unfused_launch_s` to an eager step (docs/step-time.md §6). vLLM's
+    /// `apply_fp8_linear` fuses per-row scales into CUTLASS `scaled_mm` on CUDA; ROCm has no
+    /// CUTLASS, and until the row-wise `torch._scaled_mm` path (vllm-project/vllm#12501, torch
+    /// >= 2.7 with ROCm 6.3) it ran `torch._scaled_mm` at unit scales with an fp32 output and
+    /// applied both scales afterwards ("Fallback for channelwise case, where we use unfused DQ").
+    /// Applied to the V0 releases (vLLM < 0.8), whose ROCm images predate torch 2.7.
+    pub fn v0_unfused_fp8(&self, gpu: &GpuSpec) -> bool {
+        self.v0_defaults && gpu.vendor == crate::gpu::Vendor::Amd
+    }
 }
 
 /// `num_scheduler_steps` resolved (1 when unset): V0 only, within [`crate::bounds::SCHEDULER_STEPS`],
@@ -1294,6 +1306,19 @@ impl Deployment {
                     decode_peak_fraction * 100.0
                 ));
             }
+        }
+        if engine.v0_unfused_fp8(&gpu)
+            && model.checkpoint.fp8_row_scales
+            && model
+                .weight_bytes(weight_precision)
+                .groups
+                .iter()
+                .any(|g| g.dtype == DType::Fp8)
+        {
+            notes.push(
+                "fp8 linears through vLLM V0's unfused fallback on ROCm: this checkpoint's per-row fp8 scales (per-channel weights, per-token activations) ran torch._scaled_mm at unit scales with an fp32 output and the scales applied after; each call adds fp8_unfused_launch_s to an eager step (docs/step-time.md §6)"
+                    .into(),
+            );
         }
         Ok(Deployment {
             model,

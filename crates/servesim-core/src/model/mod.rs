@@ -259,6 +259,12 @@ pub struct CheckpointDtypes {
     /// (`group_size: -1`, or a compressed-tensors `strategy: channel`). Sizes the checkpoint's own weights ([`DType::bytes_per_element_grouped`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub int_group_size: Option<u32>,
+    /// The fp8 linears carry per-row scales: one weight scale per output channel (`fbgemm_fp8`,
+    /// compressed-tensors `strategy: channel`) or activations quantised per token at run time.
+    /// vLLM's fused fp8 GEMM takes them on CUDA (CUTLASS `scaled_mm`); V0 on ROCm ran them through
+    /// an unfused fallback (docs/step-time.md §6, "Unfused fp8 on ROCm V0").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fp8_row_scales: bool,
 }
 
 impl CheckpointDtypes {

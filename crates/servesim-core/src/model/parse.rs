@@ -243,6 +243,7 @@ fn checkpoint_of(
         unquantized,
         attention: None,
         int_group_size: None,
+        fp8_row_scales: false,
     };
     if let Some(q) = get(o, "quantization_config") {
         let q = q
@@ -288,6 +289,7 @@ fn checkpoint_of(
                 // scale per output channel, activations quantised per token at run time.
                 ck.dense = DType::Fp8;
                 ck.experts = DType::Fp8;
+                ck.fp8_row_scales = true;
                 notes.push("fbgemm_fp8 checkpoint: fp8 weights with per-channel scales (negligible bytes), dynamic per-token activation scales".to_string());
             }
             "mxfp4" => {
@@ -330,10 +332,11 @@ fn checkpoint_of(
                 ));
             }
             "compressed-tensors" => {
-                let (dense, experts, group) = compressed_tensors_dtypes(q, notes)?;
+                let (dense, experts, group, row_scales) = compressed_tensors_dtypes(q, notes)?;
                 ck.dense = dense;
                 ck.experts = experts;
                 ck.int_group_size = group;
+                ck.fp8_row_scales = row_scales;
             }
             other => {
                 return Err(invalid(
@@ -545,13 +548,14 @@ fn excludes_dense_mlp(name: &str) -> bool {
         && ["gate", "up", "down"].iter().any(|p| n.contains(p))
 }
 
-/// (dense, experts) storage types and integer group size of a compressed-tensors config: its `config_groups` weights
+/// (dense, experts) storage types, integer group size and fp8 per-row scales of a compressed-tensors config: its `config_groups` weights
 /// (`num_bits`, `type`), activations present or not. W4A16 / W8A16 integer -> weight-only
-/// Int4 / Int8; 8-bit float -> fp8; 4-bit float with group 16 -> NVFP4.
+/// Int4 / Int8; 8-bit float -> fp8 (with per-row scales when the weights are `strategy: channel`
+/// or the activations `strategy: token`, the FP8-dynamic schemes); 4-bit float with group 16 -> NVFP4.
 fn compressed_tensors_dtypes(
     q: &Obj,
     notes: &mut Vec<String>,
-) -> Result<(DType, DType, Option<u32>), ModelError> {
+) -> Result<(DType, DType, Option<u32>, bool), ModelError> {
     let field = "quantization_config.config_groups";
     let groups = get(q, "config_groups")
         .and_then(Value::as_object)
@@ -563,6 +567,7 @@ fn compressed_tensors_dtypes(
         })?;
     let mut found: Option<DType> = None;
     let mut group: Option<u32> = None;
+    let mut row_scales = false;
     for (name, g) in groups {
         let w = g.get("weights").and_then(Value::as_object).ok_or_else(|| {
             missing(
@@ -590,10 +595,20 @@ fn compressed_tensors_dtypes(
                 "compressed-tensors {dt} weight-only checkpoint: Marlin-style kernels dequantise to bf16"
             ));
         }
+        if dt == DType::Fp8 {
+            let per_token = g
+                .get("input_activations")
+                .and_then(|a| a.get("strategy"))
+                .and_then(Value::as_str)
+                == Some("token");
+            if w.get("strategy").and_then(Value::as_str) == Some("channel") || per_token {
+                row_scales = true;
+            }
+        }
         found = Some(dt);
     }
     let dt = found.ok_or_else(|| missing(field, "config_groups is empty"))?;
-    Ok((dt, dt, group))
+    Ok((dt, dt, group, row_scales))
 }
 
 fn u32_list(o: &Obj, field: &str) -> Result<Option<Vec<u32>>, ModelError> {

@@ -152,6 +152,14 @@ efficiencies! {
     /// Weight-only GEMMs (Marlin-style W4A16 / W8A16 / MXFP4 / NVFP4 on GPUs without tensor cores
     /// for the weight format: the kernel dequantises to bf16) relative to a bf16 GEMM (multiplier <= 1).
     gemm_weight_only: Fraction,
+    /// Time one fp8 linear call with per-row scales (per-channel weights or per-token
+    /// activations) adds to an eager step when it runs vLLM V0's unfused fallback on ROCm
+    /// (`torch._scaled_mm` at unit scales and fp32 output, the scales applied after, each op
+    /// launched on its own). Added to the step, not overlapped with its GPU work (the measured
+    /// extra is the same at 4 and 256 sequences); a graph replays without it. Used only when
+    /// `EngineSettings::v0_unfused_fp8` holds. Literature table 0 s (not slower unless fitted);
+    /// docs/step-time.md §6.
+    fp8_unfused_launch_s: Seconds,
     /// Prefill attention (FlashAttention-style, bf16): achieved fraction of the bf16 peak.
     prefill_attention: Fraction,
     /// Prefill attention through vLLM V0's paged prefix-prefill kernel (the Triton
@@ -315,6 +323,7 @@ impl Efficiencies {
             gemm_fp4: 0.55,
             grouped_gemm_vs_dense: 0.80,
             gemm_weight_only: 1.0,
+            fp8_unfused_launch_s: 0.0,
             prefill_attention: 0.60,
             prefill_attention_paged: 0.60,
             decode_attention: 0.50,

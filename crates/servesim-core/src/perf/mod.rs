@@ -316,6 +316,8 @@ pub struct StepCostModel {
     pad_table: Vec<u64>,
     in_range_mode: [ExecMode; 2],
     mode_fixed: [f64; 3],
+    /// Time the unfused fp8 fallback's calls add to an eager step (0 elsewhere).
+    unfused_launch_s: f64,
     mode_floor: [f64; 3],
     /// [`ShapeTerms`] of a decode-only step of `n` sequences at index `n` (`n` up to
     /// `max_num_seqs`, at most [`DECODE_TABLE_MAX`]; index 0 unused).
@@ -438,6 +440,9 @@ impl StepCostModel {
             1.0 / (peak * e)
         };
 
+        // vLLM V0 on ROCm: fp8 linears with per-row scales run an unfused fallback
+        // (docs/step-time.md §6, `EngineSettings::v0_unfused_fp8`).
+        let unfused_fp8 = m.checkpoint.fp8_row_scales && dep.engine.v0_unfused_fp8(gpu);
         let lf = m.linear_flops_per_token();
         let dt_attn = group_dtype(&wb, TensorGroup::Attention, unq);
         let dt_attn_r = group_dtype(&wb, TensorGroup::AttentionReplicated, dt_attn);
@@ -454,7 +459,10 @@ impl StepCostModel {
             (lf.other, unq),
         ];
         let dense_flops_per_token: f64 = parts.iter().map(|p| p.0).sum();
-        let dense_s_per_token: f64 = parts.iter().map(|p| p.0 * s_per_flop(p.1, false)).sum();
+        let dense_s_per_token: f64 = parts
+            .iter()
+            .map(|p| p.0 * s_per_flop(p.1, false))
+            .sum();
         let lm_head_flops_per_row = lf.lm_head / tp;
         let lm_head_s_per_row = lm_head_flops_per_row * s_per_flop(unq, false);
 
@@ -495,6 +503,34 @@ impl StepCostModel {
         let dense_weight_bytes = (per_gpu_total - expert_weight_bytes_all - embedding).max(0.0);
         let bw = gpu.hbm_bandwidth_bytes_s;
         let w_s_per_byte = 1.0 / (bw * eff.hbm_weights);
+        // Linear calls per step through the unfused fallback: two per layer for each fp8 group
+        // (qkv + o, gate_up + down), one for the replicated attention down-projections, in
+        // proportion to the group's parameters stored in fp8 (Llama-3.1-405B-FP8 keeps its
+        // first and last layers' MLPs in bf16).
+        let unfused_calls: f64 = if unfused_fp8 {
+            let frac = |g: TensorGroup| -> f64 {
+                let (fp8, all) = wb
+                    .groups
+                    .iter()
+                    .filter(|x| x.group == g)
+                    .fold((0u64, 0u64), |(f, a), x| {
+                        let p = x.params;
+                        (f + if x.dtype == DType::Fp8 { p } else { 0 }, a + p)
+                    });
+                if all == 0 {
+                    0.0
+                } else {
+                    fp8 as f64 / all as f64
+                }
+            };
+            let layers = m.num_layers as f64;
+            2.0 * layers * frac(TensorGroup::Attention)
+                + layers * frac(TensorGroup::AttentionReplicated)
+                + 2.0 * m.num_dense_layers() as f64 * frac(TensorGroup::DenseMlp)
+                + 2.0 * m.num_moe_layers() as f64 * frac(TensorGroup::SharedExperts)
+        } else {
+            0.0
+        };
 
         // Attention and KV.
         let spec = m.kv_cache_spec(dep.kv_cache_dtype, par.tp, dep.engine.block_size)?;
@@ -609,6 +645,7 @@ impl StepCostModel {
             pad_table: Vec::new(),
             in_range_mode: [ExecMode::Eager; 2],
             mode_fixed: [0.0; 3],
+            unfused_launch_s: unfused_calls * eff.fp8_unfused_launch_s,
             mode_floor: [0.0; 3],
             decode_table: Vec::new(),
             spec: spec::SpecTerms::none(),
@@ -727,9 +764,15 @@ impl StepCostModel {
             ExecMode::Piecewise => (e.step_overhead_piecewise_s, e.layer_launch_piecewise_s),
             ExecMode::Eager => (e.step_overhead_eager_s, e.layer_launch_eager_s),
         };
+        // The unfused fp8 calls' time adds to an eager step rather than overlapping its GPU work
+        // (docs/step-time.md §6); a graph replays without it.
+        let unfused = match mode {
+            ExecMode::Eager => self.unfused_launch_s,
+            _ => 0.0,
+        };
         let launch = per_layer * self.num_layers;
         (
-            fixed,
+            fixed + unfused,
             launch,
             launch.max(e.layer_gpu_floor_s * self.num_layers),
         )
