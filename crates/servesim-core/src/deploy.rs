@@ -759,8 +759,8 @@ impl EngineSettings {
     /// [`crate::model::CheckpointDtypes::fp8_row_scales`]) run vLLM's unfused fallback, so that
     /// each such call adds `fp8_unfused_launch_s` to an eager step (docs/step-time.md §6). vLLM's
     /// `apply_fp8_linear` fuses per-row scales into CUTLASS `scaled_mm` on CUDA; ROCm has no
-    /// CUTLASS, and until the row-wise `torch._scaled_mm` path (vllm-project/vllm#12501, torch
-    /// >= 2.7 with ROCm 6.3) it ran `torch._scaled_mm` at unit scales with an fp32 output and
+    /// CUTLASS, and until the row-wise `torch._scaled_mm` path (vllm-project/vllm#12501, from
+    /// torch 2.7 with ROCm 6.3) it ran `torch._scaled_mm` at unit scales with an fp32 output and
     /// applied both scales afterwards ("Fallback for channelwise case, where we use unfused DQ").
     /// Applied to the V0 releases (vLLM < 0.8), whose ROCm images predate torch 2.7.
     pub fn v0_unfused_fp8(&self, gpu: &GpuSpec) -> bool {

@@ -1082,3 +1082,91 @@ fn v0_rocm_chunked_prefill_runs_attention_at_the_paged_rate() {
         );
     }
 }
+
+/// vLLM V0 on ROCm runs fp8 linears with per-row scales (Meta's fbgemm_fp8 Llama-3.1-405B)
+/// through an unfused fallback whose per-call time adds to every eager step
+/// (docs/step-time.md §6, `fp8_unfused_launch_s`): 2 calls per layer whose MLP is fp8. Nothing
+/// moves for a graph step, a per-tensor checkpoint (AMD's Quark release runs as the bf16 config
+/// served at fp8), V1, or CUDA; and the literature tables have the term off.
+#[test]
+fn v0_rocm_unfused_fp8_calls_add_to_eager_steps() {
+    let raw = |v0: bool, eager: bool| RawEngineSettings {
+        v0_defaults: v0,
+        enforce_eager: Some(eager),
+        ..RawEngineSettings::default()
+    };
+    let w = StepWork {
+        prefill: &[],
+        decode_seqs: 4,
+        decode_ctx_sum: 4 * 2048,
+    };
+    let per_call = 400e-6;
+    let on: EfficiencyOverrides =
+        serde_json::from_value(serde_json::json!({ "fp8_unfused_launch_s": per_call })).unwrap();
+    let meta = "meta-llama/Llama-3.1-405B-Instruct-FP8";
+    for (model, prec, gpu, v0, eager, calls) in [
+        (
+            meta,
+            WeightPrecision::Checkpoint,
+            "MI300X",
+            true,
+            true,
+            2.0 * 126.0,
+        ),
+        (
+            meta,
+            WeightPrecision::Checkpoint,
+            "MI300X",
+            true,
+            false,
+            0.0,
+        ),
+        (
+            meta,
+            WeightPrecision::Checkpoint,
+            "MI300X",
+            false,
+            true,
+            0.0,
+        ),
+        (meta, WeightPrecision::Checkpoint, "H100", true, true, 0.0),
+        (meta, WeightPrecision::Bf16, "MI300X", true, true, 0.0),
+        (
+            "meta-llama/Meta-Llama-3.1-405B",
+            WeightPrecision::Fp8,
+            "MI300X",
+            true,
+            true,
+            0.0,
+        ),
+    ] {
+        let mut d = dep_with(
+            model,
+            gpu,
+            Parallelism {
+                tp: 8,
+                dp: 1,
+                ep: 1,
+            },
+            raw(v0, eager),
+        );
+        d.weight_precision = prec;
+        let base = Efficiencies::default_for(d.gpu.generation);
+        assert_eq!(
+            base.fp8_unfused_launch_s, 0.0,
+            "off in the literature table"
+        );
+        let slow = base.with_overrides(&on).unwrap();
+        let a = StepCostModel::new(&d, &base).unwrap().breakdown(&w);
+        let b = StepCostModel::new(&d, &slow).unwrap().breakdown(&w);
+        let added = b.total() - a.total();
+        assert!(
+            (added - calls * per_call).abs() < 1e-9,
+            "{model} {prec:?} {gpu} v0={v0} eager={eager}: added {added} s, expected {calls} calls"
+        );
+        assert!(
+            ((b.overhead - a.overhead) - added).abs() < 1e-12,
+            "it is overhead"
+        );
+    }
+}

@@ -781,6 +781,40 @@ fn quantization_formats_and_exclusions() {
     let ct_chan = with_q(r#"{"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "int", "strategy": "channel", "group_size": null}, "targets": ["Linear"]}}}"#).unwrap();
     assert_eq!(ct_chan.checkpoint.dense, DType::Int8);
     assert_eq!(ct_chan.checkpoint.int_group_size, Some(0));
+    assert!(!ct_chan.checkpoint.fp8_row_scales, "integer, not fp8");
+    // fp8 per-row scales: Meta's fbgemm_fp8 and the compressed-tensors FP8-dynamic schemes
+    // (channel-wise weights or per-token activations); per-tensor and block fp8 have none.
+    let meta = load("meta-llama/Llama-3.1-405B-Instruct-FP8");
+    assert!(meta.checkpoint.fp8_row_scales);
+    let ct_fp8 = |w: &str, a: &str| {
+        with_q(&format!(r#"{{"quant_method": "compressed-tensors", "config_groups": {{"group_0": {{"weights": {{"num_bits": 8, "type": "float", "strategy": "{w}"}}, "input_activations": {a}, "targets": ["Linear"]}}}}}}"#))
+            .unwrap()
+            .checkpoint
+    };
+    let dynamic = ct_fp8(
+        "channel",
+        r#"{"num_bits": 8, "type": "float", "strategy": "token", "dynamic": true}"#,
+    );
+    assert_eq!(dynamic.dense, DType::Fp8);
+    assert!(dynamic.fp8_row_scales);
+    assert!(
+        ct_fp8(
+            "tensor",
+            r#"{"num_bits": 8, "type": "float", "strategy": "token", "dynamic": true}"#
+        )
+        .fp8_row_scales
+    );
+    assert!(
+        !ct_fp8(
+            "tensor",
+            r#"{"num_bits": 8, "type": "float", "strategy": "tensor"}"#
+        )
+        .fp8_row_scales
+    );
+    assert!(!ct_fp8("tensor", "null").fp8_row_scales);
+    let per_tensor = with_q(r#"{"quant_method": "fp8", "activation_scheme": "dynamic"}"#).unwrap();
+    assert!(!per_tensor.checkpoint.fp8_row_scales);
+    assert!(!glm.checkpoint.fp8_row_scales, "block fp8");
     // An ignore list naming the router (`mlp.gate`) keeps the dense MLPs quantized; one naming
     // attention, shared experts and the dense projections keeps every non-expert layer 16-bit.
     let moe = catalog::config_json("Qwen/Qwen3-30B-A3B").unwrap();

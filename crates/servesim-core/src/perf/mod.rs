@@ -459,10 +459,7 @@ impl StepCostModel {
             (lf.other, unq),
         ];
         let dense_flops_per_token: f64 = parts.iter().map(|p| p.0).sum();
-        let dense_s_per_token: f64 = parts
-            .iter()
-            .map(|p| p.0 * s_per_flop(p.1, false))
-            .sum();
+        let dense_s_per_token: f64 = parts.iter().map(|p| p.0 * s_per_flop(p.1, false)).sum();
         let lm_head_flops_per_row = lf.lm_head / tp;
         let lm_head_s_per_row = lm_head_flops_per_row * s_per_flop(unq, false);
 
@@ -509,14 +506,14 @@ impl StepCostModel {
         // first and last layers' MLPs in bf16).
         let unfused_calls: f64 = if unfused_fp8 {
             let frac = |g: TensorGroup| -> f64 {
-                let (fp8, all) = wb
-                    .groups
-                    .iter()
-                    .filter(|x| x.group == g)
-                    .fold((0u64, 0u64), |(f, a), x| {
-                        let p = x.params;
-                        (f + if x.dtype == DType::Fp8 { p } else { 0 }, a + p)
-                    });
+                let (fp8, all) =
+                    wb.groups
+                        .iter()
+                        .filter(|x| x.group == g)
+                        .fold((0u64, 0u64), |(f, a), x| {
+                            let p = x.params;
+                            (f + if x.dtype == DType::Fp8 { p } else { 0 }, a + p)
+                        });
                 if all == 0 {
                     0.0
                 } else {
