@@ -762,7 +762,8 @@ impl EngineSettings {
     /// CUTLASS, and until the row-wise `torch._scaled_mm` path (vllm-project/vllm#12501, from
     /// torch 2.7 with ROCm 6.3) it ran `torch._scaled_mm` at unit scales with an fp32 output and
     /// applied both scales afterwards ("Fallback for channelwise case, where we use unfused DQ").
-    /// Applied to the V0 releases (vLLM < 0.8), whose ROCm images predate torch 2.7.
+    /// Applied to the V0 releases (vLLM < 0.8), whose ROCm images predate torch 2.7 (V1's
+    /// piecewise graphs capture the linear layers, so its eager steps alone could show it).
     pub fn v0_unfused_fp8(&self, gpu: &GpuSpec) -> bool {
         self.v0_defaults && gpu.vendor == crate::gpu::Vendor::Amd
     }
