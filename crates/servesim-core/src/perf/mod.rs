@@ -502,8 +502,8 @@ impl StepCostModel {
         let w_s_per_byte = 1.0 / (bw * eff.hbm_weights);
         // Linear calls per step through the unfused fallback: two per layer for each fp8 group
         // (qkv + o, gate_up + down), one for the replicated attention down-projections, in
-        // proportion to the group's parameters stored in fp8 (Llama-3.1-405B-FP8 keeps its
-        // first and last layers' MLPs in bf16).
+        // proportion to the group's parameters stored in fp8 (Llama-3.1-405B-FP8's attention,
+        // kept in bf16, makes none).
         let unfused_calls: f64 = if unfused_fp8 {
             let frac = |g: TensorGroup| -> f64 {
                 let (fp8, all) =
