@@ -290,6 +290,13 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
     ] {
         println!("  {name:<15}{:9.3} ms", ms(v));
     }
+    if raw.unfused_fp8 > 0.0 {
+        println!(
+            "  {:<15}{:9.3} ms (in overhead: vLLM V0's unfused fp8 calls on ROCm, docs/step-time.md §6)",
+            "unfused fp8",
+            ms(raw.unfused_fp8)
+        );
+    }
     if let (Some(l), Some(m)) = (&b.all2all, r.cost.all2all_model()) {
         let layers = r.cost.num_moe_layers();
         println!(

@@ -1168,5 +1168,10 @@ fn v0_rocm_unfused_fp8_calls_add_to_eager_steps() {
             ((b.overhead - a.overhead) - added).abs() < 1e-12,
             "it is overhead"
         );
+        assert!(
+            (b.raw.unfused_fp8 - added).abs() < 1e-12,
+            "and reported as such"
+        );
+        assert_eq!(a.raw.unfused_fp8, 0.0);
     }
 }

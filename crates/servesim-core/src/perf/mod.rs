@@ -191,7 +191,8 @@ pub struct StepBreakdown {
     pub tp_allreduce: f64,
     /// Expert-parallel / data-parallel MoE dispatch and combine.
     pub ep_alltoall: f64,
-    /// Fixed engine overheads (per step, per request, and CPU launch time not hidden by GPU work).
+    /// Fixed engine overheads (per step, per request, the unfused fp8 calls of an eager step of
+    /// vLLM V0 on ROCm, and CPU launch time not hidden by GPU work).
     pub overhead: f64,
     /// The MoE layers' routing chain (router, top-k, block alignment, activation quantisation,
     /// weighted combine: kernels in sequence with the grouped GEMMs): `MoE layers x
@@ -225,6 +226,9 @@ pub struct RawTimes {
     pub decode_kv_reads: f64,
     /// CPU launch time of the kernels outside graphs (hidden behind GPU work when smaller).
     pub launch: f64,
+    /// The part of `overhead` that vLLM V0's unfused fp8 calls add to an eager step on ROCm
+    /// (`N_unfused x fp8_unfused_launch_s`, docs/step-time.md §6); 0 for every other step.
+    pub unfused_fp8: f64,
 }
 
 impl StepBreakdown {
@@ -1280,6 +1284,9 @@ impl StepCostModel {
         // the excess of the larger of the two over the roofline GPU time counts.
         let (fixed, launch, floor) = self.mode_overheads(mode);
         b.raw.launch = launch;
+        if mode == ExecMode::Eager {
+            b.raw.unfused_fp8 = self.unfused_launch_s;
+        }
         let gpu = b.total();
         b.overhead = fixed + requests * self.eff.per_request_overhead_s + (floor - gpu).max(0.0);
         b.work.tokens = tokens;
