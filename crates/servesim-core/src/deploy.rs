@@ -764,8 +764,8 @@ impl EngineSettings {
     /// applied both scales afterwards ("Fallback for channelwise case, where we use unfused DQ").
     /// Applied to the V0 releases (vLLM < 0.8), whose ROCm images predate torch 2.7 (V1's
     /// piecewise graphs capture the linear layers, so its eager steps alone could show it).
-    pub fn v0_unfused_fp8(&self, gpu: &GpuSpec) -> bool {
-        self.v0_defaults && gpu.vendor == crate::gpu::Vendor::Amd
+    pub fn v0_unfused_fp8(&self, gpu: &GpuSpec, ck: &crate::model::CheckpointDtypes) -> bool {
+        ck.fp8_row_scales && self.v0_defaults && gpu.vendor == crate::gpu::Vendor::Amd
     }
 }
 
@@ -1308,8 +1308,7 @@ impl Deployment {
                 ));
             }
         }
-        if engine.v0_unfused_fp8(&gpu)
-            && model.checkpoint.fp8_row_scales
+        if engine.v0_unfused_fp8(&gpu, &model.checkpoint)
             && model
                 .weight_bytes(weight_precision)
                 .groups

@@ -446,7 +446,7 @@ impl StepCostModel {
 
         // vLLM V0 on ROCm: fp8 linears with per-row scales run an unfused fallback
         // (docs/step-time.md §6, `EngineSettings::v0_unfused_fp8`).
-        let unfused_fp8 = m.checkpoint.fp8_row_scales && dep.engine.v0_unfused_fp8(gpu);
+        let unfused_fp8 = dep.engine.v0_unfused_fp8(gpu, &m.checkpoint);
         let lf = m.linear_flops_per_token();
         let dt_attn = group_dtype(&wb, TensorGroup::Attention, unq);
         let dt_attn_r = group_dtype(&wb, TensorGroup::AttentionReplicated, dt_attn);
