@@ -106,6 +106,9 @@ fn print_main(r: &CapacityReport) {
     if let Some(v) = b.vision_weights {
         row("  (of which vision encoder)", v.gib);
     }
+    if let Some(v) = b.kernel_padding {
+        row("  (of which MXFP4 padding)", v.gib);
+    }
     row("- peak activation", b.activation.gib);
     row("- non-torch", b.non_torch.gib);
     if b.cudagraph_in_budget {

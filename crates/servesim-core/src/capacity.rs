@@ -110,6 +110,10 @@ pub struct Breakdown {
     /// `--language-model-only`; docs/capacity.md "Vision encoder").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vision_weights: Option<Mem>,
+    /// The MXFP4 MoE kernel's padding of the experts, part of `weights` (absent for other
+    /// checkpoints; docs/capacity.md "Weights").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_padding: Option<Mem>,
     /// Peak torch allocation of the profile run (forward of `max_num_batched_tokens` + sampler).
     pub activation: Mem,
     /// Non-torch allocations that appear during profiling (NCCL, cuBLAS, DeepEP buffers).
@@ -409,8 +413,13 @@ fn compute_inner(
     // A multimodal checkpoint's vision encoder is loaded with the model unless
     // `--language-model-only` (docs/capacity.md "Weights").
     let vision = d.vision_tower_bytes_per_gpu();
-    let weights =
-        model.weight_bytes_per_gpu(d.weight_precision, d.par)?.get() + drafter_weights + vision;
+    // vLLM's MXFP4 MoE kernels pad each expert's dimensions at load (docs/capacity.md "Weights").
+    let mxfp4 = d.mxfp4_padding_per_gpu()?;
+    let padding = mxfp4.map_or(0, |(_, p)| p.bytes.get());
+    let weights = model.weight_bytes_per_gpu(d.weight_precision, d.par)?.get()
+        + padding
+        + drafter_weights
+        + vision;
     let spec = d.kv_cache_spec()?;
     let activation = activation_bytes(model, d.par, e.max_num_batched_tokens, e.max_num_seqs);
     // With DP + EP stated, vLLM builds its all2all manager (and DeepEP's buffers) only when
@@ -425,6 +434,17 @@ fn compute_inner(
     let cg_in = e.estimate_cudagraphs_in_profile && cudagraph > 0;
     let non_kv = weights + activation + non_torch + if cg_in { cudagraph } else { 0 };
     let mut warnings: Vec<String> = d.notes.clone();
+    if let Some((backend, p)) = mxfp4 {
+        warnings.push(format!(
+            "weights include {:.2} GiB per GPU of MXFP4 expert padding: vLLM's {backend} MoE kernel on {} pads the intermediate size per GPU {} -> {} and the hidden size {} -> {}",
+            p.bytes.gib(),
+            d.gpu.name,
+            p.intermediate.0,
+            p.intermediate.1,
+            p.hidden.0,
+            p.hidden.1
+        ));
+    }
     if vision > 0 {
         warnings.push(format!(
             "weights include the vision encoder ({:.2} GiB per GPU): vLLM loads it unless started with --language-model-only",
@@ -641,6 +661,7 @@ fn compute_inner(
             weights: Mem::of(weights as i64),
             drafter_weights: (d.drafter_mtp_layers() > 0).then(|| Mem::of(drafter_weights as i64)),
             vision_weights: (vision > 0).then(|| Mem::of(vision as i64)),
+            kernel_padding: (padding > 0).then(|| Mem::of(padding as i64)),
             activation: Mem::of(activation as i64),
             non_torch: Mem::of(non_torch as i64),
             cudagraph: Mem::of(cudagraph as i64),

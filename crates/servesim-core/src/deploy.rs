@@ -1453,6 +1453,45 @@ impl Deployment {
         }
     }
 
+    /// vLLM's MXFP4 MoE backend on this GPU and the multiples it pads an expert's dimensions to
+    /// (`vllm/model_executor/layers/fused_moe/oracle/mxfp4.py`: the default backend by device,
+    /// `mxfp4_round_up_hidden_size_and_intermediate_size`): Marlin on sm_80 / sm_89 / sm_120
+    /// (intermediate to 128, hidden to 256), the Triton `matmul_ogs` kernels on Hopper
+    /// (intermediate to 64), FlashInfer's TRT-LLM kernels on sm_100 / sm_103 (both to 256), and
+    /// ROCm (both to 256). `None` where ServeSim does not know the backend (TPU, a custom GPU).
+    pub fn mxfp4_moe_backend(&self) -> Option<(&'static str, crate::model::Mxfp4Alignment)> {
+        use crate::gpu::Generation as G;
+        use crate::model::Mxfp4Alignment as A;
+        let a = |intermediate, hidden| A {
+            intermediate,
+            hidden,
+        };
+        match self.gpu.generation {
+            G::Ampere | G::Ada | G::BlackwellRtx => Some(("Marlin", a(128, 256))),
+            G::Hopper => Some(("Triton matmul_ogs", a(64, 1))),
+            G::Blackwell | G::BlackwellUltra => Some(("FlashInfer TRT-LLM", a(256, 256))),
+            G::Cdna3 | G::Cdna4 => Some(("ROCm", a(256, 256))),
+            G::TpuV5e | G::TpuV6e | G::Custom => None,
+        }
+    }
+
+    /// Bytes per GPU the MXFP4 MoE kernel's padding adds to the weights at load, with the
+    /// backend and the padded dimensions (zero bytes for every other checkpoint; docs/capacity.md
+    /// "Weights").
+    pub fn mxfp4_padding_per_gpu(
+        &self,
+    ) -> Result<Option<(&'static str, crate::model::Mxfp4Padding)>, crate::model::ModelError> {
+        let Some((backend, align)) = self.mxfp4_moe_backend() else {
+            return Ok(None);
+        };
+        let pad = self.model.mxfp4_expert_padding_bytes_per_gpu(
+            self.weight_precision,
+            self.par,
+            align,
+        )?;
+        Ok((pad.bytes.get() > 0).then_some((backend, pad)))
+    }
+
     /// Weight bytes of the MTP drafter on one GPU (0 without MTP speculative decoding).
     pub fn drafter_weight_bytes_per_gpu(&self) -> Result<u64, crate::model::ModelError> {
         if self.drafter_mtp_layers() == 0 {

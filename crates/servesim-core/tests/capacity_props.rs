@@ -1079,3 +1079,55 @@ fn the_vision_encoder_is_loaded_unless_language_model_only() {
         compute(&b, None).unwrap().kv_cache_tokens
     );
 }
+
+/// gpt-oss's MXFP4 experts are padded by the MoE backend vLLM picks for the GPU
+/// (docs/capacity.md "Weights"): Marlin on Ampere / Ada, TRT-LLM on Blackwell and ROCm pad both
+/// dimensions; Hopper's Triton kernels pad only an intermediate size off a multiple of 64.
+#[test]
+fn mxfp4_padding_follows_the_backend_of_the_gpu() {
+    let raw = || mml(16384);
+    let weights = |gpu: &str, tp: u32| {
+        let d = dep("openai/gpt-oss-120b", gpu, tp, KvCacheDtype::Auto, raw());
+        let r = compute(&d, None).unwrap();
+        let unpadded = d
+            .model
+            .weight_bytes_per_gpu(WeightPrecision::Checkpoint, d.par)
+            .unwrap()
+            .gib();
+        let pad = r.breakdown.kernel_padding.map_or(0.0, |m| m.gib);
+        assert!(
+            (r.breakdown.weights.gib - unpadded - pad).abs() < 0.01,
+            "{gpu}: weights = checkpoint + padding"
+        );
+        assert_eq!(
+            pad > 0.0,
+            r.warnings
+                .iter()
+                .any(|w| w.contains("MXFP4 expert padding")),
+            "{gpu}: the padding is named"
+        );
+        pad
+    };
+    let a100 = weights("A100-80GB", 1);
+    let h100 = weights("H100", 1);
+    let h100_tp2 = weights("H100", 2);
+    let b200 = weights("B200", 1);
+    let mi300 = weights("MI300X", 1);
+    assert!(a100 > 5.0 && a100 < 5.3, "{a100}");
+    assert_eq!(h100, 0.0);
+    assert!(h100_tp2 > 0.0 && h100_tp2 < a100 / 2.0, "{h100_tp2}");
+    assert!(b200 > a100 && (b200 - mi300).abs() < 1e-9, "{b200} {mi300}");
+    // Other checkpoints are never padded.
+    let q = dep(
+        "Qwen/Qwen3-30B-A3B",
+        "A100-80GB",
+        1,
+        KvCacheDtype::Auto,
+        raw(),
+    );
+    assert!(compute(&q, None)
+        .unwrap()
+        .breakdown
+        .kernel_padding
+        .is_none());
+}

@@ -8,6 +8,7 @@ mod flops;
 pub mod ids;
 mod kv;
 mod params;
+pub use params::{Mxfp4Alignment, Mxfp4Padding};
 mod parse;
 
 #[cfg(test)]
@@ -265,6 +266,11 @@ pub struct CheckpointDtypes {
     /// an unfused fallback (docs/step-time.md §6, "Unfused fp8 on ROCm V0").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fp8_row_scales: bool,
+    /// The routed experts load through vLLM's `Mxfp4MoEMethod` (`quant_method: mxfp4`, gpt-oss),
+    /// whose kernels pad the expert dimensions at load
+    /// ([`ModelConfig::mxfp4_expert_padding_bytes_per_gpu`], docs/capacity.md "Weights").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mxfp4_moe: bool,
 }
 
 impl CheckpointDtypes {

@@ -657,6 +657,58 @@ impl ModelConfig {
         Ok(Bytes(libm::ceil(total) as u64))
     }
 
+    /// Bytes per GPU that vLLM's MXFP4 MoE kernels add at load by padding every routed expert
+    /// on this GPU: the intermediate size per partition rounded up to `align.intermediate`, the
+    /// hidden size to `align.hidden` (`mxfp4_round_up_hidden_size_and_intermediate_size`), for
+    /// the gate/up and down weights with their MX scales (`3 I' H'` elements at
+    /// [`DType::Mxfp4`]'s bytes) and the expert biases (`2 I' + H'` in the checkpoint dtype).
+    /// Zero unless the experts load through `Mxfp4MoEMethod` at `prec`
+    /// ([`CheckpointDtypes::mxfp4_moe`]). The partition is `I / (tp * dp)` without EP (vLLM
+    /// flattens TP across DP for MoE) and whole experts, `ceil(E / ep)` per GPU, with it.
+    pub fn mxfp4_expert_padding_bytes_per_gpu(
+        &self,
+        prec: WeightPrecision,
+        par: Parallelism,
+        align: Mxfp4Alignment,
+    ) -> Result<Mxfp4Padding, ModelError> {
+        let none = Mxfp4Padding::default();
+        let Some(m) = &self.moe else {
+            return Ok(none);
+        };
+        let probe = lin(TensorGroup::RoutedExperts, 1, 1, 1, Shard::Experts);
+        if !self.checkpoint.mxfp4_moe || self.tensor_dtype(&probe, prec).0 != DType::Mxfp4 {
+            return Ok(none);
+        }
+        self.check_tp(&par)?;
+        let moe_layers = self
+            .layers
+            .iter()
+            .filter(|l| l.ffn != LayerFfn::Dense)
+            .count() as u64;
+        let (experts, partitions) = if par.ep > 1 {
+            (m.num_experts.div_ceil(par.ep) as u64, 1)
+        } else {
+            (m.num_experts as u64, (par.tp * par.dp) as u64)
+        };
+        let h = self.hidden_size;
+        let i = m.moe_intermediate_size.div_ceil(partitions.max(1));
+        let round = |x: u64, a: u64| x.div_ceil(a.max(1)) * a.max(1);
+        let (i2, h2) = (round(i, align.intermediate), round(h, align.hidden));
+        let bpe = DType::Mxfp4.bytes_per_element();
+        let bias = if m.expert_bias {
+            self.checkpoint.unquantized.bytes_per_element()
+        } else {
+            0.0
+        };
+        let one = |i: u64, h: u64| 3.0 * (i * h) as f64 * bpe + (2 * i + h) as f64 * bias;
+        let extra = (experts * moe_layers) as f64 * (one(i2, h2) - one(i, h));
+        Ok(Mxfp4Padding {
+            bytes: Bytes(libm::ceil(extra.max(0.0)) as u64),
+            intermediate: (i, i2),
+            hidden: (h, h2),
+        })
+    }
+
     /// Bytes of ONE routed expert in ONE layer at `prec` (incl. fp8 block scales, MX/NV scales and
     /// gpt-oss expert biases); `None` for dense models.
     pub fn expert_bytes(&self, prec: WeightPrecision) -> Option<Bytes> {
@@ -684,6 +736,26 @@ impl ModelConfig {
             .sum();
         Some(Bytes(libm::ceil(total) as u64))
     }
+}
+
+/// The multiples vLLM's MXFP4 MoE kernel pads an expert's dimensions to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mxfp4Alignment {
+    /// Multiple of the intermediate size per partition.
+    pub intermediate: u64,
+    /// Multiple of the hidden size (1 = not padded).
+    pub hidden: u64,
+}
+
+/// What [`ModelConfig::mxfp4_expert_padding_bytes_per_gpu`] adds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mxfp4Padding {
+    /// Extra bytes per GPU.
+    pub bytes: Bytes,
+    /// Intermediate size per partition (checkpoint, padded).
+    pub intermediate: (u64, u64),
+    /// Hidden size (checkpoint, padded).
+    pub hidden: (u64, u64),
 }
 
 impl ParamCounts {

@@ -244,6 +244,7 @@ fn checkpoint_of(
         attention: None,
         int_group_size: None,
         fp8_row_scales: false,
+        mxfp4_moe: false,
     };
     if let Some(q) = get(o, "quantization_config") {
         let q = q
@@ -296,6 +297,7 @@ fn checkpoint_of(
                 // gpt-oss: only the MoE expert weights are MXFP4; `modules_to_not_convert` lists
                 // attention, router, embedding and lm_head, which stay in torch_dtype.
                 ck.experts = DType::Mxfp4;
+                ck.mxfp4_moe = true;
             }
             "modelopt" | "modelopt_fp4" => {
                 let algo = quant_algo.unwrap_or("");

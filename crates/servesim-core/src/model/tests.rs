@@ -852,3 +852,80 @@ fn quantization_formats_and_exclusions() {
         other => panic!("{other:?}"),
     }
 }
+
+/// vLLM's MXFP4 MoE kernels pad each expert at load
+/// (`mxfp4_round_up_hidden_size_and_intermediate_size`); the bytes follow from the padded shapes.
+#[test]
+fn mxfp4_expert_padding_follows_the_padded_shapes() {
+    let m = load("openai/gpt-oss-20b");
+    assert!(m.checkpoint.mxfp4_moe);
+    let marlin = Mxfp4Alignment {
+        intermediate: 128,
+        hidden: 256,
+    };
+    let one = Parallelism::default();
+    let p = m
+        .mxfp4_expert_padding_bytes_per_gpu(WeightPrecision::Checkpoint, one, marlin)
+        .unwrap();
+    assert_eq!(p.intermediate, (2880, 2944));
+    assert_eq!(p.hidden, (2880, 3072));
+    // 24 MoE layers x 32 experts: 3 I' H' - 3 I H MXFP4 elements (0.5 + 1/32 bytes each) and
+    // 2 I' + H' - (2 I + H) bf16 biases.
+    let elems = 3.0 * (2944.0 * 3072.0 - 2880.0 * 2880.0) * 0.53125;
+    let bias = (2.0 * 64.0 + 192.0) * 2.0;
+    let want = 24.0 * 32.0 * (elems + bias);
+    assert!(
+        (p.bytes.get() as f64 - want).abs() <= 1.0,
+        "{} vs {want}",
+        p.bytes.get()
+    );
+    // An intermediate size already on the multiple and no hidden padding (Hopper's Triton
+    // kernels): nothing at TP 1; TP 2 splits 2880 into 1440 per GPU, padded to 1472.
+    let triton = Mxfp4Alignment {
+        intermediate: 64,
+        hidden: 1,
+    };
+    let p1 = m
+        .mxfp4_expert_padding_bytes_per_gpu(WeightPrecision::Checkpoint, one, triton)
+        .unwrap();
+    assert_eq!(p1.bytes.get(), 0);
+    let tp2 = Parallelism {
+        tp: 2,
+        dp: 1,
+        ep: 1,
+    };
+    let p2 = m
+        .mxfp4_expert_padding_bytes_per_gpu(WeightPrecision::Checkpoint, tp2, triton)
+        .unwrap();
+    assert_eq!(p2.intermediate, (1440, 1472));
+    // With EP the experts stay whole (2880, a multiple of 64): no padding, fewer experts.
+    let ep2 = Parallelism {
+        tp: 2,
+        dp: 1,
+        ep: 2,
+    };
+    let pe = m
+        .mxfp4_expert_padding_bytes_per_gpu(WeightPrecision::Checkpoint, ep2, marlin)
+        .unwrap();
+    assert_eq!(pe.intermediate, (2880, 2944));
+    assert!(
+        (pe.bytes.get() as f64 - p.bytes.get() as f64 / 2.0).abs() <= 1.0,
+        "16 of 32 experts per GPU"
+    );
+    // Only experts that load through Mxfp4MoEMethod: bf16 serving, other checkpoints and
+    // DeepSeek-V4's own fp4 experts are not padded.
+    let bf16 = m
+        .mxfp4_expert_padding_bytes_per_gpu(WeightPrecision::Bf16, one, marlin)
+        .unwrap();
+    assert_eq!(bf16.bytes.get(), 0);
+    for id in [
+        "Qwen/Qwen3-30B-A3B",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "deepseek-ai/DeepSeek-V4-Flash",
+    ] {
+        let other = load(id)
+            .mxfp4_expert_padding_bytes_per_gpu(WeightPrecision::Checkpoint, one, marlin)
+            .unwrap();
+        assert_eq!(other.bytes.get(), 0, "{id}");
+    }
+}
