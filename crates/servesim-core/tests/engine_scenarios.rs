@@ -517,6 +517,9 @@ fn sliding_window_footprint_caps_blocks() {
     assert_eq!(fp.blocks(0, 16), 0);
     assert_eq!(fp.blocks(1, 16), 1 + 1 + 2);
     assert_eq!(fp.blocks(1600, 16), 100 + 10 + 2);
+    // Decoding, a sliding group keeps only its window: cdiv(128, 16) + 1 = 9 blocks.
+    assert_eq!(fp.blocks_decoding(1601, 16), 101 + 9 + 2);
+    assert_eq!(fp.blocks_decoding(100, 16), 7 + 7 + 2);
     let m = model();
     let mut c = cfg(1000);
     c.kv = fp;
@@ -525,8 +528,11 @@ fn sliding_window_footprint_caps_blocks() {
     e.submit(Request::unique(1, Ticks(0), 1600, 5), Ticks(0), &mut rec)
         .unwrap();
     e.advance_to(Ticks(10_000_000_000), &mut rec).unwrap();
+    // The prompt's chunks hold up to `max_blocks` sliding blocks (100 + 10 + 2); its decodes give
+    // back what the window left (vLLM `remove_skipped_blocks`): 101 + 9 + 2 at the last step.
     let peak = rec.steps.iter().map(|s| s.kv_used_blocks).max().unwrap();
-    assert_eq!(peak, 101 + 10 + 2);
+    assert_eq!(peak, 101 + 9 + 2);
+    assert_eq!(rec.steps.last().unwrap().kv_used_blocks, 101 + 9 + 2);
     assert_eq!(e.kv_used_blocks(), 0);
     let _ = NullObserver;
 }

@@ -104,7 +104,8 @@ impl Request {
 /// A sliding-window KV cache group: it never holds more than `max_blocks` blocks per request
 /// (vLLM frees blocks that fell out of the window; the integrator sets
 /// `max_blocks = cdiv(window - 1 + max_num_batched_tokens, block_size) + 1`, vLLM's
-/// `SlidingWindowSpec.max_memory_usage_bytes` bound).
+/// `SlidingWindowSpec.max_memory_usage_bytes` bound, which a prompt's chunk can reach); a
+/// decoding request holds at most `cdiv(window, block_size) + 1` ([`KvFootprint::blocks_decoding`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SlidingGroup {
     pub window: u64,
@@ -131,6 +132,25 @@ impl KvFootprint {
             sliding: Vec::new(),
             fixed_blocks: 0,
         }
+    }
+
+    /// Physical blocks a *decoding* request with `n` tokens of KV holds: as [`Self::blocks`], but
+    /// each sliding group keeps only the blocks its window still reads, at most
+    /// `cdiv(window, bs) + 1` (vLLM's `SlidingWindowManager.remove_skipped_blocks`, called by
+    /// `KVCacheManager.allocate_slots` before every allocation, frees the blocks before
+    /// `num_computed_tokens - window + 1`; a decode then holds `cdiv(window, bs)` or one more).
+    /// `max_blocks` bounds a prompt's chunk, which needs slots for all its tokens.
+    #[inline]
+    pub fn blocks_decoding(&self, n: u64, bs: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let b = n.div_ceil(bs);
+        let mut total = self.full_groups as u64 * b + self.fixed_blocks;
+        for g in &self.sliding {
+            total += b.min(g.max_blocks.min(g.window.div_ceil(bs) + 1));
+        }
+        total
     }
 
     /// Physical blocks for `n` tokens of KV with block size `bs`.

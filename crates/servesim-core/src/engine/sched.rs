@@ -335,6 +335,31 @@ impl<'m> Engine<'m> {
         total
     }
 
+    /// The blocks a decoding request with `n` tokens holds: [`KvFootprint::blocks_decoding`]
+    /// (sliding groups keep only their window) when the engine frees out-of-window blocks, else
+    /// [`Self::fp`]. Speculative decoding and the CPU tier keep the admission bound (`fp`): their
+    /// paths size a decode's slots with it.
+    #[inline]
+    fn fp_decoding(&self, n: u64) -> u64 {
+        if !self.sliding_frees() {
+            return self.fp(n);
+        }
+        let kv = &self.cfg.kv;
+        let b = if n == 0 { 0 } else { self.div_bs(n - 1) + 1 };
+        let mut total = kv.full_groups as u64 * b + if n == 0 { 0 } else { kv.fixed_blocks };
+        for g in &kv.sliding {
+            total += b.min(g.max_blocks.min(g.window.div_ceil(self.bs) + 1));
+        }
+        debug_assert_eq!(total, kv.blocks_decoding(n, self.bs));
+        total
+    }
+
+    /// True when decoding requests give back the sliding-window blocks their window left.
+    #[inline]
+    fn sliding_frees(&self) -> bool {
+        !self.cfg.kv.sliding.is_empty() && self.cfg.spec.is_none() && self.offload.is_none()
+    }
+
     /// `n / block_size`.
     #[inline]
     fn div_bs(&self, n: u64) -> u64 {
@@ -847,7 +872,7 @@ impl<'m> Engine<'m> {
             for &s in &members {
                 let l = self.slots[s as usize].as_ref().expect("live slot");
                 let ctx = Self::decode_ctx(l, k);
-                let need = self.fp(ctx + 1) - l.held;
+                let need = self.fp_decoding(ctx + 1) - l.held;
                 debug_assert!(!self.caching || self.div_bs(ctx) <= l.reg_blocks);
                 need_sum += need;
                 self.live(s).held += need;
@@ -922,7 +947,7 @@ impl<'m> Engine<'m> {
         for &s in &members {
             let l = self.slots[s as usize].as_ref().expect("live slot");
             let ctx = Self::decode_ctx(l, k);
-            need_total += self.fp(ctx + 1) - l.held;
+            need_total += self.fp_decoding(ctx + 1) - l.held;
         }
         self.buckets[bidx] = members;
         for i in 0..self.prefilling.len() {
@@ -966,7 +991,7 @@ impl<'m> Engine<'m> {
                 Phase::Decoding { s0, .. } => {
                     if self.residue(s0, l.eff_len) == bidx {
                         let ctx = Self::decode_ctx(l, k);
-                        need_total -= self.fp(ctx + 1) - l.held;
+                        need_total -= self.fp_decoding(ctx + 1) - l.held;
                     }
                 }
                 Phase::Prefilling => {
@@ -1295,8 +1320,18 @@ impl<'m> Engine<'m> {
             if l.generated >= l.output_len {
                 self.finish(s, t, None, obs);
             } else {
-                let gen0 = l.generated;
+                // Decoding from here: the sliding groups give back what their window left
+                // (`fp_decoding`); the prompt's last chunk needed slots for all its tokens.
                 let eff = l.eff_len;
+                if self.sliding_frees() {
+                    let keep = self.fp_decoding(eff);
+                    let l = self.live(s);
+                    let drop = l.held.saturating_sub(keep);
+                    l.held -= drop;
+                    self.pool.release_private(drop);
+                }
+                let l = self.live(s);
+                let gen0 = l.generated;
                 let remaining = l.output_len - gen0;
                 l.phase = Phase::Decoding { s0, gen0 };
                 let gen = l.gen;
