@@ -111,7 +111,7 @@ pub struct Breakdown {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vision_weights: Option<Mem>,
     /// The MXFP4 MoE kernel's padding of the experts, part of `weights` (absent for other
-    /// checkpoints; docs/capacity.md "Weights").
+    /// checkpoints; docs/capacity.md "MXFP4 expert padding").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_padding: Option<Mem>,
     /// Peak torch allocation of the profile run (forward of `max_num_batched_tokens` + sampler).
@@ -413,7 +413,7 @@ fn compute_inner(
     // A multimodal checkpoint's vision encoder is loaded with the model unless
     // `--language-model-only` (docs/capacity.md "Weights").
     let vision = d.vision_tower_bytes_per_gpu();
-    // vLLM's MXFP4 MoE kernels pad each expert's dimensions at load (docs/capacity.md "Weights").
+    // vLLM's MXFP4 MoE kernels pad each expert's dimensions at load (docs/capacity.md "MXFP4 expert padding").
     let mxfp4 = d.mxfp4_padding_per_gpu()?;
     let padding = mxfp4.map_or(0, |(_, p)| p.bytes.get());
     let weights = model.weight_bytes_per_gpu(d.weight_precision, d.par)?.get()

@@ -1477,7 +1477,7 @@ impl Deployment {
 
     /// Bytes per GPU the MXFP4 MoE kernel's padding adds to the weights at load, with the
     /// backend and the padded dimensions (zero bytes for every other checkpoint; docs/capacity.md
-    /// "Weights").
+    /// "MXFP4 expert padding").
     pub fn mxfp4_padding_per_gpu(
         &self,
     ) -> Result<Option<(&'static str, crate::model::Mxfp4Padding)>, crate::model::ModelError> {

@@ -113,7 +113,7 @@ fn available_kv_memory_matches_public_logs_within_tolerance() {
 /// Weights as vLLM's "Model loading took X GiB" line reports them, where the log's figures add
 /// up (the gpt-oss-120b log's do not: its loading figure includes transient memory, its note
 /// says so). The A100 log runs gpt-oss's MXFP4 experts through Marlin, whose padding
-/// (docs/capacity.md "Weights") is 0.85 of the 0.90 GiB the checkpoint alone would miss by;
+/// (docs/capacity.md "MXFP4 expert padding") is 0.85 of the 0.90 GiB the checkpoint alone would miss by;
 /// the H100 logs (Triton kernels, no padding at TP 1) keep a 0.65 GiB gap (open item).
 #[test]
 fn weights_match_logged_model_loading() {

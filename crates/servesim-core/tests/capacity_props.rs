@@ -1081,7 +1081,7 @@ fn the_vision_encoder_is_loaded_unless_language_model_only() {
 }
 
 /// gpt-oss's MXFP4 experts are padded by the MoE backend vLLM picks for the GPU
-/// (docs/capacity.md "Weights"): Marlin on Ampere / Ada, TRT-LLM on Blackwell and ROCm pad both
+/// (docs/capacity.md "MXFP4 expert padding"): Marlin on Ampere / Ada, TRT-LLM on Blackwell and ROCm pad both
 /// dimensions; Hopper's Triton kernels pad only an intermediate size off a multiple of 64.
 #[test]
 fn mxfp4_padding_follows_the_backend_of_the_gpu() {

@@ -268,7 +268,7 @@ pub struct CheckpointDtypes {
     pub fp8_row_scales: bool,
     /// The routed experts load through vLLM's `Mxfp4MoEMethod` (`quant_method: mxfp4`, gpt-oss),
     /// whose kernels pad the expert dimensions at load
-    /// ([`ModelConfig::mxfp4_expert_padding_bytes_per_gpu`], docs/capacity.md "Weights").
+    /// ([`ModelConfig::mxfp4_expert_padding_bytes_per_gpu`], docs/capacity.md "MXFP4 expert padding").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mxfp4_moe: bool,
 }
