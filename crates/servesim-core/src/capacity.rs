@@ -435,14 +435,20 @@ fn compute_inner(
     let non_kv = weights + activation + non_torch + if cg_in { cudagraph } else { 0 };
     let mut warnings: Vec<String> = d.notes.clone();
     if let Some((backend, p)) = mxfp4 {
+        let mut padded = Vec::new();
+        for (what, (from, to)) in [
+            ("intermediate size per GPU", p.intermediate),
+            ("hidden size", p.hidden),
+        ] {
+            if to != from {
+                padded.push(format!("the {what} {from} -> {to}"));
+            }
+        }
         warnings.push(format!(
-            "weights include {:.2} GiB per GPU of MXFP4 expert padding: vLLM's {backend} MoE kernel on {} pads the intermediate size per GPU {} -> {} and the hidden size {} -> {}",
+            "weights include {:.2} GiB per GPU of MXFP4 expert padding: vLLM's {backend} MoE kernel on {} pads {}",
             p.bytes.gib(),
             d.gpu.name,
-            p.intermediate.0,
-            p.intermediate.1,
-            p.hidden.0,
-            p.hidden.1
+            padded.join(" and ")
         ));
     }
     if vision > 0 {
