@@ -125,6 +125,19 @@ pub struct KvFootprint {
     pub fixed_blocks: u64,
 }
 
+impl SlidingGroup {
+    /// The most blocks one request holds in this group: `max_blocks` (a prompt's chunk), and
+    /// while decoding at most `cdiv(window, bs) + 1` ([`KvFootprint::blocks_decoding`]).
+    #[inline]
+    pub fn cap(&self, bs: u64, decoding: bool) -> u64 {
+        if decoding {
+            self.max_blocks.min(self.window.div_ceil(bs) + 1)
+        } else {
+            self.max_blocks
+        }
+    }
+}
+
 impl KvFootprint {
     pub fn uniform() -> KvFootprint {
         KvFootprint {
@@ -142,27 +155,26 @@ impl KvFootprint {
     /// `max_blocks` bounds a prompt's chunk, which needs slots for all its tokens.
     #[inline]
     pub fn blocks_decoding(&self, n: u64, bs: u64) -> u64 {
-        if n == 0 {
-            return 0;
-        }
-        let b = n.div_ceil(bs);
-        let mut total = self.full_groups as u64 * b + self.fixed_blocks;
-        for g in &self.sliding {
-            total += b.min(g.max_blocks.min(g.window.div_ceil(bs) + 1));
-        }
-        total
+        self.held(n, n.div_ceil(bs), bs, true)
     }
 
     /// Physical blocks for `n` tokens of KV with block size `bs`.
     #[inline]
     pub fn blocks(&self, n: u64, bs: u64) -> u64 {
+        self.held(n, n.div_ceil(bs), bs, false)
+    }
+
+    /// Blocks held by a request with `n` tokens of KV spanning `b = cdiv(n, bs)` blocks per
+    /// full group (`b` passed in, so the engine can compute it without a divide): a decoding
+    /// request's sliding groups keep only their window ([`SlidingGroup::cap`]).
+    #[inline]
+    pub(crate) fn held(&self, n: u64, b: u64, bs: u64, decoding: bool) -> u64 {
         if n == 0 {
             return 0;
         }
-        let b = n.div_ceil(bs);
         let mut total = self.full_groups as u64 * b + self.fixed_blocks;
         for g in &self.sliding {
-            total += b.min(g.max_blocks);
+            total += b.min(g.cap(bs, decoding));
         }
         total
     }

@@ -323,16 +323,7 @@ impl<'m> Engine<'m> {
 
     #[inline]
     fn fp(&self, n: u64) -> u64 {
-        // `KvFootprint::blocks` with the division by the block size as a shift when it is a
-        // power of two (the usual case): the same value, without a hardware divide per call.
-        let kv = &self.cfg.kv;
-        let b = if n == 0 { 0 } else { self.div_bs(n - 1) + 1 };
-        let mut total = kv.full_groups as u64 * b + if n == 0 { 0 } else { kv.fixed_blocks };
-        for g in &kv.sliding {
-            total += b.min(g.max_blocks);
-        }
-        debug_assert_eq!(total, kv.blocks(n, self.bs));
-        total
+        self.footprint(n, false)
     }
 
     /// The blocks a decoding request with `n` tokens holds: [`KvFootprint::blocks_decoding`]
@@ -341,16 +332,24 @@ impl<'m> Engine<'m> {
     /// paths size a decode's slots with it.
     #[inline]
     fn fp_decoding(&self, n: u64) -> u64 {
-        if !self.sliding_frees() {
-            return self.fp(n);
-        }
+        self.footprint(n, self.sliding_frees())
+    }
+
+    /// [`KvFootprint::held`] with the division by the block size as a shift when it is a power
+    /// of two (the usual case): the same value, without a hardware divide per call.
+    #[inline]
+    fn footprint(&self, n: u64, decoding: bool) -> u64 {
         let kv = &self.cfg.kv;
         let b = if n == 0 { 0 } else { self.div_bs(n - 1) + 1 };
-        let mut total = kv.full_groups as u64 * b + if n == 0 { 0 } else { kv.fixed_blocks };
-        for g in &kv.sliding {
-            total += b.min(g.max_blocks.min(g.window.div_ceil(self.bs) + 1));
-        }
-        debug_assert_eq!(total, kv.blocks_decoding(n, self.bs));
+        let total = kv.held(n, b, self.bs, decoding);
+        debug_assert_eq!(
+            total,
+            if decoding {
+                kv.blocks_decoding(n, self.bs)
+            } else {
+                kv.blocks(n, self.bs)
+            }
+        );
         total
     }
 
