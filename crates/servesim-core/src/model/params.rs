@@ -680,11 +680,7 @@ impl ModelConfig {
             return Ok(none);
         }
         self.check_tp(&par)?;
-        let moe_layers = self
-            .layers
-            .iter()
-            .filter(|l| l.ffn != LayerFfn::Dense)
-            .count() as u64;
+        let moe_layers = self.num_moe_layers() as u64;
         let (experts, partitions) = if par.ep > 1 {
             (m.num_experts.div_ceil(par.ep) as u64, 1)
         } else {

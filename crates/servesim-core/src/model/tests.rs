@@ -864,9 +864,12 @@ fn mxfp4_expert_padding_follows_the_padded_shapes() {
         hidden: 256,
     };
     let one = Parallelism::default();
-    let p = m
-        .mxfp4_expert_padding_bytes_per_gpu(WeightPrecision::Checkpoint, one, marlin)
-        .unwrap();
+    let ck = WeightPrecision::Checkpoint;
+    let pad = |m: &ModelConfig, prec, par, align| {
+        m.mxfp4_expert_padding_bytes_per_gpu(prec, par, align)
+            .unwrap()
+    };
+    let p = pad(&m, ck, one, marlin);
     assert_eq!(p.intermediate, (2880, 2944));
     assert_eq!(p.hidden, (2880, 3072));
     // 24 MoE layers x 32 experts: 3 I' H' - 3 I H MXFP4 elements (0.5 + 1/32 bytes each) and
@@ -885,28 +888,22 @@ fn mxfp4_expert_padding_follows_the_padded_shapes() {
         intermediate: 64,
         hidden: 1,
     };
-    let p1 = m
-        .mxfp4_expert_padding_bytes_per_gpu(WeightPrecision::Checkpoint, one, triton)
-        .unwrap();
+    let p1 = pad(&m, ck, one, triton);
     assert_eq!(p1.bytes.get(), 0);
     let tp2 = Parallelism {
         tp: 2,
         dp: 1,
         ep: 1,
     };
-    let p2 = m
-        .mxfp4_expert_padding_bytes_per_gpu(WeightPrecision::Checkpoint, tp2, triton)
-        .unwrap();
+    let p2 = pad(&m, ck, tp2, triton);
     assert_eq!(p2.intermediate, (1440, 1472));
-    // With EP the experts stay whole (2880, a multiple of 64): no padding, fewer experts.
+    // With EP the experts stay whole (2880 per expert, padded as at TP 1), half of them per GPU.
     let ep2 = Parallelism {
         tp: 2,
         dp: 1,
         ep: 2,
     };
-    let pe = m
-        .mxfp4_expert_padding_bytes_per_gpu(WeightPrecision::Checkpoint, ep2, marlin)
-        .unwrap();
+    let pe = pad(&m, ck, ep2, marlin);
     assert_eq!(pe.intermediate, (2880, 2944));
     assert!(
         (pe.bytes.get() as f64 - p.bytes.get() as f64 / 2.0).abs() <= 1.0,
@@ -914,18 +911,12 @@ fn mxfp4_expert_padding_follows_the_padded_shapes() {
     );
     // Only experts that load through Mxfp4MoEMethod: bf16 serving, other checkpoints and
     // DeepSeek-V4's own fp4 experts are not padded.
-    let bf16 = m
-        .mxfp4_expert_padding_bytes_per_gpu(WeightPrecision::Bf16, one, marlin)
-        .unwrap();
-    assert_eq!(bf16.bytes.get(), 0);
+    assert_eq!(pad(&m, WeightPrecision::Bf16, one, marlin).bytes.get(), 0);
     for id in [
         "Qwen/Qwen3-30B-A3B",
         "meta-llama/Llama-3.1-8B-Instruct",
         "deepseek-ai/DeepSeek-V4-Flash",
     ] {
-        let other = load(id)
-            .mxfp4_expert_padding_bytes_per_gpu(WeightPrecision::Checkpoint, one, marlin)
-            .unwrap();
-        assert_eq!(other.bytes.get(), 0, "{id}");
+        assert_eq!(pad(&load(id), ck, one, marlin).bytes.get(), 0, "{id}");
     }
 }
