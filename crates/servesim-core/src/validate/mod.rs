@@ -13,6 +13,7 @@
 mod csv;
 mod fit;
 mod plan;
+mod reach;
 mod report;
 mod rows;
 mod run;
@@ -22,6 +23,7 @@ mod summary;
 pub use csv::*;
 pub use fit::*;
 pub use plan::*;
+pub use reach::*;
 pub use report::*;
 pub use run::*;
 pub use setup::*;

@@ -349,18 +349,36 @@ pub fn run_fit_job(
         });
     }
     // Each row's result depends on its own entries only, so a move is simulated on the rows its
-    // entry reaches (the generation entry: all; an era or harness entry: its rows) and the
-    // objective taken over those results merged with the current ones of the other rows.
-    let run = |table: &FittedEfficiencies,
-               lines: &[usize],
-               sim: &mut Simulator|
-     -> Result<Vec<PointResult>, ValidateError> {
-        let o = ValidateOptions {
-            only_source: None,
-            efficiencies: Some(table.clone()),
-            only_lines: Some(lines.to_vec()),
-        };
-        Ok(run_with(points_csv, &o, sim)?.points)
+    // entry reaches (the generation entry: all; an era or harness entry: its rows) whose
+    // simulation reads the field ([`FieldReach`]), and the objective taken over those results
+    // merged with the current ones of the other rows. Rows are mapped to scenarios once.
+    let prepared: BTreeMap<usize, (PreparedRow, Option<FieldReach>)> = prepare_rows(
+        parse_points(points_csv)?
+            .into_iter()
+            .filter(|p| job.lines.contains(&p.line))
+            .collect(),
+    )
+    .into_iter()
+    .map(|r| {
+        let reach = r.setup.as_ref().and_then(FieldReach::of);
+        (r.point.line, (r, reach))
+    })
+    .collect();
+    let run = |table: &FittedEfficiencies, lines: &[usize], sim: &mut Simulator| {
+        let rows = lines.iter().filter_map(|l| prepared.get(l).map(|(r, _)| r));
+        run_prepared(rows, table, sim)
+    };
+    // The rows of `lines` whose simulation `field` can change (rows without a scenario: none).
+    let reached = |field: &str, lines: &[usize]| -> Vec<usize> {
+        lines
+            .iter()
+            .copied()
+            .filter(|l| {
+                prepared.get(l).is_some_and(|(r, reach)| {
+                    r.setup.is_some() && field_reaches(reach.as_ref(), field)
+                })
+            })
+            .collect()
     };
     let score = |pts: &BTreeMap<usize, PointResult>| -> (usize, f64) {
         let r = ValidationReport {
@@ -378,7 +396,7 @@ pub fn run_fit_job(
     for e in &job.eras {
         cur.generations.entry(e.key.clone()).or_default();
     }
-    let mut cur_pts: BTreeMap<usize, PointResult> = run(&cur, &job.lines, sim)?
+    let mut cur_pts: BTreeMap<usize, PointResult> = run(&cur, &job.lines, sim)
         .into_iter()
         .map(|p| (p.line, p))
         .collect();
@@ -389,11 +407,11 @@ pub fn run_fit_job(
         value: 0.0,
         objective: best.1,
     }];
-    let pts = parse_points(points_csv)?;
     let harness_lines = |h: &str| -> Vec<usize> {
-        pts.iter()
-            .filter(|p| job.lines.contains(&p.line) && harness_key(p).as_deref() == Some(h))
-            .map(|p| p.line)
+        prepared
+            .values()
+            .filter(|(r, _)| harness_key(&r.point).as_deref() == Some(h))
+            .map(|(r, _)| r.point.line)
             .collect()
     };
     // (entry, parameter, rows the entry reaches, whether the entry fits the eager overhead) in
@@ -406,7 +424,7 @@ pub fn run_fit_job(
             FIT_PARAMS
                 .iter()
                 .filter(|f| HARNESS_PARAMS.contains(&f.field))
-                .map(|f| (h.as_str(), f, lines.clone(), false)),
+                .map(|f| (h.as_str(), f, reached(f.field, &lines), false)),
         );
     }
     let eager = |params: &[&str]| params.contains(&"step_overhead_eager_s");
@@ -414,14 +432,28 @@ pub fn run_fit_job(
         FIT_PARAMS
             .iter()
             .filter(|f| job.params.contains(&f.field))
-            .map(|f| (job.key.as_str(), f, job.lines.clone(), eager(&job.params))),
+            .map(|f| {
+                (
+                    job.key.as_str(),
+                    f,
+                    reached(f.field, &job.lines),
+                    eager(&job.params),
+                )
+            }),
     );
     for e in &job.eras {
         steps.extend(
             FIT_PARAMS
                 .iter()
                 .filter(|f| e.params.contains(&f.field))
-                .map(|f| (e.key.as_str(), f, e.lines.clone(), eager(&e.params))),
+                .map(|f| {
+                    (
+                        e.key.as_str(),
+                        f,
+                        reached(f.field, &e.lines),
+                        eager(&e.params),
+                    )
+                }),
         );
     }
     for round in 1..=job.rounds {
@@ -433,11 +465,15 @@ pub fn run_fit_job(
                     .entry(entry.to_string())
                     .or_default()
                     .insert(fp.field.to_string(), v);
-                if t == cur || (*fits_eager && !overheads_ordered(t.generations.get(*entry))) {
+                // No row reads the field: every value gives the current results.
+                if lines.is_empty()
+                    || t == cur
+                    || (*fits_eager && !overheads_ordered(t.generations.get(*entry)))
+                {
                     continue;
                 }
                 let mut trial = cur_pts.clone();
-                for p in run(&t, lines, sim)? {
+                for p in run(&t, lines, sim) {
                     trial.insert(p.line, p);
                 }
                 let obj = score(&trial);

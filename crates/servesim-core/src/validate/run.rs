@@ -103,43 +103,83 @@ pub fn run_with(
         Some(f) => f.clone(),
         None => fitted_efficiencies()?,
     };
-    let mut results = Vec::new();
-    for p in &points {
-        let mut r = PointResult {
-            line: p.line,
-            source: p.source.clone(),
-            model: p.model.clone(),
-            gpu: p.gpu.clone(),
-            tp: p.tp,
-            model_family: model_family(p).to_string(),
-            workload: p.workload.chars().take(60).collect(),
-            comparisons: Vec::new(),
-            notes: Vec::new(),
-            error: None,
-            waits_for: waits_for(p),
-        };
-        if r.waits_for.is_some() {
-            results.push(r);
-            continue;
-        }
-        let setup = match setup_for(p) {
-            Ok(s) => s,
-            Err(e) => {
-                r.error = Some(e.to_string());
-                results.push(r);
-                continue;
-            }
-        };
-        let eff = fitted.full_table_for_point(p);
-        r.workload = workload_label(p, &setup);
-        r.notes = setup.notes.clone();
-        match sim(&setup, &eff) {
-            Ok(level) => r.comparisons = compare_point(&setup, &level),
-            Err(e) => r.error = Some(e),
-        }
-        results.push(r);
-    }
+    let rows = prepare_rows(points);
+    let results = run_prepared(rows.iter(), &fitted, sim);
     Ok(build_report(results, fitted.description.clone()))
+}
+
+/// A selected row ready to simulate: the row, its result without comparisons (identity, notes,
+/// and the capability it waits for or why it has no scenario) and its scenario's setup. The
+/// mapping from the row does not depend on the efficiency table, so the fit prepares each row
+/// once and simulates it under every table it tries.
+#[derive(Clone, Debug)]
+pub struct PreparedRow {
+    pub point: CalibrationPoint,
+    pub base: PointResult,
+    /// `None` when the row waits for a capability or has no scenario (`base` says which).
+    pub setup: Option<PointSetup>,
+}
+
+/// Maps each row to its [`PreparedRow`].
+pub fn prepare_rows(points: Vec<CalibrationPoint>) -> Vec<PreparedRow> {
+    points
+        .into_iter()
+        .map(|p| {
+            let mut r = PointResult {
+                line: p.line,
+                source: p.source.clone(),
+                model: p.model.clone(),
+                gpu: p.gpu.clone(),
+                tp: p.tp,
+                model_family: model_family(&p).to_string(),
+                workload: p.workload.chars().take(60).collect(),
+                comparisons: Vec::new(),
+                notes: Vec::new(),
+                error: None,
+                waits_for: waits_for(&p),
+            };
+            let setup = if r.waits_for.is_some() {
+                None
+            } else {
+                match setup_for(&p) {
+                    Ok(s) => {
+                        r.workload = workload_label(&p, &s);
+                        r.notes = s.notes.clone();
+                        Some(s)
+                    }
+                    Err(e) => {
+                        r.error = Some(e.to_string());
+                        None
+                    }
+                }
+            };
+            PreparedRow {
+                point: p,
+                base: r,
+                setup,
+            }
+        })
+        .collect()
+}
+
+/// Simulates prepared rows with the efficiency table `fitted` gives each, in the order given.
+pub fn run_prepared<'a>(
+    rows: impl Iterator<Item = &'a PreparedRow>,
+    fitted: &FittedEfficiencies,
+    sim: &mut Simulator,
+) -> Vec<PointResult> {
+    rows.map(|row| {
+        let mut r = row.base.clone();
+        if let Some(setup) = &row.setup {
+            let eff = fitted.full_table_for_point(&row.point);
+            match sim(setup, &eff) {
+                Ok(level) => r.comparisons = compare_point(setup, &level),
+                Err(e) => r.error = Some(e),
+            }
+        }
+        r
+    })
+    .collect()
 }
 
 /// The setup's scenario with `efficiencies` set to the overrides (when non-empty): a JSON object
