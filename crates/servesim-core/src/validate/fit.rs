@@ -261,10 +261,13 @@ pub const FIT_PARAMS: &[FitParam] = &[
     },
 ];
 
-/// The fit objective of a report: per source, the mean over the metric families it measures of
-/// the median absolute error over its points (each point counts once per family); then the mean
-/// over sources, percent. Every source weighs the same, so one large source (169 InferenceX
-/// rows) cannot dictate a key's table to the others.
+/// The fit objective of a report, percent: per cell (source, model family), the mean over the
+/// metric families it measures of the median absolute error over its points (each point counts
+/// once per metric family); per source, the mean over its cells; then the mean over sources.
+/// Every source weighs the same, so one large source (169 InferenceX rows) cannot dictate a key's
+/// table to the others; within a source every model family weighs the same, so a source's
+/// largest family (gpustack's 94 MoE rows) cannot dictate it to its other families
+/// (docs/accuracy.md "Calibration: fitted efficiencies").
 pub fn objective(r: &ValidationReport) -> f64 {
     let mut sources: Vec<&str> = Vec::new();
     for p in &r.points {
@@ -275,17 +278,33 @@ pub fn objective(r: &ValidationReport) -> f64 {
     let mut total = 0.0;
     let mut n = 0usize;
     for src in sources {
-        let aggs = aggregate(&r.points, "fit", &|p: &PointResult| p.source == src);
-        let meds: Vec<f64> = Family::ALL
-            .iter()
-            .filter_map(|f| {
-                aggs.iter()
-                    .find(|a| a.family == *f && a.n > 0)
-                    .map(|a| a.median_abs_pct)
-            })
-            .collect();
-        if !meds.is_empty() {
-            total += meds.iter().sum::<f64>() / meds.len() as f64;
+        let mut families: Vec<&str> = Vec::new();
+        for p in r.points.iter().filter(|p| p.source == src) {
+            if !families.contains(&p.model_family.as_str()) {
+                families.push(p.model_family.as_str());
+            }
+        }
+        let mut src_total = 0.0;
+        let mut src_n = 0usize;
+        for fam in families {
+            let aggs = aggregate(&r.points, "fit", &|p: &PointResult| {
+                p.source == src && p.model_family == fam
+            });
+            let meds: Vec<f64> = Family::ALL
+                .iter()
+                .filter_map(|f| {
+                    aggs.iter()
+                        .find(|a| a.family == *f && a.n > 0)
+                        .map(|a| a.median_abs_pct)
+                })
+                .collect();
+            if !meds.is_empty() {
+                src_total += meds.iter().sum::<f64>() / meds.len() as f64;
+                src_n += 1;
+            }
+        }
+        if src_n > 0 {
+            total += src_total / src_n as f64;
             n += 1;
         }
     }

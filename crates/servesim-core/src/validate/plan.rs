@@ -555,7 +555,7 @@ pub fn assemble_fit(
     }
     let mut table = FittedEfficiencies {
         description: format!(
-            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per {}; {}), {} rounds (held-out folds {}), objective = mean over sources of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
+            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per {}; {}), {} rounds (held-out folds {}), objective = mean over sources of the mean over their model families of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
             pts.len(),
             sources.join(" + "),
             match plan.shape {
