@@ -266,10 +266,21 @@ fn pd_space(gate: f64) -> RawSearch {
 
 #[test]
 fn pd_candidates_prune_per_pool_and_pruning_never_drops_one_that_would_pass() {
-    // decode TP1's bound (one step at context 1: 5.72 ms, 175 tok/s with the shipped Hopper
-    // table, `servesim step --decode 1 --ctx 1`) is below 180 tok/s; TP2's (5.16 ms, 194 tok/s)
-    // is above
-    let space = pd_space(180.0).validate().unwrap();
+    // The gate between the decode pools' bounds (one step at context 1, `servesim step --decode 1
+    // --ctx 1`: with the shipped Hopper table 175 tok/s at TP1, 194 at TP2): decode TP1 pools are
+    // pruned by the bound, TP2 pools are not.
+    let probe = pd_space(0.0).validate().unwrap();
+    let decode_bound = |tp: u32| {
+        let c = probe
+            .candidates
+            .iter()
+            .find(|c| c.prefill.is_some() && c.tp == tp)
+            .unwrap();
+        search::tokens_per_s_per_user_bound(&c.scenario.resolve().unwrap())
+    };
+    let (b1, b2) = (decode_bound(1), decode_bound(2));
+    assert!(b1 < b2, "decode TP1 bound {b1} vs TP2 {b2}");
+    let space = pd_space((b1 + b2) / 2.0).validate().unwrap();
     assert_eq!(space.candidates.len(), 2 + 3 * 2 * 2);
     let pruned = search::run(&space, true);
     let full = search::run(&space, false);
