@@ -147,6 +147,28 @@ fn catalog_id_for(name: &str) -> Option<(String, Option<String>)> {
     if !name.contains('/') && name.starts_with("Qwen") {
         candidates.push(format!("Qwen/{name}"));
     }
+    if let Some(c) = candidates
+        .iter()
+        .find(|c| catalog::config_json(c).is_some())
+    {
+        let note =
+            (c != name).then(|| format!("model {name} uses the {c} config (same architecture)"));
+        return Some((c.clone(), note));
+    }
+    // A known release or re-quantization, resolved as the page and the CLI resolve it
+    // ([`crate::model::ids`]): the scenario names the release itself, so its own context and
+    // quantization (what the note says differs) apply; the precision still comes from the row's
+    // `weight_dtype`.
+    if let Some(r) = candidates
+        .iter()
+        .find_map(|c| crate::model::ids::resolve(c).ok())
+    {
+        return Some((
+            r.1.requested.clone(),
+            Some(format!("model {}", r.1.summary())),
+        ));
+    }
+    // Names the product does not know: a variant suffix removed.
     for c in candidates {
         let mut cur = c.clone();
         loop {
@@ -161,11 +183,7 @@ fn catalog_id_for(name: &str) -> Option<(String, Option<String>)> {
             }
         }
     }
-    // A known release: the scenario names the release itself, so its own context and
-    // quantization (what the note says differs) apply, as they do in the page and the CLI.
-    crate::model::ids::resolve(name)
-        .ok()
-        .map(|(_, r)| (r.requested.clone(), Some(format!("model {}", r.summary()))))
+    None
 }
 
 /// The catalog model and weight precision of a row, or why it cannot run (the text says what is
@@ -281,7 +299,7 @@ pub fn waits_for(p: &CalibrationPoint) -> Option<String> {
             "client timeouts: the overloaded 'reasoning' stages timed out up to 85% of requests, which ServeSim does not model".into(),
         );
     }
-    if crate::gpu::find_gpu(super::catalog_gpu(&p.gpu)).is_err() {
+    if crate::gpu::find_gpu(&super::catalog_gpu(&p.gpu)).is_err() {
         return Some(format!(
             "GPU `{}`: not in the GPU catalog (data/gpus.json)",
             p.gpu
@@ -327,12 +345,26 @@ mod tests {
     #[test]
     fn variants_resolve_to_shipped_configs() {
         let id = |n: &str| catalog_id_for(n).map(|x| x.0);
-        assert_eq!(id("Qwen/Qwen3-14B-AWQ").as_deref(), Some("Qwen/Qwen3-14B"));
+        // Releases and re-quantizations resolve as the page and the CLI resolve them: the
+        // release keeps its own context (the 2507 update: 262,144, not the stand-in's 40,960).
         assert_eq!(
-            id("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8").as_deref(),
-            Some("Qwen/Qwen3-235B-A22B")
+            id("Qwen/Qwen3-14B-AWQ").as_deref(),
+            Some("Qwen/Qwen3-14B-AWQ")
         );
+        let r = id("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8").unwrap();
+        assert_eq!(r, "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8");
+        let m = catalog::load(&r).unwrap();
+        assert_eq!(m.max_position_embeddings, 262_144);
+        assert_eq!(m.checkpoint.dense, DType::Fp8);
+        let base = catalog::load(&id("Qwen/Qwen3-235B-A22B-Instruct-2507").unwrap()).unwrap();
+        assert_eq!(base.max_position_embeddings, 262_144);
+        assert_eq!(base.checkpoint.dense, DType::Bf16);
         assert_eq!(id("Qwen3-8B").as_deref(), Some("Qwen/Qwen3-8B"));
+        // A name only the variant rule knows still runs its architecture's config.
+        assert_eq!(
+            id("Qwen/Qwen3-32B-Instruct").as_deref(),
+            Some("Qwen/Qwen3-32B")
+        );
         assert_eq!(
             id("MiniMaxAI/MiniMax-M2.5").as_deref(),
             Some("MiniMaxAI/MiniMax-M2.5")

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::deploy::RawEngineSettings;
-use crate::dtype::{KvCacheDtype, WeightPrecision};
+use crate::dtype::KvCacheDtype;
 use crate::metric::{MetricId, Stat};
 use crate::scenario::{Endpoint, GpuRef, ModelRef, Scenario, SCENARIO_VERSION};
 use crate::speculative::{RawSpecAcceptance, RawSpeculativeConfig};
@@ -14,32 +14,12 @@ use serde::{Deserialize, Serialize};
 // ---------------------------------------------------------------------------------------------
 // Row -> scenario.
 
-/// Model ids in the CSV that are not catalog ids, mapped to the catalog config they use
-/// (same architecture and config.json; the CSV names a later checkpoint revision).
-pub const MODEL_ALIASES: &[(&str, &str)] = &[
-    ("deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-R1"),
-    ("Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-235B-A22B"),
-];
-
-/// GPU names in the CSV that are not catalog ids or aliases, mapped to the catalog GPU
-/// (the same part: SXM form factor, 80 GB HBM).
-pub const GPU_ALIASES: &[(&str, &str)] = &[
-    ("H100-SXM-80GB", "H100-SXM"),
-    ("A100-SXM-80GB", "A100-80GB"),
-    ("H200-SXM-141GB", "H200"),
-    // gpustack's quantisation pages do not state the form factor; the SXM part is assumed.
-    ("H100-80GB", "H100-SXM"),
-];
-
-/// The catalog GPU name of a CSV GPU name.
-pub fn catalog_gpu(name: &str) -> &str {
+/// The catalog GPU id of a CSV GPU name, found as the page and the CLI find it
+/// ([`crate::gpu::find_gpu`]: ids, aliases, `nvidia-smi` names); the name itself when it is none.
+pub fn catalog_gpu(name: &str) -> String {
     // "A100-SXM-80GB (form factor not stated)": the part before the parenthetical.
     let name = name.split(" (").next().unwrap_or(name).trim();
-    GPU_ALIASES
-        .iter()
-        .find(|(a, _)| a.eq_ignore_ascii_case(name))
-        .map(|(_, b)| *b)
-        .unwrap_or(name)
+    crate::gpu::find_gpu(name).map_or_else(|_| name.to_string(), |g| g.id)
 }
 
 /// Coefficient of variation (std / mean) assumed for ShareGPT input and output lengths.
@@ -135,26 +115,6 @@ pub struct PointSetup {
     pub notes: Vec<String>,
 }
 
-pub(super) fn weight_precision(p: &CalibrationPoint) -> Result<WeightPrecision, ValidateError> {
-    let w = p.weight_dtype.to_ascii_lowercase();
-    let first = w.split_whitespace().next().unwrap_or("");
-    // Native checkpoints (fp16/bf16 Llama/Qwen, block-FP8 DeepSeek, MXFP4 gpt-oss) run as stored.
-    if w.contains("native") || matches!(first, "fp16" | "bf16" | "float16" | "bfloat16") {
-        return Ok(WeightPrecision::Checkpoint);
-    }
-    match first {
-        "fp8" => Ok(WeightPrecision::Fp8),
-        "fp4" | "nvfp4" | "mxfp4" => Ok(WeightPrecision::Fp4),
-        _ => Err(bad(
-            p.line,
-            "weight_dtype",
-            &p.weight_dtype,
-            "unknown weight dtype",
-            "start the cell with fp16, bf16, fp8 or fp4 (add `native` for the checkpoint's own format)",
-        )),
-    }
-}
-
 pub(super) fn kv_dtype(p: &CalibrationPoint) -> Result<KvCacheDtype, ValidateError> {
     let k = p.kv_dtype.to_ascii_lowercase();
     let first = k
@@ -213,26 +173,20 @@ pub(super) fn lengths_sharegpt(mean: f64, max: f64) -> RawLengthDist {
 /// Maps one row to a scenario (rules in docs/accuracy.md, never tuned per point).
 pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     let mut notes = Vec::new();
-    let (model_id, precision) = match MODEL_ALIASES.iter().find(|(a, _)| *a == p.model) {
-        Some((_, b)) => {
-            notes.push(format!("model {} uses the {} config", p.model, b));
-            (b.to_string(), weight_precision(p)?)
+    let (model_id, precision) = match resolve_model(p) {
+        Ok(r) => {
+            notes.extend(r.notes);
+            (r.catalog_id, r.precision)
         }
-        None => match resolve_model(p) {
-            Ok(r) => {
-                notes.extend(r.notes);
-                (r.catalog_id, r.precision)
-            }
-            Err(e) => {
-                return Err(bad(
-                    p.line,
-                    "model",
-                    &p.model,
-                    &e,
-                    "use a model with a shipped config, or add its config.json",
-                ))
-            }
-        },
+        Err(e) => {
+            return Err(bad(
+                p.line,
+                "model",
+                &p.model,
+                &e,
+                "use a model with a shipped config, or add its config.json",
+            ))
+        }
     };
     let mut engine = RawEngineSettings {
         max_num_seqs: p.max_num_seqs.map(|v| v as i64),
@@ -424,7 +378,7 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     let mut scenario = Scenario {
         version: SCENARIO_VERSION,
         model: ModelRef::Catalog(model_id.clone()),
-        gpu: GpuRef::Catalog(catalog_gpu(&p.gpu).to_string()),
+        gpu: GpuRef::Catalog(catalog_gpu(&p.gpu)),
         tp: p.tp,
         dp: p.dp,
         ep: p.ep,
