@@ -113,10 +113,15 @@ fn sharegpt_rows_use_the_mean_lengths_from_the_notes() {
     };
     assert!(matches!(input, RawLengthDist::Lognormal { mean, .. } if *mean == 219.2));
     assert!(matches!(output, RawLengthDist::Lognormal { mean, .. } if *mean == 200.8));
+    // The release runs as itself, on the config that stands in for it (as the page and the CLI
+    // resolve the id), with nothing that differs.
     assert_eq!(
         s.scenario.model,
-        ModelRef::Catalog("deepseek-ai/DeepSeek-R1".into())
+        ModelRef::Catalog("deepseek-ai/DeepSeek-R1-0528".into())
     );
+    let (_, r) = servesim_core::model::ids::resolve("deepseek-ai/DeepSeek-R1-0528").unwrap();
+    assert_eq!(r.config_id, "deepseek-ai/DeepSeek-R1");
+    assert!(r.differences.is_empty(), "{:?}", r.differences);
     assert_eq!(s.scenario.weight_precision, WeightPrecision::Checkpoint);
 }
 
