@@ -3,7 +3,7 @@
 use servesim_core::dtype::WeightPrecision;
 use servesim_core::scenario::{ModelRef, Scenario};
 use servesim_core::validate::{
-    parse_points, setup_for, split_csv, Family, ValidateError, REQUIRED_COLUMNS,
+    self, parse_points, setup_for, split_csv, Family, ValidateError, REQUIRED_COLUMNS,
 };
 use servesim_core::workload::{RawArrival, RawContent, RawLengthDist};
 
@@ -812,4 +812,49 @@ fn a_row_runs_the_model_its_page_is_about() {
         .find(|p| p.source_ref.contains("performance-lab/glm-4.x/"))
         .unwrap();
     assert!(page_model(glm).is_none());
+}
+
+/// One resolution of model ids: every calibration and validation row whose model the page and the
+/// CLI resolve (`model::ids`) runs that resolution (the release itself, with its own context and
+/// quantization), unless the row's name is one of the listed file aliases (checkpoints the page does
+/// not know, each with its reason) or its gpustack page names another model.
+#[test]
+fn rows_resolve_their_models_as_the_page_does() {
+    let files = [
+        SHIPPED,
+        include_str!("../data/calibration/measured-points-more.csv"),
+        include_str!("../data/validation/measured-points-validation.csv"),
+    ];
+    let mut checked = 0;
+    for f in files {
+        for p in parse_points(f).unwrap() {
+            let name = p.model.split_whitespace().next().unwrap_or("");
+            if validate::MODEL_FILE_ALIASES
+                .iter()
+                .any(|(a, _, _)| *a == name)
+                || validate::page_model(&p).is_some()
+            {
+                continue;
+            }
+            let Ok((_, r)) = servesim_core::model::ids::resolve(name) else {
+                continue;
+            };
+            let Ok(m) = validate::resolve_model(&p) else {
+                continue;
+            };
+            // The same config with the same differences (an org-less `Qwen3-8B` runs the catalog's
+            // `Qwen/Qwen3-8B`, which the page resolves to that config with nothing differing).
+            let (_, got) = servesim_core::model::ids::resolve(&m.catalog_id).unwrap();
+            assert_eq!(
+                (&got.config_id, &got.differences),
+                (&r.config_id, &r.differences),
+                "line {} ({}) runs {}",
+                p.line,
+                p.model,
+                m.catalog_id
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 550, "only {checked} rows checked");
 }
