@@ -132,10 +132,11 @@ fn first_word(s: &str) -> &str {
     s.split_whitespace().next().unwrap_or("")
 }
 
-/// A catalog id for a CSV model name: itself, an alias, the name with `Qwen/` added, with a
-/// variant suffix removed, or a known release ([`crate::model::ids`], the page's and CLI's
-/// resolution: the release id itself, which loads its stand-in config with the release's own
-/// context and quantization; the precision still comes from the row's `weight_dtype`).
+/// A catalog id for a CSV model name, in this order: a file alias ([`MODEL_FILE_ALIASES`]), the
+/// name (or with `Qwen/` added) when it is a catalog id, the id the page and the CLI resolve it to
+/// ([`crate::model::ids`]: a release or re-quantization runs as itself, which loads its stand-in
+/// config with the release's own context and quantization), else the name with a variant suffix
+/// removed. The precision still comes from the row's `weight_dtype`.
 fn catalog_id_for(name: &str) -> Option<(String, Option<String>)> {
     if let Some((_, to, why)) = MODEL_FILE_ALIASES.iter().find(|(a, _, _)| *a == name) {
         return Some((
@@ -161,12 +162,9 @@ fn catalog_id_for(name: &str) -> Option<(String, Option<String>)> {
     // `weight_dtype`.
     if let Some(r) = candidates
         .iter()
-        .find_map(|c| crate::model::ids::resolve(c).ok())
+        .find_map(|c| crate::model::ids::resolve(c).ok().map(|(_, r)| r))
     {
-        return Some((
-            r.1.requested.clone(),
-            Some(format!("model {}", r.1.summary())),
-        ));
+        return Some((r.requested.clone(), Some(format!("model {}", r.summary()))));
     }
     // Names the product does not know: a variant suffix removed.
     for c in candidates {
