@@ -61,7 +61,7 @@ impl FittedEfficiencies {
         era: crate::perf::EngineEra,
         extra: Option<&BTreeMap<String, f64>>,
     ) -> Value {
-        let Ok(g) = crate::gpu::find_gpu(&catalog_gpu(gpu)) else {
+        let Ok(g) = row_gpu(gpu) else {
             return json!({});
         };
         let mut eff = crate::perf::Efficiencies::default_for(g.generation);

@@ -297,7 +297,7 @@ pub fn waits_for(p: &CalibrationPoint) -> Option<String> {
             "client timeouts: the overloaded 'reasoning' stages timed out up to 85% of requests, which ServeSim does not model".into(),
         );
     }
-    if crate::gpu::find_gpu(&super::catalog_gpu(&p.gpu)).is_err() {
+    if super::row_gpu(&p.gpu).is_err() {
         return Some(format!(
             "GPU `{}`: not in the GPU catalog (data/gpus.json)",
             p.gpu

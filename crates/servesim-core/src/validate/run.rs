@@ -7,7 +7,7 @@ use serde_json::Value;
 
 /// The serde name of a catalog GPU's generation (`hopper`, `ampere`, ...).
 pub fn generation_key(gpu: &str) -> Option<String> {
-    let g = crate::gpu::find_gpu(&catalog_gpu(gpu)).ok()?;
+    let g = row_gpu(gpu).ok()?;
     match serde_json::to_value(g.generation).ok()? {
         Value::String(s) => Some(s),
         _ => None,
@@ -25,7 +25,7 @@ pub fn point_era(p: &CalibrationPoint) -> crate::perf::EngineEra {
 
 /// The fitted-table key a row is fitted under: `<generation>@<era>` (e.g. `hopper@vllm-0.11`).
 pub fn point_key(p: &CalibrationPoint) -> Option<String> {
-    let g = crate::gpu::find_gpu(&catalog_gpu(&p.gpu)).ok()?;
+    let g = row_gpu(&p.gpu).ok()?;
     Some(crate::perf::calibration_key(g.generation, point_era(p)))
 }
 

@@ -14,12 +14,16 @@ use serde::{Deserialize, Serialize};
 // ---------------------------------------------------------------------------------------------
 // Row -> scenario.
 
-/// The catalog GPU id of a CSV GPU name, found as the page and the CLI find it
-/// ([`crate::gpu::find_gpu`]: ids, aliases, `nvidia-smi` names); the name itself when it is none.
-pub fn catalog_gpu(name: &str) -> String {
+/// The catalog GPU of a CSV GPU name, found as the page and the CLI find it
+/// ([`crate::gpu::find_gpu`]: ids, aliases, `nvidia-smi` names).
+pub fn row_gpu(name: &str) -> Result<crate::gpu::GpuSpec, crate::gpu::GpuError> {
     // "A100-SXM-80GB (form factor not stated)": the part before the parenthetical.
-    let name = name.split(" (").next().unwrap_or(name).trim();
-    crate::gpu::find_gpu(name).map_or_else(|_| name.to_string(), |g| g.id)
+    crate::gpu::find_gpu(name.split(" (").next().unwrap_or(name).trim())
+}
+
+/// The catalog GPU id of a CSV GPU name ([`row_gpu`]); the name itself when it is none.
+pub fn catalog_gpu(name: &str) -> String {
+    row_gpu(name).map_or_else(|_| name.to_string(), |g| g.id)
 }
 
 /// Coefficient of variation (std / mean) assumed for ShareGPT input and output lengths.
