@@ -48,6 +48,43 @@ fn calibrated_table_carries_every_fitted_field_of_its_generation_and_era() {
     }
 }
 
+/// A field borrowed because no row of its key reads it (`validate::borrow_unidentified`) is in
+/// the scenario's table, and the basis a user sees says it was borrowed, and from where, rather
+/// than counting it as fitted.
+#[test]
+fn borrowed_fields_are_used_and_said_to_be_borrowed() {
+    let fit = validate::fitted_efficiencies().unwrap();
+    assert!(!fit.borrowed.is_empty(), "the shipped table borrows");
+    for (key, fields) in &fit.borrowed {
+        let (g, era) = [
+            Generation::Hopper,
+            Generation::Ampere,
+            Generation::Ada,
+            Generation::Blackwell,
+            Generation::Cdna3,
+        ]
+        .into_iter()
+        .flat_map(|g| EngineEra::ALL.map(|e| (g, e)))
+        .find(|(g, e)| calibration_key(*g, *e) == *key)
+        .unwrap_or_else(|| panic!("{key}: not a generation and release line"));
+        let cal = Efficiencies::calibrated_for(g, era);
+        let note = match Efficiencies::calibrated_basis(g, era) {
+            EfficiencyBasis::Calibrated { note, .. } => note,
+            b => panic!("{key}: expected calibrated, got {b:?}"),
+        };
+        assert!(note.contains("borrowed"), "{key}: {note}");
+        for (field, from) in fields {
+            assert!(validate::KERNEL_FAMILY_FIELDS.contains(&field.as_str()));
+            let v = cal.fields().into_iter().find(|x| x.0 == field).unwrap().2;
+            assert_eq!(v, fit.generations[key][field], "{key} {field}");
+            assert!(note.contains(&format!("{field} from {from}")), "{note}");
+            assert!(from
+                .split(", ")
+                .all(|d| d != key && fit.generations.contains_key(d)));
+        }
+    }
+}
+
 #[test]
 fn hopper_has_its_own_fit_for_each_vllm_release_line() {
     let fit = validate::fitted_efficiencies().unwrap();

@@ -165,13 +165,24 @@ fn the_held_out_points_are_each_folds_predictions() {
             Grouping::Family => &rep.held_out_by_family,
         };
         let scope = format!("{}: {}", fold.grouping.scope(), fold.group);
-        let mut t = rep.table.clone();
+        let mut t = rep.table.without_borrowed();
         t.generations.retain(|k, _| !fold.keys.contains(k));
         if let Some(refit) = rep.held_out_refits.get(&scope) {
             assert!(refit.keys().all(|k| fold.keys.contains(k)));
             t.generations.extend(refit.clone());
         } else {
             assert!(fold.jobs.is_empty(), "{scope}");
+        }
+        // Kernel-family fields no row of an entry reads, borrowed from the fold's entries
+        // (`validate::borrow_unidentified`).
+        for (entry, fields) in rep.held_out_borrowed.get(&scope).into_iter().flatten() {
+            for (f, v) in fields {
+                assert!(validate::KERNEL_FAMILY_FIELDS.contains(&f.as_str()));
+                t.generations
+                    .entry(entry.clone())
+                    .or_default()
+                    .insert(f.clone(), *v);
+            }
         }
         let expected = validate::run(
             &csv,
@@ -468,8 +479,8 @@ fn a_shared_kernels_fit_has_one_job_per_generation_over_its_release_lines() {
         }
     }
     let table = validate::FittedEfficiencies {
-        description: String::new(),
         generations: tables,
+        ..Default::default()
     };
     let o = validate::ValidateOptions {
         only_lines: Some(job.lines.clone()),
@@ -552,5 +563,50 @@ fn the_shared_serial_front_end_grid_stops_at_the_measured_bound() {
             let top = *f.grid_for(key).last().unwrap();
             assert!(*v <= top, "{key}: {v} above {top}");
         }
+    }
+}
+
+/// A kernel-family field no row of an entry reads is borrowed from the nearest entry whose rows
+/// do (`validate::borrow_unidentified`), and so moves none of the fitted rows: here gpustack's
+/// Qwen3-8B (dense) alone on `hopper@vllm-0.11` takes the MoE fields of `hopper@vllm-0.15`
+/// (inference-sim's Mixtral), and every row's prediction is the same with and without them.
+#[test]
+fn borrowed_fields_move_no_row_the_fit_saw() {
+    let csv = subset();
+    let rep = validate::fit_all(&csv, 1, 1, &mut sim()).unwrap();
+    let lent = &rep.table.borrowed["hopper@vllm-0.11"];
+    for f in [
+        "grouped_gemm_vs_dense",
+        "hbm_expert_weights",
+        "moe_layer_floor_s",
+    ] {
+        assert_eq!(lent[f], "hopper@vllm-0.15", "{f}");
+        let v = rep.table.generations["hopper@vllm-0.11"][f];
+        let donor = rep.table.generations["hopper@vllm-0.15"].get(f).copied();
+        let lit = serde_json::to_value(servesim_core::perf::Efficiencies::default_for(
+            servesim_core::gpu::Generation::Hopper,
+        ))
+        .unwrap()[f]
+            .as_f64()
+            .unwrap();
+        assert_eq!(v, donor.unwrap_or(lit), "{f}");
+    }
+    assert!(!lent.contains_key("mla_layer_floor_s"), "no row reads it");
+    let run = |t: validate::FittedEfficiencies| {
+        validate::run(
+            &csv,
+            &validate::ValidateOptions {
+                efficiencies: Some(t),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .points
+    };
+    let with = run(rep.table.clone());
+    let without = run(rep.table.without_borrowed());
+    assert_eq!(with.len(), without.len());
+    for (a, b) in with.iter().zip(&without) {
+        assert_eq!(a.comparisons, b.comparisons, "line {}", a.line);
     }
 }

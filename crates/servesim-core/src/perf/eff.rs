@@ -43,6 +43,10 @@ impl EfficiencyBasis {
 pub struct CalibrationFile {
     pub description: String,
     pub generations: BTreeMap<String, BTreeMap<String, f64>>,
+    /// entry -> field -> the entries it was taken from (fields no row of the entry reads;
+    /// `validate::borrow_unidentified`). Provenance only: the values are in `generations`.
+    #[serde(default)]
+    pub borrowed: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// The shipped calibration file, parsed on first use (`None` if it does not parse: the
@@ -278,13 +282,33 @@ impl Efficiencies {
                         calibration_key(generation, era)
                     )
                 };
+                // Fields none of the key's rows reads, taken from the nearest key whose rows do
+                // (`validate::borrow_unidentified`): said as such, not as fitted.
+                let lent: Vec<String> = shipped_calibration()
+                    .and_then(|f| f.borrowed.get(key.rsplit(" + ").next().unwrap_or(&key)))
+                    .map(|b| {
+                        b.iter()
+                            .map(|(f, from)| format!("{f} from {from}"))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let counted = if lent.is_empty() {
+                    format!("{} fields fitted", fitted.len())
+                } else {
+                    format!(
+                        "{} fields fitted, {} borrowed because no row of this key reads them: {}",
+                        fitted.len() - lent.len(),
+                        lent.len(),
+                        lent.join(", ")
+                    )
+                };
                 EfficiencyBasis::Calibrated {
                     note: format!(
-                        "{} generation, {}: calibrated against public vLLM runs ({}; {} fields fitted; {}); other fields: {}",
+                        "{} generation, {}: calibrated against public vLLM runs ({}; {}; {}); other fields: {}",
                         generation_key(generation),
                         era.label(),
                         used,
-                        fitted.len(),
+                        counted,
                         description,
                         Efficiencies::default_note(generation)
                     ),

@@ -22,6 +22,10 @@ pub struct FittedEfficiencies {
     pub description: String,
     /// generation -> field -> value.
     pub generations: BTreeMap<String, BTreeMap<String, f64>>,
+    /// entry -> field -> the entries it was taken from: fields no row of the entry reads, taken
+    /// from the nearest entries whose rows do ([`borrow_unidentified`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub borrowed: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl FittedEfficiencies {
@@ -73,6 +77,19 @@ impl FittedEfficiencies {
         serde_json::to_value(eff).unwrap_or_else(|_| json!({}))
     }
 
+    /// This table without the fields it borrowed ([`borrow_unidentified`]): what its entries'
+    /// own fits gave.
+    pub fn without_borrowed(&self) -> FittedEfficiencies {
+        let mut t = self.clone();
+        for (entry, fields) in &self.borrowed {
+            if let Some(m) = t.generations.get_mut(entry) {
+                m.retain(|f, _| !fields.contains_key(f));
+            }
+        }
+        t.borrowed.clear();
+        t
+    }
+
     /// The overrides JSON for a generation (`{}` when the fit has none).
     pub fn overrides_for(&self, generation: &str) -> Value {
         match self.generations.get(generation) {
@@ -91,6 +108,7 @@ pub fn fitted_efficiencies() -> Result<FittedEfficiencies, ValidateError> {
     let t = FittedEfficiencies {
         description: f.description.clone(),
         generations: f.generations.clone(),
+        borrowed: f.borrowed.clone(),
     };
     let base = crate::perf::Efficiencies::default_for(crate::gpu::Generation::Hopper);
     for (g, m) in &t.generations {
@@ -324,11 +342,18 @@ pub fn failures(r: &ValidationReport) -> usize {
 /// The fitted values as a Markdown table, each marked when it sits on an edge of its grid
 /// ([`FitParam::grid_for`] its entry; a zero lower edge, where a cost term is off, is not marked): a value the fit
 /// could not move further, a factor absorbing what the model lacks rather than a measurement
-/// (docs/accuracy.md "Calibration").
+/// (docs/accuracy.md "Calibration"); a value no row of its entry reads names the entries it was
+/// taken from instead ([`borrow_unidentified`]).
 pub fn fitted_values_table(t: &FittedEfficiencies) -> String {
     let mut s = String::from("| generation | field | value | grid edge |\n|---|---|---|---|\n");
     for (g, m) in &t.generations {
         for (k, v) in m {
+            if let Some(from) = t.borrowed.get(g).and_then(|b| b.get(k)) {
+                s.push_str(&format!(
+                    "| {g} | {k} | {v} | not read by this entry's rows: from {from} |\n"
+                ));
+                continue;
+            }
             let edge = FIT_PARAMS
                 .iter()
                 .find(|f| f.field == k)
@@ -487,8 +512,13 @@ pub struct FitReport {
     pub held_out_by_family: Vec<PointResult>,
     /// What each held-out fold refitted, by fold (`leave-one-source-out: <source>`,
     /// `leave-one-family-out: <family>`): entry -> field -> value. A fold's table is the in-sample
-    /// table without the fold's keys, plus these entries; a fold that refits nothing is absent.
+    /// table (without its borrowed fields) without the fold's keys, plus these entries and the
+    /// fold's [`FitReport::held_out_borrowed`]; a fold that refits nothing is absent.
     pub held_out_refits: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>>,
+    /// What each fold's table borrowed ([`borrow_unidentified`] on the fold's entries), by fold:
+    /// entry -> field -> value. A fold's table is the in-sample table without its borrowed fields
+    /// and without the fold's keys, plus the fold's refits and these values.
+    pub held_out_borrowed: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>>,
 }
 
 /// The model families of [`model_family`], in report order.

@@ -10,6 +10,7 @@
 //! Per-source caveats are applied, not just printed: a metric the source says is not comparable
 //! for a row is excluded from the aggregate and listed with its reason.
 
+mod borrow;
 mod csv;
 mod fit;
 mod plan;
@@ -20,6 +21,7 @@ mod run;
 mod setup;
 mod summary;
 
+pub use borrow::*;
 pub use csv::*;
 pub use fit::*;
 pub use plan::*;

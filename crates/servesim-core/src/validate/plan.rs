@@ -6,7 +6,7 @@
 //! [`fit_all`], which runs them one after another.
 
 use super::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One coordinate descent: calibration key `key` fitted on the rows `lines` (all of that key),
 /// over the parameters `params`, and for each harness entry in `harness` ([`HARNESS_KEYS`]: rows
@@ -555,7 +555,7 @@ pub fn assemble_fit(
     }
     let mut table = FittedEfficiencies {
         description: format!(
-            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per {}; {}), {} rounds (held-out folds {}), objective = mean over sources of the mean over their model families of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error",
+            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per {}; {}), {} rounds (held-out folds {}), objective = mean over sources of the mean over their model families of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error; a kernel-family field no row of an entry reads (routed experts, latent attention) is taken from the nearest entries whose rows do (`borrowed`)",
             pts.len(),
             sources.join(" + "),
             match plan.shape {
@@ -584,19 +584,39 @@ pub fn assemble_fit(
         table.generations.extend(results[i].0.clone());
         logs.insert(key, results[i].1.clone());
     }
+    // Which kernel-family fields each job's rows read: a field an entry's rows never read is
+    // taken from the nearest entry whose rows do ([`borrow_unidentified`]), in the shipped table
+    // and in every fold's (from the fold's own entries).
+    let reach: BTreeMap<usize, Option<FieldReach>> = prepare_rows(pts.clone())
+        .into_iter()
+        .filter_map(|r| r.setup.as_ref().map(|s| (r.point.line, FieldReach::of(s))))
+        .collect();
+    let reads_of = |jobs: &[usize]| -> BTreeMap<String, BTreeSet<&'static str>> {
+        jobs.iter()
+            .map(|&i| {
+                let j = &plan.jobs[i];
+                (j.key.clone(), kernel_fields_read(&j.lines, &reach))
+            })
+            .collect()
+    };
+    let in_sample_reads = reads_of(&plan.in_sample);
+    let raw = table;
+    let table = borrow_unidentified(&raw, &in_sample_reads);
     let mut by_source = Vec::new();
     let mut by_family = Vec::new();
     let mut held_out_refits = BTreeMap::new();
+    let mut held_out_borrowed = BTreeMap::new();
     for fold in &plan.folds {
-        let mut t = table.clone();
+        let mut t = raw.clone();
         // The fold's keys and their harness entries go; the refits (with theirs) come in.
-        t.generations.retain(|k, _| {
-            !fold.keys.iter().any(|f| {
+        let dropped = |k: &String| {
+            fold.keys.iter().any(|f| {
                 k == f
                     || k.strip_prefix(f.as_str())
                         .is_some_and(|r| r.starts_with('+') || r.starts_with('@'))
             })
-        });
+        };
+        t.generations.retain(|k, _| !dropped(k));
         let mut refit = BTreeMap::new();
         for &i in &fold.jobs {
             refit.extend(results[i].0.clone());
@@ -604,6 +624,24 @@ pub fn assemble_fit(
         t.generations.extend(refit.clone());
         if !refit.is_empty() {
             held_out_refits.insert(format!("{}: {}", fold.grouping.scope(), fold.group), refit);
+        }
+        let mut reads = in_sample_reads.clone();
+        reads.retain(|k, _| !dropped(k));
+        reads.extend(reads_of(&fold.jobs));
+        let t = borrow_unidentified(&t, &reads);
+        let lent: BTreeMap<String, BTreeMap<String, f64>> = t
+            .borrowed
+            .iter()
+            .map(|(entry, fields)| {
+                let values = fields
+                    .keys()
+                    .filter_map(|f| Some((f.clone(), *t.generations.get(entry)?.get(f)?)))
+                    .collect();
+                (entry.clone(), values)
+            })
+            .collect();
+        if !lent.is_empty() {
+            held_out_borrowed.insert(format!("{}: {}", fold.grouping.scope(), fold.group), lent);
         }
         let o = ValidateOptions {
             only_lines: Some(fold.test.clone()),
@@ -662,6 +700,7 @@ pub fn assemble_fit(
         held_out_by_source: by_source,
         held_out_by_family: by_family,
         held_out_refits,
+        held_out_borrowed,
     })
 }
 
