@@ -2,8 +2,8 @@
 //! an entry fitted on rows of models without MoE layers (or without latent attention) never
 //! reads the routed-expert (or latent-attention) fields, so its fit leaves them at the
 //! literature table's values, which for the kernel chains is zero. Such a field is taken from
-//! the nearest entry whose rows do read it (docs/accuracy.md, "Fields an entry's rows cannot
-//! identify"). No row the entry was fitted on reads the field, so its in-sample results are the
+//! the nearest entry whose fit identified it (docs/accuracy.md, "Kernel-family fields an entry's
+//! rows never read are borrowed"). No row the entry was fitted on reads the field, so its in-sample results are the
 //! same with the borrowed value; what changes is every other model on that entry's GPUs and
 //! release line: the page's scenarios and the held-out folds' predictions.
 
@@ -37,6 +37,24 @@ pub fn kernel_fields_read(
         .collect()
 }
 
+/// What the rows of one fitted entry say about the [`KERNEL_FAMILY_FIELDS`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EntryReads {
+    /// The fields at least one of its rows reads ([`kernel_fields_read`]): never borrowed.
+    pub read: BTreeSet<&'static str>,
+    /// The fields its descent tried (`KeyFitJob::params`): with `read`, what it can lend (an
+    /// entry with fewer than 3 models tries none of these, and its literature values identify
+    /// nothing).
+    pub fitted: BTreeSet<&'static str>,
+}
+
+impl EntryReads {
+    /// Whether the entry's fit identified `field`: its rows read it and its descent tried it.
+    fn identifies(&self, field: &str) -> bool {
+        self.read.contains(field) && self.fitted.contains(field)
+    }
+}
+
 /// The release line of an entry key (`hopper@vllm-0.11` -> its era; a plain generation: none).
 fn era_of(key: &str) -> Option<usize> {
     let era = key.split_once('@')?.1;
@@ -68,25 +86,26 @@ fn effective(key: &str, fields: &BTreeMap<String, f64>, field: &str) -> Option<f
 }
 
 /// `table` with every [`KERNEL_FAMILY_FIELDS`] field that no row of an entry reads taken from
-/// the nearest entries whose rows read it ([`distance`]: fewest release lines apart, then the
-/// same GPU generation; several at that distance: the median of their values, the mean of the
-/// middle two for an even count). `reads`: for each fitted entry (harness and release-line
-/// parts of a generation job are not in it and are never filled nor donors), the fields its
-/// rows read. A field no entry reads stays as fitted. What was borrowed is recorded in the
+/// the nearest entries whose fit identified it ([`EntryReads::identifies`]; [`distance`]: fewest
+/// release lines apart, then the same GPU generation; several at that distance: the median of
+/// their values, the mean of the middle two for an even count). `reads`: for each fitted entry
+/// (harness and release-line parts of a generation job are not in it and are never filled nor
+/// donors), what its rows read and its descent tried. A field no entry identifies stays as
+/// fitted. What was borrowed is recorded in the
 /// result's [`FittedEfficiencies::borrowed`] (entry -> field -> the donors, joined by ", ").
 pub fn borrow_unidentified(
     table: &FittedEfficiencies,
-    reads: &BTreeMap<String, BTreeSet<&'static str>>,
+    reads: &BTreeMap<String, EntryReads>,
 ) -> FittedEfficiencies {
     let mut out = table.clone();
-    for (key, read) in reads {
+    for (key, own) in reads {
         for &field in KERNEL_FAMILY_FIELDS {
-            if read.contains(field) {
+            if own.read.contains(field) {
                 continue;
             }
             let donors: Vec<(&String, (usize, bool))> = reads
                 .iter()
-                .filter(|(k, r)| *k != key && r.contains(field))
+                .filter(|(k, r)| *k != key && r.identifies(field))
                 .map(|(k, _)| (k, distance(key, k)))
                 .collect();
             let Some(nearest) = donors.iter().map(|d| d.1).min() else {
@@ -133,10 +152,17 @@ pub fn borrow_unidentified(
 mod tests {
     use super::*;
 
-    fn reads(pairs: &[(&str, &[&'static str])]) -> BTreeMap<String, BTreeSet<&'static str>> {
+    /// Entries whose descents tried every kernel-family field, with the fields their rows read.
+    fn reads(pairs: &[(&str, &[&'static str])]) -> BTreeMap<String, EntryReads> {
         pairs
             .iter()
-            .map(|(k, f)| (k.to_string(), f.iter().copied().collect()))
+            .map(|(k, f)| {
+                let r = EntryReads {
+                    read: f.iter().copied().collect(),
+                    fitted: KERNEL_FAMILY_FIELDS.iter().copied().collect(),
+                };
+                (k.to_string(), r)
+            })
             .collect()
     }
 
@@ -201,6 +227,20 @@ mod tests {
         assert_eq!(get("blackwell@vllm-0.15", "gemm_bf16"), Some(0.45));
         assert_eq!(get("blackwell@vllm-0.15", "moe_layer_floor_s"), None);
         assert!(!out.borrowed.contains_key("hopper@vllm-0.15"));
+    }
+
+    #[test]
+    fn an_entry_that_did_not_fit_a_field_lends_nothing() {
+        // Blackwell's rows read the MoE fields but its few models fit only broad factors:
+        // its literature values are no measurement to lend.
+        let t = table(&[("ada@vllm-0.15", &[]), ("blackwell@vllm-0.15", &[])]);
+        let mut r = reads(&[("ada@vllm-0.15", &[]), ("blackwell@vllm-0.15", &[])]);
+        let bw = r.get_mut("blackwell@vllm-0.15").unwrap();
+        bw.read = ["moe_layer_floor_s"].into_iter().collect();
+        bw.fitted = ["gemm_bf16"].into_iter().collect();
+        let out = borrow_unidentified(&t, &r);
+        assert!(out.borrowed.is_empty());
+        assert_eq!(out.generations, t.generations);
     }
 
     #[test]

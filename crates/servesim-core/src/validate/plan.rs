@@ -6,7 +6,7 @@
 //! [`fit_all`], which runs them one after another.
 
 use super::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// One coordinate descent: calibration key `key` fitted on the rows `lines` (all of that key),
 /// over the parameters `params`, and for each harness entry in `harness` ([`HARNESS_KEYS`]: rows
@@ -591,11 +591,15 @@ pub fn assemble_fit(
         .into_iter()
         .filter_map(|r| r.setup.as_ref().map(|s| (r.point.line, FieldReach::of(s))))
         .collect();
-    let reads_of = |jobs: &[usize]| -> BTreeMap<String, BTreeSet<&'static str>> {
+    let reads_of = |jobs: &[usize]| -> BTreeMap<String, EntryReads> {
         jobs.iter()
             .map(|&i| {
                 let j = &plan.jobs[i];
-                (j.key.clone(), kernel_fields_read(&j.lines, &reach))
+                let r = EntryReads {
+                    read: kernel_fields_read(&j.lines, &reach),
+                    fitted: j.params.iter().copied().collect(),
+                };
+                (j.key.clone(), r)
             })
             .collect()
     };
