@@ -1092,6 +1092,23 @@ impl Calibration {
                 "efficiencies: literature table for {generation} (no measured runs on this GPU generation)"
             ),
         };
+        // Fields none of the fit's runs reads, taken from the nearest fit whose runs do
+        // (`validate::borrow_unidentified`, docs/accuracy.md).
+        let lent = fit.as_ref().and_then(|k| {
+            crate::perf::shipped_calibration()?
+                .borrowed
+                .get(k.rsplit(" + ").next().unwrap_or(k))
+        });
+        if let Some(lent) = lent.filter(|l| !l.is_empty()) {
+            let parts: Vec<String> = lent
+                .iter()
+                .map(|(f, from)| format!("{f} from {from}"))
+                .collect();
+            summary.push_str(&format!(
+                "; borrowed because none of the fit's runs reads them: {}",
+                parts.join(", ")
+            ));
+        }
         if !overridden.is_empty() {
             summary.push_str(&format!(
                 "; {} field(s) set by the scenario: {}",

@@ -73,11 +73,14 @@ fn borrowed_fields_are_used_and_said_to_be_borrowed() {
             b => panic!("{key}: expected calibrated, got {b:?}"),
         };
         assert!(note.contains("borrowed"), "{key}: {note}");
+        // The one line a report shows (CLI, page) says it too.
+        let line = servesim_core::scenario::Calibration::of(g, era, None).summary;
         for (field, from) in fields {
             assert!(validate::KERNEL_FAMILY_FIELDS.contains(&field.as_str()));
             let v = cal.fields().into_iter().find(|x| x.0 == field).unwrap().2;
             assert_eq!(v, fit.generations[key][field], "{key} {field}");
             assert!(note.contains(&format!("{field} from {from}")), "{note}");
+            assert!(line.contains(&format!("{field} from {from}")), "{line}");
             assert!(from
                 .split(", ")
                 .all(|d| d != key && fit.generations.contains_key(d)));
