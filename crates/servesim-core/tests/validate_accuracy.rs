@@ -23,8 +23,8 @@ const DOCUMENTED: [(Family, usize, f64, f64); 3] = [
 /// Copied from docs/accuracy.md: held-out medians (leave-one-model-family-out,
 /// leave-one-source-out), percent, as the shipped summary carries them.
 const DOCUMENTED_HELD_OUT: [(Family, f64, f64); 3] = [
-    (Family::Throughput, 20.6, 66.5),
-    (Family::InterToken, 26.1, 40.4),
+    (Family::Throughput, 20.6, 62.2),
+    (Family::InterToken, 26.1, 39.1),
     (Family::Ttft, 51.2, 69.3),
 ];
 /// Allowed worsening of a documented median, percentage points.

@@ -586,9 +586,25 @@ pub fn assemble_fit(
     }
     // Which kernel-family fields each job's rows read: a field an entry's rows never read is
     // taken from the nearest entry whose rows do ([`borrow_unidentified`]), in the shipped table
-    // and in every fold's (from the fold's own entries).
+    // and in every fold's (from the fold's own entries). A row that cannot start (the capacity
+    // model refuses it, whatever the efficiencies) reads nothing: its result is the same error
+    // under every value, so it identifies no field.
+    let cannot_start: Vec<usize> = run_with(
+        points_csv,
+        &ValidateOptions {
+            efficiencies: Some(table.clone()),
+            ..Default::default()
+        },
+        sim,
+    )?
+    .points
+    .iter()
+    .filter(|p| p.error.is_some())
+    .map(|p| p.line)
+    .collect();
     let reach: BTreeMap<usize, Option<FieldReach>> = prepare_rows(pts.clone())
         .into_iter()
+        .filter(|r| !cannot_start.contains(&r.point.line))
         .filter_map(|r| r.setup.as_ref().map(|s| (r.point.line, FieldReach::of(s))))
         .collect();
     let reads_of = |jobs: &[usize]| -> BTreeMap<String, EntryReads> {
