@@ -1094,19 +1094,14 @@ impl Calibration {
         };
         // Fields none of the fit's runs reads, taken from the nearest fit whose runs do
         // (`validate::borrow_unidentified`, docs/accuracy.md).
-        let lent = fit.as_ref().and_then(|k| {
-            crate::perf::shipped_calibration()?
-                .borrowed
-                .get(k.rsplit(" + ").next().unwrap_or(k))
-        });
-        if let Some(lent) = lent.filter(|l| !l.is_empty()) {
-            let parts: Vec<String> = lent
-                .iter()
-                .map(|(f, from)| format!("{f} from {from}"))
-                .collect();
+        let lent = fit
+            .as_deref()
+            .map(crate::perf::borrowed_fields)
+            .unwrap_or_default();
+        if !lent.is_empty() {
             summary.push_str(&format!(
                 "; borrowed because none of the fit's runs reads them: {}",
-                parts.join(", ")
+                lent.join(", ")
             ));
         }
         if !overridden.is_empty() {

@@ -284,14 +284,7 @@ impl Efficiencies {
                 };
                 // Fields none of the key's rows reads, taken from the nearest key whose rows do
                 // (`validate::borrow_unidentified`): said as such, not as fitted.
-                let lent: Vec<String> = shipped_calibration()
-                    .and_then(|f| f.borrowed.get(key.rsplit(" + ").next().unwrap_or(&key)))
-                    .map(|b| {
-                        b.iter()
-                            .map(|(f, from)| format!("{f} from {from}"))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let lent = borrowed_fields(&key);
                 let counted = if lent.is_empty() {
                     format!("{} fields fitted", fitted.len())
                 } else {
@@ -473,6 +466,21 @@ fn calibrated_fields(
     let file = shipped_calibration()?;
     let (key, fitted) = lookup_calibration(&file.generations, generation, era)?;
     (!fitted.is_empty()).then(|| (file.description.clone(), key, fitted))
+}
+
+/// The fields the shipped calibration entry `key` (as [`lookup_calibration`] names it; of a
+/// layered `g + g@era`, the release line's) borrowed because none of its rows reads them
+/// (`validate::borrow_unidentified`), each as `field from donors`; empty when it borrowed none.
+pub fn borrowed_fields(key: &str) -> Vec<String> {
+    let entry = key.rsplit(" + ").next().unwrap_or(key);
+    shipped_calibration()
+        .and_then(|f| f.borrowed.get(entry))
+        .map(|b| {
+            b.iter()
+                .map(|(f, from)| format!("{f} from {from}"))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The key of a calibration table entry: `<generation>@<era>`, e.g. `hopper@vllm-0.15`.

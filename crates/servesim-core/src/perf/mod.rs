@@ -14,9 +14,9 @@ mod spec;
 mod terms;
 
 pub use eff::{
-    calibration_key, generation_key, lookup_calibration, shipped_calibration, CalibrationFile,
-    Efficiencies, EfficiencyBasis, EfficiencyOverrides, EngineEra, FieldKind, VllmVersion,
-    CALIBRATED_EFFICIENCIES_JSON,
+    borrowed_fields, calibration_key, generation_key, lookup_calibration, shipped_calibration,
+    CalibrationFile, Efficiencies, EfficiencyBasis, EfficiencyOverrides, EngineEra, FieldKind,
+    VllmVersion, CALIBRATED_EFFICIENCIES_JSON,
 };
 
 use crate::deploy::{All2AllBackend, CudagraphMode, Deployment};
