@@ -3,9 +3,9 @@
 //! reads the routed-expert (or latent-attention) fields, so its fit leaves them at the
 //! literature table's values, which for the kernel chains is zero. Such a field is taken from
 //! the nearest entry whose fit identified it (docs/accuracy.md, "Kernel-family fields an entry's
-//! rows never read are borrowed"). No row the entry was fitted on reads the field, so its in-sample results are the
-//! same with the borrowed value; what changes is every other model on that entry's GPUs and
-//! release line: the page's scenarios and the held-out folds' predictions.
+//! rows never read are borrowed"). No row the entry was fitted on reads the field, so its
+//! in-sample results are the same with the borrowed value; what changes is every other model on
+//! that entry's GPUs and release line: the page's scenarios and the held-out folds' predictions.
 
 use super::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -70,15 +70,14 @@ fn distance(from: &str, to: &str) -> (usize, bool) {
         (Some(a), Some(b)) => a.abs_diff(b),
         _ => 0,
     };
-    let gen = |k: &str| k.split('@').next().unwrap_or(k).to_string();
-    (eras, gen(from) != gen(to))
+    (eras, generation_of(from) != generation_of(to))
 }
 
 /// The value `field` takes in entry `key` of `table`: the entry's fitted value, else the
 /// literature value of its generation.
 fn effective(key: &str, fields: &BTreeMap<String, f64>, field: &str) -> Option<f64> {
-    let gen = key.split('@').next().unwrap_or(key);
-    let g: crate::gpu::Generation = serde_json::from_value(serde_json::json!(gen)).ok()?;
+    let g: crate::gpu::Generation =
+        serde_json::from_value(serde_json::json!(generation_of(key))).ok()?;
     let eff = crate::perf::Efficiencies::default_for(g)
         .with_fitted(fields)
         .ok()?;
@@ -91,8 +90,8 @@ fn effective(key: &str, fields: &BTreeMap<String, f64>, field: &str) -> Option<f
 /// their values, the mean of the middle two for an even count). `reads`: for each fitted entry
 /// (harness and release-line parts of a generation job are not in it and are never filled nor
 /// donors), what its rows read and its descent tried. A field no entry identifies stays as
-/// fitted. What was borrowed is recorded in the
-/// result's [`FittedEfficiencies::borrowed`] (entry -> field -> the donors, joined by ", ").
+/// fitted. What was borrowed is recorded in the result's [`FittedEfficiencies::borrowed`]
+/// (entry -> field -> the donors, joined by ", ").
 pub fn borrow_unidentified(
     table: &FittedEfficiencies,
     reads: &BTreeMap<String, EntryReads>,

@@ -191,7 +191,7 @@ fn key_jobs(rows: &[TrainRow], rounds: usize, shape: FitShape) -> Vec<KeyFitJob>
 }
 
 /// The GPU generation of a calibration key (`hopper@vllm-0.15` -> `hopper`).
-fn generation_of(key: &str) -> &str {
+pub(super) fn generation_of(key: &str) -> &str {
     key.split('@').next().unwrap_or(key)
 }
 
@@ -555,7 +555,7 @@ pub fn assemble_fit(
     }
     let mut table = FittedEfficiencies {
         description: format!(
-            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per {}; {}), {} rounds (held-out folds {}), objective = mean over sources of the mean over their model families of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error; a kernel-family field no row of an entry reads (routed experts, latent attention) is taken from the nearest entries whose rows do (`borrowed`)",
+            "fitted by `servesim validate --fit` on {} points ({}), coordinate descent per {}; {}), {} rounds (held-out folds {}), objective = mean over sources of the mean over their model families of the mean over output tok/s, ITL/TPOT and TTFT p50 of the median absolute error; a kernel-family field no row of an entry reads (routed experts, latent attention) is taken from the nearest entries whose fit identified it (`borrowed`)",
             pts.len(),
             sources.join(" + "),
             match plan.shape {
