@@ -575,6 +575,55 @@ fn the_eager_step_overhead_is_fitted_only_for_the_v0_era() {
 /// guidellm's default `chat_completions`); completions elsewhere (docs/accuracy.md "How a row
 /// becomes a simulation").
 #[test]
+fn sharegpt_lengths_are_clamped_as_the_client_filtered_them() {
+    use servesim_core::validate::{
+        GUIDELLM_SHAREGPT_MAX, SHAREGPT_MAX_OUTPUT, SHAREGPT_MAX_PROMPT,
+    };
+    let text = include_str!("../data/calibration/measured-points-more.csv");
+    let (mut guidellm, mut vllm_bench) = (0, 0);
+    for p in parse_points(text).unwrap() {
+        if p.isl.is_some() || servesim_core::validate::waits_for(&p).is_some() {
+            continue;
+        }
+        let s = setup_for(&p).unwrap();
+        let RawContent::Synthetic { input, output, .. } = &s.scenario.workload.requests else {
+            continue;
+        };
+        let (
+            RawLengthDist::Lognormal { max: Some(pi), .. },
+            RawLengthDist::Lognormal { max: Some(po), .. },
+        ) = (input, output)
+        else {
+            continue;
+        };
+        // GPUStack's benchmark-runner hands guidellm every first turn of ShareGPT (its
+        // `sharegpt_to_guidellm.py` filters nothing by default); `vllm bench serve` keeps
+        // prompts of at most 1,024 tokens.
+        if p.workload.to_ascii_lowercase().contains("guidellm") {
+            guidellm += 1;
+            assert_eq!(
+                (*pi, *po),
+                (GUIDELLM_SHAREGPT_MAX, GUIDELLM_SHAREGPT_MAX),
+                "line {}",
+                p.line
+            );
+        } else {
+            vllm_bench += 1;
+            assert_eq!(
+                (*pi, *po),
+                (SHAREGPT_MAX_PROMPT, SHAREGPT_MAX_OUTPUT),
+                "line {}",
+                p.line
+            );
+        }
+    }
+    assert!(
+        guidellm > 0 && vllm_bench > 0,
+        "{guidellm} guidellm, {vllm_bench} vllm bench"
+    );
+}
+
+#[test]
 fn the_endpoint_is_chat_where_the_row_or_its_client_says_so() {
     use servesim_core::scenario::Endpoint;
     let text = include_str!("../data/calibration/measured-points-more.csv");

@@ -34,6 +34,12 @@ pub const SHAREGPT_CV: f64 = 1.0;
 pub const SHAREGPT_MIN_LEN: f64 = 4.0;
 pub const SHAREGPT_MAX_PROMPT: f64 = 1024.0;
 pub const SHAREGPT_MAX_OUTPUT: f64 = 1024.0;
+/// GPUStack's benchmark-runner (gpustack/benchmark-runner `benchmark_runner/sharegpt_to_guidellm.py`,
+/// `convert_sharegpt_to_guidellm`) converts ShareGPT for guidellm without vLLM's filter: every first
+/// turn, with the reference answer's token count as the output count. Its runs serve a 32,768-token
+/// context (`--max-model-len=32768`), the only bound left; a lognormal of the rows' means (342 / 281
+/// tokens) practically never reaches it.
+pub const GUIDELLM_SHAREGPT_MAX: f64 = 32768.0;
 /// Simulated length of an open-loop (constant-rate) point, seconds, and its warm-up.
 /// The measured stages ran 600-1200 s; metrics at a constant rate below saturation reach steady
 /// state within seconds, so a shorter simulated window changes the estimate by sampling noise only.
@@ -582,12 +588,19 @@ pub(super) fn lengths_of(
                 "fill in isl/osl or the mean lengths",
             )
         })?;
+    // GPUStack's benchmark-runner feeds guidellm every first turn of ShareGPT with the reference
+    // answer's length as the output count, without vLLM's length filter.
+    let (max_prompt, max_output) = if p.workload.to_ascii_lowercase().contains("guidellm") {
+        (GUIDELLM_SHAREGPT_MAX, GUIDELLM_SHAREGPT_MAX)
+    } else {
+        (SHAREGPT_MAX_PROMPT, SHAREGPT_MAX_OUTPUT)
+    };
     notes.push(format!(
-        "ShareGPT lengths: lognormal, means in {i:.1} / out {o:.1} (from the notes), std = {SHAREGPT_CV} x mean, clamped to [{SHAREGPT_MIN_LEN}, {SHAREGPT_MAX_PROMPT}] / [{SHAREGPT_MIN_LEN}, {SHAREGPT_MAX_OUTPUT}]"
+        "ShareGPT lengths: lognormal, means in {i:.1} / out {o:.1} (from the notes), std = {SHAREGPT_CV} x mean, clamped to [{SHAREGPT_MIN_LEN}, {max_prompt}] / [{SHAREGPT_MIN_LEN}, {max_output}]"
     ));
     Ok((
-        lengths_sharegpt(i, SHAREGPT_MAX_PROMPT),
-        lengths_sharegpt(o, SHAREGPT_MAX_OUTPUT),
+        lengths_sharegpt(i, max_prompt),
+        lengths_sharegpt(o, max_output),
     ))
 }
 
