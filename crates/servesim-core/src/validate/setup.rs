@@ -364,7 +364,7 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     // src/guidellm/benchmark/schemas/generative/entrypoints.py); otherwise completions
     // (inference-perf "streaming completions API", vllm bench serve's default backend).
     let workload_text = p.workload.to_ascii_lowercase();
-    let guidellm = workload_text.contains("guidellm");
+    let guidellm = runs_guidellm(p);
     let endpoint = if workload_text.contains("chat endpoint") || guidellm {
         Endpoint::Chat
     } else {
@@ -590,7 +590,7 @@ pub(super) fn lengths_of(
         })?;
     // GPUStack's benchmark-runner feeds guidellm every first turn of ShareGPT with the reference
     // answer's length as the output count, without vLLM's length filter.
-    let (max_prompt, max_output) = if p.workload.to_ascii_lowercase().contains("guidellm") {
+    let (max_prompt, max_output) = if runs_guidellm(p) {
         (GUIDELLM_SHAREGPT_MAX, GUIDELLM_SHAREGPT_MAX)
     } else {
         (SHAREGPT_MAX_PROMPT, SHAREGPT_MAX_OUTPUT)
@@ -602,6 +602,11 @@ pub(super) fn lengths_of(
         lengths_sharegpt(i, max_prompt),
         lengths_sharegpt(o, max_output),
     ))
+}
+
+/// Whether a row's client is guidellm (GPUStack's benchmark-runner): its workload names it.
+fn runs_guidellm(p: &CalibrationPoint) -> bool {
+    p.workload.to_ascii_lowercase().contains("guidellm")
 }
 
 /// Total input / output tokens from the notes: "total in/out 215196/117108" or
