@@ -599,23 +599,14 @@ fn sharegpt_lengths_are_clamped_as_the_client_filtered_them() {
         // GPUStack's benchmark-runner hands guidellm every first turn of ShareGPT (its
         // `sharegpt_to_guidellm.py` filters nothing by default); `vllm bench serve` keeps
         // prompts of at most 1,024 tokens.
-        if p.workload.to_ascii_lowercase().contains("guidellm") {
+        let expected = if p.workload.to_ascii_lowercase().contains("guidellm") {
             guidellm += 1;
-            assert_eq!(
-                (*pi, *po),
-                (GUIDELLM_SHAREGPT_MAX, GUIDELLM_SHAREGPT_MAX),
-                "line {}",
-                p.line
-            );
+            (GUIDELLM_SHAREGPT_MAX, GUIDELLM_SHAREGPT_MAX)
         } else {
             vllm_bench += 1;
-            assert_eq!(
-                (*pi, *po),
-                (SHAREGPT_MAX_PROMPT, SHAREGPT_MAX_OUTPUT),
-                "line {}",
-                p.line
-            );
-        }
+            (SHAREGPT_MAX_PROMPT, SHAREGPT_MAX_OUTPUT)
+        };
+        assert_eq!((*pi, *po), expected, "line {}", p.line);
     }
     assert!(
         guidellm > 0 && vllm_bench > 0,
