@@ -898,3 +898,55 @@ fn rows_resolve_their_models_as_the_page_does() {
     }
     assert!(checked >= 550, "only {checked} rows checked");
 }
+
+#[test]
+fn ttft_is_not_compared_where_the_client_counted_empty_completions_as_zero() {
+    use servesim_core::validate::{ttft_counts_empty_completions, EMPTY_COMPLETION_CHECKPOINT};
+    let text = include_str!("../data/calibration/measured-points-more.csv");
+    let (mut base, mut other_405b) = (0, 0);
+    for p in parse_points(text).unwrap() {
+        if servesim_core::validate::waits_for(&p).is_some() {
+            continue;
+        }
+        let s = setup_for(&p).unwrap();
+        let ttft = s.targets.iter().find(|t| t.0 == Family::Ttft);
+        // The client's result file names the served model: `<backend>-<rate>qps-<model>-<date>`.
+        let file = p
+            .notes
+            .split("raw file ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or("");
+        let of_base = file.contains(&format!("qps-{EMPTY_COMPLETION_CHECKPOINT}-20"));
+        assert_eq!(
+            ttft_counts_empty_completions(&p).is_some(),
+            of_base,
+            "line {}",
+            p.line
+        );
+        if of_base {
+            base += 1;
+            let (_, _, _, excluded) = ttft.expect("these rows report a TTFT p50");
+            assert!(
+                excluded.as_deref().is_some_and(|e| e.contains("TTFT 0")),
+                "line {}: {excluded:?}",
+                p.line
+            );
+            // Only the TTFT is affected: output tok/s and ITL / TPOT skip empty outputs.
+            assert!(s
+                .targets
+                .iter()
+                .filter(|t| t.0 != Family::Ttft)
+                .all(|t| t.3.is_none()));
+        } else if p.model.contains("405B") && p.notes.contains("raw file ") {
+            other_405b += 1;
+            if let Some(t) = ttft {
+                assert!(t.3.is_none(), "line {}: {:?}", p.line, t.3);
+            }
+        }
+    }
+    // dstack's 8xH100 sweep (36 rows) and the H100 vs MI300X study's Meta-checkpoint rows (6);
+    // the study's rows of AMD's Instruct checkpoint keep their TTFT.
+    assert_eq!(base, 42);
+    assert!(other_405b > 0);
+}

@@ -528,7 +528,12 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
         );
     }
     if let Some(m) = p.ttft_p50_ms {
-        targets.push((Family::Ttft, MetricId::TtftMs(Stat::P50), m, None));
+        targets.push((
+            Family::Ttft,
+            MetricId::TtftMs(Stat::P50),
+            m,
+            ttft_counts_empty_completions(p),
+        ));
     }
     // A run whose prompts came from the prefix cache is not like with like for any metric.
     if let Some(why) = &cached {
@@ -675,6 +680,39 @@ pub fn chunked_prefill_off_unappliable(p: &CalibrationPoint, s: &Scenario) -> Op
     (budget < ctx).then(|| format!(
         "enable-chunked-prefill=FALSE recorded, not applied: with max-num-batched-tokens {budget} vLLM refuses chunked prefill off unless max_model_len <= {budget}, and the run's max_model_len is not recorded; simulated with the scenario's settings (max_model_len {ctx}, chunked prefill {chunked})"
     ))
+}
+
+/// The served checkpoint whose `vllm bench` / `benchmark_serving.py` runs return no text for
+/// some prompts, each counted with TTFT 0 in the client's TTFT statistics: Meta's base (pretrained)
+/// fp8 release. The client sends the completions endpoint `temperature 0` and no `ignore_eos`, and
+/// `calculate_metrics` appends every successful request's `ttft` (0.0 until a chunk carries text)
+/// whatever its output length. dstack's raw result files of this checkpoint (1,000 ShareGPT
+/// prompts each) hold 375-430 such requests per run, the same prompts in every run
+/// (docs/accuracy.md, "Source caveats applied").
+pub const EMPTY_COMPLETION_CHECKPOINT: &str = "Llama-3.1-405B-FP8";
+
+/// A row whose TTFT p50 is a median over a distribution with a mass at 0 ms that a simulation
+/// does not have: its notes name the client's result file (`raw file <backend>-<rate>qps-<served
+/// model>-<date>`, the name `benchmark_serving.py` gives it) of [`EMPTY_COMPLETION_CHECKPOINT`].
+/// The TTFT p50 is then excluded (printed, not aggregated, not fitted); `None` otherwise.
+pub fn ttft_counts_empty_completions(p: &CalibrationPoint) -> Option<String> {
+    let file = p
+        .notes
+        .split("raw file ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?;
+    let model = file.split("qps-").nth(1)?;
+    let served = model.strip_prefix(EMPTY_COMPLETION_CHECKPOINT)?;
+    // The date follows the model id (`-20241109-141025`): a longer id (`-Instruct-...`) is another
+    // checkpoint.
+    served
+        .strip_prefix('-')
+        .filter(|rest| rest.starts_with("20"))
+        .map(|_| format!(
+            "TTFT p50 not comparable: the client's result file ({}) is of the base checkpoint {EMPTY_COMPLETION_CHECKPOINT}, whose greedy completions return no text for 37-43 % of these ShareGPT prompts, each counted with TTFT 0 in the median (source caveat)",
+            file.trim_end_matches(['.', ',', ';'])
+        ))
 }
 
 /// The V0 multi-step count a row's notes record (`num-scheduler-steps=15`, `--num-scheduler-step
