@@ -1163,6 +1163,13 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                         |f| f.all2all_backend.clone(), |f, v| f.all2all_backend = v)}
                 </div>
                 <div class="grid2">
+                    {select(st, "performance_mode", "--performance-mode (vLLM >= 0.17)",
+                        std::iter::once((String::new(), "not stated (balanced)".to_string()))
+                            .chain(core_api::performance_modes().into_iter().map(|m| (m.to_string(), m.to_string())))
+                            .collect(),
+                        |f| f.performance_mode.clone(), |f, v| f.performance_mode = v)}
+                </div>
+                <div class="grid2">
                     {select(st, "weight_precision", "Weights", opts(WEIGHT_PRECISIONS),
                         |f| f.weight_precision.clone(), |f, v| f.weight_precision = v)}
                     {select(st, "kv_cache_dtype", "KV cache dtype",

@@ -66,6 +66,14 @@ pub fn all2all_backends() -> Vec<&'static str> {
         .collect()
 }
 
+/// vLLM's `--performance-mode` names (docs/capacity.md "Engine defaults").
+pub fn performance_modes() -> Vec<&'static str> {
+    servesim_core::deploy::PerformanceMode::ALL
+        .iter()
+        .map(|m| m.name())
+        .collect()
+}
+
 pub fn gpus() -> Vec<GpuEntry> {
     gpu::catalog()
         .iter()

@@ -391,6 +391,8 @@ pub struct Form {
     pub enable_expert_parallel: String,
     /// `engine.all2all_backend` by vLLM's name ("" = vLLM's default).
     pub all2all_backend: String,
+    /// `engine.performance_mode` by vLLM's name ("" = not stated: vLLM's `balanced`).
+    pub performance_mode: String,
     pub weight_precision: String,
     pub kv_cache_dtype: String,
     /// The vLLM version served ("" = the newest calibrated release line); selects the
@@ -512,6 +514,10 @@ impl Form {
             all2all_backend: en
                 .all2all_backend
                 .map(|b| b.name().to_string())
+                .unwrap_or_default(),
+            performance_mode: en
+                .performance_mode
+                .map(|m| m.name().to_string())
                 .unwrap_or_default(),
             weight_precision: s.weight_precision.name().into(),
             kv_cache_dtype: s.kv_cache_dtype.name().into(),
@@ -887,6 +893,19 @@ impl Form {
                     b
                 }
             },
+            performance_mode: match self.performance_mode.trim() {
+                "" => None,
+                name => {
+                    let m = crate::core_api::deploy::PerformanceMode::parse(name);
+                    if m.is_none() {
+                        e.insert(
+                            "performance_mode",
+                            "use balanced, interactivity or throughput".into(),
+                        );
+                    }
+                    m
+                }
+            },
             kv_transfer_config: self
                 .offload
                 .apply(self.base.engine.kv_transfer_config.clone(), &mut e),
@@ -1191,6 +1210,7 @@ mod tests {
             enable_expert_parallel: Some(true),
             engine: RawEngineSettings {
                 all2all_backend: Some(crate::core_api::deploy::All2AllBackend::DeepepLowLatency),
+                performance_mode: Some(crate::core_api::deploy::PerformanceMode::Throughput),
                 gpu_memory_utilization: Some(0.85),
                 max_num_seqs: Some(128),
                 block_size: Some(32),

@@ -65,6 +65,7 @@ pub fn form_key(s: &Scenario, path: &str) -> &'static str {
         "ep" => "ep",
         "enable_expert_parallel" => "enable_expert_parallel",
         "engine.all2all_backend" => "all2all_backend",
+        "engine.performance_mode" => "performance_mode",
         "weight_precision" => "weight_precision",
         "kv_cache_dtype" => "kv_cache_dtype",
         "vllm_version" => "vllm_version",

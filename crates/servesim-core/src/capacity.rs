@@ -814,6 +814,8 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
         language_model_only: e.language_model_only.then_some(true),
         mm_encoder_data_parallel: e.mm_encoder_data_parallel.then_some(true),
         num_scheduler_steps: (e.num_scheduler_steps > 1).then_some(e.num_scheduler_steps as i64),
+        performance_mode: (e.performance_mode != crate::deploy::PerformanceMode::Balanced)
+            .then_some(e.performance_mode),
     }
 }
 

@@ -72,6 +72,57 @@ pub enum UsageContext {
     LlmClass,
 }
 
+/// vLLM's `--performance-mode` (vLLM >= 0.17, `VllmConfig.performance_mode`): what the engine's
+/// defaults favour. `throughput` doubles the default `max_num_seqs` and `max_num_batched_tokens`
+/// (each only when not stated; `EngineArgs` "If throughput mode is set, double
+/// max_num_batched_tokens and max_num_seqs"); `interactivity` captures CUDA graphs at every batch
+/// size up to 32 (`VllmConfig._set_cudagraph_sizes`: "Fine-grained CUDA graphs at small batch
+/// sizes for minimal padding overhead"); `balanced` is vLLM's default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PerformanceMode {
+    #[default]
+    Balanced,
+    Interactivity,
+    Throughput,
+}
+
+impl PerformanceMode {
+    /// Every mode, by vLLM's `--performance-mode` name.
+    pub const ALL: [PerformanceMode; 3] = [
+        PerformanceMode::Balanced,
+        PerformanceMode::Interactivity,
+        PerformanceMode::Throughput,
+    ];
+
+    /// vLLM's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PerformanceMode::Balanced => "balanced",
+            PerformanceMode::Interactivity => "interactivity",
+            PerformanceMode::Throughput => "throughput",
+        }
+    }
+
+    /// Reads vLLM's name (case-insensitive).
+    pub fn parse(s: &str) -> Option<PerformanceMode> {
+        let s = s.trim().to_ascii_lowercase();
+        PerformanceMode::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    fn is_balanced(&self) -> bool {
+        *self == PerformanceMode::Balanced
+    }
+}
+
+/// The first vLLM release with `--performance-mode` (vllm-project/vllm, merged 2026-02-26,
+/// released in v0.17.0).
+pub const PERFORMANCE_MODE_SINCE: crate::perf::VllmVersion = crate::perf::VllmVersion {
+    major: 0,
+    minor: 17,
+    patch: 0,
+};
+
 /// vLLM's `--all2all-backend` / `VLLM_ALL2ALL_BACKEND` for expert parallelism.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -175,6 +226,9 @@ pub struct RawEngineSettings {
     /// `vllm_version` (< 0.8) has it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_scheduler_steps: Option<i64>,
+    /// vLLM's `--performance-mode` (vLLM >= 0.17; `None` = `balanced`, vLLM's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub performance_mode: Option<PerformanceMode>,
 }
 
 /// Engine settings with every default resolved. Counts are positive.
@@ -230,6 +284,9 @@ pub struct EngineSettings {
     /// `--mm-encoder-tp-mode data`: the vision encoder whole on every TP rank.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub mm_encoder_data_parallel: bool,
+    /// `--performance-mode` (its effects are already in the batch limits and capture sizes).
+    #[serde(skip_serializing_if = "PerformanceMode::is_balanced")]
+    pub performance_mode: PerformanceMode,
     /// Which defaults were filled and why (shown to the user).
     pub notes: Vec<String>,
 }
@@ -369,8 +426,29 @@ pub fn v0_capture_sizes(max_num_seqs: u64) -> Vec<u64> {
 /// the cap is `min(2 * max_num_seqs * q, 512, max_num_batched_tokens)` (vLLM
 /// `VllmConfig._set_cudagraph_sizes`, `decode_query_len`).
 pub fn default_capture_sizes_q(max_num_seqs: u64, max_num_batched_tokens: u64, q: u64) -> Vec<u64> {
+    capture_sizes(
+        max_num_seqs,
+        max_num_batched_tokens,
+        q,
+        PerformanceMode::Balanced,
+    )
+}
+
+/// [`default_capture_sizes_q`] under a `--performance-mode`: `interactivity` starts with every
+/// size from 1 to `min(cap, 32)` instead of `[1, 2, 4]` (vLLM `VllmConfig._set_cudagraph_sizes`);
+/// the other modes capture the default sizes.
+pub fn capture_sizes(
+    max_num_seqs: u64,
+    max_num_batched_tokens: u64,
+    q: u64,
+    mode: PerformanceMode,
+) -> Vec<u64> {
     let cap = (2 * max_num_seqs * q).min(512).min(max_num_batched_tokens);
-    let mut v: Vec<u64> = [1, 2, 4].into_iter().filter(|&s| s <= cap).collect();
+    let mut v: Vec<u64> = if mode == PerformanceMode::Interactivity {
+        (1..=cap.min(32)).collect()
+    } else {
+        [1, 2, 4].into_iter().filter(|&s| s <= cap).collect()
+    };
     if cap >= 8 {
         v.extend((8..(cap + 1).min(256)).step_by(8));
     }
@@ -425,7 +503,28 @@ impl EngineSettings {
         }
         let ctx = raw.usage_context.unwrap_or_default();
         let v0 = raw.v0_defaults;
+        let mode = raw.performance_mode.unwrap_or_default();
+        if v0 && raw.performance_mode.is_some() {
+            return Err(invalid(
+                "performance_mode",
+                mode.name(),
+                "vLLM's V0 engine (vllm_version < 0.8) has no --performance-mode (added in vLLM 0.17); remove it",
+            ));
+        }
         let (def_mnbt, def_seqs) = default_batch_limits(gpu, ctx);
+        // vLLM `EngineArgs`: "If throughput mode is set, double max_num_batched_tokens and
+        // max_num_seqs" (each default only; a stated value stays).
+        let doubled = mode == PerformanceMode::Throughput;
+        let (def_mnbt, def_seqs) = if doubled {
+            (def_mnbt * 2, def_seqs * 2)
+        } else {
+            (def_mnbt, def_seqs)
+        };
+        let by_mode = if doubled {
+            ", doubled by --performance-mode throughput"
+        } else {
+            ""
+        };
         let max_num_seqs = match pos_int("max_num_seqs", raw.max_num_seqs)? {
             Some(v) => v,
             None if v0 => {
@@ -436,7 +535,7 @@ impl EngineSettings {
             }
             None => {
                 notes.push(format!(
-                    "max_num_seqs {def_seqs}: vLLM's default for {} in the {} context",
+                    "max_num_seqs {def_seqs}: vLLM's default for {} in the {} context{by_mode}",
                     gpu.id,
                     ctx_name(ctx)
                 ));
@@ -548,7 +647,7 @@ impl EngineSettings {
                 notes.insert(
                     mnbt_note_at,
                     format!(
-                        "max_num_batched_tokens {def_mnbt}: vLLM's default for {} in the {} context",
+                        "max_num_batched_tokens {def_mnbt}: vLLM's default for {} in the {} context{by_mode}",
                         gpu.id,
                         ctx_name(ctx)
                     ),
@@ -627,7 +726,10 @@ impl EngineSettings {
         } else if v0 {
             v0_capture_sizes(max_num_seqs)
         } else {
-            default_capture_sizes(max_num_seqs, mnbt)
+            if mode == PerformanceMode::Interactivity {
+                notes.push("CUDA graphs captured at every batch size up to 32: --performance-mode interactivity (vLLM VllmConfig._set_cudagraph_sizes)".into());
+            }
+            capture_sizes(max_num_seqs, mnbt, 1, mode)
         };
         let speculative = crate::speculative::resolve(
             raw.speculative_config.as_ref(),
@@ -638,7 +740,7 @@ impl EngineSettings {
         if let (Some(sp), false) = (&speculative, cudagraph_capture_sizes.is_empty()) {
             let q = 1 + sp.num_speculative_tokens as u64;
             if raw.cudagraph_capture_sizes.is_none() {
-                cudagraph_capture_sizes = default_capture_sizes_q(max_num_seqs, mnbt, q);
+                cudagraph_capture_sizes = capture_sizes(max_num_seqs, mnbt, q, mode);
             }
             cudagraph_capture_sizes = capture_sizes_for_spec(&cudagraph_capture_sizes, q);
             notes.push(format!(
@@ -732,6 +834,7 @@ impl EngineSettings {
             language_model_only: raw.language_model_only.unwrap_or(false),
             mm_encoder_data_parallel: raw.mm_encoder_data_parallel.unwrap_or(false),
             num_scheduler_steps,
+            performance_mode: mode,
             notes,
         };
         if e.v0_paged_prefill(gpu) {

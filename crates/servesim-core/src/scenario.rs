@@ -677,6 +677,19 @@ impl Scenario {
         };
         let mut engine = self.engine.clone();
         engine.v0_defaults = self.engine_era()? == crate::perf::EngineEra::Vllm07;
+        if let (Some(mode), Some(v)) = (engine.performance_mode, &self.vllm_version) {
+            let since = crate::deploy::PERFORMANCE_MODE_SINCE;
+            if crate::perf::VllmVersion::parse(v).is_ok_and(|v| v < since) {
+                return Err(invalid(
+                    "engine.performance_mode",
+                    mode.name(),
+                    format!(
+                        "vLLM {v} has no --performance-mode (added in {}.{}); remove it or set vllm_version to {}.{} or later",
+                        since.major, since.minor, since.major, since.minor
+                    ),
+                ));
+            }
+        }
         Deployment::new(
             model,
             gpu,

@@ -627,3 +627,77 @@ fn num_scheduler_steps_is_v0s_and_bounded() {
         .to_json()
         .contains("num_scheduler_steps"));
 }
+
+#[test]
+fn performance_mode_changes_the_defaults_as_vllm_does() {
+    use servesim_core::deploy::PerformanceMode;
+    // vLLM `EngineArgs`: "If throughput mode is set, double max_num_batched_tokens and
+    // max_num_seqs", each only when not stated.
+    let deployment = |mode: Option<PerformanceMode>, seqs: Option<i64>| {
+        let mut s = small("meta-llama/Meta-Llama-3.1-8B");
+        s.vllm_version = Some("0.17.1".into());
+        s.engine.performance_mode = mode;
+        s.engine.max_num_seqs = seqs;
+        s.deployment().unwrap().engine
+    };
+    let balanced = deployment(None, None);
+    assert_eq!(
+        (balanced.max_num_seqs, balanced.max_num_batched_tokens),
+        (1024, 8192)
+    );
+    let thr = deployment(Some(PerformanceMode::Throughput), None);
+    assert_eq!(
+        (thr.max_num_seqs, thr.max_num_batched_tokens),
+        (2048, 16384)
+    );
+    assert!(thr
+        .notes
+        .iter()
+        .any(|n| n.contains("doubled by --performance-mode throughput")));
+    let stated = deployment(Some(PerformanceMode::Throughput), Some(256));
+    assert_eq!(
+        (stated.max_num_seqs, stated.max_num_batched_tokens),
+        (256, 16384)
+    );
+    // interactivity: CUDA graphs at every batch size up to 32, then vLLM's steps of 8 and 16.
+    let inter = deployment(Some(PerformanceMode::Interactivity), None);
+    assert_eq!(
+        (inter.max_num_seqs, inter.max_num_batched_tokens),
+        (1024, 8192)
+    );
+    assert_eq!(
+        inter.cudagraph_capture_sizes[..32],
+        (1..=32).collect::<Vec<u64>>()[..]
+    );
+    assert_eq!(inter.cudagraph_capture_sizes[32], 40);
+    assert_eq!(
+        inter.cudagraph_capture_sizes[32..],
+        balanced.cudagraph_capture_sizes[balanced
+            .cudagraph_capture_sizes
+            .iter()
+            .position(|&s| s == 40)
+            .unwrap()..]
+    );
+    assert_eq!(balanced.cudagraph_capture_sizes[..4], [1, 2, 4, 8]);
+}
+
+#[test]
+fn performance_mode_needs_a_vllm_that_has_it() {
+    let e = err_of(&with(|v| {
+        v["vllm_version"] = "0.15.1".into();
+        v["engine"]["performance_mode"] = "throughput".into();
+    }));
+    assert_eq!(e.field(), "engine.performance_mode");
+    assert!(e.to_string().contains("0.17"), "{e}");
+    let e = err_of(&with(|v| {
+        v["engine"]["performance_mode"] = "fastest".into();
+    }));
+    // The JSON error quotes the value and lists vLLM's names.
+    assert!(
+        e.to_string().contains("fastest") && e.to_string().contains("interactivity"),
+        "{e}"
+    );
+    // A scenario that does not state the version runs the newest release line, which has it.
+    let ok = with(|v| v["engine"]["performance_mode"] = "throughput".into());
+    assert!(Scenario::from_json(&ok).unwrap().deployment().is_ok());
+}

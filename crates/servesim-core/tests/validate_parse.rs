@@ -950,3 +950,56 @@ fn ttft_is_not_compared_where_the_client_counted_empty_completions_as_zero() {
     assert_eq!(base, 42);
     assert!(other_405b > 0);
 }
+
+#[test]
+fn batch_limits_the_source_inferred_are_left_to_the_release_defaults() {
+    use servesim_core::validate::batch_limits_inferred;
+    let text = include_str!("../data/calibration/measured-points-more.csv");
+    let (mut inferred, mut partly, mut doubled) = (0, 0, 0);
+    for p in parse_points(text).unwrap() {
+        if servesim_core::validate::waits_for(&p).is_some() {
+            continue;
+        }
+        let s = setup_for(&p).unwrap();
+        let e = &s.scenario.engine;
+        let as_given = |v: Option<f64>| v.map(|v| v as i64);
+        if !batch_limits_inferred(&p.notes) {
+            assert_eq!(e.max_num_seqs, as_given(p.max_num_seqs), "line {}", p.line);
+            assert_eq!(
+                e.max_num_batched_tokens,
+                as_given(p.max_num_batched_tokens),
+                "line {}",
+                p.line
+            );
+            continue;
+        }
+        if p.notes.contains("max_num_batched_tokens partly") {
+            // gpustack's "partly" rows state one of the pair in the page's recorded command.
+            partly += 1;
+            assert!(
+                e.max_num_seqs.is_some() || e.max_num_batched_tokens.is_some(),
+                "line {}",
+                p.line
+            );
+        } else {
+            inferred += 1;
+            assert_eq!(
+                (e.max_num_seqs, e.max_num_batched_tokens),
+                (None, None),
+                "line {}",
+                p.line
+            );
+        }
+        // vLLM doubles its defaults under `--performance-mode throughput` (>= 0.17).
+        if p.notes.contains("--performance-mode=throughput") && e.max_num_seqs.is_none() {
+            let d = s.scenario.deployment().unwrap().engine;
+            let limits = (d.max_num_seqs, d.max_num_batched_tokens);
+            assert_eq!(limits, (2048, 16384), "line {}", p.line);
+            doubled += 1;
+        }
+    }
+    assert!(
+        inferred > 250 && partly > 20 && doubled >= 5,
+        "{inferred} inferred, {partly} partly, {doubled} doubled"
+    );
+}

@@ -198,9 +198,41 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
             ))
         }
     };
+    // Batch limits the source did not state (the CSV's columns hold vLLM's defaults, marked
+    // inferred) are left to the scenario's own default resolution, as a pasted command without
+    // the flags is: a recorded flag that changes the defaults (`--performance-mode throughput`)
+    // then takes effect.
+    let inferred = batch_limits_inferred(&p.notes);
+    // A column is stated when the notes do not mark the pair inferred, or when a recorded
+    // command gives its flag that value (gpustack's "partly" rows state one of the two).
+    let stated = |v: Option<f64>, flag: &str| -> Option<i64> {
+        let v = v?;
+        let names = [format!("--{flag}"), format!("--{}", flag.replace('-', "_"))];
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let in_command = number_flags_in_notes(&p.notes, &names)
+            .into_iter()
+            .any(|x| f64::from(x) == v);
+        (!inferred || in_command).then_some(v as i64)
+    };
+    let max_num_seqs = stated(p.max_num_seqs, "max-num-seqs");
+    let max_num_batched_tokens = stated(p.max_num_batched_tokens, "max-num-batched-tokens");
+    let dropped: Vec<&str> = [
+        (p.max_num_seqs.is_some() && max_num_seqs.is_none()).then_some("max_num_seqs"),
+        (p.max_num_batched_tokens.is_some() && max_num_batched_tokens.is_none())
+            .then_some("max_num_batched_tokens"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !dropped.is_empty() {
+        notes.push(format!(
+            "{}: the CSV's value is vLLM's default as the source inferred it, not stated; the release's defaults are resolved instead",
+            dropped.join(", ")
+        ));
+    }
     let mut engine = RawEngineSettings {
-        max_num_seqs: p.max_num_seqs.map(|v| v as i64),
-        max_num_batched_tokens: p.max_num_batched_tokens.map(|v| v as i64),
+        max_num_seqs,
+        max_num_batched_tokens,
         max_model_len: number_after(&p.notes, "max_model_len=").map(|v| v as i64),
         ..RawEngineSettings::default()
     };
@@ -633,8 +665,9 @@ pub fn totals_from_notes(notes: &str) -> Option<(f64, f64)> {
 /// [`scheduler_steps_in_notes`], whose two spellings the registry does not share), and client
 /// (benchmark) flags. A switch written with a false
 /// value (`--enable-chunked-prefill=False`, V0's spelling) counts as its `--no-` form.
-pub const NOTE_ENGINE_FLAGS: [&str; 9] = [
+pub const NOTE_ENGINE_FLAGS: [&str; 10] = [
     "--max-model-len",
+    "--performance-mode",
     "--enforce-eager",
     "--gpu-memory-utilization",
     "--block-size",
@@ -680,6 +713,16 @@ pub fn chunked_prefill_off_unappliable(p: &CalibrationPoint, s: &Scenario) -> Op
     (budget < ctx).then(|| format!(
         "enable-chunked-prefill=FALSE recorded, not applied: with max-num-batched-tokens {budget} vLLM refuses chunked prefill off unless max_model_len <= {budget}, and the run's max_model_len is not recorded; simulated with the scenario's settings (max_model_len {ctx}, chunked prefill {chunked})"
     ))
+}
+
+/// Whether a row's notes mark its `max_num_seqs` / `max_num_batched_tokens` columns as inferred
+/// (vLLM's defaults for the GPU class, not stated by the source): the sentence of the notes that
+/// names `max_num_seqs/max_num_batched_tokens` says `INFERRED`.
+pub fn batch_limits_inferred(notes: &str) -> bool {
+    notes
+        .split("max_num_seqs/max_num_batched_tokens")
+        .skip(1)
+        .any(|rest| rest.split(". ").next().unwrap_or("").contains("INFERRED"))
 }
 
 /// The served checkpoint whose `vllm bench` / `benchmark_serving.py` runs return no text for
@@ -739,21 +782,30 @@ pub fn pipeline_parallel_in_notes(notes: &str) -> Option<u32> {
 /// The number after the first of `names` (spelled as in the notes, dashes included) in `notes`:
 /// `name N` or `name=N`, with quotes and list punctuation around words ignored.
 fn number_flag_in_notes(notes: &str, names: &[&str]) -> Option<u32> {
+    number_flags_in_notes(notes, names).into_iter().next()
+}
+
+/// Every value the notes give one of the flags `names` (`--flag N` or `--flag=N`), in order.
+fn number_flags_in_notes(notes: &str, names: &[&str]) -> Vec<u32> {
     let words: Vec<&str> = notes
         .split_whitespace()
         .map(|w| w.trim_matches(|c: char| "`;,[]()'\"".contains(c)))
         .collect();
-    words.iter().enumerate().find_map(|(i, w)| {
-        let (name, inline) = match w.split_once('=') {
-            Some((n, v)) => (n, Some(v)),
-            None => (*w, None),
-        };
-        if !names.contains(&name) {
-            return None;
-        }
-        let v = inline.or_else(|| words.get(i + 1).copied())?;
-        v.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok()
-    })
+    words
+        .iter()
+        .enumerate()
+        .filter_map(|(i, w)| {
+            let (name, inline) = match w.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (*w, None),
+            };
+            if !names.contains(&name) {
+                return None;
+            }
+            let v = inline.or_else(|| words.get(i + 1).copied())?;
+            v.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok()
+        })
+        .collect()
 }
 
 /// The [`NOTE_ENGINE_FLAGS`] in `notes` whose value is a shell variable.

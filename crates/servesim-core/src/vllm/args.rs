@@ -8,7 +8,7 @@
 //! To add a flag: add one [`ArgSpec`] (and, if it sets a new field, a [`Target`] arm in
 //! [`apply`] and in `command::to_vllm_command`).
 
-use crate::deploy::{All2AllBackend, CudagraphMode};
+use crate::deploy::{All2AllBackend, CudagraphMode, PerformanceMode};
 use crate::dtype::{KvCacheDtype, WeightPrecision};
 use crate::scenario::{GpuRef, ModelRef, Scenario};
 use serde::Serialize;
@@ -95,6 +95,8 @@ pub enum Target {
     LimitMmPerPrompt,
     /// `--mm-encoder-tp-mode data|weights` -> `engine.mm_encoder_data_parallel`.
     MmEncoderTpMode,
+    /// `--performance-mode balanced|interactivity|throughput` -> `engine.performance_mode`.
+    PerformanceMode,
 }
 
 /// What an argument does.
@@ -231,6 +233,7 @@ static REGISTRY: &[ArgSpec] = &[
     sets("kv-cache-memory-bytes", &["--kv-cache-memory"], Value, Target::KvCacheMemoryBytes, "engine.kv_cache_memory_bytes", "KV cache size in bytes (replaces the profiled budget; accepts 40G / 40GiB-style suffixes)"),
     sets("long-prefill-token-threshold", &[], Value, Target::LongPrefillTokenThreshold, "engine.long_prefill_token_threshold", "prefills longer than this are chunked to it"),
     sets("all2all-backend", &[], Value, Target::All2AllBackend, "engine.all2all_backend", "allgather_reducescatter | deepep_high_throughput | deepep_low_latency | naive"),
+    sets("performance-mode", &[], Value, Target::PerformanceMode, "engine.performance_mode", "balanced | interactivity | throughput (vLLM >= 0.17): throughput doubles the default max_num_seqs and max_num_batched_tokens; interactivity captures CUDA graphs at every batch size up to 32"),
     // --- vLLM arguments ServeSim does not model -------------------------------------------
     sets("speculative-config", &[], Value, Target::SpeculativeConfig, "engine.speculative_config", "JSON: method, num_speculative_tokens, model, ... (docs/engine.md \"Speculative decoding\")"),
     sets("kv-transfer-config", &[], Value, Target::KvTransferConfig, "engine.kv_transfer_config", "JSON: OffloadingConnector / SimpleCPUOffloadConnector (CPU KV tier), NixlConnector, MultiConnector (docs/engine.md \"CPU KV offload tier\")"),
@@ -732,6 +735,13 @@ pub fn apply(
             e.all2all_backend = Some(b);
             format!("engine.all2all_backend = {v}")
         }
+        Target::PerformanceMode => {
+            let v = need()?;
+            let m = PerformanceMode::parse(v)
+                .ok_or_else(|| format!("{flag} {v}: use balanced, interactivity or throughput"))?;
+            e.performance_mode = Some(m);
+            format!("engine.performance_mode = {}", m.name())
+        }
         Target::EstimateCudagraphs | Target::AllowLongMaxModelLen => {
             let v = value.unwrap_or("1");
             let b = parse_bool_env(v).ok_or_else(|| format!("{flag}={v}: use 1 or 0"))?;
@@ -986,6 +996,32 @@ mod tests {
         }
         assert_eq!(lookup("--max_num_seqs").unwrap().name, "max-num-seqs");
         assert!(lookup("--nonsense").is_none());
+    }
+
+    #[test]
+    fn performance_mode_is_read_and_written_back() {
+        // gpustack/gpustack docs/performance-lab/qwen3.5-35b-a3b/h200.md @47277d79, the
+        // "Performance Mode && Prefix Cache && Quantization" section's backend parameters.
+        let cmd = "vllm serve Qwen/Qwen3.5-35B-A3B-FP8 --reasoning-parser=qwen3 --performance-mode=throughput --max-model-len=32768 --enable-prefix-caching";
+        let p = crate::vllm::command::parse_command(cmd, &Scenario::default_scenario()).unwrap();
+        assert!(p.refusals().is_empty(), "{:?}", p.refusals());
+        let s = p.scenario.unwrap();
+        assert_eq!(s.engine.performance_mode, Some(PerformanceMode::Throughput));
+        let back = crate::vllm::command::to_vllm_command(&s);
+        assert!(back.contains("--performance-mode throughput"), "{back}");
+        let mut s = Scenario::default_scenario();
+        let mut pend = Pending::default();
+        let spec = lookup("--performance-mode").unwrap();
+        let (st, _) = apply(&mut s, &mut pend, spec, Some("Interactivity")).unwrap();
+        assert_eq!(
+            (st, s.engine.performance_mode),
+            (Status::Understood, Some(PerformanceMode::Interactivity))
+        );
+        let e = apply(&mut s, &mut pend, spec, Some("fast")).unwrap_err();
+        assert!(
+            e.contains("--performance-mode") && e.contains("throughput"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -759,6 +759,9 @@ pub fn to_vllm_command(s: &Scenario) -> String {
         let mode = if data { "data" } else { "weights" };
         a.push(format!("--mm-encoder-tp-mode {mode}"));
     }
+    if let Some(m) = e.performance_mode {
+        a.push(format!("--performance-mode {}", m.name()));
+    }
     let mut cc = serde_json::Map::new();
     if let Some(m) = e.cudagraph_mode {
         cc.insert("cudagraph_mode".into(), m.name().into());
