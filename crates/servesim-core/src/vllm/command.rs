@@ -31,6 +31,9 @@ impl Pasted {
             .iter()
             .filter(|a| a.status == Status::Refused)
             .map(|a| match &a.value {
+                // A detail that already names the argument (`--max-num-seqs abc: not an
+                // integer`) is not prefixed again.
+                _ if a.detail.starts_with(a.arg.as_str()) => a.detail.clone(),
                 Some(v) => format!("{} {}: {}", a.arg, v, a.detail),
                 None => format!("{}: {}", a.arg, a.detail),
             })
