@@ -1022,6 +1022,16 @@ mod tests {
             e.contains("--performance-mode") && e.contains("throughput"),
             "{e}"
         );
+        // A refusal names the argument once.
+        let p = crate::vllm::command::parse_command(
+            "vllm serve Qwen/Qwen3-8B --performance-mode fast",
+            &Scenario::default_scenario(),
+        )
+        .unwrap();
+        assert_eq!(
+            p.refusals(),
+            ["--performance-mode fast: use balanced, interactivity or throughput"]
+        );
     }
 
     #[test]
