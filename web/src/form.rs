@@ -880,32 +880,20 @@ impl Form {
             speculative_config,
             speculative_acceptance,
             cudagraph_mode,
-            all2all_backend: match self.all2all_backend.trim() {
-                "" => None,
-                name => {
-                    let b = crate::core_api::deploy::All2AllBackend::parse(name);
-                    if b.is_none() {
-                        e.insert(
-                            "all2all_backend",
-                            "use allgather_reducescatter, deepep_high_throughput, deepep_low_latency or naive".into(),
-                        );
-                    }
-                    b
-                }
-            },
-            performance_mode: match self.performance_mode.trim() {
-                "" => None,
-                name => {
-                    let m = crate::core_api::deploy::PerformanceMode::parse(name);
-                    if m.is_none() {
-                        e.insert(
-                            "performance_mode",
-                            "use balanced, interactivity or throughput".into(),
-                        );
-                    }
-                    m
-                }
-            },
+            all2all_backend: named(
+                &mut e,
+                "all2all_backend",
+                &self.all2all_backend,
+                crate::core_api::deploy::All2AllBackend::parse,
+                "use allgather_reducescatter, deepep_high_throughput, deepep_low_latency or naive",
+            ),
+            performance_mode: named(
+                &mut e,
+                "performance_mode",
+                &self.performance_mode,
+                crate::core_api::deploy::PerformanceMode::parse,
+                "use balanced, interactivity or throughput",
+            ),
             kv_transfer_config: self
                 .offload
                 .apply(self.base.engine.kv_transfer_config.clone(), &mut e),
@@ -969,6 +957,27 @@ impl Form {
             vllm_version,
             topology,
         })
+    }
+}
+
+/// A select's value read by `parse` (vLLM's name): blank is `None` (vLLM's default), a name
+/// `parse` does not know is an error on `key` saying which names to use.
+fn named<T>(
+    e: &mut FieldErrors,
+    key: &'static str,
+    text: &str,
+    parse: impl Fn(&str) -> Option<T>,
+    fix: &str,
+) -> Option<T> {
+    match text.trim() {
+        "" => None,
+        name => {
+            let v = parse(name);
+            if v.is_none() {
+                e.insert(key, fix.into());
+            }
+            v
+        }
     }
 }
 
@@ -1255,6 +1264,28 @@ mod tests {
         assert!(e["levels"].contains("`x`"));
         assert!(e["sla"].contains("unknown metric `ttft`"));
         assert_eq!(e.len(), 6);
+    }
+
+    #[test]
+    fn named_selects_read_vllm_names_and_refuse_others_on_their_field() {
+        let mut f = Form::from_scenario(&Scenario::default_scenario());
+        f.performance_mode = "Throughput".into();
+        f.all2all_backend = "naive".into();
+        let sc = f.to_scenario().unwrap();
+        assert_eq!(
+            sc.engine.performance_mode,
+            Some(crate::core_api::deploy::PerformanceMode::Throughput)
+        );
+        assert_eq!(Form::from_scenario(&sc).performance_mode, "throughput");
+        f.performance_mode = "fast".into();
+        f.all2all_backend = "deepep".into();
+        let e = f.to_scenario().unwrap_err();
+        assert_eq!(
+            e["performance_mode"],
+            "use balanced, interactivity or throughput"
+        );
+        assert!(e["all2all_backend"].contains("deepep_low_latency"));
+        assert_eq!(e.len(), 2);
     }
 
     #[test]
