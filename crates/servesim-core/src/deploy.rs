@@ -843,7 +843,34 @@ impl EngineSettings {
                     .into(),
             );
         }
+        if e.triton_unified_prefill(model, gpu) {
+            e.notes.push(format!(
+                "prefill attention at prefill_attention_triton: vLLM's V1 engine runs this model's attention sinks through its Triton unified attention backend (TRITON_ATTN) on the {}, where FlashAttention-3 does not run (docs/step-time.md §3)",
+                gpu.id
+            ));
+        }
         Ok(e)
+    }
+
+    /// Whether prefills run vLLM's Triton unified attention kernel (`TRITON_ATTN`,
+    /// `kernel_unified_attention_2d`) instead of FlashAttention, so that their attention runs at
+    /// `prefill_attention_triton` (docs/step-time.md §3). vLLM's V1 CUDA platform picks that
+    /// backend for a model with attention sinks on any GPU from sm_80 that is neither Hopper
+    /// (FlashAttention-3 implements sinks) nor sm_100 (FlashInfer first):
+    /// `CudaPlatformBase.get_attn_backend_cls`, "if has_sink and not
+    /// cls.is_device_capability(90): return TRITON_ATTN_VLLM_V1" (vllm/platforms/cuda.py, vLLM
+    /// 0.10-0.11); vLLM's gpt-oss recipe: "GPT-OSS works on Ampere devices by default, using the
+    /// `TRITON_ATTN` attention backend" (vllm-project/recipes OpenAI/GPT-OSS.md). ROCm's backend
+    /// choice is its own and is not modelled here.
+    pub fn triton_unified_prefill(&self, model: &ModelConfig, gpu: &GpuSpec) -> bool {
+        use crate::gpu::Generation;
+        !self.v0_defaults
+            && gpu.vendor == crate::gpu::Vendor::Nvidia
+            && matches!(
+                gpu.generation,
+                Generation::Ampere | Generation::Ada | Generation::BlackwellRtx
+            )
+            && model.family.has_attention_sinks()
     }
 
     /// Whether prefills run vLLM V0's paged prefix-prefill kernel (`PagedAttention.forward_prefix`,

@@ -1083,6 +1083,86 @@ fn v0_rocm_chunked_prefill_runs_attention_at_the_paged_rate() {
     }
 }
 
+/// vLLM's V1 engine runs attention-sink models (gpt-oss) through its Triton unified attention
+/// kernel on NVIDIA GPUs without FlashAttention-3 (docs/step-time.md §3): their prefill attention
+/// FLOPs run at `prefill_attention_triton`, and nothing else in the step moves. Hopper
+/// (FlashAttention-3 with sinks), data-centre Blackwell (FlashInfer), AMD GPUs and models
+/// without sinks keep `prefill_attention`.
+#[test]
+fn attention_sink_models_prefill_at_the_triton_rate_where_vllm_picks_triton() {
+    let chunks = [PrefillChunk {
+        past: 8192,
+        new: 512,
+    }];
+    let w = StepWork {
+        prefill: &chunks,
+        decode_seqs: 4,
+        decode_ctx_sum: 4 * 2048,
+    };
+    for (model, gpu, triton) in [
+        ("openai/gpt-oss-20b", "A100-80GB", true),
+        ("openai/gpt-oss-20b", "L40S", true),
+        ("openai/gpt-oss-20b", "RTX-PRO-6000", true),
+        ("openai/gpt-oss-20b", "H100-SXM", false),
+        ("openai/gpt-oss-20b", "B200", false),
+        ("openai/gpt-oss-20b", "MI300X", false),
+        ("meta-llama/Meta-Llama-3.1-8B", "A100-80GB", false),
+    ] {
+        let d = dep(model, gpu, tp(1));
+        assert_eq!(
+            d.engine.triton_unified_prefill(&d.model, &d.gpu),
+            triton,
+            "{model} on {gpu}"
+        );
+        // The engine's notes say so, as the CLI and the page show them.
+        assert_eq!(
+            d.engine
+                .notes
+                .iter()
+                .any(|n| n.contains("prefill_attention_triton")),
+            triton,
+            "{:?}",
+            d.engine.notes
+        );
+        let base = Efficiencies::default_for(d.gpu.generation);
+        assert_eq!(base.prefill_attention_triton, base.prefill_attention);
+        let slow: EfficiencyOverrides = serde_json::from_value(serde_json::json!({
+            "prefill_attention_triton": base.prefill_attention / 10.0
+        }))
+        .unwrap();
+        let slow = base.with_overrides(&slow).unwrap();
+        let a = StepCostModel::new(&d, &base).unwrap().breakdown(&w);
+        let b = StepCostModel::new(&d, &slow).unwrap().breakdown(&w);
+        let (fa, pa) = (
+            a.raw.prefill_attention_compute,
+            b.raw.prefill_attention_compute,
+        );
+        assert!(fa > 0.0, "{model} on {gpu}: no prefill attention");
+        if triton {
+            assert!(
+                ((pa / fa) - 10.0).abs() < 1e-9,
+                "{model} on {gpu}: {pa} vs {fa}"
+            );
+            assert!(b.total() > a.total());
+        } else {
+            assert_eq!(pa, fa, "{model} on {gpu}");
+            assert_eq!(b.total(), a.total(), "{model} on {gpu}");
+        }
+        // The decode side never reads the Triton prefill rate.
+        assert_eq!(
+            b.raw.decode_attention_compute,
+            a.raw.decode_attention_compute
+        );
+    }
+    // vLLM's V0 engine (which never ran gpt-oss) is not routed there.
+    let v0 = RawEngineSettings {
+        v0_defaults: true,
+        ..RawEngineSettings::default()
+    };
+    let d = dep_with("openai/gpt-oss-20b", "A100-80GB", tp(1), v0);
+    assert!(!d.engine.triton_unified_prefill(&d.model, &d.gpu));
+}
+
 /// vLLM V0 on ROCm runs fp8 linears with per-row scales (Meta's fbgemm_fp8 Llama-3.1-405B)
 /// through an unfused fallback whose per-call time adds to every eager step
 /// (docs/step-time.md §6, `fp8_unfused_launch_s`): 2 calls per layer whose MLP is fp8. Nothing

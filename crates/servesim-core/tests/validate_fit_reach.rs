@@ -56,6 +56,7 @@ fn a_field_that_does_not_reach_a_row_leaves_its_result_unchanged() {
         "allreduce_bus_eff",
         "allreduce_latency_s",
         "prefill_attention_paged",
+        "prefill_attention_triton",
         "fp8_unfused_launch_s",
     ] {
         assert!(

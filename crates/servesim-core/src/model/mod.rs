@@ -120,6 +120,13 @@ pub enum ChatRenderer {
 }
 
 impl ModelFamily {
+    /// Whether the architecture's attention has learned sinks (one extra logit per head in the
+    /// softmax: gpt-oss, `self.sinks` in vLLM's `OAIAttention`), which FlashAttention-2 does not
+    /// implement (docs/step-time.md §3, "Triton unified attention").
+    pub fn has_attention_sinks(self) -> bool {
+        self == ModelFamily::GptOss
+    }
+
     /// The chat renderer vLLM uses for this architecture (docs/accuracy.md "Front-end terms").
     pub fn chat_renderer(self) -> ChatRenderer {
         match self {

@@ -172,6 +172,12 @@ efficiencies! {
     /// table sets it to the generation's `prefill_attention` (not slower unless fitted);
     /// docs/step-time.md §3.
     prefill_attention_paged: Fraction,
+    /// Prefill attention through vLLM's Triton unified attention kernel (`TRITON_ATTN`,
+    /// `kernel_unified_attention_2d`), the V1 backend vLLM picks for models with attention sinks
+    /// (gpt-oss) on NVIDIA GPUs without FlashAttention-3 (`EngineSettings::triton_unified_prefill`):
+    /// fraction of the bf16 peak. The literature table sets it to the generation's
+    /// `prefill_attention` (not slower unless fitted); docs/step-time.md §3.
+    prefill_attention_triton: Fraction,
     /// Decode attention compute side (paged decode / FlashMLA): fraction of the bf16 peak.
     decode_attention: Fraction,
     /// HBM bandwidth achieved streaming weights (GEMM/GEMV weight reads, activations).
@@ -343,6 +349,7 @@ impl Efficiencies {
             fp8_unfused_launch_s: 0.0,
             prefill_attention: 0.60,
             prefill_attention_paged: 0.60,
+            prefill_attention_triton: 0.60,
             decode_attention: 0.50,
             hbm_weights: 0.85,
             hbm_expert_weights: 0.60,
@@ -426,10 +433,11 @@ impl Efficiencies {
                 ..base
             },
         };
-        // V0's paged prefix-prefill kernel is not assumed slower than the generation's
-        // prefill attention; only a fit (ROCm V0 runs) sets it apart.
+        // V0's paged prefix-prefill kernel and the Triton unified attention kernel are not
+        // assumed slower than the generation's prefill attention; only a fit sets them apart.
         Efficiencies {
             prefill_attention_paged: table.prefill_attention,
+            prefill_attention_triton: table.prefill_attention,
             ..table
         }
     }

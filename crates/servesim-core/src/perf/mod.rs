@@ -622,6 +622,8 @@ impl StepCostModel {
                 / (attn_peak
                     * if dep.engine.v0_paged_prefill(gpu) {
                         eff.prefill_attention_paged
+                    } else if dep.engine.triton_unified_prefill(m, gpu) {
+                        eff.prefill_attention_triton
                     } else {
                         eff.prefill_attention
                     }),

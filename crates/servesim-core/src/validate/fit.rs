@@ -204,6 +204,11 @@ pub const FIT_PARAMS: &[FitParam] = &[
         grid: &[0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.2, 0.4],
     },
     FitParam {
+        field: "prefill_attention_triton",
+        kind: "prefill attention through vLLM's Triton unified attention kernel (attention-sink models on NVIDIA GPUs without FlashAttention-3)",
+        grid: &[0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
+    },
+    FitParam {
         field: "fp8_unfused_launch_s",
         kind: "CPU time per fp8 linear call through vLLM V0's unfused fallback in eager steps (ROCm V0)",
         grid: &[0.0, 50e-6, 100e-6, 200e-6, 300e-6, 400e-6, 500e-6, 700e-6],

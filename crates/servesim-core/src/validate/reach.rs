@@ -30,6 +30,9 @@ pub struct FieldReach {
     /// vLLM V0's paged prefix-prefill kernel (`prefill_attention_paged`,
     /// `EngineSettings::v0_paged_prefill`).
     paged_prefill: bool,
+    /// vLLM's Triton unified attention kernel (`prefill_attention_triton`,
+    /// `EngineSettings::triton_unified_prefill`).
+    triton_prefill: bool,
     /// vLLM V0's unfused fp8 fallback (`fp8_unfused_launch_s`, `EngineSettings::v0_unfused_fp8`).
     unfused_fp8: bool,
 }
@@ -54,6 +57,7 @@ impl FieldReach {
             mla: draft || m.num_latent_attention_layers() > 0,
             collectives: draft || dep.par.tp > 1 || dep.par.dp > 1,
             paged_prefill: dep.engine.v0_paged_prefill(&dep.gpu),
+            triton_prefill: dep.engine.triton_unified_prefill(m, &dep.gpu),
             unfused_fp8: dep.engine.v0_unfused_fp8(&dep.gpu, &m.checkpoint),
         })
     }
@@ -68,6 +72,7 @@ impl FieldReach {
             "mla_layer_floor_s" => self.mla,
             "allreduce_bus_eff" | "allreduce_latency_s" => self.collectives,
             "prefill_attention_paged" => self.paged_prefill,
+            "prefill_attention_triton" => self.triton_prefill,
             "fp8_unfused_launch_s" => self.unfused_fp8,
             _ => true,
         }
