@@ -1163,6 +1163,57 @@ fn attention_sink_models_prefill_at_the_triton_rate_where_vllm_picks_triton() {
     assert!(!d.engine.triton_unified_prefill(&d.model, &d.gpu));
 }
 
+/// `gemm_weight_only` (docs/step-time.md §2) is read by the deployments whose linear layers
+/// dequantise their weights in the GEMM, and only by them: int4 / MXFP4 / fp8 weights on GPUs
+/// without tensor cores for them, AWQ anywhere. A fitted value below 1 slows such a prefill and
+/// leaves a bf16 model's alone.
+#[test]
+fn weight_only_gemms_are_the_deployments_that_dequantise() {
+    let chunks = [PrefillChunk { past: 0, new: 2048 }];
+    let w = StepWork {
+        prefill: &chunks,
+        decode_seqs: 0,
+        decode_ctx_sum: 0,
+    };
+    use WeightPrecision::{Checkpoint, Fp8, Int4};
+    for (model, gpu, prec, weight_only) in [
+        ("openai/gpt-oss-20b", "A100-80GB", Checkpoint, true),
+        ("openai/gpt-oss-20b", "H100-SXM", Checkpoint, true),
+        ("openai/gpt-oss-20b", "B200", Checkpoint, false),
+        ("Qwen/Qwen3-14B", "H100-SXM", Int4, true),
+        ("Qwen/Qwen3-14B", "A100-80GB", Fp8, true),
+        ("Qwen/Qwen3-14B", "H100-SXM", Fp8, false),
+        ("Qwen/Qwen3-14B", "A100-80GB", Checkpoint, false),
+    ] {
+        let d = Deployment::new(
+            catalog::load(model).unwrap(),
+            find_gpu(gpu).unwrap(),
+            tp(1),
+            None,
+            prec,
+            KvCacheDtype::Auto,
+            &RawEngineSettings::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            servesim_core::perf::runs_weight_only_gemms(&d),
+            weight_only,
+            "{model} {prec:?} on {gpu}"
+        );
+        let base = Efficiencies::default_for(d.gpu.generation);
+        let slow: EfficiencyOverrides =
+            serde_json::from_value(serde_json::json!({ "gemm_weight_only": 0.5 })).unwrap();
+        let slow = base.with_overrides(&slow).unwrap();
+        let a = StepCostModel::new(&d, &base).unwrap().breakdown(&w).total();
+        let b = StepCostModel::new(&d, &slow).unwrap().breakdown(&w).total();
+        if weight_only {
+            assert!(b > a, "{model} {prec:?} on {gpu}: {b} vs {a}");
+        } else {
+            assert_eq!(b, a, "{model} {prec:?} on {gpu}");
+        }
+    }
+}
+
 /// vLLM V0 on ROCm runs fp8 linears with per-row scales (Meta's fbgemm_fp8 Llama-3.1-405B)
 /// through an unfused fallback whose per-call time adds to every eager step
 /// (docs/step-time.md §6, `fp8_unfused_launch_s`): 2 calls per layer whose MLP is fp8. Nothing

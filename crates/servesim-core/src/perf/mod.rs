@@ -392,6 +392,26 @@ pub fn is_weight_only_on(dt: DType, gpu: &GpuSpec) -> bool {
         || (dt.compute_class() != ComputeClass::Bf16 && gpu.flops(dt.compute_class()).is_none())
 }
 
+/// Whether any linear layer of `dep` runs a weight-only (dequantising) GEMM on its GPU, i.e. whether
+/// the step reads `gemm_weight_only` (docs/step-time.md §2, "Weight-only GEMMs"): the dtype of the
+/// attention, dense-MLP, shared-expert or routed-expert weights is weight-only there.
+pub fn runs_weight_only_gemms(dep: &Deployment) -> bool {
+    let m = &dep.model;
+    let wb = m.weight_bytes(dep.weight_precision);
+    let unq = m.checkpoint.unquantized;
+    let dt_attn = group_dtype(&wb, TensorGroup::Attention, unq);
+    let dt_mlp = group_dtype(&wb, TensorGroup::DenseMlp, dt_attn);
+    [
+        dt_attn,
+        group_dtype(&wb, TensorGroup::AttentionReplicated, dt_attn),
+        dt_mlp,
+        group_dtype(&wb, TensorGroup::SharedExperts, dt_mlp),
+        group_dtype(&wb, TensorGroup::RoutedExperts, dt_mlp),
+    ]
+    .into_iter()
+    .any(|dt| is_weight_only_on(dt, &dep.gpu))
+}
+
 fn group_dtype(wb: &WeightBytes, g: TensorGroup, fallback: DType) -> DType {
     wb.groups
         .iter()

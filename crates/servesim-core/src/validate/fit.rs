@@ -184,6 +184,11 @@ pub const FIT_PARAMS: &[FitParam] = &[
         grid: &[0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7],
     },
     FitParam {
+        field: "gemm_weight_only",
+        kind: "weight-only (dequantising) GEMMs relative to bf16 (Marlin-style W4A16 / W8A16 / MXFP4 on GPUs without tensor cores for the weights)",
+        grid: &[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+    },
+    FitParam {
         field: "hbm_weights",
         kind: "weight streaming (decode-bound steps)",
         grid: &[0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],

@@ -30,6 +30,9 @@ pub struct FieldReach {
     /// vLLM V0's paged prefix-prefill kernel (`prefill_attention_paged`,
     /// `EngineSettings::v0_paged_prefill`).
     paged_prefill: bool,
+    /// A weight-only (dequantising) GEMM runs (`gemm_weight_only`,
+    /// `perf::runs_weight_only_gemms`), or a draft model runs beside the target.
+    weight_only: bool,
     /// vLLM's Triton unified attention kernel (`prefill_attention_triton`,
     /// `EngineSettings::triton_unified_prefill`).
     triton_prefill: bool,
@@ -58,6 +61,7 @@ impl FieldReach {
             collectives: draft || dep.par.tp > 1 || dep.par.dp > 1,
             paged_prefill: dep.engine.v0_paged_prefill(&dep.gpu),
             triton_prefill: dep.engine.triton_unified_prefill(m, &dep.gpu),
+            weight_only: draft || crate::perf::runs_weight_only_gemms(&dep),
             unfused_fp8: dep.engine.v0_unfused_fp8(&dep.gpu, &m.checkpoint),
         })
     }
@@ -73,6 +77,7 @@ impl FieldReach {
             "allreduce_bus_eff" | "allreduce_latency_s" => self.collectives,
             "prefill_attention_paged" => self.paged_prefill,
             "prefill_attention_triton" => self.triton_prefill,
+            "gemm_weight_only" => self.weight_only,
             "fp8_unfused_launch_s" => self.unfused_fp8,
             _ => true,
         }
