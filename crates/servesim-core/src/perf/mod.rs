@@ -392,24 +392,43 @@ pub fn is_weight_only_on(dt: DType, gpu: &GpuSpec) -> bool {
         || (dt.compute_class() != ComputeClass::Bf16 && gpu.flops(dt.compute_class()).is_none())
 }
 
+/// The dtype the weights of each linear tensor group are stored in (the dtype holding most
+/// parameters of the group, falling back to the group the layer would otherwise use; docs/step-time.md
+/// §2, "Compute class per tensor group").
+#[derive(Clone, Copy, Debug)]
+struct LinearDtypes {
+    attn: DType,
+    attn_replicated: DType,
+    mlp: DType,
+    shared: DType,
+    experts: DType,
+}
+
+impl LinearDtypes {
+    fn of(wb: &WeightBytes, unquantized: DType) -> LinearDtypes {
+        let attn = group_dtype(wb, TensorGroup::Attention, unquantized);
+        let mlp = group_dtype(wb, TensorGroup::DenseMlp, attn);
+        LinearDtypes {
+            attn,
+            attn_replicated: group_dtype(wb, TensorGroup::AttentionReplicated, attn),
+            mlp,
+            shared: group_dtype(wb, TensorGroup::SharedExperts, mlp),
+            experts: group_dtype(wb, TensorGroup::RoutedExperts, mlp),
+        }
+    }
+}
+
 /// Whether any linear layer of `dep` runs a weight-only (dequantising) GEMM on its GPU, i.e. whether
-/// the step reads `gemm_weight_only` (docs/step-time.md §2, "Weight-only GEMMs"): the dtype of the
-/// attention, dense-MLP, shared-expert or routed-expert weights is weight-only there.
+/// the step reads `gemm_weight_only` (docs/step-time.md §2, "Weight-only GEMMs").
 pub fn runs_weight_only_gemms(dep: &Deployment) -> bool {
     let m = &dep.model;
-    let wb = m.weight_bytes(dep.weight_precision);
-    let unq = m.checkpoint.unquantized;
-    let dt_attn = group_dtype(&wb, TensorGroup::Attention, unq);
-    let dt_mlp = group_dtype(&wb, TensorGroup::DenseMlp, dt_attn);
-    [
-        dt_attn,
-        group_dtype(&wb, TensorGroup::AttentionReplicated, dt_attn),
-        dt_mlp,
-        group_dtype(&wb, TensorGroup::SharedExperts, dt_mlp),
-        group_dtype(&wb, TensorGroup::RoutedExperts, dt_mlp),
-    ]
-    .into_iter()
-    .any(|dt| is_weight_only_on(dt, &dep.gpu))
+    let d = LinearDtypes::of(
+        &m.weight_bytes(dep.weight_precision),
+        m.checkpoint.unquantized,
+    );
+    [d.attn, d.attn_replicated, d.mlp, d.shared, d.experts]
+        .into_iter()
+        .any(|dt| is_weight_only_on(dt, &dep.gpu))
 }
 
 fn group_dtype(wb: &WeightBytes, g: TensorGroup, fallback: DType) -> DType {
@@ -468,11 +487,13 @@ impl StepCostModel {
         // (docs/step-time.md §6, `EngineSettings::v0_unfused_fp8`).
         let unfused_fp8 = dep.engine.v0_unfused_fp8(gpu, &m.checkpoint);
         let lf = m.linear_flops_per_token();
-        let dt_attn = group_dtype(&wb, TensorGroup::Attention, unq);
-        let dt_attn_r = group_dtype(&wb, TensorGroup::AttentionReplicated, dt_attn);
-        let dt_mlp = group_dtype(&wb, TensorGroup::DenseMlp, dt_attn);
-        let dt_shared = group_dtype(&wb, TensorGroup::SharedExperts, dt_mlp);
-        let dt_experts = group_dtype(&wb, TensorGroup::RoutedExperts, dt_mlp);
+        let LinearDtypes {
+            attn: dt_attn,
+            attn_replicated: dt_attn_r,
+            mlp: dt_mlp,
+            shared: dt_shared,
+            experts: dt_experts,
+        } = LinearDtypes::of(&wb, unq);
         // Per-GPU FLOPs per token: TP-sharded parts / tp, replicated parts whole.
         let parts = [
             (lf.attention / tp, dt_attn),
