@@ -1005,6 +1005,58 @@ fn the_latent_attention_chain_adds_its_time_per_mla_layer() {
     );
 }
 
+/// A prefill-attention field of its own (`field`, literature value = `prefill_attention`): the
+/// engine's notes name it exactly when `reads` (as the CLI and the page show them), and a tenth of
+/// the literature rate makes a prefill's attention ten times slower then and moves nothing
+/// otherwise; the decode side never reads it. `what` names the case in failures.
+fn check_prefill_attention_field(d: &Deployment, field: &str, reads: bool, what: &str) {
+    let chunks = [PrefillChunk {
+        past: 8192,
+        new: 512,
+    }];
+    let w = StepWork {
+        prefill: &chunks,
+        decode_seqs: 4,
+        decode_ctx_sum: 4 * 2048,
+    };
+    assert_eq!(
+        d.engine.notes.iter().any(|n| n.contains(field)),
+        reads,
+        "{what}: {:?}",
+        d.engine.notes
+    );
+    let base = Efficiencies::default_for(d.gpu.generation);
+    let literature = base
+        .fields()
+        .into_iter()
+        .find(|f| f.0 == field)
+        .map(|f| f.2)
+        .unwrap();
+    assert_eq!(literature, base.prefill_attention, "{what}");
+    let slow: EfficiencyOverrides =
+        serde_json::from_value(serde_json::json!({ field: base.prefill_attention / 10.0 }))
+            .unwrap();
+    let slow = base.with_overrides(&slow).unwrap();
+    let a = StepCostModel::new(d, &base).unwrap().breakdown(&w);
+    let b = StepCostModel::new(d, &slow).unwrap().breakdown(&w);
+    let (fa, pa) = (
+        a.raw.prefill_attention_compute,
+        b.raw.prefill_attention_compute,
+    );
+    assert!(fa > 0.0, "{what}: no prefill attention");
+    if reads {
+        assert!(((pa / fa) - 10.0).abs() < 1e-9, "{what}: {pa} vs {fa}");
+        assert!(b.total() > a.total(), "{what}");
+    } else {
+        assert_eq!(pa, fa, "{what}");
+        assert_eq!(b.total(), a.total(), "{what}");
+    }
+    assert_eq!(
+        b.raw.decode_attention_compute, a.raw.decode_attention_compute,
+        "{what}"
+    );
+}
+
 /// vLLM V0 on ROCm with chunked prefill sends every prefill through the paged prefix-prefill
 /// kernel (docs/step-time.md §3): its attention FLOPs run at `prefill_attention_paged`, and
 /// nothing else in the step moves. V0 on CUDA (FlashAttention with the block table), V0 without
@@ -1016,15 +1068,6 @@ fn v0_rocm_chunked_prefill_runs_attention_at_the_paged_rate() {
         enable_chunked_prefill: Some(chunked),
         ..RawEngineSettings::default()
     };
-    let chunks = [PrefillChunk {
-        past: 8192,
-        new: 512,
-    }];
-    let w = StepWork {
-        prefill: &chunks,
-        decode_seqs: 4,
-        decode_ctx_sum: 4 * 2048,
-    };
     let model = "meta-llama/Meta-Llama-3.1-8B";
     for (gpu, v0, chunked, paged) in [
         ("MI300X", true, true, true),
@@ -1033,53 +1076,9 @@ fn v0_rocm_chunked_prefill_runs_attention_at_the_paged_rate() {
         ("H100", true, true, false),
     ] {
         let d = dep_with(model, gpu, tp(1), raw(v0, chunked));
-        assert_eq!(
-            d.engine.v0_paged_prefill(&d.gpu),
-            paged,
-            "{gpu} v0={v0} chunked={chunked}"
-        );
-        // The engine's notes say so, as the CLI and the page show them.
-        assert_eq!(
-            d.engine
-                .notes
-                .iter()
-                .any(|n| n.contains("prefill_attention_paged")),
-            paged,
-            "{:?}",
-            d.engine.notes
-        );
-        let base = Efficiencies::default_for(d.gpu.generation);
-        assert_eq!(base.prefill_attention_paged, base.prefill_attention);
-        let slow: EfficiencyOverrides = serde_json::from_value(serde_json::json!({
-            "prefill_attention_paged": base.prefill_attention / 10.0
-        }))
-        .unwrap();
-        let slow = base.with_overrides(&slow).unwrap();
-        let a = StepCostModel::new(&d, &base).unwrap().breakdown(&w);
-        let b = StepCostModel::new(&d, &slow).unwrap().breakdown(&w);
-        let (fa, pa) = (
-            a.raw.prefill_attention_compute,
-            b.raw.prefill_attention_compute,
-        );
-        assert!(
-            fa > 0.0,
-            "{gpu} v0={v0} chunked={chunked}: no prefill attention"
-        );
-        if paged {
-            assert!(
-                ((pa / fa) - 10.0).abs() < 1e-9,
-                "{gpu} v0={v0} chunked={chunked}: {pa} vs {fa}"
-            );
-            assert!(b.total() > a.total());
-        } else {
-            assert_eq!(pa, fa, "{gpu} v0={v0} chunked={chunked}");
-            assert_eq!(b.total(), a.total(), "{gpu} v0={v0} chunked={chunked}");
-        }
-        // The decode side never reads the paged prefill rate.
-        assert_eq!(
-            b.raw.decode_attention_compute,
-            a.raw.decode_attention_compute
-        );
+        let what = format!("{gpu} v0={v0} chunked={chunked}");
+        assert_eq!(d.engine.v0_paged_prefill(&d.gpu), paged, "{what}");
+        check_prefill_attention_field(&d, "prefill_attention_paged", paged, &what);
     }
 }
 
@@ -1090,15 +1089,6 @@ fn v0_rocm_chunked_prefill_runs_attention_at_the_paged_rate() {
 /// without sinks keep `prefill_attention`.
 #[test]
 fn attention_sink_models_prefill_at_the_triton_rate_where_vllm_picks_triton() {
-    let chunks = [PrefillChunk {
-        past: 8192,
-        new: 512,
-    }];
-    let w = StepWork {
-        prefill: &chunks,
-        decode_seqs: 4,
-        decode_ctx_sum: 4 * 2048,
-    };
     for (model, gpu, triton) in [
         ("openai/gpt-oss-20b", "A100-80GB", true),
         ("openai/gpt-oss-20b", "L40S", true),
@@ -1109,50 +1099,13 @@ fn attention_sink_models_prefill_at_the_triton_rate_where_vllm_picks_triton() {
         ("meta-llama/Meta-Llama-3.1-8B", "A100-80GB", false),
     ] {
         let d = dep(model, gpu, tp(1));
+        let what = format!("{model} on {gpu}");
         assert_eq!(
             d.engine.triton_unified_prefill(&d.model, &d.gpu),
             triton,
-            "{model} on {gpu}"
+            "{what}"
         );
-        // The engine's notes say so, as the CLI and the page show them.
-        assert_eq!(
-            d.engine
-                .notes
-                .iter()
-                .any(|n| n.contains("prefill_attention_triton")),
-            triton,
-            "{:?}",
-            d.engine.notes
-        );
-        let base = Efficiencies::default_for(d.gpu.generation);
-        assert_eq!(base.prefill_attention_triton, base.prefill_attention);
-        let slow: EfficiencyOverrides = serde_json::from_value(serde_json::json!({
-            "prefill_attention_triton": base.prefill_attention / 10.0
-        }))
-        .unwrap();
-        let slow = base.with_overrides(&slow).unwrap();
-        let a = StepCostModel::new(&d, &base).unwrap().breakdown(&w);
-        let b = StepCostModel::new(&d, &slow).unwrap().breakdown(&w);
-        let (fa, pa) = (
-            a.raw.prefill_attention_compute,
-            b.raw.prefill_attention_compute,
-        );
-        assert!(fa > 0.0, "{model} on {gpu}: no prefill attention");
-        if triton {
-            assert!(
-                ((pa / fa) - 10.0).abs() < 1e-9,
-                "{model} on {gpu}: {pa} vs {fa}"
-            );
-            assert!(b.total() > a.total());
-        } else {
-            assert_eq!(pa, fa, "{model} on {gpu}");
-            assert_eq!(b.total(), a.total(), "{model} on {gpu}");
-        }
-        // The decode side never reads the Triton prefill rate.
-        assert_eq!(
-            b.raw.decode_attention_compute,
-            a.raw.decode_attention_compute
-        );
+        check_prefill_attention_field(&d, "prefill_attention_triton", triton, &what);
     }
     // vLLM's V0 engine (which never ran gpt-oss) is not routed there.
     let v0 = RawEngineSettings {
