@@ -30,6 +30,20 @@ fn dep(model: &str, gpu: &str, par: Parallelism) -> Deployment {
     dep_with(model, gpu, par, RawEngineSettings::default())
 }
 
+/// One GPU's deployment of `model` with its weights at `prec` (vLLM's defaults otherwise).
+fn dep_at(model: &str, gpu: &str, prec: WeightPrecision) -> Deployment {
+    Deployment::new(
+        catalog::load(model).unwrap(),
+        find_gpu(gpu).unwrap(),
+        tp(1),
+        None,
+        prec,
+        KvCacheDtype::Auto,
+        &RawEngineSettings::default(),
+    )
+    .unwrap()
+}
+
 fn tp(n: u32) -> Parallelism {
     Parallelism {
         tp: n,
@@ -821,16 +835,7 @@ fn compute_class_follows_tensor_core_support() {
     let ch = [PrefillChunk { past: 0, new: 8192 }];
     let w = prefill_only(&ch);
     let gemm = |gpu: &str, prec: WeightPrecision| {
-        let d = Deployment::new(
-            catalog::load("Qwen/Qwen3-8B").unwrap(),
-            find_gpu(gpu).unwrap(),
-            tp(1),
-            None,
-            prec,
-            KvCacheDtype::Auto,
-            &RawEngineSettings::default(),
-        )
-        .unwrap();
+        let d = dep_at("Qwen/Qwen3-8B", gpu, prec);
         cost(&d).breakdown(&w).raw.dense_gemm_compute
     };
     assert!(gemm("H100", WeightPrecision::Fp8) < 0.7 * gemm("H100", WeightPrecision::Bf16));
@@ -1138,16 +1143,7 @@ fn weight_only_gemms_are_the_deployments_that_dequantise() {
         ("Qwen/Qwen3-14B", "H100-SXM", Fp8, false),
         ("Qwen/Qwen3-14B", "A100-80GB", Checkpoint, false),
     ] {
-        let d = Deployment::new(
-            catalog::load(model).unwrap(),
-            find_gpu(gpu).unwrap(),
-            tp(1),
-            None,
-            prec,
-            KvCacheDtype::Auto,
-            &RawEngineSettings::default(),
-        )
-        .unwrap();
+        let d = dep_at(model, gpu, prec);
         assert_eq!(
             servesim_core::perf::runs_weight_only_gemms(&d),
             weight_only,
