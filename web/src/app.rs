@@ -1430,6 +1430,11 @@ fn capacity_body(c: CapacityView) -> impl IntoView {
         {c.cpu_tier.clone().map(|t| view! { <p id="cap-cpu-tier">{t}</p> })}
         {c.drafter.clone().map(|t| view! { <p id="cap-drafter">{t}</p> })}
         <p class="muted" id="cap-calibration" title="the step-time model's efficiency table for this GPU and vLLM version (docs/accuracy.md)">{c.calibration.clone()}</p>
+        {(!c.evidence.is_empty()).then(|| view! {
+            <p class="muted" id="cap-evidence" title="ServeSim against the public measured runs fitted in this calibration key, for this model family">
+                {c.evidence.clone()}" ("<a href=crate::compare_ui::accuracy::ACCURACY_DOC_URL>"accuracy.md"</a>")"
+            </p>
+        })}
         <details class="cap-details">
             <summary>"vLLM start-up log, notes"</summary>
             <pre id="cap-log">{c.log_lines.join("\n")}</pre>

@@ -146,6 +146,11 @@ pub struct CapacityView {
     pub notes: Vec<String>,
     /// Which efficiency table the simulation will use (`scenario::Calibration::summary`).
     pub calibration: String,
+    /// ServeSim's error on the measured runs of that table's calibration key and this model
+    /// family (`ResolvedScenario::evidence`, docs/accuracy.md "Per calibration key and model
+    /// family").
+    #[serde(default)]
+    pub evidence: String,
     /// The CPU KV offload tier in one line (`CpuTierReport::summary_line`, as `servesim
     /// capacity` prints it); absent without a tier.
     #[serde(default)]
@@ -202,6 +207,7 @@ fn view_of(r: &CapacityReport, shape: Option<RequestShape>, calibration: String)
         warnings: r.warnings.clone(),
         notes: r.notes.clone(),
         calibration,
+        evidence: String::new(),
         cpu_tier: r.cpu_tier.as_ref().map(|t| t.summary_line()),
         drafter: None,
     }
@@ -251,6 +257,7 @@ pub fn capacity(s: &Scenario) -> Result<CapacityView, String> {
         .map(|c| {
             let mut v = CapacityView {
                 drafter: drafter_line(&r.deployment, r.disagg.is_some()),
+                evidence: r.evidence().summary,
                 ..view_of(&c, shape, r.calibration.summary.clone())
             };
             v.warnings.extend(r.warnings());

@@ -590,6 +590,7 @@ fn print_table(
         c.max_num_seqs, c.max_num_batched_tokens, c.max_model_len
     );
     println!("{}", r.calibration.summary);
+    println!("{}", r.evidence().summary);
     println!();
     println!(
         "{:>10} {:>9} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7} {:>6}",

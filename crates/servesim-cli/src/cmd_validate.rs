@@ -119,7 +119,9 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
             ..Default::default()
         };
         let r = validate::run(&csv, &opts)?;
-        let summary = validate::AccuracySummary::from_report(&r, &rep.held_out);
+        let mut held = rep.held_out.clone();
+        held.extend(validate::evidence_held_out(&rep.held_out_by_family));
+        let summary = validate::AccuracySummary::from_report(&r, &held);
         std::fs::write(&a.summary_out, summary.to_json())
             .with_context(|| format!("writing {}", a.summary_out.display()))?;
         eprintln!("wrote {}", a.summary_out.display());

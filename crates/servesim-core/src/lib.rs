@@ -11,6 +11,7 @@ pub mod compare;
 pub mod deploy;
 pub mod dtype;
 pub mod engine;
+pub mod evidence;
 pub mod fieldwise;
 pub mod gpu;
 pub mod metric;

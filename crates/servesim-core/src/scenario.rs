@@ -1167,6 +1167,25 @@ pub struct ResolvedDisagg {
 }
 
 impl ResolvedScenario {
+    /// The measured evidence for this scenario's calibration key and model family: ServeSim's
+    /// error on the public runs fitted in the same key ([`crate::evidence`], docs/accuracy.md
+    /// "Per calibration key and model family"). A disaggregated deployment is quoted its decode
+    /// pool's key; efficiency fields the scenario sets are outside the evidence, and it says so.
+    pub fn evidence(&self) -> crate::evidence::Evidence {
+        let mut e = crate::evidence::evidence(
+            crate::validate::ACCURACY_SUMMARY_JSON,
+            self.calibration.fit.as_deref(),
+            self.deployment.model.accuracy_family(),
+        );
+        let n = self.calibration.overridden.len();
+        if n > 0 && self.calibration.fit.is_some() {
+            e.summary.push_str(&format!(
+                "; the scenario sets {n} efficiency field(s) itself, which these runs did not test"
+            ));
+        }
+        e
+    }
+
     /// The plan the simulation runs: one aggregated pool of `topology.replicas` replicas of
     /// `engine` x `dp` ranks, each with its own API-server front-end, behind the router.
     pub fn plan(&self) -> SimPlan<'_> {

@@ -194,6 +194,7 @@ fn documented_tables_are_the_shipped_summary_and_this_run() {
     let fresh = [
         ("targets", s.targets_table()),
         ("families", s.families_table()),
+        ("evidence", s.evidence_table()),
         ("points", points.trim().to_string() + "\n"),
         (
             "fitted",

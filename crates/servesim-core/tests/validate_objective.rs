@@ -12,6 +12,7 @@ fn point(line: usize, source: &str, family: &str, tok_s_err: f64) -> PointResult
         gpu: "H100-SXM-80GB".into(),
         tp: 1,
         model_family: family.into(),
+        calibration_key: Some("hopper@vllm-0.15".into()),
         workload: "w".into(),
         comparisons: vec![MetricComparison {
             family: Family::Throughput,

@@ -59,3 +59,67 @@ fn summary_covers_every_metric_with_held_out_figures() {
         }
     }
 }
+
+/// The per-(calibration key, model family) cells a scenario is quoted (`evidence`) partition the
+/// scored rows: per metric their runs add up to the metric's, each cell names a known family and
+/// a key of the shipped table, and each has its held-out figure from the family's fold.
+#[test]
+fn evidence_cells_partition_the_scored_rows_and_carry_held_out_figures() {
+    let s = validate::accuracy_summary();
+    assert!(!s.evidence.is_empty());
+    let table = validate::fitted_efficiencies().unwrap();
+    for m in &s.metrics {
+        let cells: Vec<_> = s.evidence.iter().filter(|c| c.metric == m.metric).collect();
+        let n: usize = cells.iter().map(|c| c.n).sum();
+        assert_eq!(
+            n, m.n,
+            "{}: the cells' runs add up to the metric's",
+            m.metric
+        );
+        for c in cells {
+            assert!(
+                validate::FAMILIES.contains(&c.model_family.as_str()),
+                "{c:?}"
+            );
+            assert!(table.generations.contains_key(&c.key), "{c:?}");
+            assert!(c.n > 0 && (1..=c.n).contains(&c.sources), "{c:?}");
+            assert!(c.held_out_median_abs_pct.is_some(), "{c:?}");
+        }
+    }
+}
+
+/// A scenario is quoted its own cell: the Llama-3.1-8B on one H100 with a current vLLM is a dense
+/// model in `hopper@vllm-0.15`, and the line gives that cell's figures.
+#[test]
+fn a_scenario_is_quoted_the_cell_of_its_key_and_family() {
+    let sc = servesim_core::scenario::Scenario::from_json(
+        r#"{"version": 1, "model": {"catalog": "meta-llama/Llama-3.1-8B-Instruct"},
+            "gpu": {"catalog": "H100-SXM"}, "num_gpus": 1, "tp": 1,
+            "workload": {"arrival": {"type": "closed_loop", "concurrency": 1},
+                         "requests": {"type": "synthetic", "input": {"type": "constant", "tokens": 512},
+                         "output": {"type": "constant", "tokens": 128}}},
+            "sweep": {"concurrency": [1]}}"#,
+    )
+    .unwrap();
+    let e = sc.resolve().unwrap().evidence();
+    let s = validate::accuracy_summary();
+    let want: Vec<_> = s
+        .evidence
+        .iter()
+        .filter(|c| c.key == "hopper@vllm-0.15" && c.model_family == "dense")
+        .cloned()
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(e.cells.len(), want.len());
+    for c in &want {
+        assert!(e.cells.contains(c));
+        assert!(
+            e.summary.contains(&format!(
+                "{} {:.1} % ({} runs)",
+                c.metric, c.median_abs_pct, c.n
+            )),
+            "{}",
+            e.summary
+        );
+    }
+}

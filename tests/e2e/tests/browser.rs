@@ -130,15 +130,31 @@ async fn a_sweep_in_the_page_equals_the_native_cli_report_byte_for_byte() {
                 // The vLLM version (Advanced) selects the calibration era; the link carries it.
                 c.find(Locator::Css("details.advanced > summary")).await?.click().await?;
                 let before = wait_text(&c, "#cap-calibration").await?;
+                let evidence_before = wait_text(&c, "#cap-evidence").await?;
                 type_into(&c, "#f-vllm_version", "0.11.0").await?;
                 let after = wait_until("the calibration line to change", Duration::from_secs(10), || async {
                     Ok(text_of(&c, "#cap-calibration").await?.filter(|t| *t != before))
                 })
                 .await?;
+                let evidence_after = wait_until("the evidence line to change", Duration::from_secs(10), || async {
+                    Ok(text_of(&c, "#cap-evidence").await?.filter(|t| *t != evidence_before))
+                })
+                .await?;
                 assert!(before.contains("hopper@vllm-0.15"), "{before}");
                 assert!(after.contains("hopper@vllm-0.11"), "{after}");
+                // The measured evidence follows the calibration key: the runs fitted in it.
+                assert!(evidence_before.contains("models in hopper@vllm-0.15"), "{evidence_before}");
+                assert!(evidence_after.contains("models in hopper@vllm-0.11"), "{evidence_after}");
+                assert!(evidence_after.contains("in-sample"), "{evidence_after}");
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 let link = c.current_url().await?.to_string();
+                // The page words it as the core does for the link's scenario (what `servesim
+                // sweep` prints).
+                let native_evidence = native_evidence_of_link(&link);
+                assert!(
+                    evidence_after.starts_with(&native_evidence),
+                    "page: {evidence_after}\nnative: {native_evidence}"
+                );
                 let (status, report, _) = run_and_report(&c, 120).await?;
                 let rows = table_rows(&c).await?;
                 // Each chart canvas has non-background pixels.

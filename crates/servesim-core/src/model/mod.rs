@@ -553,6 +553,24 @@ impl ModelConfig {
         Ok(())
     }
 
+    /// The model family of docs/accuracy.md's per-family tables: `hybrid` (linear-attention
+    /// layers: Qwen3.5's Gated DeltaNet), `sparse` (DeepSeek sparse attention's indexer: V3.2,
+    /// GLM-5), `MLA` (latent attention: DeepSeek-R1/V3), `MoE` (routed experts), else `dense`,
+    /// tested in that order.
+    pub fn accuracy_family(&self) -> &'static str {
+        if self.linear_attention.is_some() {
+            "hybrid"
+        } else if self.sparse_indexer.is_some() {
+            "sparse"
+        } else if matches!(self.attention, AttentionSpec::Mla { .. }) {
+            "MLA"
+        } else if self.moe.is_some() {
+            "MoE"
+        } else {
+            "dense"
+        }
+    }
+
     /// Number of MoE decoder layers (MTP excluded).
     pub fn num_moe_layers(&self) -> u32 {
         self.layers

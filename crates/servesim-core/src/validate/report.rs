@@ -34,6 +34,10 @@ pub struct PointResult {
     /// [`model_family`] of the row's model.
     #[serde(default)]
     pub model_family: String,
+    /// The calibration key whose table the row is fitted in and simulated with
+    /// ([`point_key`]: GPU generation and vLLM release line); `None` for an unknown GPU.
+    #[serde(default)]
+    pub calibration_key: Option<String>,
     pub workload: String,
     pub comparisons: Vec<MetricComparison>,
     pub notes: Vec<String>,

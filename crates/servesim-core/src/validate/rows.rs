@@ -247,19 +247,9 @@ pub fn model_family(p: &CalibrationPoint) -> &'static str {
     let Ok(m) = resolve_model(p) else {
         return "unknown";
     };
-    let Ok(c) = crate::model::catalog::load(&m.catalog_id) else {
-        return "unknown";
-    };
-    if c.linear_attention.is_some() {
-        "hybrid"
-    } else if c.sparse_indexer.is_some() {
-        "sparse"
-    } else if matches!(c.attention, crate::model::AttentionSpec::Mla { .. }) {
-        "MLA"
-    } else if c.moe.is_some() {
-        "MoE"
-    } else {
-        "dense"
+    match crate::model::catalog::load(&m.catalog_id) {
+        Ok(c) => c.accuracy_family(),
+        Err(_) => "unknown",
     }
 }
 

@@ -132,6 +132,7 @@ pub fn prepare_rows(points: Vec<CalibrationPoint>) -> Vec<PreparedRow> {
                 gpu: p.gpu.clone(),
                 tp: p.tp,
                 model_family: model_family(&p).to_string(),
+                calibration_key: point_key(&p),
                 workload: p.workload.chars().take(60).collect(),
                 comparisons: Vec::new(),
                 notes: Vec::new(),

@@ -58,6 +58,41 @@ pub struct AccuracySummary {
     /// Per model family and metric: in-sample and leave-one-family-out figures.
     #[serde(default)]
     pub families: Vec<FamilyAccuracy>,
+    /// Per calibration key, model family and metric: the measured evidence a scenario with
+    /// that key and family is quoted ([`crate::evidence`]).
+    #[serde(default)]
+    pub evidence: Vec<crate::evidence::EvidenceCell>,
+}
+
+/// The held-out scope of one (model family, calibration key) cell: its rows as the fit that
+/// left the family out predicts them ([`evidence_held_out`]).
+pub fn evidence_scope(model_family: &str, key: &str) -> String {
+    format!("leave-one-family-out: {model_family} @ {key}")
+}
+
+/// The simulated points of `points` by (calibration key, model family), keys sorted.
+fn by_key_and_family(
+    points: &[PointResult],
+) -> std::collections::BTreeMap<(String, String), Vec<PointResult>> {
+    let mut m: std::collections::BTreeMap<(String, String), Vec<PointResult>> =
+        std::collections::BTreeMap::new();
+    for p in points.iter().filter(|p| p.error.is_none()) {
+        if let Some(k) = &p.calibration_key {
+            m.entry((k.clone(), p.model_family.clone()))
+                .or_default()
+                .push(p.clone());
+        }
+    }
+    m
+}
+
+/// Held-out aggregates per (model family, calibration key) cell (scope [`evidence_scope`]) from
+/// the points each leave-one-family-out fold predicts (`FitReport::held_out_by_family`).
+pub fn evidence_held_out(held_out_by_family: &[PointResult]) -> Vec<Aggregate> {
+    by_key_and_family(held_out_by_family)
+        .into_iter()
+        .flat_map(|((key, fam), pts)| aggregate(&pts, &evidence_scope(&fam, &key), &|_| true))
+        .collect()
 }
 
 /// Accuracy of one metric for one model family.
@@ -159,6 +194,42 @@ impl AccuracySummary {
                         .collect::<Vec<_>>()
                 })
                 .collect(),
+            evidence: by_key_and_family(&r.points)
+                .into_iter()
+                .flat_map(|((key, fam), pts)| {
+                    let scope = evidence_scope(&fam, &key);
+                    aggregate(&pts, &scope, &|_| true)
+                        .into_iter()
+                        .map(|a| {
+                            let sources: std::collections::BTreeSet<&str> = pts
+                                .iter()
+                                .filter(|p| {
+                                    p.comparisons.iter().any(|c| {
+                                        c.family == a.family
+                                            && c.excluded.is_none()
+                                            && c.signed_error_pct.is_some()
+                                    })
+                                })
+                                .map(|p| p.source.as_str())
+                                .collect();
+                            let h = held_out
+                                .iter()
+                                .find(|h| h.scope == scope && h.family == a.family);
+                            crate::evidence::EvidenceCell {
+                                key: key.clone(),
+                                model_family: fam.clone(),
+                                metric: a.family.name().to_string(),
+                                n: a.n,
+                                sources: sources.len(),
+                                median_abs_pct: round1(a.median_abs_pct),
+                                mean_signed_pct: round1(a.mean_signed_pct),
+                                held_out_median_abs_pct: h.map(|h| round1(h.median_abs_pct)),
+                                held_out_mean_signed_pct: h.map(|h| round1(h.mean_signed_pct)),
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
         }
     }
 
@@ -197,6 +268,23 @@ impl AccuracySummary {
                     mean_signed_pct: sg,
                     target_pct: f.family.held_out_target_pct(),
                     met: x <= f.family.held_out_target_pct(),
+                });
+            }
+        }
+        for c in &self.evidence {
+            let Some(family) = Family::ALL.into_iter().find(|f| f.name() == c.metric) else {
+                continue;
+            };
+            if let (Some(x), Some(sg)) = (c.held_out_median_abs_pct, c.held_out_mean_signed_pct) {
+                v.push(Aggregate {
+                    family,
+                    scope: evidence_scope(&c.model_family, &c.key),
+                    n: c.n,
+                    median_abs_pct: x,
+                    mean_abs_pct: 0.0,
+                    mean_signed_pct: sg,
+                    target_pct: family.held_out_target_pct(),
+                    met: x <= family.held_out_target_pct(),
                 });
             }
         }
@@ -260,6 +348,34 @@ impl AccuracySummary {
                 pct(f.held_out_mean_signed_pct, true),
                 f.median_abs_pct,
                 f.mean_signed_pct
+            ));
+        }
+        s
+    }
+
+    /// docs/accuracy.md "Per calibration key and model family": the evidence a scenario is
+    /// quoted, every cell.
+    pub fn evidence_table(&self) -> String {
+        let mut s = String::from(
+            "| calibration key | model family | metric | points | sources | in-sample: median abs error | in-sample: mean signed | held out: median abs error | held out: mean signed |\n|---|---|---|---|---|---|---|---|---|\n",
+        );
+        let pct = |v: Option<f64>, signed: bool| match v {
+            Some(v) if signed => format!("{v:+.1} %"),
+            Some(v) => format!("{v:.1} %"),
+            None => "not computed".into(),
+        };
+        for c in &self.evidence {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {:.1} % | {:+.1} % | {} | {} |\n",
+                c.key,
+                c.model_family,
+                c.metric,
+                c.n,
+                c.sources,
+                c.median_abs_pct,
+                c.mean_signed_pct,
+                pct(c.held_out_median_abs_pct, false),
+                pct(c.held_out_mean_signed_pct, true),
             ));
         }
         s

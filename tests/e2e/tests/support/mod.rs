@@ -347,6 +347,17 @@ pub fn native_report_of_link(link: &str) -> String {
     SweepReport::new(&s, &r, &result).to_json_pretty()
 }
 
+/// The measured-evidence line the core gives the scenario a page link carries
+/// (`ResolvedScenario::evidence`, as `servesim sweep` prints it).
+pub fn native_evidence_of_link(link: &str) -> String {
+    use servesim_core::scenario::Scenario;
+    let code = link.split("#s=").nth(1).expect("a link with #s=");
+    let code = code.split('&').next().unwrap_or(code);
+    let json = servesim_core::share::decode(code).expect("the link decodes");
+    let s = Scenario::from_json(&json).expect("the link carries a scenario");
+    s.resolve().expect("it resolves").evidence().summary
+}
+
 /// An attribute of the first element matching `css` (None when absent or unset).
 pub async fn attr_of(c: &Client, css: &str, name: &str) -> Res<Option<String>> {
     let v = c
