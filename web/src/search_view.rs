@@ -168,6 +168,9 @@ pub struct ViewGate {
 pub struct SearchView {
     pub sla: Vec<ViewGate>,
     pub max_gpus: u32,
+    /// The measured evidence per GPU id (`SearchReport::evidence`; absent in reports without it).
+    #[serde(default)]
+    pub evidence: BTreeMap<String, String>,
     pub summary: ViewSummary,
     pub ranking_by_throughput: Vec<usize>,
     pub ranking_by_cost: Vec<usize>,

@@ -336,6 +336,9 @@ fn print_table(r: &SearchReport) {
     for (g, p) in &r.prices {
         println!("price {g}: {} ({})", opt(p.usd_per_gpu_hour, 2), p.source);
     }
+    for (g, e) in &r.evidence {
+        println!("evidence {g}: {e}");
+    }
     println!();
     println!(
         "{:>4}  {:<64} {:>5} {:>8} {:>10} {:>10} {:>10} {:>10}",

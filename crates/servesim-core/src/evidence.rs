@@ -141,6 +141,25 @@ pub fn evidence(summary_json: &str, key: Option<&str>, model_family: &str) -> Ev
     Evidence { cells, summary }
 }
 
+/// The evidence a prediction with calibration `cal` for `model` is quoted: the summary's cell
+/// for the fitted entry it uses (`Calibration::fit`) and the model's family, plus a clause when
+/// the scenario sets efficiency fields itself (outside what those runs tested). One wording for a
+/// scenario (`ResolvedScenario::evidence`) and a search's GPUs (`SearchSpace::evidence`).
+pub fn quoted(cal: &crate::scenario::Calibration, model: &crate::model::ModelConfig) -> Evidence {
+    let mut e = evidence(
+        crate::validate::ACCURACY_SUMMARY_JSON,
+        cal.fit.as_deref(),
+        model.accuracy_family(),
+    );
+    let n = cal.overridden.len();
+    if n > 0 && cal.fit.is_some() {
+        e.summary.push_str(&format!(
+            "; the scenario sets {n} efficiency field(s) itself, which these runs did not test"
+        ));
+    }
+    e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

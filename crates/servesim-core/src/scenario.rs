@@ -1168,22 +1168,11 @@ pub struct ResolvedDisagg {
 
 impl ResolvedScenario {
     /// The measured evidence for this scenario's calibration key and model family: ServeSim's
-    /// error on the public runs fitted in the same key ([`crate::evidence`], docs/accuracy.md
-    /// "Per calibration key and model family"). A disaggregated deployment is quoted its decode
-    /// pool's key; efficiency fields the scenario sets are outside the evidence, and it says so.
+    /// error on the public runs fitted in the same key ([`crate::evidence::quoted`],
+    /// docs/accuracy.md "Per calibration key and model family"). A disaggregated deployment is
+    /// quoted its decode pool's key.
     pub fn evidence(&self) -> crate::evidence::Evidence {
-        let mut e = crate::evidence::evidence(
-            crate::validate::ACCURACY_SUMMARY_JSON,
-            self.calibration.fit.as_deref(),
-            self.deployment.model.accuracy_family(),
-        );
-        let n = self.calibration.overridden.len();
-        if n > 0 && self.calibration.fit.is_some() {
-            e.summary.push_str(&format!(
-                "; the scenario sets {n} efficiency field(s) itself, which these runs did not test"
-            ));
-        }
-        e
+        crate::evidence::quoted(&self.calibration, &self.deployment.model)
     }
 
     /// The plan the simulation runs: one aggregated pool of `topology.replicas` replicas of

@@ -875,3 +875,26 @@ fn an_auto_fitted_context_below_every_request_prunes_the_layout() {
         tp2.outcome
     );
 }
+
+/// Each GPU of a search is quoted the measured evidence its candidates are predicted on: the
+/// same line a scenario on that GPU gets (`ResolvedScenario::evidence`), in the space and the
+/// report; a GPU generation without a fit says no error can be quoted.
+#[test]
+fn every_gpu_is_quoted_the_evidence_its_candidates_get() {
+    let mut raw = small(10.0);
+    raw.gpus = Some(vec!["H100-SXM".into(), "MI355X".into()]);
+    raw.tp = Some(vec![1]);
+    let space = raw.validate().unwrap();
+    assert_eq!(
+        space.evidence.keys().collect::<Vec<_>>(),
+        ["H100-SXM", "MI355X"]
+    );
+    for c in &space.candidates {
+        let want = c.scenario.resolve().unwrap().evidence().summary;
+        assert_eq!(space.evidence[&c.gpu], want, "{}", c.label);
+    }
+    assert!(space.evidence["H100-SXM"].contains("hopper@vllm-0.15"));
+    assert!(space.evidence["MI355X"].contains("no error can be quoted"));
+    let report = search::assemble(&space, Vec::new());
+    assert_eq!(report.evidence, space.evidence);
+}

@@ -102,6 +102,20 @@ fn a_scenario_is_quoted_the_cell_of_its_key_and_family() {
     )
     .unwrap();
     let e = sc.resolve().unwrap().evidence();
+    assert!(!e.summary.contains("efficiency field"), "{}", e.summary);
+    // A scenario that sets efficiency fields is told the runs did not test them.
+    let mut tuned = sc.clone();
+    tuned.efficiencies =
+        Some(serde_json::from_str(r#"{"gemm_bf16": 0.5, "hbm_kv": 0.7}"#).unwrap());
+    let t = tuned.resolve().unwrap().evidence();
+    assert_eq!(t.cells, e.cells);
+    assert!(
+        t.summary.ends_with(
+            "the scenario sets 2 efficiency field(s) itself, which these runs did not test"
+        ),
+        "{}",
+        t.summary
+    );
     let s = validate::accuracy_summary();
     let want: Vec<_> = s
         .evidence

@@ -76,6 +76,7 @@ async fn a_small_search_equals_the_cli_and_its_winner_opens_with_the_same_number
             let report = text_content(&c, "#search-report").await?;
             let progress = text_content(&c, "#search-progress").await?;
             let ranking = wait_text(&c, "#search-ranking").await?;
+            let evidence = text_content(&c, "#search-evidence").await?;
             let chart_w = c
                 .execute(
                     "return document.querySelector('#search-chart').width;",
@@ -105,6 +106,7 @@ async fn a_small_search_equals_the_cli_and_its_winner_opens_with_the_same_number
                 report,
                 progress,
                 ranking,
+                evidence,
                 chart_w,
                 cores,
                 link,
@@ -115,7 +117,8 @@ async fn a_small_search_equals_the_cli_and_its_winner_opens_with_the_same_number
         (c, r)
     })
     .await;
-    let (status, search_json, report, progress, ranking, chart_w, cores, link, sweep) = out;
+    let (status, search_json, report, progress, ranking, evidence, chart_w, cores, link, sweep) =
+        out;
     println!("{status} (navigator.hardwareConcurrency = {cores})");
     // The page's search is the options typed, over the page's scenario.
     let raw = RawSearch::from_json(&search_json).unwrap();
@@ -133,6 +136,14 @@ async fn a_small_search_equals_the_cli_and_its_winner_opens_with_the_same_number
         "the page's search report equals the CLI's byte for byte"
     );
     assert!(native.summary.evaluated >= 2, "{:?}", native.summary);
+    // Each GPU is listed with the measured evidence its candidates are predicted on.
+    assert_eq!(native.evidence.len(), 2, "{:?}", native.evidence);
+    for (g, e) in &native.evidence {
+        assert!(
+            evidence.contains(&format!("{g}: {e}")),
+            "#search-evidence lists {g}: {evidence}"
+        );
+    }
     assert_eq!(
         progress.matches("GPUs)").count(),
         space.candidates.len(),

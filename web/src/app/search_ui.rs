@@ -550,6 +550,11 @@ pub(super) fn search_panel(st: State) -> impl IntoView {
             .filter(|c| c.outcome.status == "evaluated" && c.outcome.operating_point.is_none())
             .map(|c| view! { <li>{format!("{}: no level passes the SLA", c.label)}</li> })
             .collect_view();
+        let evidence = v
+            .evidence
+            .iter()
+            .map(|(g, e)| view! { <li data-gpu=g.clone()>{format!("{g}: {e}")}</li> })
+            .collect_view();
         Some(view! {
             <p id="search-summary">{summary}</p>
             {best("Most output tok/s per GPU at the SLA:", "search-best-throughput", v.ranking_by_throughput.first().copied())}
@@ -560,6 +565,8 @@ pub(super) fn search_panel(st: State) -> impl IntoView {
             {table("search-cost", &v.ranking_by_cost)}
             <h3>"Not at the SLA"</h3>
             <ul id="search-pruned">{not_sim}{no_sla}</ul>
+            <h3>"Measured evidence per GPU"</h3>
+            <ul id="search-evidence">{evidence}</ul>
         })
     };
     let progress = move || {

@@ -237,6 +237,9 @@ pub struct SearchSpace {
     pub sla: Vec<crate::sweep::RawGate>,
     /// Price used per GPU id and its source.
     pub prices: BTreeMap<String, PriceUsed>,
+    /// The measured evidence per GPU id: ServeSim's error on the public runs of the base's model
+    /// family fitted in the calibration key that GPU's candidates use ([`crate::evidence`]).
+    pub evidence: BTreeMap<String, String>,
     /// Option values merged into another because they give the same candidates (e.g. `fp8`
     /// weights of an fp8 checkpoint are `checkpoint`).
     pub merged: usize,
@@ -308,6 +311,21 @@ impl RawSearch {
                     v,
                     "give $ per GPU-hour between 0 and 1000",
                 ));
+            }
+        }
+        // The evidence each GPU's candidates are predicted on: its calibration key for the
+        // base's vLLM release line and the base's model family.
+        let mut evidence = BTreeMap::new();
+        if let (Ok(model), Ok(era)) = (self.base.model_config(), self.base.engine_era()) {
+            for g in &gpus {
+                if let Ok(spec) = crate::gpu::find_gpu(g) {
+                    let cal = crate::scenario::Calibration::of(
+                        spec.generation,
+                        era,
+                        self.base.efficiencies.as_ref(),
+                    );
+                    evidence.insert(g.clone(), crate::evidence::quoted(&cal, &model).summary);
+                }
             }
         }
         let mut prices = BTreeMap::new();
@@ -707,6 +725,7 @@ impl RawSearch {
             stop_at_crossing: self.stop_at_crossing.unwrap_or(false),
             sla: self.base.sweep.sla.clone(),
             prices,
+            evidence,
             merged,
             notes,
             refused_precisions,
@@ -1333,6 +1352,9 @@ pub struct SearchReport {
     pub sla: Vec<crate::sweep::RawGate>,
     pub max_gpus: u32,
     pub prices: BTreeMap<String, PriceUsed>,
+    /// [`SearchSpace::evidence`]: the measured evidence per GPU id.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub evidence: BTreeMap<String, String>,
     pub summary: PruneSummary,
     /// What the search did with its options (merges, precisions as vLLM serves them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -1438,6 +1460,7 @@ pub fn assemble(space: &SearchSpace, mut results: Vec<CandidateResult>) -> Searc
         sla: space.sla.clone(),
         max_gpus: space.max_gpus,
         prices: space.prices.clone(),
+        evidence: space.evidence.clone(),
         summary,
         notes: space.notes.clone(),
         ranking_by_throughput: by_tput.into_iter().map(|x| x.0).collect(),
