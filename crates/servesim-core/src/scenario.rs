@@ -1169,10 +1169,18 @@ pub struct ResolvedDisagg {
 impl ResolvedScenario {
     /// The measured evidence for this scenario's calibration key and model family: ServeSim's
     /// error on the public runs fitted in the same key ([`crate::evidence::quoted`],
-    /// docs/accuracy.md "Per calibration key and model family"). A disaggregated deployment is
-    /// quoted its decode pool's key.
+    /// docs/accuracy.md "Per calibration key and model family"). A disaggregated deployment whose
+    /// pools use different keys is quoted both (`cells`: the decode pool's).
     pub fn evidence(&self) -> crate::evidence::Evidence {
-        crate::evidence::quoted(&self.calibration, &self.deployment.model)
+        let mut e = crate::evidence::quoted(&self.calibration, &self.deployment.model);
+        if let Some(d) = &self.disagg {
+            if d.prefill.calibration.fit != self.calibration.fit {
+                let p =
+                    crate::evidence::quoted(&d.prefill.calibration, &d.prefill.deployment.model);
+                e.summary = format!("decode pool: {}; prefill pool: {}", e.summary, p.summary);
+            }
+        }
+        e
     }
 
     /// The plan the simulation runs: one aggregated pool of `topology.replicas` replicas of

@@ -137,3 +137,43 @@ fn a_scenario_is_quoted_the_cell_of_its_key_and_family() {
         );
     }
 }
+
+/// A disaggregated deployment whose pools run on different GPU generations is quoted each pool's
+/// evidence; with one key for both, one line.
+#[test]
+fn pools_on_different_keys_are_quoted_each() {
+    let json = |prefill_gpu: &str| {
+        format!(
+            r#"{{"version": 2, "model": {{"catalog": "meta-llama/Llama-3.1-8B-Instruct"}},
+                "gpu": {{"catalog": "B200"}}, "tp": 1,
+                "topology": {{"prefill": {{"gpu": {{"catalog": "{prefill_gpu}"}}}}, "decode": {{}}}},
+                "workload": {{"arrival": {{"type": "closed_loop", "concurrency": 1}},
+                             "requests": {{"type": "synthetic", "input": {{"type": "constant", "tokens": 512}},
+                             "output": {{"type": "constant", "tokens": 128}}}}}},
+                "sweep": {{"concurrency": [1]}}}}"#
+        )
+    };
+    let mixed = servesim_core::scenario::Scenario::from_json(&json("H100-SXM"))
+        .unwrap()
+        .resolve()
+        .unwrap()
+        .evidence();
+    assert!(
+        mixed.summary.starts_with("decode pool: measured evidence: no public run of a dense model is fitted in blackwell@vllm-0.15"),
+        "{}",
+        mixed.summary
+    );
+    assert!(
+        mixed
+            .summary
+            .contains("; prefill pool: measured evidence: dense models in hopper@vllm-0.15"),
+        "{}",
+        mixed.summary
+    );
+    let same = servesim_core::scenario::Scenario::from_json(&json("B200"))
+        .unwrap()
+        .resolve()
+        .unwrap()
+        .evidence();
+    assert!(!same.summary.contains("pool"), "{}", same.summary);
+}
