@@ -1355,6 +1355,9 @@ pub struct SweepReport<'a> {
     pub scenario: Value,
     /// The efficiency table used ([`Calibration`]).
     pub calibration: Calibration,
+    /// The measured evidence for that table and the model's family
+    /// ([`ResolvedScenario::evidence`], one sentence).
+    pub evidence: String,
     pub capacity: CapacitySummary,
     pub levels: &'a [LevelResult],
     pub operating_point: Option<&'a OperatingPoint>,
@@ -1387,6 +1390,7 @@ impl<'a> SweepReport<'a> {
         SweepReport {
             scenario: s.to_value(),
             calibration: r.calibration.clone(),
+            evidence: r.evidence().summary,
             capacity: CapacitySummary::of(&r.capacity),
             levels: &result.levels,
             operating_point: result.operating_point.as_ref(),
