@@ -574,7 +574,7 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
         .into_any(),
         Some(Err(e)) => view! { <p class="error-text">{e}</p> }.into_any(),
         Some(Ok(a)) => view! {
-            <p class="muted">"For a model, GPU or vLLM release unlike the calibration runs, read the held-out columns: each model family (or source) predicted by a fit that never saw it."</p>
+            <p class="muted">"For a model, GPU or vLLM release unlike the calibration runs, read the held-out columns: each model family (or source) predicted by a fit that never saw it. The capacity card quotes your scenario's own evidence: the runs of its GPU generation, vLLM release line and model family."</p>
             <div class="table-wrap">
             <table id="accuracy-table" class="compact">
                 <thead><tr>
