@@ -123,6 +123,36 @@ fn doc_metric_name(f: Family) -> &'static str {
     }
 }
 
+/// A percentage cell of the docs tables: signed or not, "not computed" when absent.
+fn pct_cell(v: Option<f64>, signed: bool) -> String {
+    match v {
+        Some(v) if signed => format!("{v:+.1} %"),
+        Some(v) => format!("{v:.1} %"),
+        None => "not computed".into(),
+    }
+}
+
+/// A held-out aggregate as the summary keeps it (median and mean signed; the mean absolute
+/// error is not kept), judged against the metric's held-out target.
+fn held_out_aggregate(
+    family: Family,
+    scope: String,
+    n: usize,
+    median: f64,
+    signed: f64,
+) -> Aggregate {
+    Aggregate {
+        family,
+        scope,
+        n,
+        median_abs_pct: median,
+        mean_abs_pct: 0.0,
+        mean_signed_pct: signed,
+        target_pct: family.held_out_target_pct(),
+        met: median <= family.held_out_target_pct(),
+    }
+}
+
 pub(super) fn round1(v: f64) -> f64 {
     libm::round(v * 10.0) / 10.0
 }
@@ -244,31 +274,19 @@ impl AccuracySummary {
                 ("leave-one-family-out", m.held_out_family_median_abs_pct),
             ] {
                 if let Some(x) = x {
-                    v.push(Aggregate {
-                        family: m.family,
-                        scope: scope.into(),
-                        n: m.n,
-                        median_abs_pct: x,
-                        mean_abs_pct: 0.0,
-                        mean_signed_pct: 0.0,
-                        target_pct: m.family.held_out_target_pct(),
-                        met: x <= m.family.held_out_target_pct(),
-                    });
+                    v.push(held_out_aggregate(m.family, scope.into(), m.n, x, 0.0));
                 }
             }
         }
         for f in &self.families {
             if let (Some(x), Some(sg)) = (f.held_out_median_abs_pct, f.held_out_mean_signed_pct) {
-                v.push(Aggregate {
-                    family: f.family,
-                    scope: format!("leave-one-family-out: {}", f.model_family),
-                    n: f.n,
-                    median_abs_pct: x,
-                    mean_abs_pct: 0.0,
-                    mean_signed_pct: sg,
-                    target_pct: f.family.held_out_target_pct(),
-                    met: x <= f.family.held_out_target_pct(),
-                });
+                v.push(held_out_aggregate(
+                    f.family,
+                    format!("leave-one-family-out: {}", f.model_family),
+                    f.n,
+                    x,
+                    sg,
+                ));
             }
         }
         for c in &self.evidence {
@@ -276,16 +294,13 @@ impl AccuracySummary {
                 continue;
             };
             if let (Some(x), Some(sg)) = (c.held_out_median_abs_pct, c.held_out_mean_signed_pct) {
-                v.push(Aggregate {
+                v.push(held_out_aggregate(
                     family,
-                    scope: evidence_scope(&c.model_family, &c.key),
-                    n: c.n,
-                    median_abs_pct: x,
-                    mean_abs_pct: 0.0,
-                    mean_signed_pct: sg,
-                    target_pct: family.held_out_target_pct(),
-                    met: x <= family.held_out_target_pct(),
-                });
+                    evidence_scope(&c.model_family, &c.key),
+                    c.n,
+                    x,
+                    sg,
+                ));
             }
         }
         v
@@ -328,11 +343,6 @@ impl AccuracySummary {
         let mut s = String::from(
             "| family | metric | points | held out: median abs error | held out: mean signed | in-sample: median abs error | in-sample: mean signed |\n|---|---|---|---|---|---|---|\n",
         );
-        let pct = |v: Option<f64>, signed: bool| match v {
-            Some(v) if signed => format!("{v:+.1} %"),
-            Some(v) => format!("{v:.1} %"),
-            None => "not computed".into(),
-        };
         for f in &self.families {
             let beyond = if f.mean_signed_pct.abs() > FAMILY_SIGNED_LIMIT_PCT {
                 " (beyond +-25 %)"
@@ -344,8 +354,8 @@ impl AccuracySummary {
                 f.model_family,
                 doc_metric_name(f.family),
                 f.n,
-                pct(f.held_out_median_abs_pct, false),
-                pct(f.held_out_mean_signed_pct, true),
+                pct_cell(f.held_out_median_abs_pct, false),
+                pct_cell(f.held_out_mean_signed_pct, true),
                 f.median_abs_pct,
                 f.mean_signed_pct
             ));
@@ -359,11 +369,6 @@ impl AccuracySummary {
         let mut s = String::from(
             "| calibration key | model family | metric | points | sources | in-sample: median abs error | in-sample: mean signed | held out: median abs error | held out: mean signed |\n|---|---|---|---|---|---|---|---|---|\n",
         );
-        let pct = |v: Option<f64>, signed: bool| match v {
-            Some(v) if signed => format!("{v:+.1} %"),
-            Some(v) => format!("{v:.1} %"),
-            None => "not computed".into(),
-        };
         for c in &self.evidence {
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {:.1} % | {:+.1} % | {} | {} |\n",
@@ -374,8 +379,8 @@ impl AccuracySummary {
                 c.sources,
                 c.median_abs_pct,
                 c.mean_signed_pct,
-                pct(c.held_out_median_abs_pct, false),
-                pct(c.held_out_mean_signed_pct, true),
+                pct_cell(c.held_out_median_abs_pct, false),
+                pct_cell(c.held_out_mean_signed_pct, true),
             ));
         }
         s
