@@ -123,6 +123,16 @@ fn doc_metric_name(f: Family) -> &'static str {
     }
 }
 
+/// The held-out median and mean signed error (rounded) of `scope` and metric `f`, when
+/// `held_out` has them.
+fn held_figures(held_out: &[Aggregate], scope: &str, f: Family) -> (Option<f64>, Option<f64>) {
+    let h = held_out.iter().find(|h| h.scope == scope && h.family == f);
+    (
+        h.map(|h| round1(h.median_abs_pct)),
+        h.map(|h| round1(h.mean_signed_pct)),
+    )
+}
+
 /// A percentage cell of the docs tables: signed or not, "not computed" when absent.
 fn pct_cell(v: Option<f64>, signed: bool) -> String {
     match v {
@@ -208,17 +218,15 @@ impl AccuracySummary {
                     aggregate(&pts, fam, &|_| true)
                         .into_iter()
                         .map(|a| {
-                            let h = held_out
-                                .iter()
-                                .find(|h| h.scope == scope && h.family == a.family);
+                            let (held_med, held_signed) = held_figures(held_out, &scope, a.family);
                             FamilyAccuracy {
                                 model_family: fam.to_string(),
                                 family: a.family,
                                 n: a.n,
                                 median_abs_pct: round1(a.median_abs_pct),
                                 mean_signed_pct: round1(a.mean_signed_pct),
-                                held_out_median_abs_pct: h.map(|h| round1(h.median_abs_pct)),
-                                held_out_mean_signed_pct: h.map(|h| round1(h.mean_signed_pct)),
+                                held_out_median_abs_pct: held_med,
+                                held_out_mean_signed_pct: held_signed,
                             }
                         })
                         .collect::<Vec<_>>()
@@ -242,9 +250,7 @@ impl AccuracySummary {
                                 })
                                 .map(|p| p.source.as_str())
                                 .collect();
-                            let h = held_out
-                                .iter()
-                                .find(|h| h.scope == scope && h.family == a.family);
+                            let (held_med, held_signed) = held_figures(held_out, &scope, a.family);
                             crate::evidence::EvidenceCell {
                                 key: key.clone(),
                                 model_family: fam.clone(),
@@ -253,8 +259,8 @@ impl AccuracySummary {
                                 sources: sources.len(),
                                 median_abs_pct: round1(a.median_abs_pct),
                                 mean_signed_pct: round1(a.mean_signed_pct),
-                                held_out_median_abs_pct: h.map(|h| round1(h.median_abs_pct)),
-                                held_out_mean_signed_pct: h.map(|h| round1(h.mean_signed_pct)),
+                                held_out_median_abs_pct: held_med,
+                                held_out_mean_signed_pct: held_signed,
                             }
                         })
                         .collect::<Vec<_>>()
