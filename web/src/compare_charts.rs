@@ -343,6 +343,7 @@ mod tests {
                 .map(|(l, t, f)| (*l, [(tput, *t), (ttft, *f)].into_iter().collect()))
                 .collect(),
             kv_capacity_tokens: None,
+            evidence: None,
         };
         let a = score_arm(&measured, &predicted, &ScoreOptions::default()).unwrap();
         (

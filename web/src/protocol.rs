@@ -7,7 +7,7 @@
 //! `servesim sweep --scenario S --json` prints.
 
 use crate::compare_ui::import_view::{ColumnView, ImportFailure, ImportView, SourceFile};
-use crate::compare_ui::predict::{kv_tokens_per_engine, scenario_at_levels, series_from};
+use crate::compare_ui::predict::{scenario_at_levels, series_from};
 use crate::core_api::{
     CapacityView, GpuEntry, Level, LevelResult, OperatingPoint, ResolvedScenario, Scenario,
     SweepReport,
@@ -166,6 +166,8 @@ pub struct WireSeries {
     /// (level, metric name -> value).
     pub points: Vec<(String, BTreeMap<String, String>)>,
     pub kv_capacity_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
 }
 
 impl WireSeries {
@@ -185,6 +187,7 @@ impl WireSeries {
                 })
                 .collect(),
             kv_capacity_tokens: s.kv_capacity_tokens,
+            evidence: s.evidence.clone(),
         }
     }
 
@@ -207,6 +210,7 @@ impl WireSeries {
             level_kind: self.level_kind,
             points,
             kv_capacity_tokens: self.kv_capacity_tokens,
+            evidence: self.evidence.clone(),
         })
     }
 }
@@ -623,7 +627,7 @@ impl<'r> SweepRun<'r> {
     ) {
         let id = self.id;
         if let Some(kind) = self.predict {
-            let series = series_from(kind, &result.levels, kv_tokens_per_engine(self.resolved));
+            let series = series_from(kind, &result.levels, self.resolved);
             send(FromWorker::Predicted {
                 id,
                 series: WireSeries::from_series(&series),
@@ -1152,6 +1156,7 @@ mod tests {
                 .map(|v| (*v, [(MetricId::OutputTokensPerS, *v)].into_iter().collect()))
                 .collect(),
             kv_capacity_tokens: Some(7),
+            evidence: Some("1 run | 2 sources".into()),
         };
         let msg = FromWorker::Predicted {
             id: 1,
@@ -1163,6 +1168,7 @@ mod tests {
             panic!()
         };
         let back = back.to_series().unwrap();
+        assert_eq!(back.evidence, series.evidence);
         for ((l, m), v) in back.points.iter().zip(vals) {
             assert_eq!(l.to_bits(), v.to_bits());
             assert_eq!(m[&MetricId::OutputTokensPerS].to_bits(), v.to_bits());

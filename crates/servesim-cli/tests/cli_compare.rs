@@ -95,6 +95,22 @@ fn compare_markdown_has_the_report_shape_and_kv_ratio() {
     // The log's KV size is used: the KV table has a ratio, not "not logged".
     let kv = out.split("## KV pool").nth(1).unwrap();
     assert!(!kv.contains("not logged"), "{kv}");
+    // The arm quotes the calibration runs behind its predictions: the sentence `servesim sweep`
+    // prints for the same deployment (the line after its calibration line).
+    let mut sweep = vec!["sweep"];
+    sweep.extend(DEPLOY);
+    sweep.extend(["--concurrency", "1", "--num-requests", "4"]);
+    let (code, sweep_out, err) = servesim(&sweep);
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("measured evidence: "))
+        .unwrap_or_else(|| panic!("no evidence line: {out}"));
+    assert!(
+        sweep_out.lines().any(|l| l == line),
+        "{line}\nnot in\n{sweep_out}"
+    );
+    assert!(line.contains("hopper@vllm-0.15"), "{line}");
 }
 
 #[test]

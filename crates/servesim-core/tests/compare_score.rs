@@ -39,6 +39,7 @@ fn predicted(points: &[(f64, f64)]) -> PredictedSeries {
             .map(|(l, v)| (*l, BTreeMap::from([(TPUT, *v)])))
             .collect(),
         kv_capacity_tokens: None,
+        evidence: None,
     }
 }
 

@@ -147,6 +147,15 @@ async fn pasted_csv_is_scored_charted_exported_and_reopens_from_its_link() {
     // The page's report equals the one the core makes natively for the same input.
     assert_eq!(md.trim(), expected.trim());
     assert!(md.contains("| arm | metric | signed mean | MAPE % | shape error % | sign |"));
+    // The arm quotes the calibration runs behind its predictions, as the capacity card does.
+    let evidence = servesim_core::scenario::Scenario::resolve(&scenario)
+        .unwrap()
+        .evidence()
+        .summary;
+    assert!(
+        evidence.starts_with("measured evidence: ") && md.lines().any(|l| l == evidence),
+        "{md}"
+    );
     assert!(
         url.contains("&m=v1."),
         "the link carries the measured data: {url}"

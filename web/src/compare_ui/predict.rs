@@ -17,9 +17,7 @@ pub fn scenario_at_levels(
     base.at_measured_levels(kind, levels)
 }
 
-pub use crate::core_api::compare::predict::{
-    kv_tokens_per_engine, level_metrics, predict, series_from,
-};
+pub use crate::core_api::compare::predict::{level_metrics, predict, series_from};
 
 #[cfg(test)]
 mod tests {

@@ -232,6 +232,7 @@ mod tests {
                 .map(|(l, v)| (*l, [(MetricId::OutputTokensPerS, *v)].into_iter().collect()))
                 .collect(),
             kv_capacity_tokens: Some(200_000),
+            evidence: None,
         }
     }
 

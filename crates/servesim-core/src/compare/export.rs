@@ -16,7 +16,8 @@ fn csv_cell(s: &str) -> String {
 }
 
 impl ComparisonReport {
-    /// The report: error definition, per-arm scored / excluded levels, the metric table
+    /// The report: error definition, per-arm scored / excluded levels and the calibration runs
+    /// behind the arm's predictions ("measured evidence: ..."), the metric table
     /// "| arm | metric | signed mean | MAPE % | shape error % | sign |" and the KV pool table.
     pub fn to_markdown(&self) -> String {
         let sim = &self.simulator_name;
@@ -30,6 +31,11 @@ impl ComparisonReport {
                 md_cell(&arm.arm),
                 arm.levels_line()
             ));
+            if let Some(e) = &arm.evidence {
+                // One sentence ("measured evidence: ..."), a paragraph of its own: `|` needs no
+                // escaping outside a table.
+                out.push_str(&format!("{}\n", e.replace('\n', " ")));
+            }
             if !arm.unscored_metrics.is_empty() {
                 let parts: Vec<String> = arm
                     .unscored_metrics

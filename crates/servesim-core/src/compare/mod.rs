@@ -161,6 +161,10 @@ pub struct PredictedSeries {
     pub points: Vec<(f64, BTreeMap<MetricId, f64>)>,
     /// Predicted KV capacity per replica in tokens, for the KV pool ratio (optional).
     pub kv_capacity_tokens: Option<u64>,
+    /// The measured runs behind the scenario's predictions (`ResolvedScenario::evidence`'s
+    /// sentence), carried into the report's arm (optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
 }
 
 /// Levels match when they differ by at most 1e-9 relative.

@@ -24,11 +24,12 @@ pub fn kv_tokens_per_engine(r: &ResolvedScenario) -> Option<u64> {
     (r.capacity.fits && r.capacity.kv_cache_tokens > 0).then_some(r.capacity.kv_cache_tokens)
 }
 
-/// The scorer's series from finished levels.
+/// The scorer's series from the finished levels of `resolved`: their metrics, its KV pool per
+/// engine and the measured evidence behind its predictions (`ResolvedScenario::evidence`).
 pub fn series_from(
     kind: LevelKind,
     results: &[LevelResult],
-    kv_capacity_tokens: Option<u64>,
+    resolved: &ResolvedScenario,
 ) -> PredictedSeries {
     PredictedSeries {
         level_kind: kind,
@@ -36,7 +37,8 @@ pub fn series_from(
             .iter()
             .map(|r| (r.level.value(), level_metrics(r)))
             .collect(),
-        kv_capacity_tokens,
+        kv_capacity_tokens: kv_tokens_per_engine(resolved),
+        evidence: Some(resolved.evidence().summary),
     }
 }
 
@@ -49,9 +51,5 @@ pub fn predict(
     let s = base.at_measured_levels(kind, levels)?;
     let resolved = s.resolve().map_err(|e| e.to_string())?;
     let result = resolved.run().map_err(|e| e.to_string())?;
-    Ok(series_from(
-        kind,
-        &result.levels,
-        kv_tokens_per_engine(&resolved),
-    ))
+    Ok(series_from(kind, &result.levels, &resolved))
 }

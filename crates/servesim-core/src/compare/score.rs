@@ -93,6 +93,9 @@ pub struct ArmScore {
     pub kv_predicted_tokens: Option<u64>,
     /// predicted / logged, when both are present.
     pub kv_pool_ratio: Option<f64>,
+    /// The calibration runs behind the arm's predictions (`PredictedSeries::evidence`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -283,6 +286,7 @@ pub fn score_arm(
         kv_logged_tokens: measured.kv_cache_tokens_logged,
         kv_predicted_tokens: predicted.kv_capacity_tokens,
         kv_pool_ratio,
+        evidence: predicted.evidence.clone(),
     })
 }
 
