@@ -290,6 +290,13 @@ pub fn run_step(a: &StepArgs) -> Result<()> {
     ] {
         println!("  {name:<15}{:9.3} ms", ms(v));
     }
+    if raw.gdn_prefill > 0.0 {
+        println!(
+            "  {:<15}{:9.3} ms (in prefill attn: the Gated DeltaNet prefill kernels' chunk chain beyond their FLOPs, docs/step-time.md §3)",
+            "gdn chunks",
+            ms(raw.gdn_prefill)
+        );
+    }
     if raw.unfused_fp8 > 0.0 {
         println!(
             "  {:<15}{:9.3} ms (in overhead: vLLM V0's unfused fp8 calls on ROCm, docs/step-time.md §6)",

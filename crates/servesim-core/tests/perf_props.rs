@@ -7,6 +7,7 @@ use servesim_core::dtype::{ComputeClass, DType, KvCacheDtype, WeightPrecision};
 use servesim_core::gpu::{find_gpu, Generation};
 use servesim_core::model::{catalog, AttentionSpec, LayerAttn};
 use servesim_core::parallel::Parallelism;
+use servesim_core::perf::gdn::{self, GdnKernel};
 use servesim_core::perf::{
     compute_class_on, secs_to_ticks, Efficiencies, EfficiencyOverrides, ExecMode, PerfError,
     PrefillChunk, StepBreakdown, StepCostModel, StepWork,
@@ -87,6 +88,9 @@ fn cases() -> Vec<Deployment> {
             },
         ),
         dep("deepseek-ai/DeepSeek-V4-Flash", "B200", tp(4)),
+        // Gated DeltaNet layers: FlashInfer's SM90 kernel, and fla's Triton kernels elsewhere.
+        dep("Qwen/Qwen3.5-397B-A17B", "H200", tp(8)),
+        dep("Qwen/Qwen3.5-27B", "B200", tp(1)),
     ]
 }
 
@@ -1254,4 +1258,93 @@ fn v0_rocm_unfused_fp8_calls_add_to_eager_steps() {
         );
         assert_eq!(a.raw.unfused_fp8, 0.0);
     }
+}
+
+/// One Gated DeltaNet layer's kernel time for prefill chunks of `news` tokens, without the FLOP
+/// comparison (`gdn::GdnPrefill::layer_s`'s formula written out).
+fn gdn_layer_s(k: GdnKernel, heads: f64, s_per_chunk_head: f64, news: &[u64]) -> f64 {
+    let c: Vec<f64> = news.iter().map(|n| n.div_ceil(64) as f64).collect();
+    let max = c.iter().cloned().fold(0.0, f64::max);
+    let sum: f64 = c.iter().sum();
+    k.fixed_s + (k.chain_s_per_chunk * max).max(s_per_chunk_head * sum * heads)
+}
+
+#[test]
+fn gated_deltanet_prefill_pays_its_kernels_chunk_chain() {
+    assert_eq!(
+        gdn::kernel_for(&find_gpu("H200").unwrap()),
+        gdn::FLASHINFER_SM90
+    );
+    for g in ["A100", "L40S", "B200", "MI300X"] {
+        assert_eq!(
+            gdn::kernel_for(&find_gpu(g).unwrap()),
+            gdn::FLA_TRITON,
+            "{g}"
+        );
+    }
+    // Qwen3.5-397B at TP8 on H200: 45 Gated DeltaNet layers, 64 / 8 = 8 value heads per GPU.
+    let d = dep("Qwen/Qwen3.5-397B-A17B", "H200", tp(8));
+    let m = cost(&d);
+    let layers = d.model.num_linear_attention_layers() as f64;
+    assert_eq!(layers, 45.0);
+    let k = gdn::FLASHINFER_SM90;
+    let flop_s = |tokens: u64| {
+        let e = Efficiencies::default_for(d.gpu.generation);
+        tokens as f64 * d.model.linear_attention_flops_per_token()
+            / 8.0
+            / (d.gpu.bf16_flops * e.prefill_attention)
+    };
+    for news in [&[8192u64][..], &[4096, 4096], &[1024; 8], &[100, 3000, 64]] {
+        let chunks: Vec<PrefillChunk> = news
+            .iter()
+            .map(|&new| PrefillChunk { past: 0, new })
+            .collect();
+        let b = m.breakdown(&prefill_only(&chunks));
+        let tokens: u64 = news.iter().sum();
+        let want =
+            layers * (gdn_layer_s(k, 8.0, k.s_per_chunk_head, news) - flop_s(tokens)).max(0.0);
+        assert!(
+            (b.raw.gdn_prefill - want).abs() <= 1e-12 + 1e-9 * want,
+            "{news:?}: {} vs {want}",
+            b.raw.gdn_prefill
+        );
+        // In the prefill attention's compute side, which is the larger side here.
+        assert!(b.raw.gdn_prefill < b.raw.prefill_attention_compute);
+        assert!(b.attention_compute >= b.raw.prefill_attention_compute);
+    }
+    // One sequence of 8,192 tokens: its 128 chunks in order, 45 x 128 x 2.9 us less the FLOPs.
+    let one = m.breakdown(&prefill_only(&[PrefillChunk { past: 0, new: 8192 }]));
+    assert!(one.raw.gdn_prefill > 0.9 * 45.0 * 128.0 * 2.9e-6);
+    // The same tokens as two sequences: half the chain.
+    let two = m.breakdown(&prefill_only(&[
+        PrefillChunk { past: 0, new: 4096 },
+        PrefillChunk { past: 0, new: 4096 },
+    ]));
+    assert!(two.raw.gdn_prefill < 0.55 * one.raw.gdn_prefill);
+    // Decodes run the recurrent kernel (its state reads), not the chunked one.
+    let decode = m.breakdown(&StepWork {
+        prefill: &[],
+        decode_seqs: 64,
+        decode_ctx_sum: 64 * 2000,
+    });
+    assert_eq!(decode.raw.gdn_prefill, 0.0);
+    // A model without Gated DeltaNet layers pays nothing.
+    let llama = cost(&dep("meta-llama/Meta-Llama-3.1-8B", "H100", tp(1)));
+    let b = llama.breakdown(&prefill_only(&[PrefillChunk { past: 0, new: 8192 }]));
+    assert_eq!(b.raw.gdn_prefill, 0.0);
+    // fla's kernels on the B200: the H100's per-(chunk, head) time scaled by the bf16 peaks.
+    let d = dep("Qwen/Qwen3.5-27B", "B200", tp(1));
+    let m = cost(&d);
+    let la = d.model.linear_attention.as_ref().unwrap();
+    let heads = la.num_value_heads as f64;
+    let per = gdn::FLA_TRITON.s_per_chunk_head * 989.4e12 / d.gpu.bf16_flops;
+    let e = Efficiencies::default_for(d.gpu.generation);
+    let news = [8192u64, 8192];
+    let flops = 16384.0 * d.model.linear_attention_flops_per_token()
+        / (d.gpu.bf16_flops * e.prefill_attention);
+    let want = d.model.num_linear_attention_layers() as f64
+        * (gdn_layer_s(gdn::FLA_TRITON, heads, per, &news) - flops).max(0.0);
+    let chunks = [PrefillChunk { past: 0, new: 8192 }; 2];
+    let got = m.breakdown(&prefill_only(&chunks)).raw.gdn_prefill;
+    assert!(got > 0.0 && (got - want).abs() <= 1e-12 + 1e-9 * want, "{got} vs {want}");
 }

@@ -10,6 +10,7 @@
 
 pub mod all2all;
 mod eff;
+pub mod gdn;
 mod spec;
 mod terms;
 
@@ -229,6 +230,10 @@ pub struct RawTimes {
     /// The part of `overhead` that vLLM V0's unfused fp8 calls add to an eager step on ROCm
     /// (`N_unfused x fp8_unfused_launch_s`, docs/step-time.md §6); 0 for every other step.
     pub unfused_fp8: f64,
+    /// The part of `prefill_attention_compute` that the Gated DeltaNet prefill kernels take
+    /// beyond their FLOPs at the prefill attention rate (docs/step-time.md §3); 0 without such
+    /// layers or prefill.
+    pub gdn_prefill: f64,
 }
 
 impl StepBreakdown {
@@ -282,6 +287,8 @@ pub struct StepCostModel {
     moe_floor_s: f64,
     /// `MLA layers x mla_layer_floor_s` (0 for GQA models).
     mla_floor_s: f64,
+    /// Gated DeltaNet layers' prefill kernels beyond their FLOPs (`None` without such layers).
+    gdn: Option<gdn::GdnPrefill>,
     /// Attention, scaled so that `/ tp` gives one GPU's FLOPs ([`AttnTerms::scaled_for_tp`]).
     attn: AttnTerms,
     /// Attention of the whole model (each term once), for [`StepCostModel::attention_flops_whole_model`].
@@ -635,6 +642,16 @@ impl StepCostModel {
             _ => None,
         };
 
+        let attn_compute_s_per_flop_prefill = 1.0
+            / (attn_peak
+                * if dep.engine.v0_paged_prefill(gpu) {
+                    eff.prefill_attention_paged
+                } else if dep.engine.triton_unified_prefill(m, gpu) {
+                    eff.prefill_attention_triton
+                } else {
+                    eff.prefill_attention
+                });
+        let gdn = gdn::GdnPrefill::new(m, gpu, par.tp, attn_compute_s_per_flop_prefill);
         let mut m = StepCostModel {
             eff: *eff,
             tp,
@@ -657,17 +674,10 @@ impl StepCostModel {
             num_dense_layers: m.num_dense_layers() as f64,
             moe_floor_s: m.num_moe_layers() as f64 * eff.moe_layer_floor_s,
             mla_floor_s: m.num_latent_attention_layers() as f64 * eff.mla_layer_floor_s,
+            gdn,
             attn,
             attn_model,
-            attn_compute_s_per_flop_prefill: 1.0
-                / (attn_peak
-                    * if dep.engine.v0_paged_prefill(gpu) {
-                        eff.prefill_attention_paged
-                    } else if dep.engine.triton_unified_prefill(m, gpu) {
-                        eff.prefill_attention_triton
-                    } else {
-                        eff.prefill_attention
-                    }),
+            attn_compute_s_per_flop_prefill,
             attn_compute_s_per_flop_decode: 1.0 / (attn_peak * eff.decode_attention),
             sparse_flops_per_query,
             sparse_s_per_query_prefill,
@@ -945,12 +955,16 @@ impl StepCostModel {
         let mut prefill_reqs = 0u64;
         let mut pf_flops = 0.0;
         let mut pf_bytes = 0.0;
+        let (mut gdn_max, mut gdn_sum) = (0u64, 0u64);
         for ch in prefill {
             prefill_tokens += ch.new;
             if ch.new == 0 {
                 continue;
             }
             prefill_reqs += 1;
+            let c = gdn::chunks(ch.new);
+            gdn_max = gdn_max.max(c);
+            gdn_sum += c;
             pf_flops += self.attn.chunk_flops(ch.past, ch.new);
             pf_bytes +=
                 self.attn.kv_bytes(ch.past as f64) + ch.new as f64 * self.kv_write_bytes_per_token;
@@ -966,7 +980,10 @@ impl StepCostModel {
         }
         let requests = prefill_reqs as f64 + decode_seqs as f64;
         let sh = self.shape_terms(tokens, requests, prefill_tokens > 0);
-        let pf_sparse_s = prefill_tokens as f64 * self.sparse_s_per_query_prefill;
+        // Seconds on the prefill attention's compute side beyond its FLOPs: FlashMLA's sparse
+        // kernels per query token, and the Gated DeltaNet kernels' chunk chain.
+        let pf_sparse_s = prefill_tokens as f64 * self.sparse_s_per_query_prefill
+            + self.gdn_excess_s(gdn_max, gdn_sum, prefill_tokens);
         self.seconds_of(
             &sh,
             pf_flops,
@@ -1087,6 +1104,16 @@ impl StepCostModel {
             + overhead
             + sh.moe_floor
             + sh.mla_floor
+    }
+
+    /// The Gated DeltaNet prefill kernels' seconds beyond their FLOPs for a step whose prefill
+    /// chunks hold `max` chunks at most and `sum` in all (`gdn::GdnPrefill::excess_s`).
+    #[inline]
+    fn gdn_excess_s(&self, max: u64, sum: u64, tokens: u64) -> f64 {
+        match &self.gdn {
+            Some(g) if sum > 0 => g.excess_s(max, sum, tokens),
+            _ => 0.0,
+        }
     }
 
     /// `x / tp`, skipping the division at tp = 1 (`x / 1.0` is `x` exactly).
@@ -1263,10 +1290,14 @@ impl StepCostModel {
         // Prefill attention: exact per chunk; reads its past context once, writes its new KV.
         let mut pf_flops = 0.0;
         let mut pf_bytes = 0.0;
+        let (mut gdn_max, mut gdn_sum) = (0u64, 0u64);
         for ch in prefill {
             if ch.new == 0 {
                 continue;
             }
+            let c = gdn::chunks(ch.new);
+            gdn_max = gdn_max.max(c);
+            gdn_sum += c;
             pf_flops += self.attn.chunk_flops(ch.past, ch.new);
             pf_bytes +=
                 self.attn.kv_bytes(ch.past as f64) + ch.new as f64 * self.kv_write_bytes_per_token;
@@ -1274,7 +1305,9 @@ impl StepCostModel {
         pf_flops /= self.tp;
         // DeepSeek sparse attention on FlashMLA's sparse kernels: per query token.
         let pf_sparse_flops = prefill_tokens as f64 * self.sparse_flops_per_query;
-        let pf_sparse_s = prefill_tokens as f64 * self.sparse_s_per_query_prefill;
+        let gdn_s = self.gdn_excess_s(gdn_max, gdn_sum, prefill_tokens);
+        b.raw.gdn_prefill = gdn_s;
+        let pf_sparse_s = prefill_tokens as f64 * self.sparse_s_per_query_prefill + gdn_s;
         // Decode attention: mean-field at the mean context.
         let (mut dc_flops, mut dc_bytes, mut dc_sparse_flops, mut dc_sparse_s) =
             (0.0, 0.0, 0.0, 0.0);
