@@ -1346,5 +1346,8 @@ fn gated_deltanet_prefill_pays_its_kernels_chunk_chain() {
         * (gdn_layer_s(gdn::FLA_TRITON, heads, per, &news) - flops).max(0.0);
     let chunks = [PrefillChunk { past: 0, new: 8192 }; 2];
     let got = m.breakdown(&prefill_only(&chunks)).raw.gdn_prefill;
-    assert!(got > 0.0 && (got - want).abs() <= 1e-12 + 1e-9 * want, "{got} vs {want}");
+    assert!(
+        got > 0.0 && (got - want).abs() <= 1e-12 + 1e-9 * want,
+        "{got} vs {want}"
+    );
 }
