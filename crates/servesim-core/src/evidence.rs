@@ -29,6 +29,12 @@ pub struct EvidenceCell {
     /// (leave-one-family-out); `None` when the summary was written without the folds.
     pub held_out_median_abs_pct: Option<f64>,
     pub held_out_mean_signed_pct: Option<f64>,
+    /// The shortest and longest nominal mean prompt of those runs, tokens
+    /// (`PointResult::prompt_tokens`; `None` when no run's workload states one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_min: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_max: Option<u64>,
 }
 
 /// The metrics in the order the sentence names them.
@@ -117,12 +123,20 @@ pub fn evidence(summary_json: &str, key: Option<&str>, model_family: &str) -> Ev
         return Evidence { cells, summary };
     }
     let sources = cells.iter().map(|c| c.sources).max().unwrap_or(0);
+    // The prompt lengths those runs cover: a prediction far outside them is an extrapolation.
+    let lo = cells.iter().filter_map(|c| c.prompt_tokens_min).min();
+    let hi = cells.iter().filter_map(|c| c.prompt_tokens_max).max();
+    let prompts = match (lo, hi) {
+        (Some(a), Some(b)) if a == b => format!(" (prompts of {a} tokens)"),
+        (Some(a), Some(b)) => format!(" (prompts of {a} to {b} tokens)"),
+        _ => String::new(),
+    };
     let in_sample: Vec<String> = cells
         .iter()
         .map(|c| format!("{} {} ({} runs)", c.metric, pct(c.median_abs_pct), c.n))
         .collect();
     let mut summary = format!(
-        "measured evidence: {model_family} models in {key}, {sources} source(s): ServeSim's median |error| {} in-sample",
+        "measured evidence: {model_family} models in {key}, {sources} source(s){prompts}: ServeSim's median |error| {} in-sample",
         in_sample.join(", ")
     );
     let held: Vec<String> = cells
@@ -182,6 +196,34 @@ mod tests {
             cell("output tok/s", 40, 9.8, Some(20.7)),
             cell("ITL/TPOT mean", 38, 15.4, None),
         )
+    }
+
+    #[test]
+    fn the_runs_prompt_lengths_are_quoted_as_one_range() {
+        let with = |c: String, lo: u64, hi: u64| {
+            c.replacen(
+                "\"sources\": 2,",
+                &format!(
+                    "\"sources\": 2, \"prompt_tokens_min\": {lo}, \"prompt_tokens_max\": {hi},"
+                ),
+                1,
+            )
+        };
+        let json = format!(
+            r#"{{"evidence": [{}, {}]}}"#,
+            with(cell("output tok/s", 40, 9.8, None), 547, 750),
+            with(cell("TTFT p50", 30, 24.3, None), 128, 600),
+        );
+        let e = evidence(&json, Some("hopper@vllm-0.15"), "MoE");
+        assert!(
+            e.summary
+                .contains("2 source(s) (prompts of 128 to 750 tokens): ServeSim"),
+            "{}",
+            e.summary
+        );
+        // Without the fields (an older summary) the sentence has no range.
+        let e = evidence(&summary(), Some("hopper@vllm-0.15"), "MoE");
+        assert!(!e.summary.contains("prompts of"), "{}", e.summary);
     }
 
     #[test]

@@ -25,6 +25,7 @@ fn point(line: usize, source: &str, family: &str, tok_s_err: f64) -> PointResult
         notes: vec![],
         error: None,
         waits_for: None,
+        prompt_tokens: None,
     }
 }
 

@@ -84,6 +84,11 @@ fn evidence_cells_partition_the_scored_rows_and_carry_held_out_figures() {
             assert!(table.generations.contains_key(&c.key), "{c:?}");
             assert!(c.n > 0 && (1..=c.n).contains(&c.sources), "{c:?}");
             assert!(c.held_out_median_abs_pct.is_some(), "{c:?}");
+            // Every key's runs have synthetic prompts whose lengths the cell quotes.
+            match (c.prompt_tokens_min, c.prompt_tokens_max) {
+                (Some(lo), Some(hi)) => assert!(0 < lo && lo <= hi, "{c:?}"),
+                _ => panic!("no prompt range: {c:?}"),
+            }
         }
     }
 }
@@ -125,6 +130,24 @@ fn a_scenario_is_quoted_the_cell_of_its_key_and_family() {
         .collect();
     assert!(!want.is_empty());
     assert_eq!(e.cells.len(), want.len());
+    // The sentence gives the prompt lengths those runs cover (inference-sim's short prompts).
+    let lo = want
+        .iter()
+        .filter_map(|c| c.prompt_tokens_min)
+        .min()
+        .unwrap();
+    let hi = want
+        .iter()
+        .filter_map(|c| c.prompt_tokens_max)
+        .max()
+        .unwrap();
+    assert!(hi < 4096, "{lo}-{hi}");
+    assert!(
+        e.summary
+            .contains(&format!("(prompts of {lo} to {hi} tokens)")),
+        "{}",
+        e.summary
+    );
     for c in &want {
         assert!(e.cells.contains(c));
         assert!(

@@ -47,6 +47,10 @@ pub struct PointResult {
     /// not simulated and is missing from every aggregate.
     #[serde(default)]
     pub waits_for: Option<String>,
+    /// The simulated prompts' nominal mean length in tokens (shared prefix included), when the
+    /// row's workload is synthetic; what the evidence cells quote as their runs' prompt range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
 }
 
 /// Aggregate error of one metric family over a set of points.

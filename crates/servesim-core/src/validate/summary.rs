@@ -251,6 +251,16 @@ impl AccuracySummary {
                                 .map(|p| p.source.as_str())
                                 .collect();
                             let (held_med, held_signed) = held_figures(held_out, &scope, a.family);
+                            let prompts = pts
+                                .iter()
+                                .filter(|p| {
+                                    p.comparisons.iter().any(|c| {
+                                        c.family == a.family
+                                            && c.excluded.is_none()
+                                            && c.signed_error_pct.is_some()
+                                    })
+                                })
+                                .filter_map(|p| p.prompt_tokens);
                             crate::evidence::EvidenceCell {
                                 key: key.clone(),
                                 model_family: fam.clone(),
@@ -261,6 +271,8 @@ impl AccuracySummary {
                                 mean_signed_pct: round1(a.mean_signed_pct),
                                 held_out_median_abs_pct: held_med,
                                 held_out_mean_signed_pct: held_signed,
+                                prompt_tokens_min: prompts.clone().min(),
+                                prompt_tokens_max: prompts.max(),
                             }
                         })
                         .collect::<Vec<_>>()
@@ -373,16 +385,21 @@ impl AccuracySummary {
     /// quoted, every cell.
     pub fn evidence_table(&self) -> String {
         let mut s = String::from(
-            "| calibration key | model family | metric | points | sources | in-sample: median abs error | in-sample: mean signed | held out: median abs error | held out: mean signed |\n|---|---|---|---|---|---|---|---|---|\n",
+            "| calibration key | model family | metric | points | sources | prompts (tokens) | in-sample: median abs error | in-sample: mean signed | held out: median abs error | held out: mean signed |\n|---|---|---|---|---|---|---|---|---|---|\n",
         );
         for c in &self.evidence {
             s.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {:.1} % | {:+.1} % | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {:.1} % | {:+.1} % | {} | {} |\n",
                 c.key,
                 c.model_family,
                 c.metric,
                 c.n,
                 c.sources,
+                match (c.prompt_tokens_min, c.prompt_tokens_max) {
+                    (Some(a), Some(b)) if a == b => a.to_string(),
+                    (Some(a), Some(b)) => format!("{a}-{b}"),
+                    _ => "-".into(),
+                },
                 c.median_abs_pct,
                 c.mean_signed_pct,
                 pct_cell(c.held_out_median_abs_pct, false),
