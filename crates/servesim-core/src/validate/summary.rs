@@ -239,7 +239,8 @@ impl AccuracySummary {
                     aggregate(&pts, &scope, &|_| true)
                         .into_iter()
                         .map(|a| {
-                            let sources: std::collections::BTreeSet<&str> = pts
+                            // The runs scored on this metric.
+                            let scored: Vec<&PointResult> = pts
                                 .iter()
                                 .filter(|p| {
                                     p.comparisons.iter().any(|c| {
@@ -248,19 +249,11 @@ impl AccuracySummary {
                                             && c.signed_error_pct.is_some()
                                     })
                                 })
-                                .map(|p| p.source.as_str())
                                 .collect();
+                            let sources: std::collections::BTreeSet<&str> =
+                                scored.iter().map(|p| p.source.as_str()).collect();
                             let (held_med, held_signed) = held_figures(held_out, &scope, a.family);
-                            let prompts = pts
-                                .iter()
-                                .filter(|p| {
-                                    p.comparisons.iter().any(|c| {
-                                        c.family == a.family
-                                            && c.excluded.is_none()
-                                            && c.signed_error_pct.is_some()
-                                    })
-                                })
-                                .filter_map(|p| p.prompt_tokens);
+                            let prompts = scored.iter().filter_map(|p| p.prompt_tokens);
                             crate::evidence::EvidenceCell {
                                 key: key.clone(),
                                 model_family: fam.clone(),
