@@ -346,3 +346,72 @@ fn step_of_a_v0_scenario_without_chunked_prefill_splits_prompts_from_decodes() {
     let v1_mixed = json(&mixed_step(v1.to_str().unwrap()));
     assert!(v1_mixed.get("v0_prefill_first").is_none(), "{v1_mixed}");
 }
+
+/// The milliseconds of the breakdown line starting with `name`, if it is printed.
+fn line_ms(out: &str, name: &str) -> Option<f64> {
+    out.lines()
+        .find(|l| l.trim_start().starts_with(name))
+        .map(|l| {
+            l.trim_start()[name.len()..]
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+}
+
+#[test]
+fn step_prints_the_gated_deltanet_chunk_chain_for_hybrid_models_only() {
+    // Qwen3.5-397B at TP 8 on H200: 45 Gated DeltaNet layers, FlashInfer's SM90 kernel at 2.9 us
+    // per 64-token chunk of the longest sequence (docs/step-time.md §3).
+    let (code, out, err) = servesim(&[
+        "sweep",
+        "--model",
+        "Qwen/Qwen3.5-397B-A17B",
+        "--gpu",
+        "H200",
+        "--num-gpus",
+        "8",
+        "--tp",
+        "8",
+        "--print-scenario",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let f = tmp(&format!(
+        "step-qwen35-{:?}.json",
+        std::thread::current().id()
+    ));
+    std::fs::write(&f, out).unwrap();
+    let f = f.to_str().unwrap();
+    let (code, one, err) = servesim(&["step", "--scenario", f, "--prefill", "8192"]);
+    assert_eq!(code, 0, "{err}");
+    let chain = line_ms(&one, "gdn chunks").unwrap_or_else(|| panic!("{one}"));
+    // At most the chain itself (45 x 128 x 2.9 us), less the FLOP time the attention term has.
+    assert!(chain > 0.8 * 16.7 && chain < 16.71, "{chain}\n{one}");
+    assert!(chain < total_ms(&one));
+    // Two sequences of 4,096 tokens: their chains run side by side, about half.
+    let (code, two, err) = servesim(&[
+        "step",
+        "--scenario",
+        f,
+        "--prefill",
+        "4096",
+        "--prefill",
+        "4096",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let half = line_ms(&two, "gdn chunks").unwrap_or_else(|| panic!("{two}"));
+    assert!(half < 0.55 * chain, "{half} vs {chain}");
+    // A model without Gated DeltaNet layers prints no such line.
+    let llama = small_scenario();
+    let (code, out, err) = servesim(&[
+        "step",
+        "--scenario",
+        llama.to_str().unwrap(),
+        "--prefill",
+        "8192",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(line_ms(&out, "gdn chunks").is_none(), "{out}");
+}
