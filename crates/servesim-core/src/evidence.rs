@@ -157,14 +157,31 @@ pub fn evidence(summary_json: &str, key: Option<&str>, model_family: &str) -> Ev
 
 /// The evidence a prediction with calibration `cal` for `model` is quoted: the summary's cell
 /// for the fitted entry it uses (`Calibration::fit`) and the model's family, plus a clause when
-/// the scenario sets efficiency fields itself (outside what those runs tested). One wording for a
-/// scenario (`ResolvedScenario::evidence`) and a search's GPUs (`SearchSpace::evidence`).
-pub fn quoted(cal: &crate::scenario::Calibration, model: &crate::model::ModelConfig) -> Evidence {
+/// the scenario's prompts (`prompt_tokens`, their nominal mean) lie outside the prompt lengths
+/// those runs cover by more than half again, and one when the scenario sets efficiency fields
+/// itself (outside what those runs tested). One wording for a scenario
+/// (`ResolvedScenario::evidence`) and a search's GPUs (`SearchSpace::evidence`).
+pub fn quoted(
+    cal: &crate::scenario::Calibration,
+    model: &crate::model::ModelConfig,
+    prompt_tokens: Option<u64>,
+) -> Evidence {
     let mut e = evidence(
         crate::validate::ACCURACY_SUMMARY_JSON,
         cal.fit.as_deref(),
         model.accuracy_family(),
     );
+    let lo = e.cells.iter().filter_map(|c| c.prompt_tokens_min).min();
+    let hi = e.cells.iter().filter_map(|c| c.prompt_tokens_max).max();
+    if let (Some(p), Some(lo), Some(hi)) = (prompt_tokens, lo, hi) {
+        // 1.5x either way: a factor the rows' own spread of lengths would not call a new regime.
+        if p.saturating_mul(2) > hi.saturating_mul(3) || p.saturating_mul(3) < lo.saturating_mul(2)
+        {
+            e.summary.push_str(&format!(
+                "; this scenario's prompts (about {p} tokens) lie outside those runs' {lo} to {hi}, so its prefill and first tokens are an extrapolation"
+            ));
+        }
+    }
     let n = cal.overridden.len();
     if n > 0 && cal.fit.is_some() {
         e.summary.push_str(&format!(

@@ -1172,11 +1172,15 @@ impl ResolvedScenario {
     /// docs/accuracy.md "Per calibration key and model family"). A disaggregated deployment whose
     /// pools use different keys is quoted both (`cells`: the decode pool's).
     pub fn evidence(&self) -> crate::evidence::Evidence {
-        let mut e = crate::evidence::quoted(&self.calibration, &self.deployment.model);
+        let prompts = self.workload.content.nominal_prompt_tokens();
+        let mut e = crate::evidence::quoted(&self.calibration, &self.deployment.model, prompts);
         if let Some(d) = &self.disagg {
             if d.prefill.calibration.fit != self.calibration.fit {
-                let p =
-                    crate::evidence::quoted(&d.prefill.calibration, &d.prefill.deployment.model);
+                let p = crate::evidence::quoted(
+                    &d.prefill.calibration,
+                    &d.prefill.deployment.model,
+                    prompts,
+                );
                 e.summary = format!("decode pool: {}; prefill pool: {}", e.summary, p.summary);
             }
         }

@@ -148,6 +148,24 @@ fn a_scenario_is_quoted_the_cell_of_its_key_and_family() {
         "{}",
         e.summary
     );
+    // Within those lengths (512 tokens is within 1.5x of the shortest) no extrapolation is
+    // claimed; 32,000-token prompts are told they are one.
+    assert!(!e.summary.contains("extrapolation"), "{}", e.summary);
+    let mut long = sc.clone();
+    long.workload.requests = servesim_core::workload::RawContent::Synthetic {
+        input: servesim_core::workload::RawLengthDist::Constant { tokens: 32000.0 },
+        output: servesim_core::workload::RawLengthDist::Constant { tokens: 128.0 },
+        shared_prefix: None,
+    };
+    let l = long.resolve().unwrap().evidence();
+    assert_eq!(l.cells, e.cells);
+    assert!(
+        l.summary.ends_with(&format!(
+            "; this scenario's prompts (about 32000 tokens) lie outside those runs' {lo} to {hi}, so its prefill and first tokens are an extrapolation"
+        )),
+        "{}",
+        l.summary
+    );
     for c in &want {
         assert!(e.cells.contains(c));
         assert!(

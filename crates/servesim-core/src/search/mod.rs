@@ -316,6 +316,12 @@ impl RawSearch {
         // The evidence each GPU's candidates are predicted on: its calibration key for the
         // base's vLLM release line and the base's model family.
         let mut evidence = BTreeMap::new();
+        let prompts = self
+            .base
+            .workload
+            .validate()
+            .ok()
+            .and_then(|w| w.content.nominal_prompt_tokens());
         if let (Ok(model), Ok(era)) = (self.base.model_config(), self.base.engine_era()) {
             for g in &gpus {
                 if let Ok(spec) = crate::gpu::find_gpu(g) {
@@ -324,7 +330,10 @@ impl RawSearch {
                         era,
                         self.base.efficiencies.as_ref(),
                     );
-                    evidence.insert(g.clone(), crate::evidence::quoted(&cal, &model).summary);
+                    evidence.insert(
+                        g.clone(),
+                        crate::evidence::quoted(&cal, &model, prompts).summary,
+                    );
                 }
             }
         }

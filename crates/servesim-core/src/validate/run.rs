@@ -147,7 +147,12 @@ pub fn prepare_rows(points: Vec<CalibrationPoint>) -> Vec<PreparedRow> {
                     Ok(s) => {
                         r.workload = workload_label(&p, &s);
                         r.notes = s.notes.clone();
-                        r.prompt_tokens = nominal_prompt_tokens(&s.scenario);
+                        r.prompt_tokens = s
+                            .scenario
+                            .workload
+                            .validate()
+                            .ok()
+                            .and_then(|w| w.content.nominal_prompt_tokens());
                         Some(s)
                     }
                     Err(e) => {
@@ -163,25 +168,6 @@ pub fn prepare_rows(points: Vec<CalibrationPoint>) -> Vec<PreparedRow> {
             }
         })
         .collect()
-}
-
-/// The nominal mean prompt length of a synthetic workload, shared prefix included, rounded.
-fn nominal_prompt_tokens(s: &crate::scenario::Scenario) -> Option<u64> {
-    match &s.workload.requests {
-        crate::workload::RawContent::Synthetic {
-            input,
-            shared_prefix,
-            ..
-        } => {
-            let prefix = shared_prefix.as_ref().map_or(0.0, |p| p.tokens);
-            input
-                .nominal_mean()
-                .map(|m| m + prefix)
-                .filter(|t| t.is_finite() && *t >= 0.0)
-                .map(|t| libm::round(t) as u64)
-        }
-        _ => None,
-    }
 }
 
 /// Simulates prepared rows with the efficiency table `fitted` gives each, in the order given.

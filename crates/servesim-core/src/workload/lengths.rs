@@ -57,30 +57,6 @@ pub enum RawLengthDist {
     },
 }
 
-impl RawLengthDist {
-    /// The distribution's nominal mean in tokens, before any clamping (constant: its length;
-    /// uniform: the midpoint; ratio: the midpoint times the nominal; normal, lognormal and
-    /// exponential: their stated mean; empirical: the mean of its values). `None` for an empty
-    /// list.
-    pub fn nominal_mean(&self) -> Option<f64> {
-        match self {
-            RawLengthDist::Constant { tokens } => Some(*tokens),
-            RawLengthDist::Uniform { min, max } => Some((min + max) / 2.0),
-            RawLengthDist::UniformRatio {
-                nominal,
-                min_ratio,
-                max_ratio,
-            } => Some(nominal * (min_ratio + max_ratio) / 2.0),
-            RawLengthDist::Normal { mean, .. }
-            | RawLengthDist::Lognormal { mean, .. }
-            | RawLengthDist::Exponential { mean, .. } => Some(*mean),
-            RawLengthDist::Empirical { values } => {
-                (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-            }
-        }
-    }
-}
-
 /// The kinds, and the fields each takes in declaration order: the first `required` are required.
 const KINDS: [&str; 7] = [
     "constant",

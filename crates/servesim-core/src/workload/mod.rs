@@ -161,6 +161,24 @@ pub enum Content {
     Trace(Vec<TraceRequest>),
 }
 
+impl Content {
+    /// The nominal mean prompt length of synthetic requests in tokens, shared prefix included
+    /// ([`LengthDist::nominal_mean`], rounded); `None` for agentic sessions and traces.
+    pub fn nominal_prompt_tokens(&self) -> Option<u64> {
+        match self {
+            Content::Synthetic {
+                input,
+                shared_prefix,
+                ..
+            } => {
+                let t = input.nominal_mean() + shared_prefix.map_or(0, |(_, t)| t) as f64;
+                (t.is_finite() && t >= 0.0).then(|| libm::round(t) as u64)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A validated workload.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkloadSpec {
