@@ -67,6 +67,13 @@ pub struct Evidence {
     pub summary: String,
 }
 
+/// The shortest and longest prompt of the runs behind `cells`, when their cells record them.
+fn prompt_range(cells: &[EvidenceCell]) -> Option<(u64, u64)> {
+    let lo = cells.iter().filter_map(|c| c.prompt_tokens_min).min()?;
+    let hi = cells.iter().filter_map(|c| c.prompt_tokens_max).max()?;
+    Some((lo, hi))
+}
+
 fn pct(v: f64) -> String {
     format!("{v:.1} %")
 }
@@ -124,12 +131,10 @@ pub fn evidence(summary_json: &str, key: Option<&str>, model_family: &str) -> Ev
     }
     let sources = cells.iter().map(|c| c.sources).max().unwrap_or(0);
     // The prompt lengths those runs cover: a prediction far outside them is an extrapolation.
-    let lo = cells.iter().filter_map(|c| c.prompt_tokens_min).min();
-    let hi = cells.iter().filter_map(|c| c.prompt_tokens_max).max();
-    let prompts = match (lo, hi) {
-        (Some(a), Some(b)) if a == b => format!(" (prompts of {a} tokens)"),
-        (Some(a), Some(b)) => format!(" (prompts of {a} to {b} tokens)"),
-        _ => String::new(),
+    let prompts = match prompt_range(&cells) {
+        Some((a, b)) if a == b => format!(" (prompts of {a} tokens)"),
+        Some((a, b)) => format!(" (prompts of {a} to {b} tokens)"),
+        None => String::new(),
     };
     let in_sample: Vec<String> = cells
         .iter()
@@ -171,9 +176,7 @@ pub fn quoted(
         cal.fit.as_deref(),
         model.accuracy_family(),
     );
-    let lo = e.cells.iter().filter_map(|c| c.prompt_tokens_min).min();
-    let hi = e.cells.iter().filter_map(|c| c.prompt_tokens_max).max();
-    if let (Some(p), Some(lo), Some(hi)) = (prompt_tokens, lo, hi) {
+    if let (Some(p), Some((lo, hi))) = (prompt_tokens, prompt_range(&e.cells)) {
         // 1.5x either way: a factor the rows' own spread of lengths would not call a new regime.
         if p.saturating_mul(2) > hi.saturating_mul(3) || p.saturating_mul(3) < lo.saturating_mul(2)
         {
