@@ -26,21 +26,26 @@ fn small_scenario() -> PathBuf {
 
 /// Llama-3.1-8B on one H100 with the `servesim sweep` flags `extra`, written to a file.
 fn scenario_with(extra: &[&str]) -> PathBuf {
-    let mut args = vec![
-        "sweep",
-        "--model",
-        "meta-llama/Meta-Llama-3.1-8B",
-        "--gpu",
-        "h100",
-    ];
+    let mut args = vec!["--model", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "h100"];
     args.extend_from_slice(extra);
-    args.push("--print-scenario");
-    let (code, out, err) = servesim(&args);
+    scenario_file(&args)
+}
+
+/// The scenario `servesim sweep ARGS --print-scenario` prints, written to a file.
+fn scenario_file(args: &[&str]) -> PathBuf {
+    let mut sweep = vec!["sweep"];
+    sweep.extend_from_slice(args);
+    sweep.push("--print-scenario");
+    let (code, out, err) = servesim(&sweep);
     assert_eq!(code, 0, "{err}");
-    // One file per test thread and flag set: the tests run in parallel and would otherwise race.
+    // One file per test thread and argument list: the tests run in parallel and would otherwise
+    // race, and one test may hold several scenarios.
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    args.hash(&mut h);
     let f = tmp(&format!(
-        "step-scenario-{}-{:?}.json",
-        extra.len(),
+        "step-scenario-{:x}-{:?}.json",
+        h.finish(),
         std::thread::current().id()
     ));
     std::fs::write(&f, out).unwrap();
@@ -365,8 +370,7 @@ fn line_ms(out: &str, name: &str) -> Option<f64> {
 fn step_prints_the_gated_deltanet_chunk_chain_for_hybrid_models_only() {
     // Qwen3.5-397B at TP 8 on H200: 45 Gated DeltaNet layers, FlashInfer's SM90 kernel at 2.9 us
     // per 64-token chunk of the longest sequence (docs/step-time.md §3).
-    let (code, out, err) = servesim(&[
-        "sweep",
+    let f = scenario_file(&[
         "--model",
         "Qwen/Qwen3.5-397B-A17B",
         "--gpu",
@@ -375,14 +379,7 @@ fn step_prints_the_gated_deltanet_chunk_chain_for_hybrid_models_only() {
         "8",
         "--tp",
         "8",
-        "--print-scenario",
     ]);
-    assert_eq!(code, 0, "{err}");
-    let f = tmp(&format!(
-        "step-qwen35-{:?}.json",
-        std::thread::current().id()
-    ));
-    std::fs::write(&f, out).unwrap();
     let f = f.to_str().unwrap();
     let (code, one, err) = servesim(&["step", "--scenario", f, "--prefill", "8192"]);
     assert_eq!(code, 0, "{err}");
