@@ -1351,3 +1351,77 @@ fn gated_deltanet_prefill_pays_its_kernels_chunk_chain() {
         "{got} vs {want}"
     );
 }
+
+/// Speculation adds work and never removes any: a speculative step costs at least the step of the
+/// same prefill chunks and decodes without speculation, with or without drafts to verify. The
+/// speculative path prices attention the way `step_seconds` does, including FlashMLA's sparse
+/// kernels (DeepSeek sparse attention) and the Gated DeltaNet chunk chain, which it once left
+/// out, so that a GLM-5 prefill of 8,192 tokens cost half as much with MTP as without it.
+#[test]
+fn a_speculative_step_never_costs_less_than_the_same_step_without_speculation() {
+    use servesim_core::engine::SpecStep;
+    use servesim_core::speculative::{RawSpecAcceptance, RawSpeculativeConfig};
+    let mtp = |k: i64| RawEngineSettings {
+        speculative_config: Some(RawSpeculativeConfig {
+            method: Some("mtp".into()),
+            num_speculative_tokens: Some(k),
+            ..RawSpeculativeConfig::default()
+        }),
+        speculative_acceptance: Some(RawSpecAcceptance {
+            mean_acceptance_length: Some(1.5),
+            ..RawSpecAcceptance::default()
+        }),
+        ..RawEngineSettings::default()
+    };
+    let cases = [
+        ("zai-org/GLM-5-FP8", "H200", 8, true), // MLA + DeepSeek sparse attention
+        ("deepseek-ai/DeepSeek-V3.2", "H200", 8, true), // the same, DeepSeek's
+        ("Qwen/Qwen3.5-397B-A17B", "H200", 8, false), // Gated DeltaNet + full attention
+        ("deepseek-ai/DeepSeek-V3", "H200", 8, false), // dense MLA
+    ];
+    let mut rng = Lcg(11);
+    for (model, gpu, n, sparse) in cases {
+        for k in [1i64, 3] {
+            let plain = cost(&dep(model, gpu, tp(n)));
+            let spec = cost(&dep_with(model, gpu, tp(n), mtp(k)));
+            for _ in 0..40 {
+                let chunks: Vec<PrefillChunk> = (0..rng.next(3))
+                    .map(|_| PrefillChunk {
+                        past: rng.next(20_000),
+                        new: 1 + rng.next(8192),
+                    })
+                    .collect();
+                let decodes = rng.next(64);
+                let ctx = decodes * (1 + rng.next(16_000));
+                let base = plain.step_seconds(chunks.iter().copied(), decodes, ctx);
+                for drafts in [0, decodes * k as u64] {
+                    let s = SpecStep {
+                        draft_tokens: drafts,
+                        decodes_with_drafts: if drafts > 0 { decodes as u32 } else { 0 },
+                        num_speculative_tokens: k as u32,
+                    };
+                    let with = spec.spec_step_seconds(chunks.iter().copied(), decodes, ctx, &s);
+                    assert!(
+                        with >= base,
+                        "{model} k={k}: {chunks:?} + {decodes} decodes, {drafts} drafts: {with} s < {base} s"
+                    );
+                }
+            }
+            // The prefill that exposed it: one 8,192-token chunk.
+            let one = [PrefillChunk { past: 0, new: 8192 }];
+            let base = plain.step_seconds(one.iter().copied(), 0, 0);
+            let s = SpecStep {
+                draft_tokens: 0,
+                decodes_with_drafts: 0,
+                num_speculative_tokens: k as u32,
+            };
+            let with = spec.spec_step_seconds(one.iter().copied(), 0, 0, &s);
+            assert!(with >= base, "{model}: {with} < {base}");
+            if sparse {
+                // Only the drafter's pass over the chunk is added: the MTP layer's share of a
+                // target layer, a small fraction of the step.
+                assert!(with < 1.2 * base, "{model}: {with} vs {base}");
+            }
+        }
+    }
+}

@@ -620,3 +620,28 @@ fn borrowed_fields_move_no_row_the_fit_saw() {
         assert_eq!(a.comparisons, b.comparisons, "line {}", a.line);
     }
 }
+
+/// A harness entry's fields ([`validate::HARNESS_PARAMS`]) are read from the entry for the
+/// harness's rows, so those rows do not count as reading them for their key: a kernel-family
+/// field among them that no other row of the key reads is borrowed from the nearest key that
+/// measures it. Here `hopper@vllm-0.15` holds inference-sim's Llama-2-7B (dense) and two
+/// InferenceX experimental MiniMax-M2.5 rows: the MoE routing chain (a harness field) comes from
+/// `hopper@vllm-0.11` (gpustack's MoE models), while the expert streaming rate (not a harness
+/// field), which the harness rows read through the key's table, stays the key's own.
+#[test]
+fn a_harness_does_not_make_its_key_read_the_harness_fields() {
+    let mut csv = harness_subset();
+    for line in CSV_A.lines().filter(|l| {
+        l.starts_with("gpustack")
+            && (l.contains(",H100-SXM-80GB,") || l.contains(",H200-SXM-141GB,"))
+    }) {
+        csv.push_str(line);
+        csv.push('\n');
+    }
+    let rep = validate::fit_all(&csv, 1, 1, &mut sim()).unwrap();
+    let lent = &rep.table.borrowed["hopper@vllm-0.15"];
+    assert!(validate::HARNESS_PARAMS.contains(&"moe_layer_floor_s"));
+    assert_eq!(lent["moe_layer_floor_s"], "hopper@vllm-0.11");
+    assert!(!lent.contains_key("hbm_expert_weights"), "{lent:?}");
+    assert!(!validate::HARNESS_PARAMS.contains(&"hbm_expert_weights"));
+}

@@ -94,6 +94,55 @@ fn every_row_simulates_or_is_listed_with_its_reason() {
     }
 }
 
+/// A row that measured its MTP acceptance runs at it: GLM-5.1-FP8 on 8 H200 (vLLM 0.19, three
+/// speculative tokens) logged per-position rates of 36.59 / 20.39 / 7.00 %, a mean acceptance
+/// length of 1.64, far below the 1 + 0.85 x 3 = 3.55 assumed for rows that do not report it.
+#[test]
+fn a_row_that_measured_its_mtp_acceptance_runs_at_it() {
+    let points = validate::parse_points(HOLDOUT).unwrap();
+    let glm = points
+        .iter()
+        .find(|p| p.model == "zai-org/GLM-5.1-FP8")
+        .expect("the GLM-5.1 row");
+    assert_eq!(validate::mtp_tokens(glm), Some(3));
+    let rates = validate::measured_mtp_acceptance(glm, 3).expect("measured rates");
+    for (r, want) in rates.iter().zip([0.3659, 0.2039, 0.07]) {
+        assert!((r - want).abs() < 1e-12, "{rates:?}");
+    }
+    // A count that does not match the speculative tokens is not taken.
+    assert_eq!(validate::measured_mtp_acceptance(glm, 2), None);
+    let s = validate::setup_for(glm).unwrap();
+    let acc = s.scenario.engine.speculative_acceptance.as_ref().unwrap();
+    assert_eq!(acc.acceptance_rate_per_pos.as_deref(), Some(&rates[..]));
+    assert_eq!(acc.mean_acceptance_length, None);
+    let mean = 1.0 + rates.iter().sum::<f64>();
+    assert!((mean - 1.64).abs() < 0.005, "{mean}");
+    // Rows without a measurement keep the documented assumption.
+    for p in calibration_points()
+        .iter()
+        .filter(|p| validate::mtp_tokens(p).is_some())
+    {
+        assert_eq!(
+            validate::measured_mtp_acceptance(p, 1),
+            None,
+            "line {}",
+            p.line
+        );
+    }
+    // The row runs the GLM-5 architecture and simulates.
+    let r = report();
+    let row = r.points.iter().find(|p| p.line == glm.line).unwrap();
+    assert!(row.waits_for.is_none() && row.error.is_none(), "{row:?}");
+    assert!(row
+        .notes
+        .iter()
+        .any(|n| n.contains("zai-org/GLM-5-FP8 config")));
+    assert!(row
+        .notes
+        .iter()
+        .any(|n| n.contains("at the acceptance the source measured")));
+}
+
 #[test]
 fn no_row_repeats_a_calibration_row() {
     let cal = calibration_points();

@@ -181,12 +181,16 @@ impl StepCostModel {
         let mut prefill_reqs = 0u64;
         let mut pf_flops = 0.0;
         let mut pf_bytes = 0.0;
+        let (mut gdn_max, mut gdn_sum) = (0u64, 0u64);
         for ch in prefill.clone() {
             prefill_tokens += ch.new;
             if ch.new == 0 {
                 continue;
             }
             prefill_reqs += 1;
+            let c = super::gdn::chunks(ch.new);
+            gdn_max = gdn_max.max(c);
+            gdn_sum += c;
             pf_flops += self.attn.chunk_flops(ch.past, ch.new);
             pf_bytes +=
                 self.attn.kv_bytes(ch.past as f64) + ch.new as f64 * self.kv_write_bytes_per_token;
@@ -221,13 +225,19 @@ impl StepCostModel {
             dc_bytes = n * (self.attn.kv_bytes(mean_ctx) + q * self.kv_write_bytes_per_token);
         }
         pf_flops = self.div_tp(pf_flops);
+        // The compute side's seconds beyond the attention FLOPs, as in `step_seconds`: FlashMLA's
+        // sparse kernels per query token (every verified position of a decode is a query) and the
+        // Gated DeltaNet kernels' chunk chain.
+        let pf_extra_s = prefill_tokens as f64 * self.sparse_s_per_query_prefill
+            + self.gdn_excess_s(gdn_max, gdn_sum, prefill_tokens);
+        let dc_extra_s = verify as f64 * self.sparse_s_per_query_decode;
         let attn = |c: f64, mm: f64| c.max(mm);
         let pf_attn = attn(
-            pf_flops * self.attn_compute_s_per_flop_prefill,
+            pf_flops * self.attn_compute_s_per_flop_prefill + pf_extra_s,
             pf_bytes * self.kv_s_per_byte,
         );
         let dc_attn = attn(
-            dc_flops * self.attn_compute_s_per_flop_decode,
+            dc_flops * self.attn_compute_s_per_flop_decode + dc_extra_s,
             dc_bytes * self.kv_s_per_byte,
         );
         let gpu = sh.gemm_compute

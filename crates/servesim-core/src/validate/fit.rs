@@ -431,7 +431,10 @@ pub fn fit_generation(
 /// kernels. `step_overhead_eager_s` only for the V0 era (or a plain generation key, which holds
 /// every release line's rows, `FitShape::PerGeneration`), whose engine runs every step with a
 /// prefill without a graph; elsewhere eager steps are the exception (`--enforce-eager` runs), too
-/// few to fit it on.
+/// few to fit it on. `prefill_attention` likewise only for the V0 era: V1 runs FlashAttention /
+/// FlashInfer prefill kernels whose published rate is the literature value, and the V1 keys'
+/// rows (short prompts, or a harness with its own entry) do not identify it: refitted, it went to
+/// its grid's edge (docs/accuracy.md "Calibration: fitted efficiencies").
 pub fn fit_params_for(key: &str, num_models: usize) -> Vec<&'static str> {
     let v0 = may_hold_v0_rows(key);
     if num_models >= 3 {
@@ -439,6 +442,7 @@ pub fn fit_params_for(key: &str, num_models: usize) -> Vec<&'static str> {
             .iter()
             .map(|f| f.field)
             .filter(|&f| v0 || f != "step_overhead_eager_s")
+            .filter(|&f| v0 || f != "prefill_attention")
             .collect()
     } else {
         vec![

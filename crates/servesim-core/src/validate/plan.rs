@@ -6,7 +6,7 @@
 //! [`fit_all`], which runs them one after another.
 
 use super::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One coordinate descent: calibration key `key` fitted on the rows `lines` (all of that key),
 /// over the parameters `params`, and for each harness entry in `harness` ([`HARNESS_KEYS`]: rows
@@ -607,12 +607,34 @@ pub fn assemble_fit(
         .filter(|r| !cannot_start.contains(&r.point.line))
         .filter_map(|r| r.setup.as_ref().map(|s| (r.point.line, FieldReach::of(s))))
         .collect();
+    // A harness entry's fields are read from its entry, not the key's: its rows do not count as
+    // reading them for the key (docs/accuracy.md, "Kernel-family fields an entry's rows never
+    // read are borrowed").
+    let harness_lines: BTreeSet<usize> = pts
+        .iter()
+        .filter(|p| harness_key(p).is_some())
+        .map(|p| p.line)
+        .collect();
     let reads_of = |jobs: &[usize]| -> BTreeMap<String, EntryReads> {
         jobs.iter()
             .map(|&i| {
                 let j = &plan.jobs[i];
+                let own: Vec<usize> = j
+                    .lines
+                    .iter()
+                    .copied()
+                    .filter(|l| !harness_lines.contains(l))
+                    .collect();
+                let (all, own) = (
+                    kernel_fields_read(&j.lines, &reach),
+                    kernel_fields_read(&own, &reach),
+                );
+                let read = all
+                    .into_iter()
+                    .filter(|f| !HARNESS_PARAMS.contains(f) || own.contains(f))
+                    .collect();
                 let r = EntryReads {
-                    read: kernel_fields_read(&j.lines, &reach),
+                    read,
                     fitted: j.params.iter().copied().collect(),
                 };
                 (j.key.clone(), r)

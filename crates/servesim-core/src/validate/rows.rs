@@ -34,6 +34,11 @@ pub const MODEL_FILE_ALIASES: &[(&str, &str, &str)] = &[
         "Kimi-K2.5's language model has the Kimi-K2 architecture (its vision tower is not modelled; text-only rows); NVFP4 run as fp4 on every linear layer",
     ),
     (
+        "zai-org/GLM-5.1-FP8",
+        "zai-org/GLM-5-FP8",
+        "GLM-5.1 has the GLM-5 architecture (GlmMoeDsaForCausalLM: hidden 6144, 78 layers of which the first 3 dense, MLA with q/kv ranks 2048/512 and 256-dim heads, 256 routed experts top-8 and one shared; quic/efficient-transformers PR #1057's description of zai-org/GLM-5.1); the block-FP8 release as GLM-5-FP8's",
+    ),
+    (
         "DeepSeek-R1-0528-AWQ",
         "deepseek-ai/DeepSeek-R1",
         "an AWQ (int4 weight-only) upload of DeepSeek-R1-0528 whose uploader the source does not name",

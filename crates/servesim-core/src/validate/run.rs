@@ -42,8 +42,12 @@ pub const HARNESS_KEYS: &[(&str, &str)] = &[(
 )];
 
 /// The fields fitted per harness ([`HARNESS_KEYS`]) on top of its key's table: the prefill-side
-/// efficiencies, the front end and the per-layer floors, where that harness departs from the others
-/// (slow prefill, queued first tokens, small-batch decode twice the official InferenceX run's).
+/// efficiencies, the front end and the per-layer floors and chains, where that harness departs
+/// from the others (slow prefill, queued first tokens, small-batch decode twice the official
+/// InferenceX run's). A harness's rows do not count as reading these fields for its key
+/// (`borrow_unidentified`): the latent-attention chain of `hopper@vllm-0.15`, whose only latent
+/// attention rows are this harness's GLM-5, is borrowed from the nearest release line that
+/// measures it.
 pub const HARNESS_PARAMS: &[&str] = &[
     "gemm_bf16",
     "gemm_fp8",
@@ -52,6 +56,7 @@ pub const HARNESS_PARAMS: &[&str] = &[
     "step_overhead_piecewise_s",
     "layer_gpu_floor_s",
     "moe_layer_floor_s",
+    "mla_layer_floor_s",
 ];
 
 /// A row's harness entry, `<generation>@<era>+<tag>`, when its source is in [`HARNESS_KEYS`].

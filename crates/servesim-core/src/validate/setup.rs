@@ -70,6 +70,21 @@ pub fn mtp_tokens(p: &CalibrationPoint) -> Option<u32> {
     None
 }
 
+/// The per-position acceptance rates (fractions) a row's notes report for its `k` MTP draft
+/// positions: `MEASURED acceptance: ... per-position a / b / c %` (vLLM's `SpecDecoding metrics`
+/// log line, "Per-position acceptance rate"), when there are exactly `k` of them, each in [0, 1].
+pub fn measured_mtp_acceptance(p: &CalibrationPoint, k: u32) -> Option<Vec<f64>> {
+    let at = p.notes.find("MEASURED acceptance:")?;
+    let rest = &p.notes[at..];
+    let i = rest.find("per-position ")? + "per-position ".len();
+    let list = &rest[i..rest[i..].find('%').map(|e| i + e)?];
+    let rates: Vec<f64> = list
+        .split('/')
+        .map(|x| x.trim().parse::<f64>().ok().map(|v| v / 100.0))
+        .collect::<Option<_>>()?;
+    (rates.len() == k as usize && rates.iter().all(|r| (0.0..=1.0).contains(r))).then_some(rates)
+}
+
 /// How the measured inter-token figure is compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Family {
@@ -249,21 +264,37 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
     }
     let mut notes_spec = None;
     if let Some(k) = mtp_tokens(p) {
-        // `--speculative-config.method mtp --speculative-config.num_speculative_tokens k`; the
-        // source does not report acceptance, so the literature value stands in (docs/accuracy.md).
+        // `--speculative-config.method mtp --speculative-config.num_speculative_tokens k`, with
+        // the acceptance the source measured, else the literature value (docs/accuracy.md).
         engine.speculative_config = Some(RawSpeculativeConfig {
             method: Some("mtp".into()),
             num_speculative_tokens: Some(i64::from(k)),
             ..RawSpeculativeConfig::default()
         });
-        let m = 1.0 + MTP_ACCEPTANCE_PER_TOKEN * k as f64;
-        engine.speculative_acceptance = Some(RawSpecAcceptance {
-            mean_acceptance_length: Some(m),
-            ..RawSpecAcceptance::default()
-        });
-        notes_spec = Some(format!(
-            "MTP with {k} speculative token(s); acceptance not reported by the source: mean acceptance length {m} assumed (DeepSeek-V3 technical report: 85-90% acceptance of the second token; lower end)"
-        ));
+        if let Some(rates) = measured_mtp_acceptance(p, k) {
+            let m = 1.0 + rates.iter().sum::<f64>();
+            notes_spec = Some(format!(
+                "MTP with {k} speculative token(s) at the acceptance the source measured: per-position rates {}, mean acceptance length {m:.2}",
+                rates
+                    .iter()
+                    .map(|r| format!("{r:.4}"))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            ));
+            engine.speculative_acceptance = Some(RawSpecAcceptance {
+                acceptance_rate_per_pos: Some(rates),
+                ..RawSpecAcceptance::default()
+            });
+        } else {
+            let m = 1.0 + MTP_ACCEPTANCE_PER_TOKEN * k as f64;
+            engine.speculative_acceptance = Some(RawSpecAcceptance {
+                mean_acceptance_length: Some(m),
+                ..RawSpecAcceptance::default()
+            });
+            notes_spec = Some(format!(
+                "MTP with {k} speculative token(s); acceptance not reported by the source: mean acceptance length {m} assumed (DeepSeek-V3 technical report: 85-90% acceptance of the second token; lower end)"
+            ));
+        }
     }
     let is_inference_sim = p.source.starts_with("inference-sim");
     let (arrival, sweep, summary_arrival, input, output, shared) = if let Some(rate) =
