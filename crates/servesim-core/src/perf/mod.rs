@@ -982,8 +982,10 @@ impl StepCostModel {
         let sh = self.shape_terms(tokens, requests, prefill_tokens > 0);
         // Seconds on the prefill attention's compute side beyond its FLOPs: FlashMLA's sparse
         // kernels per query token, and the Gated DeltaNet kernels' chunk chain.
-        let pf_sparse_s = prefill_tokens as f64 * self.sparse_s_per_query_prefill
-            + self.gdn_excess_s(gdn_max, gdn_sum, prefill_tokens);
+        let pf_sparse_s = self.prefill_extra_s(
+            prefill_tokens,
+            self.gdn_excess_s(gdn_max, gdn_sum, prefill_tokens),
+        );
         self.seconds_of(
             &sh,
             pf_flops,
@@ -1104,6 +1106,14 @@ impl StepCostModel {
             + overhead
             + sh.moe_floor
             + sh.mla_floor
+    }
+
+    /// Seconds on the prefill attention's compute side beyond its FLOPs for `tokens` prefill tokens
+    /// whose Gated DeltaNet chunk chain costs `gdn_s`: FlashMLA's sparse kernels per query token,
+    /// plus the chain. One formula for the plain step, its breakdown and the speculative step.
+    #[inline]
+    fn prefill_extra_s(&self, tokens: u64, gdn_s: f64) -> f64 {
+        tokens as f64 * self.sparse_s_per_query_prefill + gdn_s
     }
 
     /// The Gated DeltaNet prefill kernels' seconds beyond their FLOPs for a step whose prefill
@@ -1307,7 +1317,7 @@ impl StepCostModel {
         let pf_sparse_flops = prefill_tokens as f64 * self.sparse_flops_per_query;
         let gdn_s = self.gdn_excess_s(gdn_max, gdn_sum, prefill_tokens);
         b.raw.gdn_prefill = gdn_s;
-        let pf_sparse_s = prefill_tokens as f64 * self.sparse_s_per_query_prefill + gdn_s;
+        let pf_sparse_s = self.prefill_extra_s(prefill_tokens, gdn_s);
         // Decode attention: mean-field at the mean context.
         let (mut dc_flops, mut dc_bytes, mut dc_sparse_flops, mut dc_sparse_s) =
             (0.0, 0.0, 0.0, 0.0);

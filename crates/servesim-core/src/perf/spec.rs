@@ -228,8 +228,10 @@ impl StepCostModel {
         // The compute side's seconds beyond the attention FLOPs, as in `step_seconds`: FlashMLA's
         // sparse kernels per query token (every verified position of a decode is a query) and the
         // Gated DeltaNet kernels' chunk chain.
-        let pf_extra_s = prefill_tokens as f64 * self.sparse_s_per_query_prefill
-            + self.gdn_excess_s(gdn_max, gdn_sum, prefill_tokens);
+        let pf_extra_s = self.prefill_extra_s(
+            prefill_tokens,
+            self.gdn_excess_s(gdn_max, gdn_sum, prefill_tokens),
+        );
         let dc_extra_s = verify as f64 * self.sparse_s_per_query_decode;
         let attn = |c: f64, mm: f64| c.max(mm);
         let pf_attn = attn(
