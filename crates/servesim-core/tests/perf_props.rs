@@ -628,6 +628,41 @@ fn tp_allreduce_follows_the_ring_formula() {
     }
 }
 
+/// MiniMax-M2's per-layer QK-norm normalises the TP-sharded q and k projections, so each layer
+/// all-reduces the two fp32 variances of every token besides its attention and MoE outputs
+/// (vLLM `MiniMaxText01RMSNormTP.forward_qk`): 62 more latency-bound calls per step at TP > 1,
+/// none at TP 1, none for a model without that norm.
+#[test]
+fn minimax_qk_norm_adds_one_small_allreduce_per_layer_under_tp() {
+    let e = Efficiencies::default_for(Generation::Hopper);
+    let d = dep("MiniMaxAI/MiniMax-M2.5", "H100", tp(4));
+    assert_eq!(d.model.num_tp_norm_allreduce_layers(), 62);
+    assert_eq!(
+        catalog::load("meta-llama/Meta-Llama-3.1-70B")
+            .unwrap()
+            .num_tp_norm_allreduce_layers(),
+        0
+    );
+    let m = cost(&d);
+    let ring = |bytes: f64| 2.0 * 0.75 * bytes / (450e9 * e.allreduce_bus_eff);
+    for t in [1u64, 512] {
+        let ch = [PrefillChunk { past: 0, new: t }];
+        let b = m.breakdown(&prefill_only(&ch));
+        let tok = b.work.padded_tokens as f64;
+        // Attention-out and MoE-out per layer (hidden 3072, bf16), then the QK-norm variances.
+        let want = 124.0 * (ring(tok * 3072.0 * 2.0) + e.allreduce_latency_s)
+            + 62.0 * (ring(tok * 2.0 * 4.0) + e.allreduce_latency_s);
+        assert!(
+            (b.tp_allreduce - want).abs() < 1e-9 * want,
+            "{t}: {} vs {want}",
+            b.tp_allreduce
+        );
+    }
+    let one = cost(&dep("MiniMaxAI/MiniMax-M2.5", "H200", tp(1)));
+    let ch = [PrefillChunk { past: 0, new: 64 }];
+    assert_eq!(one.breakdown(&prefill_only(&ch)).tp_allreduce, 0.0);
+}
+
 #[test]
 fn data_parallel_moe_uses_dispatch_not_tp_allreduce() {
     let d = dep(

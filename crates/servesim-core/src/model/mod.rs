@@ -594,6 +594,19 @@ impl ModelConfig {
         }
     }
 
+    /// Decoder layers whose attention all-reduces a normalisation statistic over the TP group
+    /// besides the layer's output: MiniMax-M2's per-layer QK-norm normalises the whole q and k
+    /// projections, which TP shards, so each layer all-reduces the two variances
+    /// (`MiniMaxText01RMSNormTP.forward_qk`, vllm/model_executor/layers/mamba/linear_attn.py: one
+    /// `tensor_model_parallel_all_reduce` of `[q_var, k_var]` per layer). 0 for other models.
+    pub fn num_tp_norm_allreduce_layers(&self) -> u32 {
+        if self.family == ModelFamily::MiniMaxM2 {
+            self.num_layers
+        } else {
+            0
+        }
+    }
+
     /// Number of linear-attention (Gated DeltaNet) decoder layers.
     pub fn num_linear_attention_layers(&self) -> u32 {
         self.layers

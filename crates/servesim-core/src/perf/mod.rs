@@ -283,6 +283,9 @@ pub struct StepCostModel {
     experts_per_tok: f64,
     num_moe_layers: f64,
     num_dense_layers: f64,
+    /// Layers that all-reduce a QK-norm statistic over TP (`ModelConfig::num_tp_norm_allreduce_layers`;
+    /// 0 at TP 1).
+    tp_norm_allreduce_layers: f64,
     /// `num_moe_layers x moe_layer_floor_s`: the routed-expert component's floor per step.
     moe_floor_s: f64,
     /// `MLA layers x mla_layer_floor_s` (0 for GQA models).
@@ -672,6 +675,11 @@ impl StepCostModel {
             experts_per_tok: k,
             num_moe_layers: m.num_moe_layers() as f64,
             num_dense_layers: m.num_dense_layers() as f64,
+            tp_norm_allreduce_layers: if par.tp > 1 {
+                m.num_tp_norm_allreduce_layers() as f64
+            } else {
+                0.0
+            },
             moe_floor_s: m.num_moe_layers() as f64 * eff.moe_layer_floor_s,
             mla_floor_s: m.num_latent_attention_layers() as f64 * eff.mla_layer_floor_s,
             gdn,
@@ -1154,6 +1162,18 @@ impl StepCostModel {
         // the MoE output is all-reduced over TP when dp == 1 (tokens are replicated in the TP
         // group, experts TP- or EP-sharded inside it), else it goes through the DP/EP dispatch.
         let mut tp_ar = ar(2.0 * self.num_dense_layers + self.num_moe_layers);
+        // A per-layer QK-norm over TP-sharded projections (MiniMax-M2): one all-reduce per layer of
+        // each token's two fp32 variances, latency-bound.
+        if self.tp_norm_allreduce_layers > 0.0 {
+            let calls = self.tp_norm_allreduce_layers;
+            tp_ar += Self::ring(
+                self.tp,
+                2.0 * t * 2.0 * 4.0,
+                self.tp_link_s_per_byte,
+                0.0,
+                calls,
+            ) + calls * self.tp_latency;
+        }
         let mut moe = 0.0;
         if let (Some(a2a), true) = (&self.a2a, self.num_moe_layers > 0.0) {
             // DP + EP: the backend's dispatch + combine per MoE layer (`perf/all2all.rs`).
