@@ -510,6 +510,10 @@ mod tests {
             ("AMD Instinct MI300X OAM", "MI300X"),
             ("NVIDIA GeForce RTX 4090", "RTX-4090"),
             ("nvidia.com/gpu.product=NVIDIA-GeForce-RTX-4090", "RTX-4090"),
+            // The H20 and its 141 GB variant stay apart.
+            ("NVIDIA H20", "H20"),
+            ("NVIDIA H20-3e", "H20-3e"),
+            ("nvidia.com/gpu.product=NVIDIA-H20-3e", "H20-3e"),
             ("AMD Instinct MI355X", "MI355X"),
             ("nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3", "H100-SXM"),
             ("nvidia.com/gpu.product: NVIDIA-H200", "H200"),
