@@ -1150,14 +1150,16 @@ impl StepCostModel {
     fn comm(&self, t: f64) -> (f64, f64) {
         // Message of one all-reduce: tokens x hidden x 2 bytes.
         let msg = t * self.hidden * ACT_BYTES;
-        let ar = |calls: f64| {
-            Self::ring(self.tp, 2.0 * msg, self.tp_link_s_per_byte, 0.0, calls)
+        // `calls` TP all-reduces of `bytes` each: ring passes plus the per-call latency.
+        let ar_of = |bytes: f64, calls: f64| {
+            Self::ring(self.tp, 2.0 * bytes, self.tp_link_s_per_byte, 0.0, calls)
                 + if self.tp > 1.0 {
                     calls * self.tp_latency
                 } else {
                     0.0
                 }
         };
+        let ar = |calls: f64| ar_of(msg, calls);
         // Dense layers: attention-out + MLP-out all-reduce. MoE layers: attention-out all-reduce;
         // the MoE output is all-reduced over TP when dp == 1 (tokens are replicated in the TP
         // group, experts TP- or EP-sharded inside it), else it goes through the DP/EP dispatch.
@@ -1165,14 +1167,7 @@ impl StepCostModel {
         // A per-layer QK-norm over TP-sharded projections (MiniMax-M2): one all-reduce per layer of
         // each token's two fp32 variances, latency-bound.
         if self.tp_norm_allreduce_layers > 0.0 {
-            let calls = self.tp_norm_allreduce_layers;
-            tp_ar += Self::ring(
-                self.tp,
-                2.0 * t * 2.0 * 4.0,
-                self.tp_link_s_per_byte,
-                0.0,
-                calls,
-            ) + calls * self.tp_latency;
+            tp_ar += ar_of(t * 2.0 * 4.0, self.tp_norm_allreduce_layers);
         }
         let mut moe = 0.0;
         if let (Some(a2a), true) = (&self.a2a, self.num_moe_layers > 0.0) {
