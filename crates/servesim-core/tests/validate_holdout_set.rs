@@ -144,6 +144,48 @@ fn a_row_that_measured_its_mtp_acceptance_runs_at_it() {
 }
 
 #[test]
+fn a_recorded_compilation_config_sets_the_cuda_graph_mode() {
+    use servesim_core::deploy::CudagraphMode;
+    // InferenceX PR #832's 4xH100 MiniMax-M2.5 serve line states
+    // `--compilation-config '{"cudagraph_mode":"PIECEWISE"}'`: attention runs outside the graphs.
+    let points = validate::parse_points(HOLDOUT).unwrap();
+    let row = points
+        .iter()
+        .find(|p| p.model == "MiniMaxAI/MiniMax-M2.5" && p.source_ref.contains("pull/832"))
+        .expect("the PR #832 row");
+    let s = validate::setup_for(row).unwrap();
+    assert_eq!(
+        s.scenario.engine.cudagraph_mode,
+        Some(CudagraphMode::Piecewise)
+    );
+    assert_eq!(
+        s.scenario.deployment().unwrap().engine.cudagraph_mode,
+        CudagraphMode::Piecewise
+    );
+    // The calibration rows whose serve lines carry only compiler passes
+    // (`{mode:3, pass_config:{fuse_minimax_qk_norm:true}}`, the InferenceX blog's H100 rows) keep
+    // vLLM's default mode, and say which keys were not modelled.
+    let mut passes = 0;
+    for p in calibration_points()
+        .iter()
+        .filter(|p| p.notes.contains("fuse_minimax_qk_norm"))
+    {
+        let s = validate::setup_for(p).unwrap_or_else(|e| panic!("line {}: {e}", p.line));
+        assert_eq!(s.scenario.engine.cudagraph_mode, None, "line {}", p.line);
+        assert!(
+            s.notes.iter().any(|n| n.contains(
+                r#"--compilation-config={"mode":3, "pass_config":{"fuse_minimax_qk_norm":true}}"#
+            )),
+            "line {}: {:?}",
+            p.line,
+            s.notes
+        );
+        passes += 1;
+    }
+    assert_eq!(passes, 6);
+}
+
+#[test]
 fn no_row_repeats_a_calibration_row() {
     let cal = calibration_points();
     let refs: BTreeSet<&str> = cal.iter().map(|p| p.source_ref.as_str()).collect();

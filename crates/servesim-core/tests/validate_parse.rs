@@ -415,6 +415,32 @@ fn engine_flags_recorded_in_the_notes_are_applied() {
         engine_flags_in_notes("--enable-chunked-prefill --max-model-len 8192"),
         ["--enable-chunked-prefill", "--max-model-len=8192"]
     );
+    // A compilation config is one JSON value over several words, quoted or (transcribed without
+    // its quotes) bare; its keys come out quoted.
+    assert_eq!(
+        engine_flags_in_notes(
+            r#"`vllm serve m --compilation-config '{"cudagraph_mode": "PIECEWISE"}' --max-model-len 2248`"#
+        ),
+        [
+            r#"--compilation-config={"cudagraph_mode": "PIECEWISE"}"#,
+            "--max-model-len=2248"
+        ]
+    );
+    assert_eq!(
+        engine_flags_in_notes(
+            "--compilation-config {mode:3, pass_config:{fuse_minimax_qk_norm:true}} --gpu-memory-utilization 0.9"
+        ),
+        [
+            r#"--compilation-config={"mode":3, "pass_config":{"fuse_minimax_qk_norm":true}}"#,
+            "--gpu-memory-utilization=0.9"
+        ]
+    );
+    // An object that never closes is not taken whole: its first word is passed on, and the
+    // argument registry names the flag when it refuses it.
+    assert_eq!(
+        engine_flags_in_notes("--compilation-config {mode:3"),
+        ["--compilation-config={mode:3"]
+    );
     // The multi-step count is read only to say, per row, that it is not modelled.
     use servesim_core::validate::scheduler_steps_in_notes;
     assert_eq!(

@@ -696,7 +696,7 @@ pub fn totals_from_notes(notes: &str) -> Option<(f64, f64)> {
 /// [`scheduler_steps_in_notes`], whose two spellings the registry does not share), and client
 /// (benchmark) flags. A switch written with a false
 /// value (`--enable-chunked-prefill=False`, V0's spelling) counts as its `--no-` form.
-pub const NOTE_ENGINE_FLAGS: [&str; 10] = [
+pub const NOTE_ENGINE_FLAGS: [&str; 11] = [
     "--max-model-len",
     "--performance-mode",
     "--enforce-eager",
@@ -707,6 +707,7 @@ pub const NOTE_ENGINE_FLAGS: [&str; 10] = [
     "--enable-chunked-prefill",
     "--no-enable-chunked-prefill",
     "--language-model-only",
+    "--compilation-config",
 ];
 
 /// The [`NOTE_ENGINE_FLAGS`] written in `notes` (`--flag value`, `--flag=value` or a bare switch,
@@ -852,7 +853,18 @@ fn note_flags(notes: &str) -> Vec<String> {
         w.trim_matches(|c: char| "`;,[]()'\"".contains(c))
             .to_string()
     };
-    let words: Vec<String> = notes.split_whitespace().map(strip).collect();
+    let raw: Vec<&str> = notes.split_whitespace().collect();
+    let mut words: Vec<String> = raw.iter().map(|w| strip(w)).collect();
+    // A JSON value (`--compilation-config '{"cudagraph_mode": "PIECEWISE"}'`, or with its quotes
+    // lost in transcription, `{mode:3, pass_config:{...}}`) spans words: the word after the flag
+    // becomes the whole object, its keys quoted.
+    for i in 0..raw.len().saturating_sub(1) {
+        if words[i] == "--compilation-config" {
+            if let Some(v) = braced_value(&raw[i + 1..]) {
+                words[i + 1] = v;
+            }
+        }
+    }
     let mut out: Vec<String> = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
     for (i, w) in words.iter().enumerate() {
@@ -890,6 +902,80 @@ fn note_flags(notes: &str) -> Vec<String> {
             out.push(flag.to_string());
         }
         seen.push(flag);
+    }
+    out
+}
+
+/// The JSON object that starts at `words[0]` (after any quote or backtick) and ends where its
+/// braces balance, joined with single spaces and its bare keys and words quoted
+/// ([`quote_bare_words`]); `None` when `words[0]` opens no object or the braces never balance.
+fn braced_value(words: &[&str]) -> Option<String> {
+    let first = words
+        .first()?
+        .trim_start_matches(|c: char| "`'\"".contains(c));
+    if !first.starts_with('{') {
+        return None;
+    }
+    let mut text = String::new();
+    let mut depth = 0i32;
+    for (n, w) in words.iter().enumerate() {
+        let w = if n == 0 { first } else { w };
+        if n > 0 {
+            text.push(' ');
+        }
+        for c in w.chars() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            text.push(c);
+            if depth == 0 {
+                return Some(quote_bare_words(&text));
+            }
+        }
+    }
+    None
+}
+
+/// Quotes the bare words of a JSON-like object (`{mode:3, pass_config:{x:true}}` ->
+/// `{"mode":3, "pass_config":{"x":true}}`); numbers, `true`, `false`, `null` and quoted strings
+/// are kept.
+fn quote_bare_words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars().peekable();
+    let mut in_str = false;
+    while let Some(c) = chars.next() {
+        if in_str {
+            out.push(c);
+            if c == '"' {
+                in_str = false;
+            }
+            continue;
+        }
+        if c == '"' {
+            in_str = true;
+            out.push(c);
+        } else if c.is_ascii_alphabetic() || c == '_' {
+            let mut word = String::from(c);
+            while let Some(&d) = chars.peek() {
+                if d.is_ascii_alphanumeric() || d == '_' || d == '.' || d == '-' {
+                    word.push(d);
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            if matches!(word.as_str(), "true" | "false" | "null") {
+                out.push_str(&word);
+            } else {
+                out.push('"');
+                out.push_str(&word);
+                out.push('"');
+            }
+        } else {
+            out.push(c);
+        }
     }
     out
 }
