@@ -10,6 +10,7 @@
 
 pub mod all2all;
 mod eff;
+pub mod ep_load;
 pub mod gdn;
 mod spec;
 mod terms;
@@ -157,9 +158,11 @@ pub struct StepWorkPerGpu {
     pub attention_flops: f64,
     /// Non-expert weight bytes read.
     pub dense_weight_bytes: f64,
-    /// Routed-expert weight bytes read (only the experts the step activates).
+    /// Routed-expert weight bytes read (only the experts the step activates; with expert
+    /// parallelism, the busiest GPU's).
     pub expert_weight_bytes: f64,
-    /// Expected fraction of this GPU's experts the step activates (0 for dense models).
+    /// Expected fraction of this GPU's experts the step activates (0 for dense models; with
+    /// expert parallelism, the busiest GPU's activated experts over the experts it holds).
     pub experts_active_fraction: f64,
     /// KV-cache bytes read and written.
     pub kv_bytes: f64,
@@ -281,6 +284,11 @@ pub struct StepCostModel {
     /// `ln(1 - k/E)` for the activated-expert fraction (0 for dense models).
     ln_not_chosen: f64,
     experts_per_tok: f64,
+    /// With expert parallelism (`ep > 1`): the experts the fullest GPU holds (`ceil(E / ep)`) and
+    /// the GPUs holding experts; the step reads the busiest GPU's activated experts
+    /// ([`ep_load::expected_busiest`]). `(0, 1)` without expert parallelism.
+    ep_local_experts: u32,
+    ep_ranks: u32,
     num_moe_layers: f64,
     num_dense_layers: f64,
     /// Layers that all-reduce a QK-norm statistic over TP (`ModelConfig::num_tp_norm_allreduce_layers`;
@@ -520,6 +528,13 @@ impl StepCostModel {
 
         // Routed experts: spread over `expert_div` GPUs (ep > 1: E / ceil(E/ep) GPUs hold whole
         // experts; else every expert is sharded over tp * dp), as in weight_bytes_per_gpu.
+        let (ep_local_experts, ep_ranks) = match &m.moe {
+            Some(moe) if par.ep > 1 => {
+                let local = moe.num_experts.div_ceil(par.ep);
+                (local, moe.num_experts.div_ceil(local.max(1)))
+            }
+            _ => (0, 1),
+        };
         let (expert_div, ln_not_chosen, k) = match &m.moe {
             Some(moe) => {
                 let e = moe.num_experts as f64;
@@ -673,6 +688,8 @@ impl StepCostModel {
             expert_bytes_s: 1.0 / (bw * eff.hbm_expert_weights),
             ln_not_chosen,
             experts_per_tok: k,
+            ep_local_experts,
+            ep_ranks,
             num_moe_layers: m.num_moe_layers() as f64,
             num_dense_layers: m.num_dense_layers() as f64,
             tp_norm_allreduce_layers: if par.tp > 1 {
@@ -745,6 +762,20 @@ impl StepCostModel {
             .collect();
     }
 
+    /// Fraction of this GPU's routed-expert weights a step of `t_global` tokens (all DP ranks)
+    /// reads: `f = 1 - (1 - k/E)^T` under uniform routing, or with expert parallelism the busiest
+    /// GPU's activated experts over the experts it holds (docs/step-time.md §2).
+    #[inline]
+    fn expert_read_fraction(&self, t_global: f64) -> f64 {
+        let f = 1.0 - libm::exp(t_global * self.ln_not_chosen);
+        if self.ep_ranks > 1 {
+            ep_load::expected_busiest(self.ep_local_experts, f, self.ep_ranks)
+                / self.ep_local_experts as f64
+        } else {
+            f
+        }
+    }
+
     /// [`ShapeTerms`] of a step of `tokens` tokens and `requests` requests (logits rows), with
     /// or without prefill: the operations of [`StepCostModel::breakdown_iter`] for these terms.
     #[inline]
@@ -770,7 +801,7 @@ impl StepCostModel {
         let (mut exp_c, mut exp_m) = (0.0, 0.0);
         if self.experts_per_tok > 0.0 {
             let t_global = t * self.dp;
-            let frac = 1.0 - libm::exp(t_global * self.ln_not_chosen);
+            let frac = self.expert_read_fraction(t_global);
             let bytes = frac * self.expert_weight_bytes_all;
             exp_c = t_global * self.expert_s_per_token;
             exp_m = bytes * self.expert_bytes_s;
@@ -1289,7 +1320,7 @@ impl StepCostModel {
         // size), spread over the expert GPUs; weights of the activated experts only.
         if self.experts_per_tok > 0.0 {
             let t_global = t * self.dp;
-            let frac = 1.0 - libm::exp(t_global * self.ln_not_chosen);
+            let frac = self.expert_read_fraction(t_global);
             let bytes = frac * self.expert_weight_bytes_all;
             let c = t_global * self.expert_s_per_token;
             let mm = bytes * self.expert_bytes_s;
