@@ -13,7 +13,7 @@
 //! `docs/capacity.md`. A configuration that cannot start still yields a [`CapacityReport`] with
 //! `fits = false`, vLLM's own error text and concrete fixes.
 
-use crate::deploy::{All2AllBackend, Deployment, RawEngineSettings};
+use crate::deploy::{All2AllBackend, CudagraphMode, Deployment, RawEngineSettings};
 use crate::dtype::KvCacheDtype;
 use crate::model::{AttentionSpec, KvCacheSpec, LayerFfn, ModelConfig, ModelError};
 use crate::parallel::Parallelism;
@@ -377,6 +377,24 @@ fn vllm_group_count(spec: &KvCacheSpec) -> u64 {
 }
 
 /// Sizes the KV cache of `d` as vLLM does at start-up. `request` adds "how many of these fit".
+/// vLLM's start-up check for hybrid models (`GPUModelRunner._check_and_update_cudagraph_mode`,
+/// vllm-project/vllm#38270): with full CUDA graphs, every decode sequence needs one block of the
+/// KV pool for its Mamba / Gated DeltaNet state, so a `max_num_seqs` above the pool's
+/// `num_blocks` stops the engine ("max_num_seqs (N) exceeds available Mamba cache blocks (M)").
+/// Only from [`crate::deploy::MAMBA_BLOCKS_CHECK_SINCE`] (`EngineSettings::mamba_blocks_check`);
+/// piecewise-only or no graphs skip it. docs/capacity.md "Hybrid models' block size".
+fn mamba_blocks_refused(d: &Deployment, num_blocks: u64) -> bool {
+    let e = &d.engine;
+    let full_graphs = matches!(
+        e.cudagraph_mode,
+        CudagraphMode::FullAndPiecewise | CudagraphMode::Full | CudagraphMode::FullDecodeOnly
+    );
+    e.mamba_blocks_check
+        && full_graphs
+        && d.model.num_linear_attention_layers() > 0
+        && e.max_num_seqs > num_blocks
+}
+
 pub fn compute(
     d: &Deployment,
     request: Option<RequestShape>,
@@ -610,6 +628,22 @@ fn compute_inner(
             }),
             per_req as i64 - kv_available,
         )
+    } else if mamba_blocks_refused(d, num_blocks) {
+        (
+            false,
+            format!(
+                "max_num_seqs {} exceeds the KV pool's {} blocks: every decode sequence of a hybrid model holds one block for its Gated DeltaNet state, and vLLM (>= {}.{}) refuses to capture full CUDA graphs for more sequences than blocks; lower max_num_seqs to at most {num_blocks}, raise gpu_memory_utilization, or run piecewise CUDA graphs only",
+                e.max_num_seqs,
+                fmt_thousands(num_blocks),
+                crate::deploy::MAMBA_BLOCKS_CHECK_SINCE.major,
+                crate::deploy::MAMBA_BLOCKS_CHECK_SINCE.minor,
+            ),
+            Some(format!(
+                "max_num_seqs ({}) exceeds available Mamba cache blocks ({num_blocks}). Each decode sequence requires one Mamba cache block, so CUDA graph capture cannot proceed. Please lower max_num_seqs to at most {num_blocks} or increase gpu_memory_utilization.",
+                e.max_num_seqs
+            )),
+            (e.max_num_seqs.saturating_sub(num_blocks) * block_bytes) as i64,
+        )
     } else {
         (
             true,
@@ -806,6 +840,7 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
         all2all_backend: Some(e.all2all_backend),
         allow_long_max_model_len: Some(true),
         v0_defaults: e.v0_defaults,
+        mamba_blocks_check: e.mamba_blocks_check,
         speculative_config: e.speculative.as_ref().map(|sp| sp.raw.clone()),
         kv_transfer_config: e.kv_transfer.as_ref().map(|k| k.raw.clone()),
         host_link_gb_s: e.host_link_bytes_per_s.map(|b| b as f64 / 1e9),
@@ -822,6 +857,24 @@ pub fn raw_of(d: &Deployment) -> RawEngineSettings {
 fn suggest_fixes(d: &Deployment, r: &CapacityReport) -> Vec<Fix> {
     let mut fixes = Vec::new();
     let e = &d.engine;
+    // A hybrid model refused for its state blocks: vLLM's own remedy first.
+    if r.num_blocks > 0 && mamba_blocks_refused(d, r.num_blocks) {
+        if let Some(nr) = rebuild(d, |raw, _, _| {
+            raw.max_num_seqs = Some(r.num_blocks as i64);
+            raw.cudagraph_capture_sizes = None;
+        }) {
+            if nr.fits {
+                fixes.push(Fix {
+                    setting: "max_num_seqs".into(),
+                    value: r.num_blocks.to_string(),
+                    effect: format!(
+                        "one state block per decode sequence: {} KV tokens per engine",
+                        fmt_thousands(nr.kv_cache_tokens)
+                    ),
+                });
+            }
+        }
+    }
     // More TP.
     let mut tp = d.par.tp * 2;
     while tp <= 64 {

@@ -123,6 +123,19 @@ pub const PERFORMANCE_MODE_SINCE: crate::perf::VllmVersion = crate::perf::VllmVe
     patch: 0,
 };
 
+/// The first vLLM release that refuses to start a hybrid (Mamba / Gated DeltaNet) model whose
+/// `max_num_seqs` exceeds the KV cache's blocks when its CUDA graphs include full ones
+/// ("max_num_seqs (N) exceeds available Mamba cache blocks (M)"): vllm-project/vllm#38270, merged
+/// at the end of March 2026, after which full decode graphs are no longer capped to the blocks
+/// (#34571). Found in v0.20.0 and not in v0.17.1 (NVIDIA-NeMo/RL#2620: the same jobs failed only
+/// after the bump from 0.17.1 to 0.20.0); whether v0.19 carries it is not established, so the
+/// check starts at 0.20.
+pub const MAMBA_BLOCKS_CHECK_SINCE: crate::perf::VllmVersion = crate::perf::VllmVersion {
+    major: 0,
+    minor: 20,
+    patch: 0,
+};
+
 /// vLLM's `--all2all-backend` / `VLLM_ALL2ALL_BACKEND` for expert parallelism.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -195,6 +208,12 @@ pub struct RawEngineSettings {
     /// `vllm_version`, the one place the version is stated.
     #[serde(skip)]
     pub v0_defaults: bool,
+    /// The release refuses to start a hybrid (Gated DeltaNet) model whose `max_num_seqs` exceeds
+    /// the KV pool's blocks when its CUDA graphs include full ones ([`MAMBA_BLOCKS_CHECK_SINCE`]).
+    /// Never written by a user: [`crate::scenario::Scenario::deployment`] sets it from the
+    /// scenario's `vllm_version`.
+    #[serde(skip)]
+    pub mamba_blocks_check: bool,
     /// vLLM `--speculative-config` (its JSON object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speculative_config: Option<crate::speculative::RawSpeculativeConfig>,
@@ -259,6 +278,10 @@ pub struct EngineSettings {
     /// The defaults are vLLM V0's (`RawEngineSettings::v0_defaults`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub v0_defaults: bool,
+    /// `RawEngineSettings::mamba_blocks_check`: `max_num_seqs` above the KV pool's blocks stops
+    /// a hybrid model's start-up (`capacity`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub mamba_blocks_check: bool,
     /// vLLM V0's `max_seq_len_to_capture` (8192): a decode batch holding a longer sequence runs
     /// without its CUDA graph. `None` in V1, which has no such limit.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -828,6 +851,7 @@ impl EngineSettings {
             usage_context: ctx,
             all2all_backend: raw.all2all_backend.unwrap_or_default(),
             v0_defaults: v0,
+            mamba_blocks_check: raw.mamba_blocks_check,
             max_seq_len_to_capture: (v0 && cudagraph_mode != CudagraphMode::None)
                 .then_some(V0_MAX_SEQ_LEN_TO_CAPTURE),
             speculative,

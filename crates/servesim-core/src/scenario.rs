@@ -677,6 +677,10 @@ impl Scenario {
         };
         let mut engine = self.engine.clone();
         engine.v0_defaults = self.engine_era()? == crate::perf::EngineEra::Vllm07;
+        engine.mamba_blocks_check = self.vllm_version.as_deref().is_none_or(|v| {
+            crate::perf::VllmVersion::parse(v)
+                .map_or(true, |v| v >= crate::deploy::MAMBA_BLOCKS_CHECK_SINCE)
+        });
         if let (Some(mode), Some(v)) = (engine.performance_mode, &self.vllm_version) {
             let since = crate::deploy::PERFORMANCE_MODE_SINCE;
             if crate::perf::VllmVersion::parse(v).is_ok_and(|v| v < since) {

@@ -1131,3 +1131,82 @@ fn mxfp4_padding_follows_the_backend_of_the_gpu() {
         .kernel_padding
         .is_none());
 }
+
+/// vLLM >= 0.20 refuses to start a hybrid model whose `max_num_seqs` exceeds the KV pool's blocks
+/// when its CUDA graphs include full ones (vllm-project/vllm#38270: "max_num_seqs (1024) exceeds
+/// available Mamba cache blocks (856)" for Qwen3.6-27B-FP8 on one H100 at
+/// `--gpu-memory-utilization 0.95`, vllm-project/recipes#551, which then set `--max-num-seqs`).
+/// The same deployment on Qwen3.5-27B (the architecture) with online fp8: refused at the
+/// version, with vLLM's message and its remedy; started before it, with piecewise graphs only,
+/// at `max_num_seqs` = the blocks, and for a model without Gated DeltaNet layers.
+#[test]
+fn a_hybrid_model_needs_a_state_block_per_sequence_from_vllm_0_20() {
+    let scenario = |model: &str, version: &str, engine: &str| {
+        servesim_core::scenario::Scenario::from_json(&format!(
+            r#"{{"version": 1, "model": {{"catalog": "{model}"}}, "gpu": {{"catalog": "H100-SXM"}},
+                "tp": 1, "vllm_version": "{version}", "weight_precision": "fp8",
+                "engine": {{"gpu_memory_utilization": 0.95{engine}}},
+                "workload": {{"arrival": {{"type": "closed_loop", "concurrency": 1}},
+                    "requests": {{"type": "synthetic", "input": {{"type": "constant", "tokens": 128}},
+                                  "output": {{"type": "constant", "tokens": 128}}}}}}}}"#
+        ))
+        .unwrap()
+        .deployment()
+        .unwrap()
+    };
+    let q = "Qwen/Qwen3.5-27B";
+    let refused = compute(&scenario(q, "0.20.0", ""), None).unwrap();
+    assert!(!refused.fits, "{}", refused.reason);
+    let blocks = refused.num_blocks;
+    assert!(blocks > 0 && blocks < 1024, "{blocks}");
+    assert_eq!(
+        refused.vllm_error.as_deref(),
+        Some(format!(
+            "max_num_seqs (1024) exceeds available Mamba cache blocks ({blocks}). Each decode sequence requires one Mamba cache block, so CUDA graph capture cannot proceed. Please lower max_num_seqs to at most {blocks} or increase gpu_memory_utilization."
+        ).as_str())
+    );
+    assert!(refused.reason.contains("lower max_num_seqs to at most"));
+    let fix = &refused.fixes[0];
+    assert_eq!(
+        (fix.setting.as_str(), fix.value.clone()),
+        ("max_num_seqs", blocks.to_string())
+    );
+    // Within the vLLM-logged figure's reach: 856 blocks for the FP8 checkpoint of the same
+    // architecture (its own exclusions and a later release's profile are not modelled).
+    assert!((blocks as f64 / 856.0 - 1.0).abs() < 0.15, "{blocks}");
+    // At the remedy it starts, one more sequence and it does not.
+    let at = |n: u64| {
+        compute(
+            &scenario(q, "0.20.0", &format!(r#", "max_num_seqs": {n}"#)),
+            None,
+        )
+        .unwrap()
+    };
+    let ok = at(blocks);
+    assert!(ok.fits, "{}", ok.reason);
+    // Fewer sequences shrink the profile run's sampler pass, so that pool holds more blocks;
+    // one sequence more than those blocks is refused again.
+    let edge = ok.num_blocks;
+    assert!(edge >= blocks);
+    let over = at(edge + 1);
+    assert!(
+        over.num_blocks <= edge && !over.fits,
+        "{} {}",
+        over.num_blocks,
+        over.reason
+    );
+    // Before the release, with piecewise graphs only, or without Gated DeltaNet layers: no check.
+    assert!(compute(&scenario(q, "0.19.1", ""), None).unwrap().fits);
+    let piecewise = r#", "cudagraph_mode": "PIECEWISE""#;
+    assert!(
+        compute(&scenario(q, "0.20.0", piecewise), None)
+            .unwrap()
+            .fits
+    );
+    let dense = compute(
+        &scenario("Qwen/Qwen3-32B", "0.20.0", r#", "max_model_len": 8192"#),
+        None,
+    )
+    .unwrap();
+    assert!(dense.fits, "{}", dense.reason);
+}
