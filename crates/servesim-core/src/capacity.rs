@@ -376,7 +376,6 @@ fn vllm_group_count(spec: &KvCacheSpec) -> u64 {
         .max(1)
 }
 
-/// Sizes the KV cache of `d` as vLLM does at start-up. `request` adds "how many of these fit".
 /// vLLM's start-up check for hybrid models (`GPUModelRunner._check_and_update_cudagraph_mode`,
 /// vllm-project/vllm#38270): with full CUDA graphs, every decode sequence needs one block of the
 /// KV pool for its Mamba / Gated DeltaNet state, so a `max_num_seqs` above the pool's
@@ -395,6 +394,7 @@ fn mamba_blocks_refused(d: &Deployment, num_blocks: u64) -> bool {
         && e.max_num_seqs > num_blocks
 }
 
+/// Sizes the KV cache of `d` as vLLM does at start-up. `request` adds "how many of these fit".
 pub fn compute(
     d: &Deployment,
     request: Option<RequestShape>,
