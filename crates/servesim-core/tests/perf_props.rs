@@ -1517,3 +1517,64 @@ fn a_speculative_step_never_costs_less_than_the_same_step_without_speculation() 
         }
     }
 }
+
+/// The linear-attention layers' recurrent state (Gated DeltaNet: `2 x per_request_fixed_bytes`
+/// read and written per decoding sequence per step) moves at `hbm_state`, the paged KV at `hbm_kv`
+/// (docs/step-time.md §2): halving either fraction adds exactly its own share of the decode KV
+/// time, and a model without such layers never reads `hbm_state`.
+#[test]
+fn recurrent_state_moves_at_its_own_bandwidth_fraction() {
+    let w = StepWork {
+        prefill: &[],
+        decode_seqs: 64,
+        decode_ctx_sum: 64 * 4096,
+    };
+    let halve = |e: &Efficiencies, field: &str, v: f64| -> Efficiencies {
+        let o: EfficiencyOverrides =
+            serde_json::from_value(serde_json::json!({ field: v / 2.0 })).unwrap();
+        e.with_overrides(&o).unwrap()
+    };
+    let d = dep("Qwen/Qwen3.5-397B-A17B", "H200", tp(8));
+    let base = Efficiencies::default_for(d.gpu.generation);
+    assert_eq!(base.hbm_state, base.hbm_kv, "literature: state as paged KV");
+    let a = StepCostModel::new(&d, &base).unwrap().breakdown(&w);
+    let s = StepCostModel::new(&d, &halve(&base, "hbm_state", base.hbm_state))
+        .unwrap()
+        .breakdown(&w);
+    let k = StepCostModel::new(&d, &halve(&base, "hbm_kv", base.hbm_kv))
+        .unwrap()
+        .breakdown(&w);
+    let (ta, ts, tk) = (
+        a.raw.decode_kv_reads,
+        s.raw.decode_kv_reads,
+        k.raw.decode_kv_reads,
+    );
+    // The state's share of the decode KV bytes, from the model's KV spec on one GPU (one state
+    // page per layer is read and written; prefix caching's second page only holds memory).
+    let spec = d
+        .model
+        .kv_cache_spec(d.kv_cache_dtype, d.par.tp, d.engine.block_size)
+        .unwrap();
+    let state = 2.0 * spec.per_request_fixed_bytes as f64;
+    assert!(state > 0.0, "Qwen3.5 keeps a recurrent state");
+    let m = cost(&d);
+    let per_seq = m.kv_read_bytes(4096.0) + spec.bytes_per_token();
+    let share = state / per_seq;
+    assert!(share > 0.0 && share < 1.0, "{share}");
+    assert!(((ts - ta) / ta - share).abs() < 1e-9, "{ts} {ta} {share}");
+    assert!(
+        ((tk - ta) / ta - (1.0 - share)).abs() < 1e-9,
+        "{tk} {ta} {share}"
+    );
+    // Both parts together: doubling each adds up to the whole.
+    assert!(((ts - ta) + (tk - ta) - ta).abs() < 1e-12 * ta.max(1.0));
+    // A model without recurrent state: `hbm_state` moves nothing, bit for bit.
+    let d = dep("meta-llama/Meta-Llama-3.1-8B", "H100", tp(1));
+    let base = Efficiencies::default_for(d.gpu.generation);
+    let a = StepCostModel::new(&d, &base).unwrap().breakdown(&w);
+    let s = StepCostModel::new(&d, &halve(&base, "hbm_state", base.hbm_state))
+        .unwrap()
+        .breakdown(&w);
+    assert_eq!(a.total(), s.total());
+    assert_eq!(a.raw.decode_kv_reads, s.raw.decode_kv_reads);
+}

@@ -187,6 +187,12 @@ efficiencies! {
     hbm_expert_weights: Fraction,
     /// HBM bandwidth achieved reading the paged KV cache.
     hbm_kv: Fraction,
+    /// HBM bandwidth achieved reading and writing the fixed per-sequence recurrent state of
+    /// linear-attention layers (Gated DeltaNet: the recurrent decode kernel loads each
+    /// sequence's state, updates it and stores it back every step). A kernel of its own, apart
+    /// from the paged KV reads; the literature table sets it to the generation's `hbm_kv`
+    /// (**assumption**: no published bandwidth figure for these kernels); docs/step-time.md §2.
+    hbm_state: Fraction,
     /// Elementwise activation traffic: hidden-size bf16 vectors read+written per token per layer
     /// outside the GEMM operands (norms, residual adds, rotary, activation function).
     activation_vectors_per_layer: Positive,
@@ -354,6 +360,7 @@ impl Efficiencies {
             hbm_weights: 0.85,
             hbm_expert_weights: 0.60,
             hbm_kv: 0.80,
+            hbm_state: 0.80,
             activation_vectors_per_layer: 8.0,
             allreduce_bus_eff: 0.80,
             allreduce_latency_s: 10e-6,
@@ -434,10 +441,12 @@ impl Efficiencies {
             },
         };
         // V0's paged prefix-prefill kernel and the Triton unified attention kernel are not
-        // assumed slower than the generation's prefill attention; only a fit sets them apart.
+        // assumed slower than the generation's prefill attention, nor the recurrent-state kernels
+        // than the paged KV reads; only a fit sets them apart.
         Efficiencies {
             prefill_attention_paged: table.prefill_attention,
             prefill_attention_triton: table.prefill_attention,
+            hbm_state: table.hbm_kv,
             ..table
         }
     }

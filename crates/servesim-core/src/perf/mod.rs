@@ -312,6 +312,8 @@ pub struct StepCostModel {
     sparse_s_per_query_prefill: f64,
     sparse_s_per_query_decode: f64,
     kv_s_per_byte: f64,
+    /// Seconds per byte of the linear-attention layers' recurrent-state traffic (`hbm_state`).
+    state_s_per_byte: f64,
     kv_write_bytes_per_token: f64,
     act_s_per_byte: f64,
     /// Communication.
@@ -708,6 +710,7 @@ impl StepCostModel {
             sparse_s_per_query_prefill,
             sparse_s_per_query_decode,
             kv_s_per_byte: 1.0 / (bw * eff.hbm_kv),
+            state_s_per_byte: 1.0 / (bw * eff.hbm_state),
             kv_write_bytes_per_token: spec.bytes_per_token(),
             act_s_per_byte: w_s_per_byte,
             tp_link_s_per_byte: 1.0 / (tp_bw * eff.allreduce_bus_eff),
@@ -993,7 +996,7 @@ impl StepCostModel {
         let mut prefill_tokens = 0u64;
         let mut prefill_reqs = 0u64;
         let mut pf_flops = 0.0;
-        let mut pf_bytes = 0.0;
+        let (mut pf_bytes, mut pf_state) = (0.0, 0.0);
         let (mut gdn_max, mut gdn_sum) = (0u64, 0u64);
         for ch in prefill {
             prefill_tokens += ch.new;
@@ -1005,16 +1008,18 @@ impl StepCostModel {
             gdn_max = gdn_max.max(c);
             gdn_sum += c;
             pf_flops += self.attn.chunk_flops(ch.past, ch.new);
-            pf_bytes +=
-                self.attn.kv_bytes(ch.past as f64) + ch.new as f64 * self.kv_write_bytes_per_token;
+            let past = ch.past as f64;
+            pf_bytes += self.attn.kv_bytes(past) + ch.new as f64 * self.kv_write_bytes_per_token;
+            pf_state += self.attn.state_bytes(past);
         }
+        let pf_kv_s = self.kv_seconds(pf_bytes, pf_state);
         let tokens = prefill_tokens + decode_seqs;
         if tokens == 0 {
             return StepBreakdown::default().total();
         }
         if prefill_tokens == 0 {
             if let Some(sh) = self.decode_table.get(decode_seqs as usize) {
-                return self.seconds_of(sh, pf_flops, pf_bytes, 0.0, decode_seqs, decode_ctx_sum);
+                return self.seconds_of(sh, pf_flops, pf_kv_s, 0.0, decode_seqs, decode_ctx_sum);
             }
         }
         let requests = prefill_reqs as f64 + decode_seqs as f64;
@@ -1028,7 +1033,7 @@ impl StepCostModel {
         self.seconds_of(
             &sh,
             pf_flops,
-            pf_bytes,
+            pf_kv_s,
             pf_sparse_s,
             decode_seqs,
             decode_ctx_sum,
@@ -1081,38 +1086,49 @@ impl StepCostModel {
         }
     }
 
-    /// The step seconds from its shape terms, its prefill attention FLOPs, KV bytes and seconds
-    /// on FlashMLA's sparse kernels, and its decodes (the second half of
-    /// [`StepCostModel::step_seconds`]).
+    /// Seconds of `bytes` of KV-cache traffic of which `state` are linear-attention layers'
+    /// recurrent-state reads and writes: the paged bytes at `hbm_kv`, the state at `hbm_state`
+    /// (docs/step-time.md §2). Without state bytes, exactly `bytes x kv_s_per_byte`.
+    #[inline(always)]
+    fn kv_seconds(&self, bytes: f64, state: f64) -> f64 {
+        (bytes - state) * self.kv_s_per_byte + state * self.state_s_per_byte
+    }
+
+    /// The step seconds from its shape terms, its prefill attention FLOPs, KV-traffic seconds
+    /// ([`StepCostModel::kv_seconds`]) and seconds on FlashMLA's sparse kernels, and its decodes
+    /// (the second half of [`StepCostModel::step_seconds`]).
     #[inline(always)]
     fn seconds_of(
         &self,
         sh: &ShapeTerms,
         pf_flops: f64,
-        pf_bytes: f64,
+        pf_kv_s: f64,
         pf_sparse_s: f64,
         decode_seqs: u64,
         decode_ctx_sum: u64,
     ) -> f64 {
         // Attention.
         let pf_flops = self.div_tp(pf_flops);
-        let (mut dc_flops, mut dc_bytes, mut dc_sparse_s) = (0.0, 0.0, 0.0);
+        let (mut dc_flops, mut dc_kv_s, mut dc_sparse_s) = (0.0, 0.0, 0.0);
         if decode_seqs > 0 {
             let n = decode_seqs as f64;
             let mean = decode_ctx_sum as f64 / n;
             dc_flops = self.div_tp(n * self.attn.decode_flops(mean));
-            dc_bytes = n * (self.attn.kv_bytes(mean) + self.kv_write_bytes_per_token);
+            dc_kv_s = self.kv_seconds(
+                n * (self.attn.kv_bytes(mean) + self.kv_write_bytes_per_token),
+                n * self.attn.state_bytes(mean),
+            );
             dc_sparse_s = n * self.sparse_s_per_query_decode;
         }
         let (mut attention_compute, mut kv_reads) = (0.0, 0.0);
         for (c, mm) in [
             (
                 pf_flops * self.attn_compute_s_per_flop_prefill + pf_sparse_s,
-                pf_bytes * self.kv_s_per_byte,
+                pf_kv_s,
             ),
             (
                 dc_flops * self.attn_compute_s_per_flop_decode + dc_sparse_s,
-                dc_bytes * self.kv_s_per_byte,
+                dc_kv_s,
             ),
         ] {
             if c >= mm {
@@ -1345,7 +1361,7 @@ impl StepCostModel {
 
         // Prefill attention: exact per chunk; reads its past context once, writes its new KV.
         let mut pf_flops = 0.0;
-        let mut pf_bytes = 0.0;
+        let (mut pf_bytes, mut pf_state) = (0.0, 0.0);
         let (mut gdn_max, mut gdn_sum) = (0u64, 0u64);
         for ch in prefill {
             if ch.new == 0 {
@@ -1355,8 +1371,9 @@ impl StepCostModel {
             gdn_max = gdn_max.max(c);
             gdn_sum += c;
             pf_flops += self.attn.chunk_flops(ch.past, ch.new);
-            pf_bytes +=
-                self.attn.kv_bytes(ch.past as f64) + ch.new as f64 * self.kv_write_bytes_per_token;
+            let past = ch.past as f64;
+            pf_bytes += self.attn.kv_bytes(past) + ch.new as f64 * self.kv_write_bytes_per_token;
+            pf_state += self.attn.state_bytes(past);
         }
         pf_flops /= self.tp;
         // DeepSeek sparse attention on FlashMLA's sparse kernels: per query token.
@@ -1365,22 +1382,23 @@ impl StepCostModel {
         b.raw.gdn_prefill = gdn_s;
         let pf_sparse_s = self.prefill_extra_s(prefill_tokens, gdn_s);
         // Decode attention: mean-field at the mean context.
-        let (mut dc_flops, mut dc_bytes, mut dc_sparse_flops, mut dc_sparse_s) =
-            (0.0, 0.0, 0.0, 0.0);
+        let (mut dc_flops, mut dc_bytes, mut dc_state, mut dc_sparse_flops, mut dc_sparse_s) =
+            (0.0, 0.0, 0.0, 0.0, 0.0);
         if w.decode_seqs > 0 {
             let n = w.decode_seqs as f64;
             let mean = w.decode_ctx_sum as f64 / n;
             dc_flops = n * self.attn.decode_flops(mean) / self.tp;
             dc_bytes = n * (self.attn.kv_bytes(mean) + self.kv_write_bytes_per_token);
+            dc_state = n * self.attn.state_bytes(mean);
             dc_sparse_flops = n * self.sparse_flops_per_query;
             dc_sparse_s = n * self.sparse_s_per_query_decode;
         }
         b.raw.prefill_attention_compute =
             pf_flops * self.attn_compute_s_per_flop_prefill + pf_sparse_s;
-        b.raw.prefill_kv_reads = pf_bytes * self.kv_s_per_byte;
+        b.raw.prefill_kv_reads = self.kv_seconds(pf_bytes, pf_state);
         b.raw.decode_attention_compute =
             dc_flops * self.attn_compute_s_per_flop_decode + dc_sparse_s;
-        b.raw.decode_kv_reads = dc_bytes * self.kv_s_per_byte;
+        b.raw.decode_kv_reads = self.kv_seconds(dc_bytes, dc_state);
         for (c, mm) in [
             (b.raw.prefill_attention_compute, b.raw.prefill_kv_reads),
             (b.raw.decode_attention_compute, b.raw.decode_kv_reads),

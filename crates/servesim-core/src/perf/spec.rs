@@ -180,7 +180,7 @@ impl StepCostModel {
         let mut prefill_tokens = 0u64;
         let mut prefill_reqs = 0u64;
         let mut pf_flops = 0.0;
-        let mut pf_bytes = 0.0;
+        let (mut pf_bytes, mut pf_state) = (0.0, 0.0);
         let (mut gdn_max, mut gdn_sum) = (0u64, 0u64);
         for ch in prefill.clone() {
             prefill_tokens += ch.new;
@@ -192,9 +192,11 @@ impl StepCostModel {
             gdn_max = gdn_max.max(c);
             gdn_sum += c;
             pf_flops += self.attn.chunk_flops(ch.past, ch.new);
-            pf_bytes +=
-                self.attn.kv_bytes(ch.past as f64) + ch.new as f64 * self.kv_write_bytes_per_token;
+            let past = ch.past as f64;
+            pf_bytes += self.attn.kv_bytes(past) + ch.new as f64 * self.kv_write_bytes_per_token;
+            pf_state += self.attn.state_bytes(past);
         }
+        let pf_kv_s = self.kv_seconds(pf_bytes, pf_state);
         let verify = decode_seqs + spec.draft_tokens;
         let tokens = prefill_tokens + verify;
         if tokens == 0 {
@@ -207,7 +209,7 @@ impl StepCostModel {
 
         // Decode attention: each decode runs q = 1 + drafts queries over its context (mean
         // field at the mean context and mean q), reading its KV once and writing q entries.
-        let (mut dc_flops, mut dc_bytes) = (0.0, 0.0);
+        let (mut dc_flops, mut dc_kv_s) = (0.0, 0.0);
         let mean_ctx = if decode_seqs > 0 {
             decode_ctx_sum as f64 / decode_seqs as f64
         } else {
@@ -222,7 +224,10 @@ impl StepCostModel {
             let f_lo = self.attn.chunk_flops(past, q_lo.max(1));
             let f_hi = self.attn.chunk_flops(past, q_lo.max(1) + 1);
             dc_flops = self.div_tp(n * (f_lo + frac * (f_hi - f_lo)));
-            dc_bytes = n * (self.attn.kv_bytes(mean_ctx) + q * self.kv_write_bytes_per_token);
+            dc_kv_s = self.kv_seconds(
+                n * (self.attn.kv_bytes(mean_ctx) + q * self.kv_write_bytes_per_token),
+                n * self.attn.state_bytes(mean_ctx),
+            );
         }
         pf_flops = self.div_tp(pf_flops);
         // The compute side's seconds beyond the attention FLOPs, as in `step_seconds`: FlashMLA's
@@ -236,11 +241,11 @@ impl StepCostModel {
         let attn = |c: f64, mm: f64| c.max(mm);
         let pf_attn = attn(
             pf_flops * self.attn_compute_s_per_flop_prefill + pf_extra_s,
-            pf_bytes * self.kv_s_per_byte,
+            pf_kv_s,
         );
         let dc_attn = attn(
             dc_flops * self.attn_compute_s_per_flop_decode + dc_extra_s,
-            dc_bytes * self.kv_s_per_byte,
+            dc_kv_s,
         );
         let gpu = sh.gemm_compute
             + sh.weight_reads

@@ -75,6 +75,10 @@ pub(super) struct AttnTerms {
     pub sparse_per_query: f64,
     /// KV bytes read at context `ctx`: `sum coef x min(ctx, cap)`.
     pub kv: Vec<Term>,
+    /// The part of `kv` that is the linear-attention layers' recurrent state, read and written
+    /// whole every step once a sequence has context (`2 x per_request_fixed_bytes`, the term of
+    /// cap 1): priced at its own bandwidth fraction (`hbm_state`), apart from the paged reads.
+    pub state: f64,
 }
 
 impl AttnTerms {
@@ -103,6 +107,7 @@ impl AttnTerms {
         let mut prefill = Vec::new();
         let mut decode = Vec::new();
         let mut kv = Vec::new();
+        let mut state = 0.0;
         let mut prefill_per_past = 0.0;
         let inf = f64::INFINITY;
         match &m.attention {
@@ -171,6 +176,7 @@ impl AttnTerms {
                         decode,
                         sparse_per_query,
                         kv,
+                        state: 0.0,
                     };
                 }
                 push(&mut prefill, 2.0 * nh * (qk + *v_head_dim as f64) * l, inf);
@@ -235,7 +241,8 @@ impl AttnTerms {
                 );
             }
             // Gated DeltaNet state: read and written whole every step (per sequence).
-            push(&mut kv, 2.0 * spec.per_request_fixed_bytes as f64, 1.0);
+            state = 2.0 * spec.per_request_fixed_bytes as f64;
+            push(&mut kv, state, 1.0);
         }
         AttnTerms {
             prefill,
@@ -243,6 +250,7 @@ impl AttnTerms {
             decode,
             sparse_per_query: 0.0,
             kv,
+            state,
         }
     }
 
@@ -278,5 +286,11 @@ impl AttnTerms {
     #[inline]
     pub fn kv_bytes(&self, ctx: f64) -> f64 {
         self.kv.iter().map(|t| t.coef * ctx.min(t.cap)).sum()
+    }
+
+    /// The recurrent-state part of [`AttnTerms::kv_bytes`] at context `ctx`.
+    #[inline]
+    pub fn state_bytes(&self, ctx: f64) -> f64 {
+        self.state * ctx.min(1.0)
     }
 }

@@ -17,6 +17,7 @@ pub const KERNEL_FAMILY_FIELDS: &[&str] = &[
     "hbm_expert_weights",
     "moe_layer_floor_s",
     "mla_layer_floor_s",
+    "hbm_state",
 ];
 
 /// The [`KERNEL_FAMILY_FIELDS`] that at least one of `lines` reads (`reach`: each simulated

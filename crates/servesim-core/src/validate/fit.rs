@@ -199,6 +199,11 @@ pub const FIT_PARAMS: &[FitParam] = &[
         grid: &[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
     },
     FitParam {
+        field: "hbm_state",
+        kind: "linear-attention recurrent-state reads and writes (Gated DeltaNet decode)",
+        grid: &[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+    },
+    FitParam {
         field: "prefill_attention",
         kind: "prefill attention compute",
         grid: &[0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],

@@ -24,6 +24,9 @@ pub struct FieldReach {
     /// The model has latent-attention layers, or a draft model runs (`mla_layer_floor_s`: times
     /// the number of MLA layers).
     mla: bool,
+    /// The model's layers keep a fixed per-sequence recurrent state (Gated DeltaNet), or a draft
+    /// model runs (`hbm_state`: times the state's bytes, 0 without such layers).
+    state: bool,
     /// An engine spans more than one GPU (`tp` or `dp` above 1), or a draft model runs
     /// (`allreduce_bus_eff`, `allreduce_latency_s`: the collectives' rings are empty on one GPU).
     collectives: bool,
@@ -58,6 +61,7 @@ impl FieldReach {
             render_chat: sc.renders_chat_on_event_loop(m).unwrap_or(true),
             moe: draft || m.num_moe_layers() > 0,
             mla: draft || m.num_latent_attention_layers() > 0,
+            state: draft || m.num_linear_attention_layers() > 0,
             collectives: draft || dep.par.tp > 1 || dep.par.dp > 1,
             paged_prefill: dep.engine.v0_paged_prefill(&dep.gpu),
             triton_prefill: dep.engine.triton_unified_prefill(m, &dep.gpu),
@@ -74,6 +78,7 @@ impl FieldReach {
             "api_render_chat_s" => self.render_chat,
             "grouped_gemm_vs_dense" | "hbm_expert_weights" | "moe_layer_floor_s" => self.moe,
             "mla_layer_floor_s" => self.mla,
+            "hbm_state" => self.state,
             "allreduce_bus_eff" | "allreduce_latency_s" => self.collectives,
             "prefill_attention_paged" => self.paged_prefill,
             "prefill_attention_triton" => self.triton_prefill,
