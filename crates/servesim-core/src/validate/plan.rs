@@ -414,38 +414,17 @@ pub fn run_fit_job(
             .map(|(r, _)| r.point.line)
             .collect()
     };
-    // (entry, parameter, rows the entry reaches, whether the entry fits the eager overhead,
-    // the ridge partner the entry also fits with the rows either field reaches) in the order
-    // they are tried: each harness entry's first, so what only a harness shows lands in its
-    // entry before the shared fields move, then the key's own, then each era's.
-    type Step<'a> = (&'a str, &'a FitParam, Vec<usize>, bool, Option<(&'static FitParam, Vec<usize>)>);
-    let ridge = |f: &FitParam, params: &[&str], lines: &[usize]| {
-        ridge_partner(f.field)
-            .filter(|p| params.contains(&p.field))
-            .map(|p| {
-                let mut both = reached(f.field, lines);
-                both.extend(reached(p.field, lines));
-                both.sort_unstable();
-                both.dedup();
-                (p, both)
-            })
-    };
-    let mut steps: Vec<Step> = Vec::new();
+    // (entry, parameter, rows the entry reaches, whether the entry fits the eager overhead) in
+    // the order they are tried: each harness entry's first, so what only a harness shows lands
+    // in its entry before the shared fields move, then the key's own, then each era's.
+    let mut steps: Vec<(&str, &FitParam, Vec<usize>, bool)> = Vec::new();
     for h in &job.harness {
         let lines = harness_lines(h);
         steps.extend(
             FIT_PARAMS
                 .iter()
                 .filter(|f| HARNESS_PARAMS.contains(&f.field))
-                .map(|f| {
-                    (
-                        h.as_str(),
-                        f,
-                        reached(f.field, &lines),
-                        false,
-                        ridge(f, HARNESS_PARAMS, &lines),
-                    )
-                }),
+                .map(|f| (h.as_str(), f, reached(f.field, &lines), false)),
         );
     }
     let eager = |params: &[&str]| params.contains(&"step_overhead_eager_s");
@@ -459,7 +438,6 @@ pub fn run_fit_job(
                     f,
                     reached(f.field, &job.lines),
                     eager(&job.params),
-                    ridge(f, &job.params, &job.lines),
                 )
             }),
     );
@@ -474,79 +452,51 @@ pub fn run_fit_job(
                         f,
                         reached(f.field, &e.lines),
                         eager(&e.params),
-                        ridge(f, &e.params, &e.lines),
                     )
                 }),
         );
     }
-    let label = |entry: &str, field: &str| match entry.split_once('+') {
-        Some((_, tag)) if entry != job.key => format!("{field} [{tag}]"),
-        _ => match entry.split_once('@') {
-            Some((_, era)) if entry != job.key => format!("{field} [{era}]"),
-            _ => field.to_string(),
-        },
-    };
     for round in 1..=job.rounds {
         let accepted_before = log.len();
-        for (entry, fp, lines, fits_eager, partner) in &steps {
+        for (entry, fp, lines, fits_eager) in &steps {
             for &v in fp.grid_for(entry) {
-                // The move itself, then (for a field with a ridge partner) the same value with
-                // the partner moved so that their sum stays (`ridge_partner`).
                 let mut t = cur.clone();
                 t.generations
                     .entry(entry.to_string())
                     .or_default()
                     .insert(fp.field.to_string(), v);
-                let mut moves = vec![(t, lines, None)];
-                if let Some((pf, both)) = partner {
-                    let m = cur.generations.get(*entry);
-                    let get = |f: &str| {
-                        m.and_then(|m| m.get(f))
-                            .copied()
-                            .unwrap_or_else(|| literature_value(f))
-                    };
-                    let want = get(pf.field) + get(fp.field) - v;
-                    if want >= 0.0 {
-                        let pv = nearest(pf.grid_for(entry), want);
-                        let mut t = cur.clone();
-                        let e = t.generations.entry(entry.to_string()).or_default();
-                        e.insert(fp.field.to_string(), v);
-                        e.insert(pf.field.to_string(), pv);
-                        moves.push((t, both, Some((pf.field, pv))));
-                    }
+                // No row reads the field: every value gives the current results.
+                if lines.is_empty()
+                    || t == cur
+                    || (*fits_eager && !overheads_ordered(t.generations.get(*entry)))
+                {
+                    continue;
                 }
-                for (t, lines, moved) in moves {
-                    // No row reads the field: every value gives the current results.
-                    if lines.is_empty()
-                        || t == cur
-                        || (*fits_eager && !overheads_ordered(t.generations.get(*entry)))
-                    {
-                        continue;
-                    }
-                    let mut trial = cur_pts.clone();
-                    for p in run(&t, lines, sim) {
-                        trial.insert(p.line, p);
-                    }
-                    let obj = score(&trial);
-                    if obj.0 < best.0 || (obj.0 == best.0 && obj.1 < best.1 - 1e-9) {
-                        best = obj;
-                        cur = t;
-                        cur_pts = trial;
-                        if let Some((pf, pv)) = moved {
-                            log.push(FitStep {
-                                round,
-                                field: label(entry, pf),
-                                value: pv,
-                                objective: obj.1,
-                            });
-                        }
-                        log.push(FitStep {
-                            round,
-                            field: label(entry, fp.field),
-                            value: v,
-                            objective: obj.1,
-                        });
-                    }
+                let mut trial = cur_pts.clone();
+                for p in run(&t, lines, sim) {
+                    trial.insert(p.line, p);
+                }
+                let obj = score(&trial);
+                if obj.0 < best.0 || (obj.0 == best.0 && obj.1 < best.1 - 1e-9) {
+                    best = obj;
+                    cur = t;
+                    cur_pts = trial;
+                    log.push(FitStep {
+                        round,
+                        field: match entry.split_once('+') {
+                            Some((_, tag)) if *entry != job.key => {
+                                format!("{} [{tag}]", fp.field)
+                            }
+                            _ => match entry.split_once('@') {
+                                Some((_, era)) if *entry != job.key => {
+                                    format!("{} [{era}]", fp.field)
+                                }
+                                _ => fp.field.to_string(),
+                            },
+                        },
+                        value: v,
+                        objective: obj.1,
+                    });
                 }
             }
         }
@@ -567,41 +517,6 @@ pub fn run_fit_job(
         }
     }
     Ok((tables, log))
-}
-
-/// The field a descent also moves with `field`, keeping their sum, where one field alone cannot
-/// leave a ridge of the objective: a chat-template render on the event loop
-/// (`api_render_chat_s`) and the chat endpoint's fixed latency (`api_latency_chat_s`) add the
-/// same delay to a lone request's first token, and only a burst (the renders queue) tells them
-/// apart, so a render tried alone also delays every low-load request and is refused even where
-/// a burst's first tokens need it (docs/accuracy.md, "Calibration: fitted efficiencies").
-pub fn ridge_partner(field: &str) -> Option<&'static FitParam> {
-    let partner = match field {
-        "api_render_chat_s" => "api_latency_chat_s",
-        _ => return None,
-    };
-    FIT_PARAMS.iter().find(|f| f.field == partner)
-}
-
-/// The literature value of a fitted field (the same in every generation's table for the
-/// engine and API-server fields a ridge move touches; docs/step-time.md §7).
-fn literature_value(field: &str) -> f64 {
-    crate::perf::Efficiencies::default_for(crate::gpu::Generation::Hopper)
-        .fields()
-        .into_iter()
-        .find(|f| f.0 == field)
-        .map_or(0.0, |f| f.2)
-}
-
-/// The grid value nearest `want` (the lower on a tie).
-fn nearest(grid: &[f64], want: f64) -> f64 {
-    grid.iter()
-        .copied()
-        .fold(None, |best: Option<f64>, g| match best {
-            Some(b) if (b - want).abs() <= (g - want).abs() => Some(b),
-            _ => Some(g),
-        })
-        .unwrap_or(want)
 }
 
 /// A step without a CUDA graph does all the CPU work of a step with one (scheduling, inputs,
@@ -834,26 +749,6 @@ pub fn assemble_fit(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_render_moves_with_the_chat_latency_along_their_ridge() {
-        // The chat render's partner is the chat endpoint's latency; no other field has one.
-        let p = ridge_partner("api_render_chat_s").unwrap();
-        assert_eq!(p.field, "api_latency_chat_s");
-        for f in FIT_PARAMS {
-            if f.field != "api_render_chat_s" {
-                assert!(ridge_partner(f.field).is_none(), "{}", f.field);
-            }
-        }
-        // The partner takes the grid value nearest the remainder of the sum.
-        let grid = p.grid;
-        assert_eq!(nearest(grid, 0.030 + 0.0 - 0.012), 0.020);
-        assert_eq!(nearest(grid, 0.014), 0.010);
-        assert_eq!(nearest(grid, 0.0), 0.0);
-        assert_eq!(nearest(grid, 1.0), 0.060);
-        assert_eq!(literature_value("api_render_chat_s"), 0.0);
-        assert_eq!(literature_value("api_latency_chat_s"), 5e-3);
-    }
 
     #[test]
     fn a_fitted_eager_overhead_is_never_below_the_graph_overhead() {
