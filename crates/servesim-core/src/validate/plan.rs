@@ -469,7 +469,6 @@ pub fn run_fit_job(
                 if lines.is_empty()
                     || t == cur
                     || (*fits_eager && !overheads_ordered(t.generations.get(*entry)))
-                    || !fp8_gemms_not_slower(&t, entry)
                 {
                     continue;
                 }
@@ -518,43 +517,6 @@ pub fn run_fit_job(
         }
     }
     Ok((tables, log))
-}
-
-/// An fp8 GEMM never runs at fewer FLOP/s than a bf16 GEMM of the same shape on a GPU with fp8
-/// tensor cores: their dense peaks are 2:1 on every such GPU of the catalog (H100 1979 / 989,
-/// B200 4500 / 2250, MI300X 2615 / 1307, L40S 733 / 362 TFLOPS; data/gpus.json), and vLLM's fp8
-/// paths (CUTLASS / DeepGEMM block-scaled, per-tensor scaled) run on those cores. So the fit keeps
-/// `gemm_fp8 x fp8 peak >= gemm_bf16 x bf16 peak` in every entry of a generation with fp8 tensor
-/// cores: without it, `hopper@vllm-0.15` priced fp8 prefill at 0.25 of the fp8 peak, slower than
-/// its bf16 (0.8 of half the peak), where gpustack's Qwen3.5-35B-A3B pages measure the FP8
-/// checkpoint's 32,000-token prefill 1.43x faster than the bf16 one's on the same H200 and vLLM
-/// (TTFT 22.4 against 32.0 s, calibration lines 405-406; docs/accuracy.md "Calibration: fitted
-/// efficiencies"). A field an entry does not set counts at its key's value, then the literature's.
-fn fp8_gemms_not_slower(t: &FittedEfficiencies, entry: &str) -> bool {
-    let key = entry.split_once('+').map_or(entry, |(k, _)| k);
-    let gen_name = key.split_once('@').map_or(key, |(g, _)| g);
-    let Ok(generation) = serde_json::from_value::<crate::gpu::Generation>(
-        serde_json::Value::String(gen_name.into()),
-    ) else {
-        return true;
-    };
-    // The smallest fp8 / bf16 peak ratio among the generation's GPUs (none: no fp8 cores).
-    let ratio = crate::gpu::catalog()
-        .iter()
-        .filter(|g| g.generation == generation)
-        .filter_map(|g| g.fp8_flops.map(|f| f / g.bf16_flops))
-        .fold(f64::INFINITY, f64::min);
-    if !ratio.is_finite() {
-        return true;
-    }
-    let lit = crate::perf::Efficiencies::default_for(generation);
-    let get = |field: &str, lit_v: f64| {
-        [entry, key]
-            .iter()
-            .find_map(|e| t.generations.get(*e).and_then(|m| m.get(field)).copied())
-            .unwrap_or(lit_v)
-    };
-    get("gemm_fp8", lit.gemm_fp8) * ratio >= get("gemm_bf16", lit.gemm_bf16) - 1e-12
 }
 
 /// A step without a CUDA graph does all the CPU work of a step with one (scheduling, inputs,
@@ -787,57 +749,6 @@ pub fn assemble_fit(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_fit_never_prices_fp8_gemms_below_bf16_ones() {
-        let t = |pairs: &[(&str, &[(&str, f64)])]| FittedEfficiencies {
-            generations: pairs
-                .iter()
-                .map(|(k, f)| {
-                    (
-                        k.to_string(),
-                        f.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
-                    )
-                })
-                .collect(),
-            ..Default::default()
-        };
-        // Hopper: fp8 peak = 2 x bf16, so gemm_fp8 >= gemm_bf16 / 2.
-        let ok = t(&[("hopper@vllm-0.15", &[("gemm_bf16", 0.8), ("gemm_fp8", 0.4)])]);
-        assert!(fp8_gemms_not_slower(&ok, "hopper@vllm-0.15"));
-        let bad = t(&[(
-            "hopper@vllm-0.15",
-            &[("gemm_bf16", 0.8), ("gemm_fp8", 0.25)],
-        )]);
-        assert!(!fp8_gemms_not_slower(&bad, "hopper@vllm-0.15"));
-        // A harness entry reads its key's value for a field it does not set.
-        let h = t(&[
-            ("hopper@vllm-0.15", &[("gemm_bf16", 0.8)]),
-            (
-                "hopper@vllm-0.15+inferencex-experimental",
-                &[("gemm_fp8", 0.2)],
-            ),
-        ]);
-        assert!(!fp8_gemms_not_slower(
-            &h,
-            "hopper@vllm-0.15+inferencex-experimental"
-        ));
-        let h = t(&[(
-            "hopper@vllm-0.15+inferencex-experimental",
-            &[("gemm_fp8", 0.2), ("gemm_bf16", 0.1)],
-        )]);
-        assert!(fp8_gemms_not_slower(
-            &h,
-            "hopper@vllm-0.15+inferencex-experimental"
-        ));
-        // Literature tables satisfy it; Ampere has no fp8 tensor cores.
-        assert!(fp8_gemms_not_slower(
-            &FittedEfficiencies::default(),
-            "hopper@vllm-0.11"
-        ));
-        let a = t(&[("ampere@vllm-0.11", &[("gemm_bf16", 0.8), ("gemm_fp8", 0.2)])]);
-        assert!(fp8_gemms_not_slower(&a, "ampere@vllm-0.11"));
-    }
 
     #[test]
     fn a_fitted_eager_overhead_is_never_below_the_graph_overhead() {
