@@ -265,3 +265,45 @@ fn resolved_scenarios_report_which_calibration_they_run_with() {
         c.summary
     );
 }
+
+/// Where the calibrated table prices fp8 GEMMs at fewer FLOP/s than bf16 ones and the deployment
+/// runs fp8 GEMMs, the calibration line says so (docs/accuracy.md "Misses" 9); a bf16 deployment,
+/// a table that keeps fp8 ahead, and a GPU without fp8 tensor cores get no such note.
+#[test]
+fn an_fp8_deployment_is_told_when_its_table_prices_fp8_below_bf16() {
+    let with = |patch: serde_json::Value| -> String {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&Scenario::default_scenario().to_json()).unwrap();
+        for (k, x) in patch.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        Scenario::from_json(&v.to_string())
+            .unwrap()
+            .resolve()
+            .unwrap()
+            .calibration
+            .summary
+    };
+    let note = "fp8 GEMMs at";
+    let cal = Efficiencies::calibrated_for(Generation::Hopper, EngineEra::Vllm015);
+    assert!(
+        cal.gemm_fp8 * 2.0 < cal.gemm_bf16,
+        "the shipped hopper@vllm-0.15 table prices fp8 below bf16: {} / {}",
+        cal.gemm_fp8,
+        cal.gemm_bf16
+    );
+    let fp8 = with(serde_json::json!({ "weight_precision": "fp8" }));
+    assert!(fp8.contains(note) && fp8.contains("Misses"), "{fp8}");
+    let bf16 = with(serde_json::json!({}));
+    assert!(!bf16.contains(note), "{bf16}");
+    let fixed = with(serde_json::json!({
+        "weight_precision": "fp8",
+        "efficiencies": { "gemm_fp8": 0.65 }
+    }));
+    assert!(!fixed.contains(note), "{fixed}");
+    let a100 = with(serde_json::json!({
+        "weight_precision": "fp8",
+        "gpu": { "catalog": "A100-80GB" }
+    }));
+    assert!(!a100.contains(note), "{a100}");
+}

@@ -304,6 +304,8 @@ pub struct StepCostModel {
     attn: AttnTerms,
     /// Attention of the whole model (each term once), for [`StepCostModel::attention_flops_whole_model`].
     attn_model: AttnTerms,
+    /// Some linear layer runs its GEMMs on the GPU's fp8 tensor cores ([`StepCostModel::runs_fp8_gemms`]).
+    fp8_gemms: bool,
     attn_compute_s_per_flop_prefill: f64,
     attn_compute_s_per_flop_decode: f64,
     /// DeepSeek sparse attention on FlashMLA's sparse kernels: one GPU's FLOPs and seconds per
@@ -523,6 +525,11 @@ impl StepCostModel {
             (lf.router, unq),
             (lf.other, unq),
         ];
+        let fp8_gemms = [dt_attn, dt_attn_r, dt_mlp, dt_shared, dt_experts]
+            .into_iter()
+            .any(|dt| {
+                compute_class_on(dt, gpu) == ComputeClass::Fp8 && !is_weight_only_on(dt, gpu)
+            });
         let dense_flops_per_token: f64 = parts.iter().map(|p| p.0).sum();
         let dense_s_per_token: f64 = parts.iter().map(|p| p.0 * s_per_flop(p.1, false)).sum();
         let lm_head_flops_per_row = lf.lm_head / tp;
@@ -704,6 +711,7 @@ impl StepCostModel {
             gdn,
             attn,
             attn_model,
+            fp8_gemms,
             attn_compute_s_per_flop_prefill,
             attn_compute_s_per_flop_decode: 1.0 / (attn_peak * eff.decode_attention),
             sparse_flops_per_query,
@@ -914,6 +922,13 @@ impl StepCostModel {
     /// `ModelConfig::attention_core_flops`). Exposed for tests and diagnostics.
     pub fn attention_flops_whole_model(&self, past: u64, new: u64) -> f64 {
         self.attn_model.chunk_flops(past, new)
+    }
+
+    /// Whether some linear layer of the deployment runs its GEMMs on the GPU's fp8 tensor cores
+    /// (fp8 weights on a GPU with fp8 cores, not a weight-only kernel): its prefill then reads
+    /// `gemm_fp8` (docs/step-time.md §1).
+    pub fn runs_fp8_gemms(&self) -> bool {
+        self.fp8_gemms
     }
 
     /// KV bytes one sequence reads at `ctx` on one GPU (equals
