@@ -122,10 +122,16 @@ macro_rules! efficiencies {
                 Ok(())
             }
 
-            /// A copy with the given fields replaced; the result is validated.
+            /// A copy with the given fields replaced; the result is validated. A replaced
+            /// `hbm_kv` without an `hbm_state` of its own carries the recurrent state with it,
+            /// as before the two were apart (so scenarios and calibration entries written then
+            /// keep their numbers; docs/step-time.md §2).
             pub fn with_overrides(&self, o: &EfficiencyOverrides) -> Result<Efficiencies, PerfError> {
                 let mut e = *self;
                 $( if let Some(v) = o.$name { e.$name = v; } )*
+                if let (Some(kv), None) = (o.hbm_kv, o.hbm_state) {
+                    e.hbm_state = kv;
+                }
                 e.validate()?;
                 Ok(e)
             }
@@ -191,7 +197,8 @@ efficiencies! {
     /// linear-attention layers (Gated DeltaNet: the recurrent decode kernel loads each
     /// sequence's state, updates it and stores it back every step). A kernel of its own, apart
     /// from the paged KV reads; the literature table sets it to the generation's `hbm_kv`
-    /// (**assumption**: no published bandwidth figure for these kernels); docs/step-time.md §2.
+    /// (**assumption**: no published bandwidth figure for these kernels), and an override of
+    /// `hbm_kv` without one of `hbm_state` sets both; docs/step-time.md §2.
     hbm_state: Fraction,
     /// Elementwise activation traffic: hidden-size bf16 vectors read+written per token per layer
     /// outside the GEMM operands (norms, residual adds, rotary, activation function).
