@@ -577,6 +577,20 @@ impl Scenario {
     /// still resolves (see [`ResolvedScenario::capacity`]); only [`ResolvedScenario::runner`]
     /// refuses it.
     /// The calibration era of `vllm_version` (the newest when absent).
+    /// [`fp8_below_bf16_note`] of this scenario's deployment and calibrated table (with its
+    /// `efficiencies` overrides), without resolving the rest (`None` when it does not resolve
+    /// that far): what a search quotes with each GPU's evidence.
+    pub fn fp8_below_bf16_note(&self) -> Option<String> {
+        let dep = self.deployment().ok()?;
+        let base = Efficiencies::calibrated_for(dep.gpu.generation, self.engine_era().ok()?);
+        let eff = match &self.efficiencies {
+            None => base,
+            Some(o) => base.with_overrides(o).ok()?,
+        };
+        let cost = StepCostModel::new(&dep, &eff).ok()?;
+        fp8_below_bf16_note(&cost, &eff, &dep.gpu)
+    }
+
     pub fn engine_era(&self) -> Result<crate::perf::EngineEra, ScenarioError> {
         match &self.vllm_version {
             None => Ok(crate::perf::EngineEra::default()),

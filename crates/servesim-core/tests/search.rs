@@ -898,3 +898,34 @@ fn every_gpu_is_quoted_the_evidence_its_candidates_get() {
     let report = search::assemble(&space, Vec::new());
     assert_eq!(report.evidence, space.evidence);
 }
+
+/// A GPU whose candidates run fp8 GEMMs on a table that prices them below bf16 ones (current
+/// vLLM on Hopper, docs/accuracy.md "Misses" 9) is quoted that caveat with its evidence, since
+/// the search ranks the precisions against each other there; a bf16-only search and a GPU
+/// without fp8 tensor cores are not.
+#[test]
+fn a_search_over_fp8_on_hopper_is_told_its_table_prices_fp8_below_bf16() {
+    let note = "fp8 GEMMs at";
+    let mut raw = small(10.0);
+    raw.tp = Some(vec![1]);
+    let plain = raw.validate().unwrap();
+    assert!(plain.evidence.values().all(|e| !e.contains(note)));
+    raw.weight_precisions = Some(vec![WeightPrecision::Checkpoint, WeightPrecision::Fp8]);
+    let space = raw.validate().unwrap();
+    assert!(
+        space.evidence["H100-SXM"].contains(note),
+        "{}",
+        space.evidence["H100-SXM"]
+    );
+    assert!(!space.evidence["A100-80GB"].contains(note));
+    // The line a scenario of the fp8 candidate resolves with says the same.
+    let fp8 = space
+        .candidates
+        .iter()
+        .find(|c| c.gpu == "H100-SXM" && c.weight_precision == Some(WeightPrecision::Fp8))
+        .unwrap();
+    let summary = fp8.scenario.resolve().unwrap().calibration.summary;
+    let n = fp8.scenario.fp8_below_bf16_note().unwrap();
+    assert!(summary.ends_with(&n), "{summary}");
+    assert!(space.evidence["H100-SXM"].ends_with(&n));
+}

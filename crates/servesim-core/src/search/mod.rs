@@ -727,6 +727,24 @@ impl RawSearch {
                 }
             }
         }
+        // A GPU whose candidates run fp8 GEMMs on a table that prices them below bf16 ones is
+        // quoted that caveat with its evidence (docs/accuracy.md "Misses" 9): the search ranks
+        // precisions against each other there.
+        for g in &gpus {
+            let mut seen: Vec<Option<WeightPrecision>> = Vec::new();
+            for c in candidates.iter().filter(|c| c.gpu == *g) {
+                if seen.contains(&c.weight_precision) {
+                    continue;
+                }
+                seen.push(c.weight_precision);
+                if let Some(n) = c.scenario.fp8_below_bf16_note() {
+                    if let Some(e) = evidence.get_mut(g) {
+                        e.push_str(&n);
+                    }
+                    break;
+                }
+            }
+        }
         Ok(SearchSpace {
             candidates,
             max_gpus: self.max_gpus,
