@@ -573,10 +573,6 @@ impl Scenario {
         serde_json::to_string_pretty(&self.to_value()).unwrap_or_default()
     }
 
-    /// Validates everything and builds the simulation inputs. A deployment that does not fit
-    /// still resolves (see [`ResolvedScenario::capacity`]); only [`ResolvedScenario::runner`]
-    /// refuses it.
-    /// The calibration era of `vllm_version` (the newest when absent).
     /// [`fp8_below_bf16_note`] of this scenario's deployment and calibrated table (with its
     /// `efficiencies` overrides), without resolving the rest (`None` when it does not resolve
     /// that far): what a search quotes with each GPU's evidence.
@@ -591,6 +587,7 @@ impl Scenario {
         fp8_below_bf16_note(&cost, &eff, &dep.gpu)
     }
 
+    /// The calibration era of `vllm_version` (the newest when absent).
     pub fn engine_era(&self) -> Result<crate::perf::EngineEra, ScenarioError> {
         match &self.vllm_version {
             None => Ok(crate::perf::EngineEra::default()),
@@ -623,6 +620,9 @@ impl Scenario {
         Ok(crate::perf::VllmVersion::parse(v).is_ok_and(|v| v < RENDER_OFF_LOOP_SINCE))
     }
 
+    /// Validates everything and builds the simulation inputs. A deployment that does not fit
+    /// still resolves (see [`ResolvedScenario::capacity`]); only [`ResolvedScenario::runner`]
+    /// refuses it.
     pub fn resolve(&self) -> Result<ResolvedScenario, ScenarioError> {
         if let Some(t) = &self.topology {
             if t.prefill.is_some() || t.decode.is_some() || t.kv_transfer.is_some() {
