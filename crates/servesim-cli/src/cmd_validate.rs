@@ -121,7 +121,10 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
         let r = validate::run(&csv, &opts)?;
         let mut held = rep.held_out.clone();
         held.extend(validate::evidence_held_out(&rep.held_out_by_family));
-        let summary = validate::AccuracySummary::from_report(&r, &held);
+        let summary = with_validation_set(
+            validate::AccuracySummary::from_report(&r, &held),
+            &rep.table,
+        )?;
         std::fs::write(&a.summary_out, summary.to_json())
             .with_context(|| format!("writing {}", a.summary_out.display()))?;
         eprintln!("wrote {}", a.summary_out.display());
@@ -158,10 +161,15 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
         efficiencies,
         only_lines: None,
     };
+    let table = match &opts.efficiencies {
+        Some(t) => t.clone(),
+        None => validate::fitted_efficiencies()?,
+    };
     let r = validate::run(&csv, &opts)?;
     if a.write_summary {
         let held = validate::accuracy_summary().held_out_aggregates();
-        let summary = validate::AccuracySummary::from_report(&r, &held);
+        let summary =
+            with_validation_set(validate::AccuracySummary::from_report(&r, &held), &table)?;
         std::fs::write(&a.summary_out, summary.to_json())
             .with_context(|| format!("writing {}", a.summary_out.display()))?;
         eprintln!("wrote {}", a.summary_out.display());
@@ -176,6 +184,29 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
 
 /// The validation set's default path (relative to the repository root).
 const VALIDATION_SET: &str = "crates/servesim-core/data/validation/measured-points-validation.csv";
+
+/// `summary` with the validation set's cells (`AccuracySummary::with_validation`), the set run
+/// with `table`, the table the summary describes; unchanged, with a note, when the validation
+/// set is not here (run from elsewhere than the repository root).
+fn with_validation_set(
+    summary: validate::AccuracySummary,
+    table: &FittedEfficiencies,
+) -> Result<validate::AccuracySummary> {
+    let p = PathBuf::from(VALIDATION_SET);
+    if !p.exists() {
+        eprintln!("note: no {VALIDATION_SET} here: the summary carries no validation-set cells");
+        return Ok(summary);
+    }
+    let csv = validate::combine_csvs(&[&crate::input::read_text(&p)?]).context(VALIDATION_SET)?;
+    let r = validate::run(
+        &csv,
+        &ValidateOptions {
+            efficiencies: Some(table.clone()),
+            ..Default::default()
+        },
+    )?;
+    Ok(summary.with_validation(&r, table))
+}
 
 /// The `--check` CSVs (default: the validation set, when it is there), read and combined:
 /// (their names, the combined CSV), or `None` when there is nothing to check. A file that is also

@@ -46,6 +46,8 @@ struct RawSummary {
     evidence: Vec<EvidenceCell>,
     #[serde(default)]
     families: Vec<RawFamily>,
+    #[serde(default)]
+    validation: Vec<EvidenceCell>,
 }
 
 #[derive(Deserialize)]
@@ -63,6 +65,9 @@ struct RawFamily {
 pub struct Evidence {
     /// The summary's cells for the key and family, in [`METRICS`] order (empty: none).
     pub cells: Vec<EvidenceCell>,
+    /// The validation set's cells for the key and family (runs no fit read), in [`METRICS`]
+    /// order (empty: none).
+    pub validation: Vec<EvidenceCell>,
     /// One sentence.
     pub summary: String,
 }
@@ -86,6 +91,7 @@ pub fn evidence(summary_json: &str, key: Option<&str>, model_family: &str) -> Ev
         Err(e) => {
             return Evidence {
                 cells: Vec::new(),
+                validation: Vec::new(),
                 summary: format!("measured evidence: the accuracy summary could not be read ({e})"),
             }
         }
@@ -93,18 +99,23 @@ pub fn evidence(summary_json: &str, key: Option<&str>, model_family: &str) -> Ev
     let Some(key) = key else {
         return Evidence {
             cells: Vec::new(),
+            validation: Vec::new(),
             summary: "measured evidence: none; no public run on this GPU generation is in the calibration set, so the step-time model uses the literature table (docs/step-time.md) and no error can be quoted".into(),
         };
     };
-    let cells: Vec<EvidenceCell> = METRICS
-        .iter()
-        .filter_map(|m| {
-            raw.evidence
-                .iter()
-                .find(|c| c.key == key && c.model_family == model_family && c.metric == *m)
-                .cloned()
-        })
-        .collect();
+    let pick = |from: &[EvidenceCell]| -> Vec<EvidenceCell> {
+        METRICS
+            .iter()
+            .filter_map(|m| {
+                from.iter()
+                    .find(|c| c.key == key && c.model_family == model_family && c.metric == *m)
+                    .cloned()
+            })
+            .collect()
+    };
+    let cells = pick(&raw.evidence);
+    let validation = pick(&raw.validation);
+    let never_fitted = never_fitted_clause(&validation, model_family);
     if cells.is_empty() {
         // The family's held-out medians over every key: what an unseen family gets.
         let fam: Vec<String> = ["Throughput", "InterToken", "Ttft"]
@@ -127,7 +138,12 @@ pub fn evidence(summary_json: &str, key: Option<&str>, model_family: &str) -> Ev
                 fam.join(", ")
             ));
         }
-        return Evidence { cells, summary };
+        summary.push_str(&never_fitted);
+        return Evidence {
+            cells,
+            validation,
+            summary,
+        };
     }
     let sources = cells.iter().map(|c| c.sources).max().unwrap_or(0);
     // The prompt lengths those runs cover: a prediction far outside them is an extrapolation.
@@ -157,7 +173,38 @@ pub fn evidence(summary_json: &str, key: Option<&str>, model_family: &str) -> Ev
             held.join(", ")
         ));
     }
-    Evidence { cells, summary }
+    summary.push_str(&never_fitted);
+    Evidence {
+        cells,
+        validation,
+        summary,
+    }
+}
+
+/// The clause quoting the validation set's runs (never fitted) of the key and family: their
+/// median absolute and mean signed error per metric, so that a prediction the fitted runs flatter
+/// is seen against runs no fit read. Empty when there are none.
+fn never_fitted_clause(validation: &[EvidenceCell], model_family: &str) -> String {
+    if validation.is_empty() {
+        return String::new();
+    }
+    let sources = validation.iter().map(|c| c.sources).max().unwrap_or(0);
+    let runs = validation.iter().map(|c| c.n).max().unwrap_or(0);
+    let per: Vec<String> = validation
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {} (mean signed {:+.1} %)",
+                c.metric,
+                pct(c.median_abs_pct),
+                c.mean_signed_pct
+            )
+        })
+        .collect();
+    format!(
+        "; {runs} run(s) of {model_family} models from {sources} source(s) that no fit read (the validation set) give median |error| {}",
+        per.join(", ")
+    )
 }
 
 /// The evidence a prediction with calibration `cal` for `model` is quoted: the summary's cell

@@ -8,6 +8,8 @@ use servesim_core::validate::{self, AccuracySummary, Family, ValidateOptions};
 
 const CSV_A: &str = include_str!("../data/calibration/measured-points.csv");
 const CSV_B: &str = include_str!("../data/calibration/measured-points-more.csv");
+/// The validation set (never fitted): its cells ride in the summary.
+const CSV_VALIDATION: &str = include_str!("../data/validation/measured-points-validation.csv");
 
 fn combined() -> String {
     validate::combine_csvs(&[CSV_A, CSV_B]).unwrap()
@@ -17,7 +19,14 @@ fn combined() -> String {
 fn committed_summary_matches_a_fresh_validation_run() {
     let r = validate::run(&combined(), &ValidateOptions::default()).unwrap();
     let shipped = validate::accuracy_summary();
-    let fresh = AccuracySummary::from_report(&r, &shipped.held_out_aggregates());
+    let table = validate::fitted_efficiencies().unwrap();
+    let v = validate::run(
+        &validate::combine_csvs(&[CSV_VALIDATION]).unwrap(),
+        &ValidateOptions::default(),
+    )
+    .unwrap();
+    let fresh = AccuracySummary::from_report(&r, &shipped.held_out_aggregates())
+        .with_validation(&v, &table);
     if std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1") {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -217,4 +226,114 @@ fn pools_on_different_keys_are_quoted_each() {
         .unwrap()
         .evidence();
     assert!(!same.summary.contains("pool"), "{}", same.summary);
+}
+
+/// The validation set's cells (runs no fit read) partition its simulated, scored rows that a
+/// fitted entry predicts: each cell names an entry of the shipped table and carries no held-out
+/// figure; the rows the literature table predicts (no entry for their GPU generation) are in none.
+#[test]
+fn validation_cells_partition_the_never_fitted_rows_by_the_entry_they_read() {
+    let s = validate::accuracy_summary();
+    let table = validate::fitted_efficiencies().unwrap();
+    let v = validate::run(
+        &validate::combine_csvs(&[CSV_VALIDATION]).unwrap(),
+        &ValidateOptions::default(),
+    )
+    .unwrap();
+    assert!(!s.validation.is_empty());
+    for f in Family::ALL {
+        let scored = |with_key: bool| {
+            v.points
+                .iter()
+                .filter(|p| p.error.is_none())
+                .filter(|p| validate::validation_key(p, &table).is_some() == with_key)
+                .filter(|p| {
+                    p.comparisons.iter().any(|c| {
+                        c.family == f && c.excluded.is_none() && c.signed_error_pct.is_some()
+                    })
+                })
+                .count()
+        };
+        let n: usize = s
+            .validation
+            .iter()
+            .filter(|c| c.metric == f.name())
+            .map(|c| c.n)
+            .sum();
+        assert_eq!(n, scored(true), "{f:?}");
+    }
+    for c in &s.validation {
+        assert!(table.generations.contains_key(&c.key), "{c:?}");
+        assert!(c.held_out_median_abs_pct.is_none(), "{c:?}");
+        assert!(c.n > 0 && (1..=c.n).contains(&c.sources), "{c:?}");
+    }
+    // A row of an era without its own entry reads the nearest era's: gpt-oss-120b on 8 B200 under
+    // a 0.10 build (line 14) is in the `blackwell@vllm-0.15` cell.
+    let row = v.points.iter().find(|p| p.line == 14).unwrap();
+    assert_eq!(row.calibration_key.as_deref(), Some("blackwell@vllm-0.11"));
+    assert_eq!(
+        validate::validation_key(row, &table).as_deref(),
+        Some("blackwell@vllm-0.15")
+    );
+}
+
+/// A scenario whose key and family have validation-set runs is quoted them after the fitted
+/// runs: an MoE model on B200 with a current vLLM (fitted on MiniMax-M2.5 alone) is told what the
+/// never-fitted B200 MoE runs measured, sign included.
+#[test]
+fn a_scenario_is_quoted_the_never_fitted_runs_of_its_key_and_family() {
+    let sc = servesim_core::scenario::Scenario::from_json(
+        r#"{"version": 1, "model": {"catalog": "openai/gpt-oss-120b"},
+            "gpu": {"catalog": "B200"}, "num_gpus": 1, "tp": 1,
+            "workload": {"arrival": {"type": "closed_loop", "concurrency": 1},
+                         "requests": {"type": "synthetic", "input": {"type": "constant", "tokens": 1024},
+                         "output": {"type": "constant", "tokens": 128}}},
+            "sweep": {"concurrency": [1]}}"#,
+    )
+    .unwrap();
+    let e = sc.resolve().unwrap().evidence();
+    let s = validate::accuracy_summary();
+    let want: Vec<_> = s
+        .validation
+        .iter()
+        .filter(|c| c.key == "blackwell@vllm-0.15" && c.model_family == "MoE")
+        .cloned()
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(e.validation, want);
+    assert!(
+        !e.cells.is_empty(),
+        "MiniMax-M2.5 runs are fitted in the key"
+    );
+    let runs = want.iter().map(|c| c.n).max().unwrap();
+    assert!(
+        e.summary.contains(&format!(
+            "; {runs} run(s) of MoE models from {} source(s) that no fit read (the validation set) give median |error| ",
+            want.iter().map(|c| c.sources).max().unwrap()
+        )),
+        "{}",
+        e.summary
+    );
+    for c in &want {
+        assert!(
+            e.summary.contains(&format!(
+                "{} {:.1} % (mean signed {:+.1} %)",
+                c.metric, c.median_abs_pct, c.mean_signed_pct
+            )),
+            "{}",
+            e.summary
+        );
+    }
+    // A key and family with no validation-set run get no such clause.
+    let dense = servesim_core::scenario::Scenario::from_json(
+        &sc.to_json_pretty()
+            .replace("openai/gpt-oss-120b", "meta-llama/Llama-3.1-8B-Instruct")
+            .replace("\"B200\"", "\"H100-SXM\""),
+    )
+    .unwrap()
+    .resolve()
+    .unwrap()
+    .evidence();
+    assert!(dense.validation.is_empty());
+    assert!(!dense.summary.contains("no fit read"), "{}", dense.summary);
 }

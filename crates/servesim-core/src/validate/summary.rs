@@ -62,6 +62,28 @@ pub struct AccuracySummary {
     /// that key and family is quoted ([`crate::evidence`]).
     #[serde(default)]
     pub evidence: Vec<crate::evidence::EvidenceCell>,
+    /// Per calibration key, model family and metric: the validation set's rows (never fitted,
+    /// data/validation/measured-points-validation.csv) predicted with the table, grouped by the
+    /// fitted entry each row's scenario uses ([`validation_key`]); no held-out figures (no fit
+    /// reads these rows). A scenario is quoted its key and family's cell next to the
+    /// in-sample ones ([`crate::evidence`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validation: Vec<crate::evidence::EvidenceCell>,
+}
+
+/// The fitted entry of `table` a row's scenario reads (`Calibration::fit`): its own
+/// `<generation>@<era>` entry, else the nearest other era's (`perf::lookup_calibration`); `None`
+/// when the table has nothing for the generation (the literature table) or the row has no key.
+pub fn validation_key(p: &PointResult, table: &FittedEfficiencies) -> Option<String> {
+    let key = p.calibration_key.as_deref()?;
+    let (_, era) = key.split_once('@')?;
+    let generation: crate::gpu::Generation =
+        serde_json::from_value(serde_json::json!(generation_of(key))).ok()?;
+    let era = crate::perf::EngineEra::ALL
+        .iter()
+        .copied()
+        .find(|e| e.key() == era)?;
+    crate::perf::lookup_calibration(&table.generations, generation, era).map(|(k, _)| k)
 }
 
 /// The held-out scope of one (model family, calibration key) cell: its rows as the fit that
@@ -84,6 +106,54 @@ fn by_key_and_family(
         }
     }
     m
+}
+
+/// One [`crate::evidence::EvidenceCell`] per (calibration key, model family) group and metric
+/// scored in it, with the group's held-out figures from `held_out` (scope [`evidence_scope`];
+/// none there: `None`).
+fn key_family_cells(
+    groups: std::collections::BTreeMap<(String, String), Vec<PointResult>>,
+    held_out: &[Aggregate],
+) -> Vec<crate::evidence::EvidenceCell> {
+    groups
+        .into_iter()
+        .flat_map(|((key, fam), pts)| {
+            let scope = evidence_scope(&fam, &key);
+            aggregate(&pts, &scope, &|_| true)
+                .into_iter()
+                .map(|a| {
+                    // The runs scored on this metric.
+                    let scored: Vec<&PointResult> = pts
+                        .iter()
+                        .filter(|p| {
+                            p.comparisons.iter().any(|c| {
+                                c.family == a.family
+                                    && c.excluded.is_none()
+                                    && c.signed_error_pct.is_some()
+                            })
+                        })
+                        .collect();
+                    let sources: std::collections::BTreeSet<&str> =
+                        scored.iter().map(|p| p.source.as_str()).collect();
+                    let (held_med, held_signed) = held_figures(held_out, &scope, a.family);
+                    let prompts = scored.iter().filter_map(|p| p.prompt_tokens);
+                    crate::evidence::EvidenceCell {
+                        key: key.clone(),
+                        model_family: fam.clone(),
+                        metric: a.family.name().to_string(),
+                        n: a.n,
+                        sources: sources.len(),
+                        median_abs_pct: round1(a.median_abs_pct),
+                        mean_signed_pct: round1(a.mean_signed_pct),
+                        held_out_median_abs_pct: held_med,
+                        held_out_mean_signed_pct: held_signed,
+                        prompt_tokens_min: prompts.clone().min(),
+                        prompt_tokens_max: prompts.max(),
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// Held-out aggregates per (model family, calibration key) cell (scope [`evidence_scope`]) from
@@ -232,46 +302,28 @@ impl AccuracySummary {
                         .collect::<Vec<_>>()
                 })
                 .collect(),
-            evidence: by_key_and_family(&r.points)
-                .into_iter()
-                .flat_map(|((key, fam), pts)| {
-                    let scope = evidence_scope(&fam, &key);
-                    aggregate(&pts, &scope, &|_| true)
-                        .into_iter()
-                        .map(|a| {
-                            // The runs scored on this metric.
-                            let scored: Vec<&PointResult> = pts
-                                .iter()
-                                .filter(|p| {
-                                    p.comparisons.iter().any(|c| {
-                                        c.family == a.family
-                                            && c.excluded.is_none()
-                                            && c.signed_error_pct.is_some()
-                                    })
-                                })
-                                .collect();
-                            let sources: std::collections::BTreeSet<&str> =
-                                scored.iter().map(|p| p.source.as_str()).collect();
-                            let (held_med, held_signed) = held_figures(held_out, &scope, a.family);
-                            let prompts = scored.iter().filter_map(|p| p.prompt_tokens);
-                            crate::evidence::EvidenceCell {
-                                key: key.clone(),
-                                model_family: fam.clone(),
-                                metric: a.family.name().to_string(),
-                                n: a.n,
-                                sources: sources.len(),
-                                median_abs_pct: round1(a.median_abs_pct),
-                                mean_signed_pct: round1(a.mean_signed_pct),
-                                held_out_median_abs_pct: held_med,
-                                held_out_mean_signed_pct: held_signed,
-                                prompt_tokens_min: prompts.clone().min(),
-                                prompt_tokens_max: prompts.max(),
-                            }
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .collect(),
+            evidence: key_family_cells(by_key_and_family(&r.points), held_out),
+            validation: Vec::new(),
         }
+    }
+
+    /// With the validation set's cells ([`AccuracySummary::validation`]): `r`, the validation
+    /// set run with `table` (the table this summary describes), its simulated rows grouped by
+    /// the fitted entry each reads ([`validation_key`]) and model family. Rows predicted with the
+    /// literature table (no entry for their GPU generation) are in no cell.
+    pub fn with_validation(mut self, r: &ValidationReport, table: &FittedEfficiencies) -> Self {
+        let mut groups: std::collections::BTreeMap<(String, String), Vec<PointResult>> =
+            std::collections::BTreeMap::new();
+        for p in r.points.iter().filter(|p| p.error.is_none()) {
+            if let Some(k) = validation_key(p, table) {
+                groups
+                    .entry((k, p.model_family.clone()))
+                    .or_default()
+                    .push(p.clone());
+            }
+        }
+        self.validation = key_family_cells(groups, &[]);
+        self
     }
 
     /// The held-out aggregates this summary carries (to keep them when only the in-sample part
@@ -397,6 +449,32 @@ impl AccuracySummary {
                 c.mean_signed_pct,
                 pct_cell(c.held_out_median_abs_pct, false),
                 pct_cell(c.held_out_mean_signed_pct, true),
+            ));
+        }
+        s
+    }
+
+    /// docs/accuracy.md "Validation set (never fitted)": the validation set's cells a scenario is
+    /// quoted, every cell.
+    pub fn validation_table(&self) -> String {
+        let mut s = String::from(
+            "| calibration key | model family | metric | runs | sources | prompts (tokens) | median abs error | mean signed |\n|---|---|---|---|---|---|---|---|\n",
+        );
+        for c in &self.validation {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {:.1} % | {:+.1} % |\n",
+                c.key,
+                c.model_family,
+                c.metric,
+                c.n,
+                c.sources,
+                match (c.prompt_tokens_min, c.prompt_tokens_max) {
+                    (Some(a), Some(b)) if a == b => a.to_string(),
+                    (Some(a), Some(b)) => format!("{a}-{b}"),
+                    _ => "-".into(),
+                },
+                c.median_abs_pct,
+                c.mean_signed_pct,
             ));
         }
         s
