@@ -62,8 +62,8 @@ pub struct AccuracySummary {
     /// that key and family is quoted ([`crate::evidence`]).
     #[serde(default)]
     pub evidence: Vec<crate::evidence::EvidenceCell>,
-    /// Per calibration key, model family and metric: the validation set's rows (never fitted,
-    /// data/validation/measured-points-validation.csv) predicted with the table, grouped by the
+    /// Per calibration key, model family and metric: the validation set's rows (never fitted;
+    /// docs/accuracy.md "Validation set (never fitted)") predicted with the table, grouped by the
     /// fitted entry each row's scenario uses ([`validation_key`]); no held-out figures (no fit
     /// reads these rows). A scenario is quoted its key and family's cell next to the
     /// in-sample ones ([`crate::evidence`]).
