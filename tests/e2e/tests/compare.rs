@@ -265,11 +265,12 @@ async fn an_unmatched_column_can_be_mapped_by_hand() {
 }
 
 /// "How far to trust it" leads with the held-out figures, has the per-family table of the
-/// shipped summary, and its link to the method opens (accuracy.md is part of the site).
+/// shipped summary and the validation set's figures (runs no fit read), and its link to the
+/// method opens (accuracy.md is part of the site).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_trust_panel_leads_with_held_out_figures_and_its_link_opens() {
     let summary = servesim_core::validate::accuracy_summary();
-    let (head, fam_rows, status, first_line) = with_browser("trust", |c, base| async move {
+    let (head, fam_rows, never, status, first_line) = with_browser("trust", |c, base| async move {
         let r = async {
             c.goto(&base).await?;
             wait_text(&c, "#cap-kv-tokens").await?;
@@ -289,6 +290,12 @@ async fn the_trust_panel_leads_with_held_out_figures_and_its_link_opens() {
                     vec![],
                 )
                 .await?;
+            let never = c
+                .execute(
+                    "const e = document.querySelector('#accuracy-never-fitted'); return e ? e.textContent : '';",
+                    vec![],
+                )
+                .await?;
             let href = attr_of(&c, "#accuracy-doc-link", "href").await?.unwrap_or_default();
             let fetched = c
                 .execute_async(
@@ -298,7 +305,7 @@ async fn the_trust_panel_leads_with_held_out_figures_and_its_link_opens() {
                     vec![json!(href)],
                 )
                 .await?;
-            Ok((head, fam_rows, fetched[0].clone(), fetched[1].clone()))
+            Ok((head, fam_rows, never, fetched[0].clone(), fetched[1].clone()))
         }
         .await;
         (c, r)
@@ -306,6 +313,18 @@ async fn the_trust_panel_leads_with_held_out_figures_and_its_link_opens() {
     .await;
     let head: Vec<String> = serde_json::from_value(head).unwrap();
     assert_eq!(head[2], "held out: other model families", "{head:?}");
+    // The validation set (runs no fit read) is one sentence with each metric's figures and sign.
+    let never = never.as_str().unwrap_or_default().to_string();
+    assert!(!summary.validation_metrics.is_empty());
+    for m in &summary.validation_metrics {
+        assert!(
+            never.contains(&format!(
+                "{} {:.1} % (mean signed {:+.1} %, {} runs)",
+                m.metric, m.median_abs_pct, m.mean_signed_pct, m.n
+            )),
+            "{never}"
+        );
+    }
     assert_eq!(fam_rows.as_u64().unwrap() as usize, summary.families.len());
     assert!(!summary.families.is_empty());
     assert_eq!(status.as_u64(), Some(200));

@@ -68,6 +68,29 @@ struct RawSummary {
     metrics: Vec<RawMetric>,
     #[serde(default)]
     families: Vec<RawFamily>,
+    /// The validation set as a whole (runs no fit reads), per metric.
+    #[serde(default)]
+    validation_metrics: Vec<RawSetMetric>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+struct RawSetMetric {
+    family: String,
+    n: usize,
+    median_abs_pct: f64,
+    mean_signed_pct: f64,
+    #[serde(default)]
+    sources: usize,
+}
+
+/// One metric over the validation set (runs no fit reads).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NeverFitted {
+    pub metric: String,
+    pub n: usize,
+    pub median_abs_pct: f64,
+    pub mean_signed_pct: f64,
+    pub sources: usize,
 }
 
 /// One row of the panel.
@@ -104,6 +127,28 @@ pub struct Accuracy {
     /// Measured runs in the set, and how many could be simulated.
     pub points: usize,
     pub simulated: usize,
+    /// The validation set (runs no fit reads), per metric; empty in an older summary.
+    pub never_fitted: Vec<NeverFitted>,
+}
+
+/// The sentence the panel gives the validation set: per metric its median absolute and mean
+/// signed error over runs no fit read; `None` when the summary has none.
+pub fn never_fitted_sentence(v: &[NeverFitted]) -> Option<String> {
+    let runs = v.iter().map(|m| m.n).max()?;
+    let sources = v.iter().map(|m| m.sources).max().unwrap_or(0);
+    let per: Vec<String> = v
+        .iter()
+        .map(|m| {
+            format!(
+                "{} {:.1} % (mean signed {:+.1} %, {} runs)",
+                m.metric, m.median_abs_pct, m.mean_signed_pct, m.n
+            )
+        })
+        .collect();
+    Some(format!(
+        "On up to {runs} public runs from {sources} sources that no fit has read (the validation set), the median |error| is {}.",
+        per.join(", ")
+    ))
 }
 
 /// One row of the per-family table.
@@ -181,12 +226,25 @@ pub fn parse(json: &str) -> Result<Accuracy, String> {
             held_out_signed_pct: f.held_out_mean_signed_pct,
         })
         .collect();
+    let never_fitted = raw
+        .validation_metrics
+        .into_iter()
+        .filter(|m| pct_ok(m.median_abs_pct) && m.mean_signed_pct.is_finite())
+        .map(|m| NeverFitted {
+            metric: family_label(&m.family),
+            n: m.n,
+            median_abs_pct: m.median_abs_pct,
+            mean_signed_pct: m.mean_signed_pct,
+            sources: m.sources,
+        })
+        .collect();
     Ok(Accuracy {
         rows,
         families,
         description: raw.description,
         points: raw.points,
         simulated: raw.simulated,
+        never_fitted,
     })
 }
 
@@ -238,6 +296,33 @@ mod tests {
         assert!(!f.met);
         assert_eq!(fmt_pct(f.held_out_source_pct), "n/a");
         assert_eq!(fmt_pct(f.held_out_model_pct), "52.4 %");
+    }
+
+    #[test]
+    fn the_validation_set_is_one_sentence_with_signs_and_absent_in_an_older_summary() {
+        assert!(parse(SAMPLE).unwrap().never_fitted.is_empty());
+        assert_eq!(never_fitted_sentence(&[]), None);
+        let with = SAMPLE.replacen(
+            "\"metrics\": [",
+            r#""validation_metrics": [
+                {"family": "Throughput", "metric": "output tok/s", "n": 37, "median_abs_pct": 16.2,
+                 "mean_signed_pct": 13.4, "sources": 8},
+                {"family": "Ttft", "metric": "TTFT p50", "n": 17, "median_abs_pct": 40.8,
+                 "mean_signed_pct": -8.3, "sources": 5}],
+              "metrics": ["#,
+            1,
+        );
+        let a = parse(&with).unwrap();
+        assert_eq!(a.never_fitted.len(), 2);
+        let s = never_fitted_sentence(&a.never_fitted).unwrap();
+        assert!(
+            s.starts_with("On up to 37 public runs from 8 sources that no fit has read"),
+            "{s}"
+        );
+        assert!(
+            s.contains("output tok/s 16.2 % (mean signed +13.4 %, 37 runs), TTFT p50 40.8 % (mean signed -8.3 %, 17 runs)"),
+            "{s}"
+        );
     }
 
     #[test]

@@ -614,6 +614,7 @@ pub fn ComparePanel(compare: CompareState, current: Signal<Option<Scenario>>) ->
                 }).collect_view()}</tbody>
             </table>
             </div>
+            {accuracy::never_fitted_sentence(&a.never_fitted).map(|t| view! { <p id="accuracy-never-fitted">{t}</p> })}
             <p class="muted">{format!("{} ({} of {} runs simulated). Method and every point: ", a.description, a.simulated, a.points)}
                 <a href=accuracy::ACCURACY_DOC_URL id="accuracy-doc-link">"accuracy.md"</a>"."</p>
         }

@@ -69,6 +69,25 @@ pub struct AccuracySummary {
     /// in-sample ones ([`crate::evidence`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub validation: Vec<crate::evidence::EvidenceCell>,
+    /// The validation set as a whole, per metric: every simulated row, whatever table predicts it
+    /// (the page's "How far to trust it" and docs/accuracy.md "Validation set (never fitted)").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validation_metrics: Vec<SetAccuracy>,
+}
+
+/// One metric over a set of runs: how many were scored, the median absolute and the mean signed
+/// error, percent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetAccuracy {
+    pub family: Family,
+    /// Display name ("output tok/s", "ITL/TPOT mean", "TTFT p50").
+    pub metric: String,
+    pub n: usize,
+    pub median_abs_pct: f64,
+    pub mean_signed_pct: f64,
+    /// The sources (publications) of the scored runs.
+    pub sources: usize,
 }
 
 /// The fitted entry of `table` a row's scenario reads (`Calibration::fit`): its own
@@ -304,6 +323,7 @@ impl AccuracySummary {
                 .collect(),
             evidence: key_family_cells(by_key_and_family(&r.points), held_out),
             validation: Vec::new(),
+            validation_metrics: Vec::new(),
         }
     }
 
@@ -323,6 +343,31 @@ impl AccuracySummary {
             }
         }
         self.validation = key_family_cells(groups, &[]);
+        self.validation_metrics = Family::ALL
+            .iter()
+            .filter_map(|f| {
+                let a = r.overall(*f)?;
+                let sources: std::collections::BTreeSet<&str> = r
+                    .points
+                    .iter()
+                    .filter(|p| p.error.is_none())
+                    .filter(|p| {
+                        p.comparisons.iter().any(|c| {
+                            c.family == *f && c.excluded.is_none() && c.signed_error_pct.is_some()
+                        })
+                    })
+                    .map(|p| p.source.as_str())
+                    .collect();
+                Some(SetAccuracy {
+                    family: *f,
+                    metric: f.name().to_string(),
+                    n: a.n,
+                    median_abs_pct: round1(a.median_abs_pct),
+                    mean_signed_pct: round1(a.mean_signed_pct),
+                    sources: sources.len(),
+                })
+            })
+            .collect();
         self
     }
 
