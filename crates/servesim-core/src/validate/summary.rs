@@ -127,6 +127,34 @@ fn by_key_and_family(
     m
 }
 
+/// The columns a docs table gives every evidence cell, up to its mean signed error:
+/// `| key | family | metric | runs | sources | prompts | median | signed |`.
+fn cell_row(c: &crate::evidence::EvidenceCell) -> String {
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {:.1} % | {:+.1} % |",
+        c.key,
+        c.model_family,
+        c.metric,
+        c.n,
+        c.sources,
+        match (c.prompt_tokens_min, c.prompt_tokens_max) {
+            (Some(a), Some(b)) if a == b => a.to_string(),
+            (Some(a), Some(b)) => format!("{a}-{b}"),
+            _ => "-".into(),
+        },
+        c.median_abs_pct,
+        c.mean_signed_pct,
+    )
+}
+
+/// Whether `p` was scored on metric family `f` (a comparison neither excluded nor without an
+/// error).
+fn scored_on(p: &PointResult, f: Family) -> bool {
+    p.comparisons
+        .iter()
+        .any(|c| c.family == f && c.excluded.is_none() && c.signed_error_pct.is_some())
+}
+
 /// One [`crate::evidence::EvidenceCell`] per (calibration key, model family) group and metric
 /// scored in it, with the group's held-out figures from `held_out` (scope [`evidence_scope`];
 /// none there: `None`).
@@ -142,16 +170,8 @@ fn key_family_cells(
                 .into_iter()
                 .map(|a| {
                     // The runs scored on this metric.
-                    let scored: Vec<&PointResult> = pts
-                        .iter()
-                        .filter(|p| {
-                            p.comparisons.iter().any(|c| {
-                                c.family == a.family
-                                    && c.excluded.is_none()
-                                    && c.signed_error_pct.is_some()
-                            })
-                        })
-                        .collect();
+                    let scored: Vec<&PointResult> =
+                        pts.iter().filter(|p| scored_on(p, a.family)).collect();
                     let sources: std::collections::BTreeSet<&str> =
                         scored.iter().map(|p| p.source.as_str()).collect();
                     let (held_med, held_signed) = held_figures(held_out, &scope, a.family);
@@ -350,12 +370,7 @@ impl AccuracySummary {
                 let sources: std::collections::BTreeSet<&str> = r
                     .points
                     .iter()
-                    .filter(|p| p.error.is_none())
-                    .filter(|p| {
-                        p.comparisons.iter().any(|c| {
-                            c.family == *f && c.excluded.is_none() && c.signed_error_pct.is_some()
-                        })
-                    })
+                    .filter(|p| p.error.is_none() && scored_on(p, *f))
                     .map(|p| p.source.as_str())
                     .collect();
                 Some(SetAccuracy {
@@ -479,19 +494,8 @@ impl AccuracySummary {
         );
         for c in &self.evidence {
             s.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {:.1} % | {:+.1} % | {} | {} |\n",
-                c.key,
-                c.model_family,
-                c.metric,
-                c.n,
-                c.sources,
-                match (c.prompt_tokens_min, c.prompt_tokens_max) {
-                    (Some(a), Some(b)) if a == b => a.to_string(),
-                    (Some(a), Some(b)) => format!("{a}-{b}"),
-                    _ => "-".into(),
-                },
-                c.median_abs_pct,
-                c.mean_signed_pct,
+                "{} {} | {} |\n",
+                cell_row(c),
                 pct_cell(c.held_out_median_abs_pct, false),
                 pct_cell(c.held_out_mean_signed_pct, true),
             ));
@@ -506,21 +510,8 @@ impl AccuracySummary {
             "| calibration key | model family | metric | runs | sources | prompts (tokens) | median abs error | mean signed |\n|---|---|---|---|---|---|---|---|\n",
         );
         for c in &self.validation {
-            s.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {:.1} % | {:+.1} % |\n",
-                c.key,
-                c.model_family,
-                c.metric,
-                c.n,
-                c.sources,
-                match (c.prompt_tokens_min, c.prompt_tokens_max) {
-                    (Some(a), Some(b)) if a == b => a.to_string(),
-                    (Some(a), Some(b)) => format!("{a}-{b}"),
-                    _ => "-".into(),
-                },
-                c.median_abs_pct,
-                c.mean_signed_pct,
-            ));
+            s.push_str(&cell_row(c));
+            s.push('\n');
         }
         s
     }
