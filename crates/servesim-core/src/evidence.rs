@@ -328,6 +328,52 @@ mod tests {
     }
 
     #[test]
+    fn never_fitted_runs_follow_the_fitted_ones_with_their_signs_even_for_an_unseen_family() {
+        let validation = |fam: &str| {
+            format!(
+                r#"{{"key": "hopper@vllm-0.15", "model_family": "{fam}", "metric": "output tok/s", "n": 6,
+                  "sources": 2, "median_abs_pct": 61.8, "mean_signed_pct": 103.1,
+                  "held_out_median_abs_pct": null, "held_out_mean_signed_pct": null}}"#
+            )
+        };
+        let json = summary().replacen(
+            "\"evidence\": [",
+            &format!(
+                "\"validation\": [{}, {}], \"evidence\": [",
+                validation("MoE"),
+                validation("MLA")
+            ),
+            1,
+        );
+        let clause = "6 run(s) of {} models from 2 source(s) that no fit read (the validation set) give median |error| output tok/s 61.8 % (mean signed +103.1 %)";
+        let e = evidence(&json, Some("hopper@vllm-0.15"), "MoE");
+        assert_eq!(e.validation.len(), 1);
+        assert!(
+            e.summary
+                .ends_with(&format!("; {}", clause.replace("{}", "MoE"))),
+            "{}",
+            e.summary
+        );
+        // The fitted runs' sentence is unchanged before it.
+        let without = evidence(&summary(), Some("hopper@vllm-0.15"), "MoE");
+        assert!(e.summary.starts_with(&without.summary), "{}", e.summary);
+        // A family the key never fitted is out of sample, and still told the runs no fit read.
+        let m = evidence(&json, Some("hopper@vllm-0.15"), "MLA");
+        assert!(m.cells.is_empty());
+        assert!(m.summary.contains("out of sample"), "{}", m.summary);
+        assert!(
+            m.summary
+                .ends_with(&format!("; {}", clause.replace("{}", "MLA"))),
+            "{}",
+            m.summary
+        );
+        // Another key has none.
+        assert!(evidence(&json, Some("ampere@vllm-0.11"), "MoE")
+            .validation
+            .is_empty());
+    }
+
+    #[test]
     fn the_literature_table_and_a_damaged_summary_are_said_plainly() {
         let e = evidence(&summary(), None, "dense");
         assert!(e.summary.contains("literature table"));
