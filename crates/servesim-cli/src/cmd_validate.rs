@@ -161,12 +161,12 @@ pub fn run_validate(a: &ValidateArgs) -> Result<()> {
         efficiencies,
         only_lines: None,
     };
-    let table = match &opts.efficiencies {
-        Some(t) => t.clone(),
-        None => validate::fitted_efficiencies()?,
-    };
     let r = validate::run(&csv, &opts)?;
     if a.write_summary {
+        let table = match &opts.efficiencies {
+            Some(t) => t.clone(),
+            None => validate::fitted_efficiencies()?,
+        };
         let held = validate::accuracy_summary().held_out_aggregates();
         let summary =
             with_validation_set(validate::AccuracySummary::from_report(&r, &held), &table)?;
