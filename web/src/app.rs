@@ -1222,8 +1222,9 @@ fn ScenarioPanel(st: State) -> impl IntoView {
                     <div class="grid2">
                         {field(st, "prefix_tokens", "Shared prefix (optional)", "tok", |f| &f.prefix_tokens, |f, v| f.prefix_tokens = v)}
                         {field(st, "prefix_groups", "Distinct prefixes", "", |f| &f.prefix_groups, |f, v| f.prefix_groups = v)}
+                        {field(st, "prefix_prompts", "Prompts per prefix (cycled; optional)", "", |f| &f.prefix_prompts, |f, v| f.prefix_prompts = v)}
                     </div>
-                    <p class="hint">"Input length counts the tokens after the shared prefix."</p>
+                    <p class="hint">"Input length counts the tokens after the shared prefix. Prompts per prefix: a fixed pool the client sends over and over (inference-perf's shared_prefix), so whole prompts hit the prefix cache."</p>
                 </Show>
                 <div hidden=move || content.get() != "agentic">
                     <div class="grid2">

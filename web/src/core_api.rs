@@ -225,7 +225,7 @@ pub fn request_shape(w: &WorkloadSpec) -> Option<RequestShape> {
             output,
             shared_prefix,
         } => Some(RequestShape {
-            isl: r(input.nominal_mean() + shared_prefix.map(|p| p.1 as f64).unwrap_or(0.0)),
+            isl: r(input.nominal_mean() + shared_prefix.map(|p| p.tokens as f64).unwrap_or(0.0)),
             osl: r(output.nominal_mean()),
         }),
         Content::Agentic(a) => {

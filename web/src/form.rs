@@ -409,6 +409,7 @@ pub struct Form {
     pub output: DistForm,
     pub prefix_groups: String,
     pub prefix_tokens: String,
+    pub prefix_prompts: String,
     pub ag_system: String,
     pub ag_first: String,
     pub turn: DistForm,
@@ -533,6 +534,7 @@ impl Form {
             output: DistForm::from_raw(&RawLengthDist::Constant { tokens: 128.0 }),
             prefix_groups: String::new(),
             prefix_tokens: String::new(),
+            prefix_prompts: String::new(),
             ag_system: String::new(),
             ag_first: String::new(),
             turn: DistForm::from_raw(&RawLengthDist::Constant { tokens: 5600.0 }),
@@ -607,6 +609,11 @@ impl Form {
                 self.prefix_tokens = shared_prefix
                     .as_ref()
                     .map(|p| fmt_f(p.tokens))
+                    .unwrap_or_default();
+                self.prefix_prompts = shared_prefix
+                    .as_ref()
+                    .and_then(|p| p.prompts_per_group)
+                    .map(fmt_f)
                     .unwrap_or_default();
             }
             RawContent::Agentic(a) => {
@@ -690,11 +697,13 @@ impl Form {
             "synthetic" => {
                 let g = opt_num(e, "prefix_groups", &self.prefix_groups);
                 let t = opt_num(e, "prefix_tokens", &self.prefix_tokens);
-                let shared_prefix = match (g, t) {
+                let prompts_per_group = opt_num(e, "prefix_prompts", &self.prefix_prompts);
+                let shared_prefix = match (g.or(prompts_per_group), t) {
                     (None, None) => None,
-                    (g, Some(tokens)) => Some(RawSharedPrefix {
+                    (_, Some(tokens)) => Some(RawSharedPrefix {
                         groups: g.unwrap_or(1.0),
                         tokens,
+                        prompts_per_group,
                     }),
                     (Some(_), None) => {
                         e.insert("prefix_tokens", "give the prefix length".into());
@@ -1173,6 +1182,7 @@ mod tests {
                 shared_prefix: (i % 2 == 0).then_some(RawSharedPrefix {
                     groups: 3.0,
                     tokens: 256.0,
+                    prompts_per_group: (i % 4 == 0).then_some(10.0),
                 }),
             };
             round_trip(&s);

@@ -205,6 +205,10 @@ mod tests {
             ("workload.requests.shared_prefix", "prefix_tokens"),
             ("workload.requests.shared_prefix.tokens", "prefix_tokens"),
             ("workload.requests.shared_prefix.groups", "prefix_groups"),
+            (
+                "workload.requests.shared_prefix.prompts_per_group",
+                "prefix_prompts",
+            ),
             ("workload.requests.jsonl", "trace"),
             ("workload.requests.block_tokens", "trace_block_tokens"),
             ("workload.requests.input.mean", "in_mean"),

@@ -79,6 +79,7 @@ fn shared_prefix_content() -> RawContent {
         shared_prefix: Some(RawSharedPrefix {
             groups: 16.0,
             tokens: 4096.0,
+            prompts_per_group: None,
         }),
     }
 }

@@ -42,6 +42,8 @@ pub struct SweepArgs {
     pub prefix_tokens: Option<f64>,
     #[arg(long, help = settings::help("prefix-groups"))]
     pub prefix_groups: Option<f64>,
+    #[arg(long, help = settings::help("prefix-prompts"))]
+    pub prefix_prompts: Option<f64>,
     #[arg(long, help = settings::help("prefix-reuse"))]
     pub prefix_reuse: Option<f64>,
     #[arg(long, value_delimiter = ',', conflicts_with_all = ["request_rate", "burst"], help = settings::help("concurrency"))]
@@ -209,6 +211,7 @@ pub fn build_scenario(a: &SweepArgs, m: &ArgMatches) -> Result<Scenario> {
         || a.osl_dist.is_some()
         || a.prefix_tokens.is_some()
         || a.prefix_groups.is_some()
+        || a.prefix_prompts.is_some()
         || a.prefix_reuse.is_some()
         || a.trace.is_some();
     if content_flags {
@@ -273,8 +276,10 @@ fn content_from_flags(a: &SweepArgs, kind: &str) -> Result<RawContent> {
             Some(spec) => parse_dist(flag, spec, mean),
         }
     };
-    let prefix_flags =
-        a.prefix_tokens.is_some() || a.prefix_groups.is_some() || a.prefix_reuse.is_some();
+    let prefix_flags = a.prefix_tokens.is_some()
+        || a.prefix_groups.is_some()
+        || a.prefix_prompts.is_some()
+        || a.prefix_reuse.is_some();
     Ok(match kind {
         "random" => {
             if prefix_flags {
@@ -306,6 +311,7 @@ fn content_from_flags(a: &SweepArgs, kind: &str) -> Result<RawContent> {
                 shared_prefix: Some(RawSharedPrefix {
                     groups: a.prefix_groups.unwrap_or(1.0),
                     tokens: prefix,
+                    prompts_per_group: a.prefix_prompts,
                 }),
             }
         }

@@ -199,6 +199,8 @@ fn request_rate_and_shared_prefix_flags_build_the_workload() {
         "0.75",
         "--prefix-groups",
         "4",
+        "--prefix-prompts",
+        "25",
         "--request-rate",
         "1,2",
         "--print-scenario",
@@ -208,6 +210,7 @@ fn request_rate_and_shared_prefix_flags_build_the_workload() {
     let r = &v["workload"]["requests"];
     assert_eq!(r["shared_prefix"]["tokens"], 1500.0);
     assert_eq!(r["shared_prefix"]["groups"], 4.0);
+    assert_eq!(r["shared_prefix"]["prompts_per_group"], 25.0);
     assert_eq!(r["input"]["tokens"], 500.0);
     assert_eq!(v["workload"]["arrival"]["type"], "poisson");
     assert_eq!(v["sweep"]["request_rates"], serde_json::json!([1.0, 2.0]));

@@ -123,6 +123,14 @@ pub const SMALL_COUNT: Bound = Bound {
     max: 1e6,
     unit: "",
 };
+/// Distinct prompts of a prompt pool (`shared_prefix.groups x prompts_per_group`): up to 10^6, a
+/// pool the generator holds (two words per prompt) and that repeats within a run of a million
+/// requests; benchmark clients that cycle a pool use 10^2-10^4 (inference-perf's default 100).
+pub const PROMPT_POOL: Bound = Bound {
+    min: 1.0,
+    max: 1e6,
+    unit: "prompts",
+};
 /// `max_num_seqs`.
 pub const MAX_NUM_SEQS: Bound = Bound {
     min: 1.0,

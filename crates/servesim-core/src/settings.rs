@@ -149,6 +149,8 @@ const ALL: &[Setting] = &[
         "Shared-prefix tokens per group (shared-prefix workload)."),
     cli("prefix-groups", Some("prefix_groups"), &["workload.requests.shared_prefix.groups"], Number, Some(bounds::SMALL_COUNT), Target::Content,
         "Number of distinct shared prefixes (default 1)."),
+    cli("prefix-prompts", Some("prefix_prompts"), &["workload.requests.shared_prefix.prompts_per_group"], Number, Some(bounds::SMALL_COUNT), Target::Content,
+        "Distinct prompts per prefix group, sent in a fixed shuffled cycle (inference-perf's shared_prefix pool: num_prompts_per_group); omit for a new prompt every request."),
     cli("prefix-reuse", None, &["workload.requests.shared_prefix.tokens"], Number, None, Target::Content,
         "Fraction of --isl that is shared prefix (prefix tokens = round(F * isl)); in (0, 1)."),
     cli("trace", Some("trace"), &["workload.requests.jsonl"], Text, None, Target::Content,
@@ -308,6 +310,10 @@ mod tests {
         assert_eq!(
             form_key("workload.requests.shared_prefix.tokens"),
             Some("prefix_tokens")
+        );
+        assert_eq!(
+            form_key("workload.requests.shared_prefix.prompts_per_group"),
+            Some("prefix_prompts")
         );
         assert_eq!(form_key("workload.requests.name"), Some("content"));
         // A path is matched at a `.` boundary only, and unknown ones have no field.

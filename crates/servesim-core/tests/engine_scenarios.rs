@@ -268,6 +268,37 @@ fn shared_prefix_workload_hits_the_prefix_cache() {
 }
 
 #[test]
+fn a_prompt_pool_is_served_from_the_prefix_cache_once_it_has_been_sent() {
+    // inference-perf's shared_prefix pool: 2 groups x 5 prompts of 100 + 400 tokens, cycled.
+    // After the first cycle every prompt is cached up to its last full block: 496 of 500 tokens
+    // (vLLM recomputes the partial block). The first cycle (10 requests) falls in the warm-up.
+    let w = workload(
+        r#"{"arrival":{"type":"closed_loop","concurrency":4},
+        "requests":{"type":"synthetic","input":{"type":"constant","tokens":400},
+        "output":{"type":"constant","tokens":50},
+        "shared_prefix":{"groups":2,"tokens":100,"prompts_per_group":5}}}"#,
+    );
+    let s = sweep_spec(r#"{"duration_s":60,"warmup_s":10}"#);
+    let (r, col) = run_level(&cfg(20_000), &model(), &w, &s, Level::Concurrency(4)).unwrap();
+    check_invariants(&r, &col);
+    let h = r.prefix_cache_hit_rate.unwrap();
+    assert!((h - 496.0 / 500.0).abs() < 0.005, "{h}");
+    // The same lengths with a new question every request share only the prefix: 96 of 500.
+    let fresh = workload(
+        r#"{"arrival":{"type":"closed_loop","concurrency":4},
+        "requests":{"type":"synthetic","input":{"type":"constant","tokens":400},
+        "output":{"type":"constant","tokens":50},
+        "shared_prefix":{"groups":2,"tokens":100}}}"#,
+    );
+    let (r2, col2) = run_level(&cfg(20_000), &model(), &fresh, &s, Level::Concurrency(4)).unwrap();
+    check_invariants(&r2, &col2);
+    let h2 = r2.prefix_cache_hit_rate.unwrap();
+    assert!((h2 - 96.0 / 500.0).abs() < 0.005, "{h2}");
+    // A cached prompt's first token comes after a decode-sized step, not a prefill.
+    assert!(r.ttft_ms.unwrap().mean < r2.ttft_ms.unwrap().mean);
+}
+
+#[test]
 fn agentic_coding_preset_reuses_about_ninety_percent() {
     let w = workload(
         r#"{"arrival":{"type":"closed_loop","concurrency":2},"requests":{"type":"preset","name":"agentic-coding"}}"#,

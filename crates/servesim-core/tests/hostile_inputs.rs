@@ -395,7 +395,7 @@ fn runs_over_the_memory_budget_stop_naming_the_setting_to_lower() {
     assert!(e.to_string().contains("memory budget"), "{e}");
     // While it runs: a closed loop whose records outgrow a small budget.
     let mut v = base();
-    v["sweep"] = json!({"concurrency": [64], "duration_s": 600});
+    v["sweep"] = json!({"concurrency": [64], "duration_s": 3600});
     let s = Scenario::from_json(&v.to_string()).unwrap();
     let mut r = s.resolve().unwrap();
     r.sweep.memory_budget = 1 << 20;

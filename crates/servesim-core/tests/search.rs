@@ -899,12 +899,12 @@ fn every_gpu_is_quoted_the_evidence_its_candidates_get() {
     assert_eq!(report.evidence, space.evidence);
 }
 
-/// A GPU whose candidates run fp8 GEMMs on a table that prices them below bf16 ones (current
+/// A GPU whose candidates run fp8 GEMMs on a table that prices them no faster than bf16 ones (current
 /// vLLM on Hopper, docs/accuracy.md "Misses" 9) is quoted that caveat with its evidence, since
 /// the search ranks the precisions against each other there; a bf16-only search and a GPU
 /// without fp8 tensor cores are not.
 #[test]
-fn a_search_over_fp8_on_hopper_is_told_its_table_prices_fp8_below_bf16() {
+fn a_search_over_fp8_on_hopper_is_told_its_table_prices_fp8_no_faster_than_bf16() {
     let note = "fp8 GEMMs at";
     let mut raw = small(10.0);
     raw.tp = Some(vec![1]);
@@ -925,7 +925,7 @@ fn a_search_over_fp8_on_hopper_is_told_its_table_prices_fp8_below_bf16() {
         .find(|c| c.gpu == "H100-SXM" && c.weight_precision == Some(WeightPrecision::Fp8))
         .unwrap();
     let summary = fp8.scenario.resolve().unwrap().calibration.summary;
-    let n = fp8.scenario.fp8_below_bf16_note().unwrap();
+    let n = fp8.scenario.fp8_no_faster_than_bf16_note().unwrap();
     assert!(summary.ends_with(&n), "{summary}");
     assert!(space.evidence["H100-SXM"].ends_with(&n));
 }

@@ -163,6 +163,7 @@ fn llm_d_prefix_affinity_beats_round_robin_on_many_shared_prefixes() {
         shared_prefix: Some(servesim_core::workload::RawSharedPrefix {
             groups: 64.0,
             tokens: 8192.0,
+            prompts_per_group: None,
         }),
     };
     let mut hit = Vec::new();
@@ -197,6 +198,7 @@ fn llm_d_queue_scorer_takes_over_from_a_short_shared_prefix() {
             shared_prefix: Some(RawSharedPrefix {
                 groups: 1.0,
                 tokens: shared,
+                prompts_per_group: None,
             }),
         };
         let r = with_topology(s, 2, RouterPolicy::LlmD).resolve().unwrap();

@@ -266,11 +266,11 @@ fn resolved_scenarios_report_which_calibration_they_run_with() {
     );
 }
 
-/// Where the calibrated table prices fp8 GEMMs at fewer FLOP/s than bf16 ones and the deployment
+/// Where the calibrated table prices fp8 GEMMs at no more FLOP/s than bf16 ones and the deployment
 /// runs fp8 GEMMs, the calibration line says so (docs/accuracy.md "Misses" 9); a bf16 deployment,
 /// a table that keeps fp8 ahead, and a GPU without fp8 tensor cores get no such note.
 #[test]
-fn an_fp8_deployment_is_told_when_its_table_prices_fp8_below_bf16() {
+fn an_fp8_deployment_is_told_when_its_table_prices_fp8_no_faster_than_bf16() {
     let with = |patch: serde_json::Value| -> String {
         let mut v: serde_json::Value =
             serde_json::from_str(&Scenario::default_scenario().to_json()).unwrap();
@@ -287,8 +287,8 @@ fn an_fp8_deployment_is_told_when_its_table_prices_fp8_below_bf16() {
     let note = "fp8 GEMMs at";
     let cal = Efficiencies::calibrated_for(Generation::Hopper, EngineEra::Vllm015);
     assert!(
-        cal.gemm_fp8 * 2.0 < cal.gemm_bf16,
-        "the shipped hopper@vllm-0.15 table prices fp8 below bf16: {} / {}",
+        cal.gemm_fp8 * 2.0 <= cal.gemm_bf16 * 1.01,
+        "the shipped hopper@vllm-0.15 table prices fp8 no faster than bf16: {} / {}",
         cal.gemm_fp8,
         cal.gemm_bf16
     );

@@ -727,7 +727,7 @@ impl RawSearch {
                 }
             }
         }
-        // A GPU whose candidates run fp8 GEMMs on a table that prices them below bf16 ones is
+        // A GPU whose candidates run fp8 GEMMs on a table that prices them no faster than bf16 is
         // quoted that caveat with its evidence (docs/accuracy.md "Misses" 9): the search ranks
         // precisions against each other there.
         for g in &gpus {
@@ -737,7 +737,7 @@ impl RawSearch {
                     continue;
                 }
                 seen.push(c.weight_precision);
-                if let Some(n) = c.scenario.fp8_below_bf16_note() {
+                if let Some(n) = c.scenario.fp8_no_faster_than_bf16_note() {
                     if let Some(e) = evidence.get_mut(g) {
                         e.push_str(&n);
                     }

@@ -45,6 +45,15 @@ pub const GUIDELLM_SHAREGPT_MAX: f64 = 32768.0;
 /// state within seconds, so a shorter simulated window changes the estimate by sampling noise only.
 pub const OPEN_LOOP_DURATION_S: f64 = 120.0;
 pub const OPEN_LOOP_WARMUP_S: f64 = 20.0;
+/// The prompt pool inference-sim's runs sent: inference-perf's `SharedPrefix` defaults,
+/// `num_groups` 10 and `num_prompts_per_group` 10. The runs' profiles name the groups and users
+/// with `num_unique_system_prompts`, `num_users_per_system_prompt` and `enable_multi_turn_chat`,
+/// keys the release they ran (v0.2: its results/config.yaml has no `enable_multi_turn_chat`,
+/// added in v0.3) does not have, so pydantic dropped them and each run's effective config
+/// (`default_args/<run>/results/config.yaml`) says `num_groups: 10`, `num_prompts_per_group: 10`.
+/// v0.2's generator builds those 100 prompts once, shuffles them and cycles through them
+/// (`SharedPrefixDataGenerator.get_data`), so every prompt recurs every 100 requests.
+pub const INFERENCE_PERF_V02_POOL: (f64, f64) = (10.0, 10.0);
 /// Workload seed used for every point.
 pub const SEED: u64 = 42;
 
@@ -353,6 +362,20 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
             "constant {rate} req/s, simulated {OPEN_LOOP_DURATION_S} s (warm-up {OPEN_LOOP_WARMUP_S} s){}",
             dur.map(|d| format!("; measured stage {d} s")).unwrap_or_default()
         ));
+            // inference-sim's runs: the pool inference-perf v0.2 actually sent, and the prompt
+            // length the server counted (random token ids decoded to text and re-tokenized).
+            let (groups, pool, question) = if is_inference_sim {
+                let (g, per) = INFERENCE_PERF_V02_POOL;
+                let measured = number_after(&p.notes, "Measured prompt_len mean=");
+                let q = measured.map_or(question, |m| (m - prefix).round().max(1.0));
+                notes.push(format!(
+                    "prompts: inference-perf v0.2's pool of {g} x {per} prompts (its defaults: the profile's group and user keys are not in that release's config), cycled, each {prefix} + {q} tokens{}",
+                    measured.map(|m| format!(" (the measured mean prompt, {m} tokens, re-tokenized by the server)")).unwrap_or_default()
+                ));
+                (g, Some(per), q)
+            } else {
+                (groups, None, question)
+            };
             (
                 RawArrival::Constant { rate },
                 RawSweepSpec {
@@ -367,6 +390,7 @@ pub fn setup_for(p: &CalibrationPoint) -> Result<PointSetup, ValidateError> {
                 Some(RawSharedPrefix {
                     groups,
                     tokens: prefix,
+                    prompts_per_group: pool,
                 }),
             )
         }

@@ -882,6 +882,9 @@ pub fn to_bench_command(s: &Scenario) -> String {
                 if p.groups > 1.0 {
                     notes.push(format!("{} distinct shared prefixes: `vllm bench serve --dataset-name random` has one (use --dataset-name prefix_repetition with --prefix-repetition-num-prefixes {})", p.groups, p.groups));
                 }
+                if let Some(n) = p.prompts_per_group {
+                    notes.push(format!("a pool of {} prompts sent over and over: `vllm bench serve` does not cycle a pool (inference-perf's shared_prefix data does: num_groups {}, num_prompts_per_group {n})", p.groups * n, p.groups));
+                }
             }
         }
         RawContent::Mooncake { .. } => {

@@ -13,6 +13,7 @@ const SYS_SALT: u64 = 0x5359_5354_454d_0001;
 const GROUP_SALT: u64 = 0x4752_4f55_5000_0002;
 const SESSION_SALT: u64 = 0x5345_5353_0000_0003;
 const UNIQUE_SALT: u64 = 0x554e_4951_0000_0004;
+const POOL_SALT: u64 = 0x504f_4f4c_0000_0005;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Pending {
@@ -30,6 +31,50 @@ struct Session {
     conv_len: u64,
     turn: u32,
     client: Option<u32>,
+}
+
+/// A prompt pool (`shared_prefix.prompts_per_group`): each prompt's question length, drawn once,
+/// and the shuffled order in which the prompts are sent, cycled. Prompt `k` belongs to group
+/// `k / per_group`, as inference-perf builds its pool group by group.
+struct Pool {
+    lens: Vec<u64>,
+    order: Vec<u32>,
+    per_group: u32,
+}
+
+impl Pool {
+    fn new(
+        input: &super::LengthDist,
+        p: &super::SharedPrefix,
+        inputs: &mut Rng,
+        shuffle: &mut Rng,
+    ) -> Option<Pool> {
+        let per_group = p.prompts_per_group?;
+        let n = p.pool_size()?;
+        let lens = (0..n).map(|_| input.sample(inputs)).collect();
+        // Fisher-Yates over the prompt indices (inference-perf shuffles its pool once).
+        let mut order: Vec<u32> = (0..n).map(|k| k as u32).collect();
+        for i in (1..order.len()).rev() {
+            let j = shuffle.range_u64(0, i as u64) as usize;
+            order.swap(i, j);
+        }
+        Some(Pool {
+            lens,
+            order,
+            per_group,
+        })
+    }
+
+    /// The prompt the `i`-th request sends: (its group, its index in the pool, its question's
+    /// length).
+    fn prompt(&self, i: u64) -> (u64, u64, u64) {
+        let k = self.order[(i % self.order.len() as u64) as usize];
+        (
+            u64::from(k / self.per_group),
+            u64::from(k),
+            self.lens[k as usize],
+        )
+    }
 }
 
 struct Owner {
@@ -57,6 +102,7 @@ pub struct WorkloadGen {
     sessions_rng: Rng,
     sessions: IdMap<Session>,
     next_session: u64,
+    pool: Option<Pool>,
     owners: IdMap<Owner>,
     trace_pos: usize,
     /// Open-loop arrival clock (continuous seconds, to avoid rounding drift).
@@ -86,6 +132,7 @@ impl WorkloadGen {
             sessions_rng: Rng::stream(seed, Stream::Sessions),
             sessions: IdMap::default(),
             next_session: 0,
+            pool: None,
             owners: IdMap::default(),
             trace_pos: 0,
             open_clock_s: 0.0,
@@ -93,6 +140,14 @@ impl WorkloadGen {
             trace_scale: 1.0,
             over_max_model_len: 0,
         };
+        if let Content::Synthetic {
+            input,
+            shared_prefix: Some(p),
+            ..
+        } = &spec.content
+        {
+            g.pool = Pool::new(input, p, &mut g.inputs, &mut g.prefixes);
+        }
         match spec.arrival.clone() {
             Arrival::ClosedLoop { concurrency, .. } => {
                 for c in 0..concurrency {
@@ -225,19 +280,28 @@ impl WorkloadGen {
             } => {
                 let mml = self.max_model_len;
                 let mut prompt = Vec::with_capacity(2);
-                if let Some((groups, tokens)) = *shared_prefix {
-                    let g = self.prefixes.range_u64(0, groups as u64 - 1);
+                let unique = hash2(UNIQUE_SALT, id);
+                // The question: the pool's prompt for this request, or a new one.
+                let (group, question, suffix) = match (&self.pool, shared_prefix) {
+                    (Some(pool), _) => {
+                        let (g, k, len) = pool.prompt(id);
+                        (Some(g), hash2(POOL_SALT, k), len)
+                    }
+                    (None, p) => {
+                        let g = p.map(|p| self.prefixes.range_u64(0, u64::from(p.groups) - 1));
+                        (g, unique, input.sample(&mut self.inputs))
+                    }
+                };
+                if let (Some(g), Some(p)) = (group, shared_prefix) {
                     prompt.push(Segment {
                         stream: hash2(GROUP_SALT, g),
                         start: 0,
-                        len: tokens,
+                        len: p.tokens,
                     });
                 }
-                let suffix = input.sample(&mut self.inputs);
                 let out = output.sample(&mut self.outputs);
-                let unique = hash2(UNIQUE_SALT, id);
                 prompt.push(Segment {
-                    stream: unique,
+                    stream: question,
                     start: 0,
                     len: suffix,
                 });
@@ -390,5 +454,67 @@ impl WorkloadGen {
             let at = t + Ticks::from_secs_f64(client_think);
             self.push(at, Pending::Client(c));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::RawWorkloadSpec;
+
+    /// The requests of a burst of `n` with request content `content` (JSON).
+    fn burst(content: &str, n: u64) -> Vec<Request> {
+        let spec = RawWorkloadSpec::from_json(&format!(
+            r#"{{"arrival":{{"type":"burst","count":{n}}},"requests":{content},"seed":7}}"#
+        ))
+        .unwrap()
+        .validate()
+        .unwrap();
+        let mut g = WorkloadGen::new(&spec, 1 << 20, None);
+        std::iter::from_fn(|| g.pop()).collect()
+    }
+
+    const POOL: &str = r#"{"type":"synthetic","input":{"type":"uniform","min":300,"max":500},
+        "output":{"type":"constant","tokens":20},
+        "shared_prefix":{"groups":2,"tokens":100,"prompts_per_group":5}}"#;
+
+    #[test]
+    fn a_prompt_pool_sends_each_prompt_once_per_cycle_in_a_fixed_order() {
+        let reqs = burst(POOL, 35);
+        assert_eq!(reqs.len(), 35);
+        // Every request repeats the prompt of the request one pool (10 prompts) earlier.
+        for i in 10..35 {
+            assert_eq!(reqs[i].prompt, reqs[i - 10].prompt, "request {i}");
+        }
+        // The first cycle holds the 10 prompts once each: 2 groups of 5 questions.
+        let first = &reqs[..10];
+        let questions: std::collections::BTreeSet<u64> =
+            first.iter().map(|r| r.prompt[1].stream).collect();
+        assert_eq!(questions.len(), 10);
+        let mut per_group = std::collections::BTreeMap::<u64, usize>::new();
+        for r in first {
+            assert_eq!(r.prompt[0].len, 100);
+            *per_group.entry(r.prompt[0].stream).or_default() += 1;
+            assert!((300..=500).contains(&r.prompt[1].len));
+            assert_eq!(r.output_start, 100 + r.prompt[1].len);
+        }
+        assert_eq!(per_group.values().copied().collect::<Vec<_>>(), vec![5, 5]);
+        // Outputs are each request's own.
+        let outs: std::collections::BTreeSet<u64> = reqs.iter().map(|r| r.output_stream).collect();
+        assert_eq!(outs.len(), 35);
+        // The same seed gives the same pool and order.
+        assert_eq!(burst(POOL, 35), reqs);
+    }
+
+    #[test]
+    fn without_a_pool_every_question_is_new() {
+        let content = POOL.replace(r#","prompts_per_group":5"#, "");
+        let reqs = burst(&content, 30);
+        let questions: std::collections::BTreeSet<u64> =
+            reqs.iter().map(|r| r.prompt[1].stream).collect();
+        assert_eq!(questions.len(), 30);
+        let groups: std::collections::BTreeSet<u64> =
+            reqs.iter().map(|r| r.prompt[0].stream).collect();
+        assert_eq!(groups.len(), 2);
     }
 }

@@ -71,7 +71,9 @@ pub enum RawArrival {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RawContent {
     /// Independent requests; with `shared_prefix`, each prompt starts with one of `groups`
-    /// system prompts of `tokens` tokens, and `input` is the length after that prefix.
+    /// system prompts of `tokens` tokens, and `input` is the length after that prefix. With
+    /// `shared_prefix.prompts_per_group`, the prompts come from a fixed pool that is sent over
+    /// and over ([`RawSharedPrefix::prompts_per_group`]).
     Synthetic {
         input: RawLengthDist,
         output: RawLengthDist,
@@ -95,6 +97,13 @@ pub enum RawContent {
 pub struct RawSharedPrefix {
     pub groups: f64,
     pub tokens: f64,
+    /// Distinct prompts per group: the workload is a pool of `groups x prompts_per_group`
+    /// prompts (each its group's prefix and a question of its own, lengths drawn once from
+    /// `input`), shuffled once and sent in that order over and over, as inference-perf's
+    /// `shared_prefix` generator does (`num_groups`, `num_prompts_per_group`). Absent: every
+    /// request's question is new (docs/workloads.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts_per_group: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -148,14 +157,31 @@ pub struct Agentic {
     pub think_s: f64,
 }
 
+/// A validated shared-prefix structure ([`RawSharedPrefix`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedPrefix {
+    pub groups: u32,
+    /// Prefix tokens per group.
+    pub tokens: u64,
+    /// Distinct prompts per group, sent in a fixed shuffled cycle; `None`: every question is new.
+    pub prompts_per_group: Option<u32>,
+}
+
+impl SharedPrefix {
+    /// The number of distinct prompts of a pool (`groups x prompts_per_group`), if there is one.
+    pub fn pool_size(&self) -> Option<u64> {
+        self.prompts_per_group
+            .map(|p| u64::from(p) * u64::from(self.groups))
+    }
+}
+
 /// Validated request content.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Content {
     Synthetic {
         input: LengthDist,
         output: LengthDist,
-        /// (groups, tokens)
-        shared_prefix: Option<(u32, u64)>,
+        shared_prefix: Option<SharedPrefix>,
     },
     Agentic(Agentic),
     Trace(Vec<TraceRequest>),
@@ -171,7 +197,7 @@ impl Content {
                 shared_prefix,
                 ..
             } => {
-                let t = input.nominal_mean() + shared_prefix.map_or(0, |(_, t)| t) as f64;
+                let t = input.nominal_mean() + shared_prefix.map_or(0, |p| p.tokens) as f64;
                 (t.is_finite() && t >= 0.0).then(|| libm::round(t) as u64)
             }
             _ => None,
@@ -300,6 +326,38 @@ impl RawWorkloadSpec {
     }
 }
 
+fn validate_shared_prefix(p: &RawSharedPrefix) -> Result<SharedPrefix, WorkloadError> {
+    let groups = bounded_whole(
+        "requests.shared_prefix.groups",
+        p.groups,
+        crate::bounds::SMALL_COUNT,
+    )? as u32;
+    let tokens = tokens("requests.shared_prefix.tokens", p.tokens, 1.0)?;
+    let prompts_per_group = match p.prompts_per_group {
+        None => None,
+        Some(v) => {
+            let field = "requests.shared_prefix.prompts_per_group";
+            let n = bounded_whole(field, v, crate::bounds::SMALL_COUNT)?;
+            let pool = n.saturating_mul(u64::from(groups));
+            let most = crate::bounds::PROMPT_POOL.max as u64;
+            if pool > most {
+                return Err(WorkloadError::Invalid {
+                    field: field.into(),
+                    problem: format!(
+                        "groups x prompts_per_group is {pool} distinct prompts, above {most}: lower either (a pool that large never repeats within a run; leave prompts_per_group out for fresh prompts)"
+                    ),
+                });
+            }
+            Some(n as u32)
+        }
+    };
+    Ok(SharedPrefix {
+        groups,
+        tokens,
+        prompts_per_group,
+    })
+}
+
 fn validate_content(c: &RawContent) -> Result<Content, WorkloadError> {
     Ok(match c {
         RawContent::Synthetic {
@@ -310,14 +368,7 @@ fn validate_content(c: &RawContent) -> Result<Content, WorkloadError> {
             input: input.validate("requests.input")?,
             output: output.validate("requests.output")?,
             shared_prefix: match shared_prefix {
-                Some(p) => Some((
-                    bounded_whole(
-                        "requests.shared_prefix.groups",
-                        p.groups,
-                        crate::bounds::SMALL_COUNT,
-                    )? as u32,
-                    tokens("requests.shared_prefix.tokens", p.tokens, 1.0)?,
-                )),
+                Some(p) => Some(validate_shared_prefix(p)?),
                 None => None,
             },
         },
@@ -427,7 +478,7 @@ impl WorkloadSpec {
                 shared_prefix,
             } => Some(
                 shared_prefix
-                    .map(|(_, t)| t)
+                    .map(|p| p.tokens)
                     .unwrap_or(0)
                     .saturating_add(input.min_value())
                     .saturating_add(output.min_value()),
@@ -458,7 +509,7 @@ impl WorkloadSpec {
                 output,
                 shared_prefix,
             } => {
-                let prefix = shared_prefix.map(|(_, t)| t).unwrap_or(0);
+                let prefix = shared_prefix.map(|p| p.tokens).unwrap_or(0);
                 let typical = prefix
                     .saturating_add(libm::round(input.nominal_mean()) as u64)
                     .saturating_add(libm::round(output.nominal_mean()) as u64);
@@ -537,6 +588,37 @@ mod tests {
             raw.validate(),
             Err(WorkloadError::UnknownPreset("chat".into()))
         );
+    }
+
+    #[test]
+    fn a_prompt_pool_is_bounded_and_names_its_field() {
+        let content = |ppg: &str| {
+            RawWorkloadSpec::from_json(&format!(
+                r#"{{"arrival":{{"type":"poisson","rate":1}},"requests":{{"type":"synthetic","input":{{"type":"constant","tokens":10}},"output":{{"type":"constant","tokens":5}},"shared_prefix":{{"groups":1000,"tokens":64,"prompts_per_group":{ppg}}}}}}}"#
+            ))
+            .unwrap()
+            .validate()
+        };
+        for bad in ["0", "2.5", "-1"] {
+            assert!(
+                matches!(content(bad), Err(WorkloadError::Invalid { field, .. }) if field == "requests.shared_prefix.prompts_per_group"),
+                "{bad}"
+            );
+        }
+        // 1000 groups x 1001 prompts is past the pool's bound; the message says which product.
+        let e = content("1001").unwrap_err();
+        assert!(
+            matches!(&e, WorkloadError::Invalid { field, problem } if field == "requests.shared_prefix.prompts_per_group" && problem.contains("1001000 distinct prompts")),
+            "{e:?}"
+        );
+        let ok = content("1000").unwrap();
+        match ok.content {
+            Content::Synthetic {
+                shared_prefix: Some(p),
+                ..
+            } => assert_eq!(p.pool_size(), Some(1_000_000)),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
