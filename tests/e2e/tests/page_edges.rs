@@ -418,6 +418,54 @@ async fn two_replicas_behind_the_llm_d_router_reopen_from_the_link_with_the_cli_
     );
 }
 
+/// A prompt pool set on the form (inference-perf's shared_prefix: 2 prefixes x 5 prompts each,
+/// cycled) is in the link and the report; once sent, its prompts come from the prefix cache, and
+/// the page's report is the CLI's for the same link.
+#[tokio::test]
+async fn a_prompt_pool_set_on_the_form_travels_in_the_link_and_hits_the_prefix_cache() {
+    let (link, report, field) = with_browser("pool", |c, base| async move {
+        let r = async {
+            c.goto(&base).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            type_into(&c, "#f-prefix_tokens", "256").await?;
+            type_into(&c, "#f-prefix_groups", "2").await?;
+            type_into(&c, "#f-prefix_prompts", "5").await?;
+            type_into(&c, "#f-levels", "4").await?;
+            type_into(&c, "#f-duration_s", "30").await?;
+            type_into(&c, "#f-warmup_s", "10").await?;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let link = c.current_url().await?.to_string();
+            let (status, report, _) = run_and_report(&c, 120).await?;
+            if !status.starts_with("Done") {
+                return Err(status.into());
+            }
+            c.goto(&link).await?;
+            wait_text(&c, "#cap-kv-tokens").await?;
+            let field = value_of(&c, "#f-prefix_prompts").await?;
+            Ok((link, report, field))
+        }
+        .await;
+        (c, r)
+    })
+    .await;
+    assert_eq!(field, "5", "the reopened link fills the field");
+    let v: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let sp = &v["scenario"]["workload"]["requests"]["shared_prefix"];
+    assert_eq!(
+        (&sp["groups"], &sp["tokens"], &sp["prompts_per_group"]),
+        (&json!(2.0), &json!(256.0), &json!(5.0)),
+        "{sp}"
+    );
+    // 10 prompts at 4 clients: the first cycle falls in the warm-up, then every prompt is cached
+    // up to its last full block.
+    let hit = v["levels"][0]["prefix_cache_hit_rate"].as_f64().unwrap();
+    assert!(hit > 0.95, "hit rate {hit}");
+    assert!(
+        report == native_report_of_link(&link),
+        "the page's report equals `servesim sweep --scenario S --json` byte for byte"
+    );
+}
+
 /// Opens the page, sets 8 H200s, pastes `cmd` into the `vllm serve` box and applies it, as a user
 /// does; returns once the page says the command was loaded.
 async fn paste_command_on_8_h200(c: &Client, base: &str, cmd: &str) -> Res<()> {
