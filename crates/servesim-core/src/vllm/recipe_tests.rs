@@ -256,3 +256,35 @@ fn scenario_to_command_to_scenario_is_the_identity() {
         );
     }
 }
+
+/// A prompt pool has no `vllm bench serve` equivalent: the exported command keeps the shared
+/// prefix and says, in a comment, that its prompts were a pool sent over and over.
+#[test]
+fn a_prompt_pool_is_named_in_the_bench_command() {
+    use crate::workload::{RawContent, RawLengthDist, RawSharedPrefix};
+    let mut s = Scenario::default_scenario();
+    s.workload.requests = RawContent::Synthetic {
+        input: RawLengthDist::Constant { tokens: 447.0 },
+        output: RawLengthDist::Constant { tokens: 248.0 },
+        shared_prefix: Some(RawSharedPrefix {
+            groups: 10.0,
+            tokens: 100.0,
+            prompts_per_group: Some(10.0),
+        }),
+    };
+    let bench = to_bench_command(&s);
+    assert!(bench.contains("--random-prefix-len 100"), "{bench}");
+    assert!(
+        bench.contains("# a pool of 100 prompts sent over and over")
+            && bench.contains("num_prompts_per_group 10"),
+        "{bench}"
+    );
+    let fresh = {
+        let mut f = s.clone();
+        if let RawContent::Synthetic { shared_prefix, .. } = &mut f.workload.requests {
+            shared_prefix.as_mut().unwrap().prompts_per_group = None;
+        }
+        to_bench_command(&f)
+    };
+    assert!(!fresh.contains("a pool of"), "{fresh}");
+}
