@@ -294,13 +294,14 @@ pub const FIT_PARAMS: &[FitParam] = &[
     },
 ];
 
-/// The fit objective of a report, percent: per cell (source, model family), the mean over the
-/// metric families it measures of the median absolute error over its points (each point counts
-/// once per metric family); per source, the mean over its cells; then the mean over sources.
-/// Every source weighs the same, so one large source (169 InferenceX rows) cannot dictate a key's
-/// table to the others; within a source every model family weighs the same, so a source's
-/// largest family (gpustack's 94 MoE rows) cannot dictate it to its other families
-/// (docs/accuracy.md "Calibration: fitted efficiencies").
+/// The fit objective of a report, percent: per cell (source, model), the mean over the metric
+/// families it measures of the median absolute error over its points (each point counts once per
+/// metric family); per source, the mean over its cells; then the mean over sources. Every source
+/// weighs the same, so one large source (169 InferenceX rows) cannot dictate a key's table to the
+/// others; within a source every model weighs the same, so a source's most measured model
+/// (gpustack's 16 gpt-oss-120b rows on `hopper@vllm-0.11`) cannot dictate it to its other models, and a
+/// model family measured on one model weighs one model (docs/accuracy.md "Calibration: fitted
+/// efficiencies").
 pub fn objective(r: &ValidationReport) -> f64 {
     let mut sources: Vec<&str> = Vec::new();
     for p in &r.points {
@@ -311,17 +312,17 @@ pub fn objective(r: &ValidationReport) -> f64 {
     let mut total = 0.0;
     let mut n = 0usize;
     for src in sources {
-        let mut families: Vec<&str> = Vec::new();
+        let mut models: Vec<&str> = Vec::new();
         for p in r.points.iter().filter(|p| p.source == src) {
-            if !families.contains(&p.model_family.as_str()) {
-                families.push(p.model_family.as_str());
+            if !models.contains(&p.model.as_str()) {
+                models.push(p.model.as_str());
             }
         }
         let mut src_total = 0.0;
         let mut src_n = 0usize;
-        for fam in families {
+        for model in models {
             let aggs = aggregate(&r.points, "fit", &|p: &PointResult| {
-                p.source == src && p.model_family == fam
+                p.source == src && p.model == model
             });
             let meds: Vec<f64> = Family::ALL
                 .iter()
