@@ -299,9 +299,9 @@ pub const FIT_PARAMS: &[FitParam] = &[
 /// metric family); per source, the mean over its cells; then the mean over sources. Every source
 /// weighs the same, so one large source (169 InferenceX rows) cannot dictate a key's table to the
 /// others; within a source every model weighs the same, so a source's most measured model
-/// (gpustack's 16 gpt-oss-120b rows on `hopper@vllm-0.11`) cannot dictate it to its other models, and a
-/// model family measured on one model weighs one model (docs/accuracy.md "Calibration: fitted
-/// efficiencies").
+/// (gpustack's 16 gpt-oss-120b rows on `hopper@vllm-0.11`) cannot dictate it to its other
+/// models, and a model family measured on one model weighs one model (docs/accuracy.md
+/// "Calibration: fitted efficiencies").
 pub fn objective(r: &ValidationReport) -> f64 {
     let mut sources: Vec<&str> = Vec::new();
     for p in &r.points {
